@@ -1,0 +1,38 @@
+# kafkacompat: every target builds .venv from nothing when it is missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo bench lint generate check-generated fuzz clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+generate: $(STAMP)
+	$(BIN)/python -m kafkacompat._codegen
+
+check-generated: $(STAMP)
+	$(BIN)/python -m kafkacompat._codegen --check
+
+lint: $(STAMP)
+	$(BIN)/ruff check kafkacompat tests bench examples
+	$(BIN)/mypy
+
+test: check-generated lint
+	$(BIN)/pytest -q -p no:cacheprovider
+
+demo: $(STAMP)
+	$(BIN)/python -m kafkacompat.demo
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+fuzz: $(STAMP)
+	$(BIN)/python -m bench.fuzz_decoders
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,64 @@
+"""The ``messages`` package index: lazy class loading and the per-API tables.
+
+Importing ``kafkacompat.protocol.messages`` loads no message module; a class is
+imported the first time it is asked for, so a client that only negotiates
+pays for the few modules it uses.
+"""
+
+from __future__ import annotations
+
+from kafkacompat._codegen.render_messages import BANNER
+from kafkacompat._codegen.spec import MessageSpec
+
+
+def render_index(groups: dict[str, list[MessageSpec]]) -> str:
+    class_modules = {s.name: module for module, specs in groups.items() for s in specs}
+    all_specs = [s for specs in groups.values() for s in specs]
+    requests = sorted((s for s in all_specs if s.type == "request"), key=lambda s: s.api_key or 0)
+    lines = [
+        BANNER,
+        '"""Every Kafka message, header, data spec and metadata record, loaded on first use."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import importlib",
+        "from typing import TYPE_CHECKING, Any",
+        "",
+        "if TYPE_CHECKING:",
+    ]
+    for name in sorted(class_modules, key=lambda n: (class_modules[n], n)):
+        lines.append(
+            f"    from kafkacompat.protocol.messages.{class_modules[name]} import {name} as {name}"
+        )
+    lines += ["", "CLASS_MODULES: dict[str, str] = {"]
+    lines += [f"    {name!r}: {class_modules[name]!r}," for name in sorted(class_modules)]
+    lines += ["}", "", "CLASS_BY_KEY: dict[tuple[int, str], str] = {"]
+    keyed = sorted(
+        ((s.api_key, s.type, s.name) for s in all_specs if s.api_key is not None),
+        key=lambda item: (item[1], item[0]),
+    )
+    lines += [f"    ({key}, {kind!r}): {name!r}," for key, kind, name in keyed]
+    lines += ["}", "", "# api key -> the API's name, as Kafka prints it", "API_NAMES: dict[int, str] = {"]
+    lines += [f"    {s.api_key}: {s.name.removesuffix('Request')!r}," for s in requests]
+    lines += ["}", "", "# api key -> (lowest, highest) request version this codec can write",
+              "REQUEST_VERSIONS: dict[int, tuple[int, int]] = {"]
+    lines += [f"    {s.api_key}: ({s.valid.lowest}, {s.valid.highest})," for s in requests]
+    lines += ["}", "", "# api key -> the first flexible version (32767 when never flexible)",
+              "FIRST_FLEXIBLE: dict[int, int] = {"]
+    lines += [f"    {s.api_key}: {s.flexible.lowest if not s.flexible.empty else 32767}," for s in requests]
+    lines += ["}", "", f"__all__ = {sorted(class_modules)!r}", ""]
+    lines += [
+        "",
+        "def __getattr__(name: str) -> Any:",
+        "    module = CLASS_MODULES.get(name)",
+        "    if module is None:",
+        '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
+        '    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)',
+        "    globals()[name] = value",
+        "    return value",
+        "",
+        "",
+        "def __dir__() -> list[str]:",
+        "    return sorted([*globals(), *CLASS_MODULES])",
+    ]
+    return "\n".join(lines) + "\n"

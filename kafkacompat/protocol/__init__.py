@@ -1,0 +1,1 @@
+"""The Kafka wire codec: primitives, generated messages, headers and framing."""
