@@ -27,9 +27,7 @@ def render_index(groups: dict[str, list[MessageSpec]]) -> str:
         "if TYPE_CHECKING:",
     ]
     for name in sorted(class_modules, key=lambda n: (class_modules[n], n)):
-        lines.append(
-            f"    from kafkacompat.protocol.messages.{class_modules[name]} import {name} as {name}"
-        )
+        lines.append(f"    from kafkacompat.protocol.messages.{class_modules[name]} import {name} as {name}")
     lines += ["", "CLASS_MODULES: dict[str, str] = {"]
     lines += [f"    {name!r}: {class_modules[name]!r}," for name in sorted(class_modules)]
     lines += ["}", "", "CLASS_BY_KEY: dict[tuple[int, str], str] = {"]
@@ -40,11 +38,19 @@ def render_index(groups: dict[str, list[MessageSpec]]) -> str:
     lines += [f"    ({key}, {kind!r}): {name!r}," for key, kind, name in keyed]
     lines += ["}", "", "# api key -> the API's name, as Kafka prints it", "API_NAMES: dict[int, str] = {"]
     lines += [f"    {s.api_key}: {s.name.removesuffix('Request')!r}," for s in requests]
-    lines += ["}", "", "# api key -> (lowest, highest) request version this codec can write",
-              "REQUEST_VERSIONS: dict[int, tuple[int, int]] = {"]
+    lines += [
+        "}",
+        "",
+        "# api key -> (lowest, highest) request version this codec can write",
+        "REQUEST_VERSIONS: dict[int, tuple[int, int]] = {",
+    ]
     lines += [f"    {s.api_key}: ({s.valid.lowest}, {s.valid.highest})," for s in requests]
-    lines += ["}", "", "# api key -> the first flexible version (32767 when never flexible)",
-              "FIRST_FLEXIBLE: dict[int, int] = {"]
+    lines += [
+        "}",
+        "",
+        "# api key -> the first flexible version (32767 when never flexible)",
+        "FIRST_FLEXIBLE: dict[int, int] = {",
+    ]
     lines += [f"    {s.api_key}: {s.flexible.lowest if not s.flexible.empty else 32767}," for s in requests]
     lines += ["}", "", f"__all__ = {sorted(class_modules)!r}", ""]
     lines += [

@@ -197,9 +197,7 @@ def _build_message(raw: dict[str, Any]) -> MessageSpec:
 
 
 def load_all(spec_dir: Path) -> list[MessageSpec]:
-    paths = sorted((spec_dir / "message").glob("*.json")) + sorted(
-        (spec_dir / "metadata").glob("*.json")
-    )
+    paths = sorted((spec_dir / "message").glob("*.json")) + sorted((spec_dir / "metadata").glob("*.json"))
     if not paths:
         raise SpecError(f"no specs found under {spec_dir}")
     return [load_spec(p) for p in paths]

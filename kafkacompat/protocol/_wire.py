@@ -186,9 +186,7 @@ def read_array_count(buf: Any, pos: int) -> tuple[int, int]:
     (count,) = INT32.unpack_from(buf, pos)
     pos += 4
     if count > len(buf) - pos:
-        raise DecodeError(
-            f"array count {count} exceeds the {len(buf) - pos} bytes left", offset=pos - 4
-        )
+        raise DecodeError(f"array count {count} exceeds the {len(buf) - pos} bytes left", offset=pos - 4)
     return (count if count >= -1 else _bad_length(count, pos - 4)), pos
 
 

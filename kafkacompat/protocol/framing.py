@@ -62,9 +62,7 @@ def _frame(*parts: bytes) -> bytes:
     return b"".join((_wire.INT32.pack(size), *parts))
 
 
-def encode_request(
-    message: KafkaMessage, version: int, correlation_id: int, client_id: str | None
-) -> bytes:
+def encode_request(message: KafkaMessage, version: int, correlation_id: int, client_id: str | None) -> bytes:
     """A whole request frame: size prefix, request header, body."""
     if message.MESSAGE_TYPE != "request" or message.API_KEY is None:
         raise ProtocolError(f"{message.NAME} is not a request")
@@ -124,10 +122,8 @@ def decode_request(frame: bytes | bytearray | memoryview, *, decode_body: bool =
         raise DecodeError("request shorter than its api key and version", what="RequestHeader", offset=0)
     api_key, api_version = _wire.INT16.unpack_from(frame, 0)[0], _wire.INT16.unpack_from(frame, 2)[0]
     name = messages.CLASS_BY_KEY.get((api_key, "request"))
-    if name is None:
-        header_version = 1
-    else:
-        header_version = request_header_version(api_key, api_version)
+    # An unknown API still has a readable classic header (v1): enough to answer it.
+    header_version = 1 if name is None else request_header_version(api_key, api_version)
     reader = RequestHeader._READERS[header_version]
     header, offset = decode_at("RequestHeader", reader, frame, 0, header_version)
     body_bytes = bytes(memoryview(frame)[offset:])

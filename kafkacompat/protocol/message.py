@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Literal, NamedTuple
-
-from typing_extensions import Self
+from typing import Any, ClassVar, Literal, NamedTuple, Self
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
@@ -22,7 +20,6 @@ from kafkacompat.protocol.versions import VersionRange
 __all__ = ["FieldInfo", "KafkaMessage", "KafkaStruct", "MessageType"]
 
 MessageType = Literal["request", "response", "header", "data", "metadata"]
-
 
 
 class FieldInfo(NamedTuple):
@@ -60,9 +57,8 @@ class KafkaStruct:
         if type(other) is not type(self):
             return NotImplemented
         assert isinstance(other, KafkaStruct)
-        return (
-            self._values() == other._values()
-            and tuple(self.unknown_tagged_fields) == tuple(other.unknown_tagged_fields)
+        return self._values() == other._values() and tuple(self.unknown_tagged_fields) == tuple(
+            other.unknown_tagged_fields
         )
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
@@ -159,9 +155,7 @@ class KafkaMessage(KafkaStruct):
         """The body at ``version`` (no size prefix, no header)."""
         writer = self._WRITERS.get(version)
         if writer is None:
-            raise EncodeError(
-                f"{self.NAME} has no version {version} (valid versions: {self.VALID_VERSIONS})"
-            )
+            raise EncodeError(f"{self.NAME} has no version {version} (valid versions: {self.VALID_VERSIONS})")
         out = bytearray()
         try:
             writer(out, self)
@@ -199,9 +193,7 @@ class KafkaMessage(KafkaStruct):
         return obj  # type: ignore[no-any-return]
 
 
-def decode_at(
-    name: str, reader: Reader, data: Any, pos: int, version: int
-) -> tuple[Any, int]:
+def decode_at(name: str, reader: Reader, data: Any, pos: int, version: int) -> tuple[Any, int]:
     """Run a generated reader from ``pos``; returns the object and where it ended."""
     try:
         return reader(data, pos)

@@ -71,9 +71,7 @@ def _value(info: FieldInfo, version: int, flexible: bool) -> st.SearchStrategy[A
 @functools.cache
 def structs(cls: type[KafkaStruct] | None, version: int, flexible: bool) -> st.SearchStrategy[Any]:
     assert cls is not None
-    fields = {
-        info.name: _value(info, version, flexible) for info in cls._FIELDS if version in info.versions
-    }
+    fields = {info.name: _value(info, version, flexible) for info in cls._FIELDS if version in info.versions}
 
     def build(values: dict[str, Any], unknown: list[tuple[int, bytes]]) -> KafkaStruct:
         obj = cls(**values)
@@ -81,7 +79,9 @@ def structs(cls: type[KafkaStruct] | None, version: int, flexible: bool) -> st.S
             obj.unknown_tagged_fields = tuple(sorted(dict(unknown).items()))
         return obj
 
-    unknown = st.lists(st.tuples(UNKNOWN_TAGS, st.binary(max_size=6)), max_size=2) if flexible else st.just([])
+    unknown = (
+        st.lists(st.tuples(UNKNOWN_TAGS, st.binary(max_size=6)), max_size=2) if flexible else st.just([])
+    )
     return st.builds(build, st.fixed_dictionaries(fields), unknown)
 
 

@@ -5,7 +5,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['EndTransactionRecord']

@@ -734,6 +734,8 @@ def _r_FetchSnapshotResponse__PartitionSnapshot_0(buf: Any, pos: int) -> tuple[F
         (v_size, v_position,) = _F_qq.unpack_from(buf, pos)
         pos += 16
         v_unaligned_records, pos = _wire.read_compact_bytes(buf, pos)
+        if v_unaligned_records is None:
+            raise _wire.null_error("unaligned_records", pos)
         v_current_leader = FetchSnapshotResponse.LeaderIdAndEpoch()
         unknown = _wire.EMPTY_TAGS
         if buf[pos] == 0:

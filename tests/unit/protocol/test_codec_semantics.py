@@ -31,7 +31,10 @@ def test_nullable_field_accepts_none_at_nullable_versions_only() -> None:
     msg = FindCoordinatorResponse(error_message=None)
     assert FindCoordinatorResponse.decode(msg.encode(1), 1).error_message is None
     # error_message does not exist at v0 and is ignorable: dropped, not an error.
-    assert FindCoordinatorResponse.decode(FindCoordinatorResponse(error_message="x").encode(0), 0).error_message == ""
+    assert (
+        FindCoordinatorResponse.decode(FindCoordinatorResponse(error_message="x").encode(0), 0).error_message
+        == ""
+    )
 
 
 def test_non_ignorable_field_missing_at_version_is_an_error() -> None:
@@ -74,7 +77,9 @@ def test_tagged_fields_written_only_when_not_default() -> None:
 def test_tagged_fields_present_at_their_default_values_are_read() -> None:
     # Some brokers (Tansu among them) send every tagged field, defaults included.
     body = bytes.fromhex(
-        "0000" "01" "00000000"  # no error, no keys, throttle 0
+        "0000"
+        "01"
+        "00000000"  # no error, no keys, throttle 0
         "04"  # four tagged fields
         "000101"  # supported_features: empty compact array
         "0108ffffffffffffffff"  # finalized_features_epoch: -1
@@ -87,7 +92,7 @@ def test_tagged_fields_present_at_their_default_values_are_read() -> None:
 
 
 def test_unknown_tagged_fields_survive_a_round_trip() -> None:
-    body = bytes.fromhex("0000" "01" "00000000" "02" "0108000000000000000c" "2a03616263")
+    body = bytes.fromhex("00000100000000020108000000000000000c2a03616263")
     decoded = ApiVersionsResponse.decode(body, 3)
     assert decoded.finalized_features_epoch == 12
     assert decoded.unknown_tagged_fields == ((42, b"abc"),)
@@ -96,7 +101,7 @@ def test_unknown_tagged_fields_survive_a_round_trip() -> None:
 
 
 def test_tagged_field_that_does_not_fill_its_size_is_a_decode_error() -> None:
-    body = bytes.fromhex("0000" "01" "00000000" "01" "0109000000000000000c" "00")
+    body = bytes.fromhex("00000100000000010109000000000000000c00")
     with pytest.raises(DecodeError, match="tagged field 1"):
         ApiVersionsResponse.decode(body, 3)
 
@@ -117,9 +122,9 @@ def test_tagged_struct_field_round_trips() -> None:
 @pytest.mark.parametrize(
     "body",
     [
-        bytes.fromhex("0000" "7fffffff" "0000"),  # array count 2^31-1 in a 10-byte body
-        bytes.fromhex("0000" "fffffffe"),  # negative count other than -1
-        bytes.fromhex("0000" "00000001" "0012"),  # truncated element
+        bytes.fromhex("00007fffffff0000"),  # array count 2^31-1 in a 10-byte body
+        bytes.fromhex("0000fffffffe"),  # negative count other than -1
+        bytes.fromhex("0000000000010012"),  # truncated element
     ],
 )
 def test_hostile_counts_fail_fast(body: bytes) -> None:
@@ -132,9 +137,9 @@ def test_hostile_counts_fail_fast(body: bytes) -> None:
 
 def test_hostile_compact_count_and_string_length() -> None:
     with pytest.raises(DecodeError, match="exceeds"):
-        ApiVersionsResponse.decode(bytes.fromhex("0000" "ffffffff07" "00000000" "00"), 3)
+        ApiVersionsResponse.decode(bytes.fromhex("0000ffffffff070000000000"), 3)
     with pytest.raises(DecodeError, match="past the end"):
-        FindCoordinatorResponse.decode(bytes.fromhex("0000" "00000001" "7fff" "41"), 0)
+        FindCoordinatorResponse.decode(bytes.fromhex("0000000000017fff41"), 0)
 
 
 def test_overlong_varint_is_a_decode_error() -> None:
@@ -229,7 +234,7 @@ def test_request_frame_round_trip_and_client_id_stays_classic() -> None:
     frame = framing.encode_request(ApiVersionsRequest(), 3, correlation_id=5, client_id="cid")
     assert int.from_bytes(frame[:4], "big") == len(frame) - 4
     # Header v2 keeps the classic int16 client id length (so old brokers can read it).
-    assert frame[4:18] == bytes.fromhex("0012" "0003" "00000005" "0003") + b"cid" + b"\x00"
+    assert frame[4:18] == bytes.fromhex("00120003000000050003") + b"cid" + b"\x00"
     decoded = framing.decode_request(frame[4:])
     assert decoded.header == RequestHeader(
         request_api_key=18, request_api_version=3, correlation_id=5, client_id="cid"

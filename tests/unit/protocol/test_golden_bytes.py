@@ -50,6 +50,7 @@ MV = "116d657461646174612e76657273696f6e"  # compact string "metadata.version" (
 TOPIC_ID = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
 FC = FindCoordinatorResponse.Coordinator
 
+# fmt: off
 GOLDEN: list[tuple[str, KafkaMessage, int, bytes]] = [
     # ---- ApiVersions request: empty body before v3, then two compact strings and tags
     *[("ApiVersionsRequest", ApiVersionsRequest(), v, b"") for v in (0, 1, 2)],
@@ -100,7 +101,8 @@ GOLDEN: list[tuple[str, KafkaMessage, int, bytes]] = [
     # ---- FindCoordinator request
     ("FindCoordinatorRequest", FindCoordinatorRequest(key="grp"), 0, h("0003", "677270")),
     *[
-        ("FindCoordinatorRequest", FindCoordinatorRequest(key="txn", key_type=1), v, h("0003", "74786e", "01"))
+        ("FindCoordinatorRequest", FindCoordinatorRequest(key="txn", key_type=1), v,
+         h("0003", "74786e", "01"))
         for v in (1, 2)
     ],
     ("FindCoordinatorRequest", FindCoordinatorRequest(key="grp"), 3, h("04", "677270", "00", "00")),
@@ -167,7 +169,9 @@ GOLDEN: list[tuple[str, KafkaMessage, int, bytes]] = [
     ),
     (
         "MetadataRequest",
-        MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=True),
+        MetadataRequest(
+            topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=True
+        ),
         12,
         h("00", "00", "01", "00"),
     ),
@@ -238,7 +242,9 @@ GOLDEN: list[tuple[str, KafkaMessage, int, bytes]] = [
         UpdateFeaturesRequest(
             timeout_ms=1000,
             feature_updates=[
-                UpdateFeaturesRequest.FeatureUpdateKey(feature="kraft.version", max_version_level=1, upgrade_type=2)
+                UpdateFeaturesRequest.FeatureUpdateKey(
+                    feature="kraft.version", max_version_level=1, upgrade_type=2
+                )
             ],
             validate_only=True,
         ),
@@ -267,7 +273,12 @@ GOLDEN: list[tuple[str, KafkaMessage, int, bytes]] = [
         h("00000000", "0000", "00", "00"),
     ),
     # ---- headers
-    ("RequestHeader", RequestHeader(request_api_key=7, request_api_version=0, correlation_id=1), 0, h("0007", "0000", "00000001")),
+    (
+        "RequestHeader",
+        RequestHeader(request_api_key=7, request_api_version=0, correlation_id=1),
+        0,
+        h("0007", "0000", "00000001"),
+    ),
     (
         "RequestHeader",
         RequestHeader(request_api_key=18, request_api_version=3, correlation_id=2, client_id="c"),
@@ -276,13 +287,14 @@ GOLDEN: list[tuple[str, KafkaMessage, int, bytes]] = [
     ),
     ("ResponseHeader", ResponseHeader(correlation_id=9), 1, h("00000009", "00")),
 ]
+# fmt: on
 
 
 @pytest.mark.parametrize(
     ("name", "message", "version", "wire"), GOLDEN, ids=[f"{g[0]}-v{g[2]}-{i}" for i, g in enumerate(GOLDEN)]
 )
 def test_golden_bytes(name: str, message: KafkaMessage, version: int, wire: bytes) -> None:
-    assert message.NAME == name
+    assert name == message.NAME
     assert message.encode(version).hex() == wire.hex()
     assert type(message).decode(wire, version) == message
 

@@ -1,0 +1,60 @@
+"""The ``kafkacompat`` command line.
+
+Each subcommand lives in its own module of this package and exposes
+``register(subparsers)``, which adds its parser and sets ``handler`` to a
+function ``(args) -> int``.  Expected failures (any ``KafkaCompatError``) print
+one sentence on stderr and exit non-zero; the traceback is shown only with
+``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from kafkacompat import __version__
+from kafkacompat.errors import KafkaCompatError
+
+# Subcommand modules, in the order ``--help`` lists them.
+COMMANDS: tuple[str, ...] = ()
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kafkacompat",
+        description="Kafka compatibility: what a broker speaks, what a client would pick, and why.",
+    )
+    parser.add_argument("--version", action="version", version=f"kafkacompat {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for expected failures")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"kafkacompat.cli.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        code: int = handler(args)
+    except KafkaCompatError as exc:
+        if args.debug:
+            raise
+        print(f"kafkacompat {args.command}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

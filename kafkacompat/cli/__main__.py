@@ -1,0 +1,5 @@
+import sys
+
+from kafkacompat.cli import main
+
+sys.exit(main())

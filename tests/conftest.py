@@ -1,0 +1,50 @@
+"""Session-wide fixtures: the real peers the integration tests run against.
+
+``tansu``            a Tansu 0.6.0 broker (``TansuBroker``): ``.host``, ``.port``, ``.bootstrap``
+``librdkafka_mock``  librdkafka's mock cluster (``LibrdkafkaMockCluster``): same attributes
+
+Each test session starts its own peers, on 127.0.0.1.  A peer that cannot start
+fails the tests that use it, with the reason; these tests are never skipped.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Make the repository root importable (for ``kafkacompat`` and ``tests.brokers``)
+# whether or not the package is installed into the environment.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from kafkacompat.testing.ports import BrokerStartError  # noqa: E402
+from kafkacompat.testing.tansu import TansuBroker  # noqa: E402
+from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tansu() -> Iterator[TansuBroker]:
+    try:
+        broker = TansuBroker().__enter__()
+    except BrokerStartError as exc:
+        pytest.fail(f"could not start Tansu: {exc}", pytrace=False)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def librdkafka_mock() -> Iterator[LibrdkafkaMockCluster]:
+    try:
+        cluster = LibrdkafkaMockCluster().__enter__()
+    except BrokerStartError as exc:
+        pytest.fail(f"could not start the librdkafka mock cluster: {exc}", pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
