@@ -1,0 +1,348 @@
+"""Guess which Kafka release a broker runs from the API ranges it answers.
+
+Theory.  Kafka brokers do not say which release they run; the ApiVersions
+answer is the only fingerprint a client gets, and every Apache release (per
+broker kind: ZooKeeper broker, KRaft broker, KRaft controller) answers a
+distinct table, except a few consecutive releases that changed no API (KRaft
+broker 3.3/3.4 and KRaft controller 3.7/3.8).  So:
+
+- exact: the answer equals a known table; all releases sharing that table are
+  named, because nothing on the wire tells them apart.
+- otherwise we bound it, reading the table as "newer answers more".  A release
+  is *reached* when the broker answers every one of its APIs at its highest
+  version or above: the newest reached release is a lower bound.  A release
+  *covers* the broker when it has every API the broker answers, at the
+  broker's highest version or above: the oldest covering release is an upper
+  bound.  Minimum versions are left out of both tests since Kafka raises them
+  (4.0 dropped old versions) and forks choose their own.  Both bounds give
+  "between"; only a lower bound (a newer release, or a fork with extra APIs)
+  gives "at least".  A broker lacking APIs of every release but covered by one
+  (a fork implementing part of the protocol) is "at least" the oldest covering
+  release, since it answers versions first seen there: marked partial.
+- unknown when no release of any kind fits.  The kind whose bounding releases
+  differ least from the answer wins; ties go to the first kind in ``KINDS``.
+
+Pre-0.10 brokers cannot answer ApiVersions at all, so their tables only ever
+arrive here from a configured fallback; they match like any other.  The guess
+is for display and diagnostics only: negotiation never depends on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal, cast
+
+from kafkacompat.errors import NegotiationError, ProtocolError
+from kafkacompat.protocol.versions import VersionRange
+from kafkacompat.reference.releases import API_NAMES, KINDS, RELEASES
+
+__all__ = ["ReleaseGuess", "guess_release", "known_api_ranges"]
+
+Kind = Literal["kraft-broker", "kraft-controller", "zk-broker"]
+Relation = Literal["exact", "at_least", "between", "unknown"]
+Table = Mapping[int, tuple[int, int]]
+
+# Enough lines to say why, few enough to read in a log line.
+_MAX_DIFFERENCES_SHOWN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseGuess:
+    """Which release(s) a broker's API ranges point to, and why."""
+
+    kind: Kind | None
+    relation: Relation
+    releases: tuple[str, ...]
+    text: str
+    evidence: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class _TableGroup:
+    """Consecutive releases of one kind that answer the very same table."""
+
+    kind: Kind
+    releases: tuple[str, ...]
+    table: Table
+
+    @property
+    def first(self) -> str:
+        return self.releases[0]
+
+    @property
+    def last(self) -> str:
+        return self.releases[-1]
+
+    @property
+    def names(self) -> str:
+        return _either(self.releases)
+
+
+@dataclass(frozen=True, slots=True)
+class _KindBounds:
+    kind: Kind
+    lower: int | None  # index of the newest reached group
+    upper: int | None  # index of the oldest covering group
+    distance: int  # differences between the answer and its nearest bounding table
+
+    @property
+    def rank(self) -> tuple[int, int, int]:
+        """Nearest table first; then two bounds before a lower bound before a partial match."""
+        shape = 2 if self.lower is None else (0 if self.upper is not None else 1)
+        return (self.distance, shape, KINDS.index(self.kind))
+
+
+def guess_release(api_ranges: Mapping[int, VersionRange]) -> ReleaseGuess:
+    """Guess the broker's Kafka release from its ApiVersions answer (api key -> range)."""
+    observed = _as_table(api_ranges)
+    if not observed:
+        return ReleaseGuess(None, "unknown", (), "unknown", ("no API ranges given",))
+    exact = [group for groups in _groups().values() for group in groups if group.table == observed]
+    if exact:
+        return _exact(observed, exact)
+    bounds = [b for kind in _groups() if (b := _bounds(_kind(kind), observed)) is not None]
+    if not bounds:
+        return ReleaseGuess(None, "unknown", (), "unknown", tuple(_unknown_evidence(observed)))
+    best = min(bounds, key=lambda b: b.rank)
+    groups = _groups()[best.kind]
+    if best.lower is not None and best.upper is not None:
+        return _between(observed, groups, best.lower, best.upper)
+    if best.lower is not None:
+        return _at_least(observed, groups, best.lower)
+    assert best.upper is not None
+    return _partial(observed, groups, best.upper)
+
+
+def known_api_ranges(release: str, kind: str = "zk-broker") -> dict[int, VersionRange]:
+    """The table ``release`` answers as ``kind``, e.g. for a configured pre-0.10 fallback."""
+    for profile in RELEASES:
+        if profile.release == release and profile.kind == kind:
+            return {key: VersionRange(low, high) for key, (low, high) in profile.apis.items()}
+    raise NegotiationError(f"no known API table for Kafka {release} ({kind})")
+
+
+# -- the reference tables, grouped --------------------------------------------------------
+
+
+def _kind(name: str) -> Kind:
+    if name not in ("kraft-broker", "kraft-controller", "zk-broker"):
+        raise ProtocolError(f"unexpected broker kind in the reference table: {name!r}")
+    return cast(Kind, name)
+
+
+@cache
+def _groups() -> dict[Kind, tuple[_TableGroup, ...]]:
+    """Per kind, the releases oldest first, consecutive identical tables merged."""
+    grouped: dict[Kind, list[_TableGroup]] = {}
+    for profile in RELEASES:  # already sorted by kind, then release
+        kind = _kind(profile.kind)
+        groups = grouped.setdefault(kind, [])
+        if groups and groups[-1].table == profile.apis:
+            previous = groups.pop()
+            groups.append(_TableGroup(kind, (*previous.releases, profile.release), profile.apis))
+        else:
+            groups.append(_TableGroup(kind, (profile.release,), profile.apis))
+    return {kind: tuple(groups) for kind, groups in grouped.items()}
+
+
+def _as_table(api_ranges: Mapping[int, VersionRange]) -> dict[int, tuple[int, int]]:
+    table: dict[int, tuple[int, int]] = {}
+    for key, versions in api_ranges.items():
+        if not isinstance(key, int) or not isinstance(versions, VersionRange):
+            raise ProtocolError(f"expected api key -> VersionRange, got {key!r}: {versions!r}")
+        if not versions.empty:  # an empty range means the API is not offered
+            table[key] = (versions.lowest, versions.highest)
+    return table
+
+
+# -- the two tests and the distance -------------------------------------------------------
+
+
+def _reaches(observed: Table, release_table: Table) -> bool:
+    return all(
+        key in observed and observed[key][1] >= high for key, (_, high) in release_table.items()
+    )
+
+
+def _covers(release_table: Table, observed: Table) -> bool:
+    return all(
+        key in release_table and release_table[key][1] >= high
+        for key, (_, high) in observed.items()
+    )
+
+
+def _differing_keys(a: Table, b: Table) -> list[int]:
+    return sorted(key for key in a.keys() | b.keys() if a.get(key) != b.get(key))
+
+
+def _bounds(kind: Kind, observed: Table) -> _KindBounds | None:
+    groups = _groups()[kind]
+    reached = [i for i, g in enumerate(groups) if _reaches(observed, g.table)]
+    covering = [i for i, g in enumerate(groups) if _covers(g.table, observed)]
+    lower = reached[-1] if reached else None
+    upper = covering[0] if covering else None
+    nearest = [i for i in (lower, upper) if i is not None]
+    if not nearest:
+        return None
+    distance = min(len(_differing_keys(observed, groups[i].table)) for i in nearest)
+    return _KindBounds(kind, lower, upper, distance)
+
+
+# -- guesses and their evidence -----------------------------------------------------------
+
+
+def _exact(observed: Table, matches: Sequence[_TableGroup]) -> ReleaseGuess:
+    kinds = sorted({group.kind for group in matches})
+    releases = tuple(release for group in matches for release in group.releases)
+    text = " or ".join(f"Kafka {group.names} ({group.kind})" for group in matches)
+    evidence = [f"all {len(observed)} API ranges equal those of {text}"]
+    for group in matches:
+        groups = _groups()[group.kind]
+        index = groups.index(group)
+        if index > 0:
+            evidence += _newly_seen(groups[index - 1], group)
+        if index + 1 < len(groups):
+            evidence += _compared(observed, groups[index + 1], group.kind, "from")
+    kind = _kind(kinds[0]) if len(kinds) == 1 else None
+    return ReleaseGuess(kind, "exact", releases, text, tuple(evidence))
+
+
+def _between(
+    observed: Table, groups: Sequence[_TableGroup], lower: int, upper: int
+) -> ReleaseGuess:
+    low_group, high_group = groups[lower], groups[upper]
+    kind = low_group.kind
+    span = groups[min(lower, upper) : max(lower, upper) + 1]
+    releases = tuple(release for group in span for release in group.releases)
+    if lower == upper:
+        text = f"close to Kafka {low_group.names} ({kind})"
+    else:
+        text = f"between Kafka {span[0].first} and {span[-1].last} ({kind})"
+    evidence = [
+        f"answers every API of Kafka {low_group.names} ({kind}) at its highest version or above",
+        f"Kafka {high_group.names} ({kind}) answers every API seen, at the version seen or above",
+    ]
+    evidence += _compared(observed, low_group, kind, "in")
+    if upper != lower:
+        evidence += _compared(observed, high_group, kind, "in")
+    return ReleaseGuess(kind, "between", releases, text, tuple(evidence))
+
+
+def _at_least(observed: Table, groups: Sequence[_TableGroup], lower: int) -> ReleaseGuess:
+    group = groups[lower]
+    evidence = [
+        f"answers every API of Kafka {group.names} ({group.kind}) at its highest version or above"
+    ]
+    evidence += _compared(observed, group, group.kind, "in")
+    if lower + 1 < len(groups):
+        newer = groups[lower + 1]
+        short = [
+            key
+            for key, (_, high) in newer.table.items()
+            if key not in observed or observed[key][1] < high
+        ]
+        evidence += _lines(
+            (f"{_api(key)}: {_span(observed.get(key))} here, {_span(newer.table[key])} "
+             f"in Kafka {newer.first}" for key in sorted(short)),
+            f"short of Kafka {newer.first}",
+        )
+    text = f"at least Kafka {group.first} ({group.kind})"
+    return ReleaseGuess(group.kind, "at_least", group.releases, text, tuple(evidence))
+
+
+def _partial(observed: Table, groups: Sequence[_TableGroup], upper: int) -> ReleaseGuess:
+    group = groups[upper]
+    missing = sorted(group.table.keys() - observed.keys())
+    evidence = [
+        f"Kafka {group.names} ({group.kind}) answers every API seen, at the version seen or above",
+        f"lacks {len(missing)} of the {len(group.table)} APIs of Kafka {group.last}: "
+        + ", ".join(_api(key) for key in missing[:_MAX_DIFFERENCES_SHOWN])
+        + (", ..." if len(missing) > _MAX_DIFFERENCES_SHOWN else ""),
+    ]
+    if upper > 0:
+        evidence += _newly_seen(groups[upper - 1], group, only=observed)
+    text = f"at least Kafka {group.first} ({group.kind}), partial API set"
+    return ReleaseGuess(group.kind, "at_least", group.releases, text, tuple(evidence))
+
+
+def _unknown_evidence(observed: Table) -> Iterator[str]:
+    if 18 not in observed:
+        yield f"{_api(18)} absent: a pre-0.10 broker or not a Kafka broker"
+    highest: dict[int, int] = {}
+    for profile in RELEASES:
+        for key, (_, high) in profile.apis.items():
+            highest[key] = max(high, highest.get(key, -1))
+    for key, (low, high) in sorted(observed.items()):
+        if key not in highest:
+            yield f"{_api(key)} {_span((low, high))} is in no known release"
+        elif high > highest[key]:
+            yield (
+                f"{_api(key)} {_span((low, high))} goes beyond every known release "
+                f"(highest {highest[key]})"
+            )
+    yield "no known release of any kind is reached by, or covers, these API ranges"
+
+
+def _newly_seen(
+    previous: _TableGroup, group: _TableGroup, only: Table | None = None
+) -> list[str]:
+    """What ``group`` answers differently from the release before it (why it is not older)."""
+    keys = [
+        key
+        for key in _differing_keys(previous.table, group.table)
+        if only is None or (key in only and key in group.table)
+    ]
+    lines = []
+    for key in keys:
+        now, before = group.table.get(key), previous.table.get(key)
+        if now is None:
+            lines.append(f"{_api(key)} is gone in {group.first} ({previous.last}: {_span(before)})")
+        elif before is None:
+            lines.append(f"{_api(key)} {_span(now)} first appears in {group.first}")
+        else:
+            lines.append(
+                f"{_api(key)} {_span(now)} first appears in {group.first} "
+                f"({previous.last}: {_span(before)})"
+            )
+    return _lines(lines, f"changes in {group.first}")
+
+
+def _compared(observed: Table, other: _TableGroup, kind: Kind, preposition: str) -> list[str]:
+    """How the answer differs from ``other``'s table, key by key."""
+    release = other.first if preposition == "from" else other.last
+    return _lines(
+        (
+            f"{_api(key)}: {_span(observed.get(key))} here, {_span(other.table.get(key))} "
+            f"{preposition} Kafka {release}"
+            for key in _differing_keys(observed, other.table)
+        ),
+        f"differences from Kafka {release} ({kind})",
+    )
+
+
+def _lines(lines: Iterable[str], what: str) -> list[str]:
+    shown = list(lines)
+    if len(shown) <= _MAX_DIFFERENCES_SHOWN:
+        return shown
+    rest = len(shown) - _MAX_DIFFERENCES_SHOWN
+    return [*shown[:_MAX_DIFFERENCES_SHOWN], f"... and {rest} more {what}"]
+
+
+def _api(key: int) -> str:
+    name = API_NAMES.get(key)
+    return f"{name}({key})" if name else f"API key {key}"
+
+
+def _span(versions: tuple[int, int] | None) -> str:
+    return "absent" if versions is None else str(VersionRange(*versions))
+
+
+def _either(releases: Sequence[str]) -> str:
+    if len(releases) == 1:
+        return releases[0]
+    return f"{', '.join(releases[:-1])} or {releases[-1]}"
