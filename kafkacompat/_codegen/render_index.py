@@ -36,8 +36,6 @@ def render_index(groups: dict[str, list[MessageSpec]]) -> str:
         key=lambda item: (item[1], item[0]),
     )
     lines += [f"    ({key}, {kind!r}): {name!r}," for key, kind, name in keyed]
-    lines += ["}", "", "# api key -> the API's name, as Kafka prints it", "API_NAMES: dict[int, str] = {"]
-    lines += [f"    {s.api_key}: {s.name.removesuffix('Request')!r}," for s in requests]
     lines += [
         "}",
         "",

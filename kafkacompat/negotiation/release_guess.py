@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from types import MappingProxyType
 from typing import Literal, cast
 
 from kafkacompat.errors import NegotiationError, ProtocolError
@@ -118,12 +119,23 @@ def guess_release(api_ranges: Mapping[int, VersionRange]) -> ReleaseGuess:
     return _partial(observed, groups, best.upper)
 
 
-def known_api_ranges(release: str, kind: str = "zk-broker") -> dict[int, VersionRange]:
-    """The table ``release`` answers as ``kind``, e.g. for a configured pre-0.10 fallback."""
+def known_api_ranges(release: str, kind: str = "zk-broker") -> Mapping[int, VersionRange]:
+    """The table ``release`` answers as ``kind`` (read-only), e.g. for a pre-0.10 fallback.
+
+    Unknown kinds and releases raise ``NegotiationError`` naming what is known.
+    """
+    if kind not in KINDS:
+        raise NegotiationError(f"unknown broker kind {kind!r}; known kinds: {', '.join(KINDS)}")
     for profile in RELEASES:
         if profile.release == release and profile.kind == kind:
-            return {key: VersionRange(low, high) for key, (low, high) in profile.apis.items()}
-    raise NegotiationError(f"no known API table for Kafka {release} ({kind})")
+            return MappingProxyType(
+                {key: VersionRange(low, high) for key, (low, high) in sorted(profile.apis.items())}
+            )
+    known = ", ".join(p.release for p in RELEASES if p.kind == kind)
+    raise NegotiationError(
+        f"no API table for Kafka release {release!r} ({kind}) in the reference table; "
+        f"known {kind} releases: {known}"
+    )
 
 
 # -- the reference tables, grouped --------------------------------------------------------
@@ -164,16 +176,11 @@ def _as_table(api_ranges: Mapping[int, VersionRange]) -> dict[int, tuple[int, in
 
 
 def _reaches(observed: Table, release_table: Table) -> bool:
-    return all(
-        key in observed and observed[key][1] >= high for key, (_, high) in release_table.items()
-    )
+    return all(key in observed and observed[key][1] >= high for key, (_, high) in release_table.items())
 
 
 def _covers(release_table: Table, observed: Table) -> bool:
-    return all(
-        key in release_table and release_table[key][1] >= high
-        for key, (_, high) in observed.items()
-    )
+    return all(key in release_table and release_table[key][1] >= high for key, (_, high) in observed.items())
 
 
 def _differing_keys(a: Table, b: Table) -> list[int]:
@@ -212,9 +219,7 @@ def _exact(observed: Table, matches: Sequence[_TableGroup]) -> ReleaseGuess:
     return ReleaseGuess(kind, "exact", releases, text, tuple(evidence))
 
 
-def _between(
-    observed: Table, groups: Sequence[_TableGroup], lower: int, upper: int
-) -> ReleaseGuess:
+def _between(observed: Table, groups: Sequence[_TableGroup], lower: int, upper: int) -> ReleaseGuess:
     low_group, high_group = groups[lower], groups[upper]
     kind = low_group.kind
     span = groups[min(lower, upper) : max(lower, upper) + 1]
@@ -235,20 +240,19 @@ def _between(
 
 def _at_least(observed: Table, groups: Sequence[_TableGroup], lower: int) -> ReleaseGuess:
     group = groups[lower]
-    evidence = [
-        f"answers every API of Kafka {group.names} ({group.kind}) at its highest version or above"
-    ]
+    evidence = [f"answers every API of Kafka {group.names} ({group.kind}) at its highest version or above"]
     evidence += _compared(observed, group, group.kind, "in")
     if lower + 1 < len(groups):
         newer = groups[lower + 1]
         short = [
-            key
-            for key, (_, high) in newer.table.items()
-            if key not in observed or observed[key][1] < high
+            key for key, (_, high) in newer.table.items() if key not in observed or observed[key][1] < high
         ]
         evidence += _lines(
-            (f"{_api(key)}: {_span(observed.get(key))} here, {_span(newer.table[key])} "
-             f"in Kafka {newer.first}" for key in sorted(short)),
+            (
+                f"{_api(key)}: {_span(observed.get(key))} here, {_span(newer.table[key])} "
+                f"in Kafka {newer.first}"
+                for key in sorted(short)
+            ),
             f"short of Kafka {newer.first}",
         )
     text = f"at least Kafka {group.first} ({group.kind})"
@@ -282,15 +286,12 @@ def _unknown_evidence(observed: Table) -> Iterator[str]:
             yield f"{_api(key)} {_span((low, high))} is in no known release"
         elif high > highest[key]:
             yield (
-                f"{_api(key)} {_span((low, high))} goes beyond every known release "
-                f"(highest {highest[key]})"
+                f"{_api(key)} {_span((low, high))} goes beyond every known release (highest {highest[key]})"
             )
     yield "no known release of any kind is reached by, or covers, these API ranges"
 
 
-def _newly_seen(
-    previous: _TableGroup, group: _TableGroup, only: Table | None = None
-) -> list[str]:
+def _newly_seen(previous: _TableGroup, group: _TableGroup, only: Table | None = None) -> list[str]:
     """What ``group`` answers differently from the release before it (why it is not older)."""
     keys = [
         key
@@ -306,8 +307,7 @@ def _newly_seen(
             lines.append(f"{_api(key)} {_span(now)} first appears in {group.first}")
         else:
             lines.append(
-                f"{_api(key)} {_span(now)} first appears in {group.first} "
-                f"({previous.last}: {_span(before)})"
+                f"{_api(key)} {_span(now)} first appears in {group.first} ({previous.last}: {_span(before)})"
             )
     return _lines(lines, f"changes in {group.first}")
 

@@ -87,15 +87,24 @@ def encode_response(message: KafkaMessage, version: int, correlation_id: int) ->
 
 
 def decode_response(
-    frame: bytes | bytearray | memoryview, response_cls: type[KafkaMessage], version: int
+    frame: bytes | bytearray | memoryview,
+    response_cls: type[KafkaMessage],
+    version: int,
+    *,
+    allow_trailing: bool = False,
 ) -> tuple[int, KafkaMessage]:
-    """Read a response frame *without* its size prefix: (correlation id, body)."""
+    """Read a response frame *without* its size prefix: (correlation id, body).
+
+    ``allow_trailing`` accepts bytes after the body, as Kafka's own client does
+    (librdkafka's mock broker, for one, ends flexible Metadata replies with an
+    extra empty tag section).
+    """
     assert response_cls.API_KEY is not None
     header_version = response_header_version(response_cls.API_KEY, version)
     header_reader = ResponseHeader._READERS[header_version]
     header, offset = decode_at("ResponseHeader", header_reader, frame, 0, header_version)
     body = memoryview(frame)[offset:]
-    return header.correlation_id, response_cls.decode(body, version)
+    return header.correlation_id, response_cls.decode(body, version, allow_trailing=allow_trailing)
 
 
 def peek_correlation_id(frame: bytes | bytearray | memoryview) -> int:
@@ -182,6 +191,10 @@ class FrameSplitter:
         self.max_size = max_size
         self._buffer = bytearray()
         self._expected: int | None = None
+
+    def unconsumed(self, limit: int = 16) -> bytes:
+        """The first bytes not yet taken as a frame (what a refused prefix started with)."""
+        return bytes(self._buffer[:limit])
 
     @property
     def pending(self) -> int:

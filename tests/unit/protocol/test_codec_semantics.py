@@ -18,6 +18,7 @@ from kafkacompat.protocol.messages import (
     MetadataResponse,
     RequestHeader,
 )
+from kafkacompat.reference import API_NAMES
 
 # -- nullability and versions -------------------------------------------------
 
@@ -202,7 +203,7 @@ def test_class_facts_and_registry() -> None:
     assert str(ApiVersionsRequest.VALID_VERSIONS) == "0-4"
     assert str(ApiVersionsRequest.FLEXIBLE_VERSIONS) == "3+"
     assert messages.CLASS_BY_KEY[(10, "response")] == "FindCoordinatorResponse"
-    assert messages.API_NAMES[18] == "ApiVersions"
+    assert API_NAMES[18] == "ApiVersions"
     assert messages.REQUEST_VERSIONS[10] == (0, 6)
     assert getattr(messages, messages.CLASS_BY_KEY[(0, "metadata")]).NAME == "RegisterBrokerRecord"
     with pytest.raises(AttributeError):

@@ -1,0 +1,218 @@
+"""What one broker connection can do, as negotiated: the input of every version decision.
+
+A ``BrokerCapabilities`` is the frozen outcome of one handshake with one node:
+the API ranges that node answered, its supported and finalized features (with
+the finalized features' epoch), the throttle time of the answer, the handshake
+transcript and, when the node predates ApiVersions, the configured release
+whose table stands in for an answer.
+
+The values are per connection.  Nothing here copies one broker's ranges to
+another, fills gaps from a neighbour, or remembers anything between
+connections: a cluster in the middle of a rolling upgrade has nodes that
+answer differently, and each request is decided against the node it goes to.
+Views across several nodes live in ``cluster_view``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from kafkacompat.errors import ProtocolError
+from kafkacompat.negotiation.release_guess import ReleaseGuess, guess_release
+from kafkacompat.negotiation.transcript import HandshakeTranscript
+from kafkacompat.protocol.versions import VersionRange
+
+if TYPE_CHECKING:
+    from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy
+
+__all__ = ["BrokerCapabilities", "RangeLike"]
+
+# What callers may write for a range: a VersionRange, an inclusive (low, high)
+# pair, or Kafka's notation ("0-4", "3+", "5", "none").
+RangeLike: TypeAlias = VersionRange | tuple[int, int] | str
+
+_EMPTY: Mapping[Any, VersionRange] = MappingProxyType({})
+
+
+def _no_entries() -> Mapping[Any, VersionRange]:
+    return _EMPTY
+
+
+def as_range(value: RangeLike) -> VersionRange:
+    """Read one ``RangeLike`` as a ``VersionRange``."""
+    if isinstance(value, VersionRange):
+        return value
+    if isinstance(value, str):
+        try:
+            return VersionRange.parse(value)
+        except ProtocolError:
+            raise ValueError(f"not a version range: {value!r}") from None
+    if (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and all(isinstance(end, int) and not isinstance(end, bool) for end in value)
+    ):
+        return VersionRange(value[0], value[1])
+    raise TypeError(f"not a version range: {value!r}")
+
+
+def _frozen_api_ranges(ranges: Mapping[int, RangeLike]) -> Mapping[int, VersionRange]:
+    table: dict[int, VersionRange] = {}
+    for key, value in ranges.items():
+        if not isinstance(key, int) or isinstance(key, bool):
+            raise TypeError(f"API keys are ints, got {key!r}")
+        table[key] = as_range(value)
+    return MappingProxyType(dict(sorted(table.items())))
+
+
+def _frozen_features(features: Mapping[str, RangeLike] | None) -> Mapping[str, VersionRange]:
+    if not features:
+        return _EMPTY
+    table: dict[str, VersionRange] = {}
+    for name, value in features.items():
+        if not isinstance(name, str):
+            raise TypeError(f"feature names are strings, got {name!r}")
+        table[name] = as_range(value)
+    return MappingProxyType(dict(sorted(table.items())))
+
+
+@dataclass(frozen=True)
+class BrokerCapabilities:
+    """The negotiated abilities of one broker connection.
+
+    ``node`` labels the connection (``"host:port"``); ``node_id`` is the
+    broker id when known (bootstrap connections often do not know it).
+    ``api_ranges`` maps api key to the range the node answered; an API the node
+    does not list, or lists with an empty range, cannot be used with it.
+    Mappings are copied into read-only views at construction.
+    """
+
+    node: str
+    api_ranges: Mapping[int, VersionRange] = field(default_factory=_no_entries, hash=False)
+    node_id: int | None = None
+    supported_features: Mapping[str, VersionRange] = field(default_factory=_no_entries, hash=False)
+    finalized_features: Mapping[str, VersionRange] = field(default_factory=_no_entries, hash=False)
+    finalized_features_epoch: int | None = None
+    throttle_time_ms: int = 0
+    transcript: HandshakeTranscript | None = field(default=None, compare=False)
+    fallback_release: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.node, str) or not self.node:
+            raise ValueError(f"a broker needs a non-empty node label, got {self.node!r}")
+        object.__setattr__(self, "api_ranges", _frozen_api_ranges(self.api_ranges))
+        object.__setattr__(
+            self, "supported_features", _frozen_features(self.supported_features)
+        )
+        object.__setattr__(
+            self, "finalized_features", _frozen_features(self.finalized_features)
+        )
+
+    # -- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def from_handshake(
+        cls, result: Any, *, node: str | None = None, node_id: int | None = None
+    ) -> BrokerCapabilities:
+        """Build from a handshake result, read by attribute (duck-typed).
+
+        Reads ``api_ranges`` (required), ``supported_features``,
+        ``finalized_features``, ``finalized_features_epoch``, ``throttle_time_ms``,
+        ``transcript``, ``fallback_release`` and, when ``node`` is not given,
+        the result's own ``node``.
+        """
+        try:
+            api_ranges = result.api_ranges
+        except AttributeError:
+            raise TypeError(
+                f"{type(result).__name__} has no api_ranges: not a handshake result"
+            ) from None
+        label = node if node is not None else getattr(result, "node", None)
+        if label is None:
+            raise ValueError("the handshake result names no node: pass node='host:port'")
+        return cls(
+            node=label,
+            node_id=node_id,
+            api_ranges=api_ranges,
+            supported_features=getattr(result, "supported_features", None) or _EMPTY,
+            finalized_features=getattr(result, "finalized_features", None) or _EMPTY,
+            finalized_features_epoch=getattr(result, "finalized_features_epoch", None),
+            throttle_time_ms=getattr(result, "throttle_time_ms", 0) or 0,
+            transcript=getattr(result, "transcript", None),
+            fallback_release=getattr(result, "fallback_release", None),
+        )
+
+    @classmethod
+    def from_ranges(
+        cls,
+        node: str,
+        api_ranges: Mapping[int, RangeLike],
+        *,
+        node_id: int | None = None,
+        supported_features: Mapping[str, RangeLike] | None = None,
+        finalized_features: Mapping[str, RangeLike] | None = None,
+        finalized_features_epoch: int | None = None,
+        throttle_time_ms: int = 0,
+        transcript: HandshakeTranscript | None = None,
+        fallback_release: str | None = None,
+    ) -> BrokerCapabilities:
+        """Build from plain ranges (``VersionRange``, ``(low, high)`` or ``"0-4"``)."""
+        return cls(
+            node=node,
+            node_id=node_id,
+            api_ranges=_frozen_api_ranges(api_ranges),
+            supported_features=_frozen_features(supported_features),
+            finalized_features=_frozen_features(finalized_features),
+            finalized_features_epoch=finalized_features_epoch,
+            throttle_time_ms=throttle_time_ms,
+            transcript=transcript,
+            fallback_release=fallback_release,
+        )
+
+    # -- questions -------------------------------------------------------------------------
+
+    def broker_range(self, api_key: int) -> VersionRange:
+        """The range this node answered for ``api_key``; empty when it does not list it."""
+        return self.api_ranges.get(api_key, VersionRange.NONE)
+
+    def lists_api(self, api_key: int) -> bool:
+        """Whether this node answered a non-empty range for ``api_key``."""
+        return not self.broker_range(api_key).empty
+
+    @cached_property
+    def release_guess(self) -> ReleaseGuess:
+        """Which Kafka release these ranges point to (diagnostics only; computed once)."""
+        return guess_release(self.api_ranges)
+
+    @property
+    def label(self) -> str:
+        """``node`` plus the node id when known, for messages."""
+        return self.node if self.node_id is None else f"{self.node} (node id {self.node_id})"
+
+    # -- decisions (delegating to version_policy) -------------------------------------------
+
+    def pick_version(
+        self,
+        api_key: int,
+        policy: VersionPolicy | None = None,
+        client_ranges: Mapping[int, VersionRange] | None = None,
+    ) -> int:
+        """The version to send ``api_key`` at to this node; see ``version_policy.pick_version``."""
+        from kafkacompat.negotiation.version_policy import pick_version
+
+        return pick_version(api_key, self, policy, client_ranges)
+
+    def explain(
+        self,
+        api_key: int,
+        policy: VersionPolicy | None = None,
+        client_ranges: Mapping[int, VersionRange] | None = None,
+    ) -> VersionChoice:
+        """Why a version (or none) would be picked; see ``version_policy.explain``."""
+        from kafkacompat.negotiation.version_policy import explain
+
+        return explain(api_key, self, policy, client_ranges)

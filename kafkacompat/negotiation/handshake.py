@@ -1,0 +1,426 @@
+"""The ApiVersions handshake (KIP-35, KIP-511) as a sans-I/O state machine.
+
+The rules, and the table of states and transitions that carries them out, are
+in ``handshake_table``; this module decides which outcome each event has.
+
+Driving it
+==========
+The machine does no I/O and reads no clock.  ``next_action()`` says what to do
+(it has no side effect); the driver does it and reports what happened by
+calling one event method:
+
+=================  ==============================================================
+action             events the driver may report
+=================  ==============================================================
+``Connect``        ``connected()``, ``connect_failed(reason)``, ``timed_out()``
+``SendRequest``    ``request_sent()``, ``connection_closed()``, ``timed_out()``
+                   (write ``action.frame``: size prefix, header and body)
+``ReceiveReply``   ``received_frame(frame)`` (a frame without its size prefix, as
+                   ``FrameSplitter`` yields it) or ``received(body)`` (the bytes
+                   after the correlation id), ``connection_closed()``,
+                   ``timed_out()``, ``foreign_bytes(data)`` (a bad size prefix:
+                   ``check_frame_size`` raised ``WrongProtocolError``)
+``Done``           none: ``action.result``; reconnect first if
+                   ``action.needs_new_connection``
+``Fail``           none: raise ``action.error``; close the connection if
+                   ``action.close_connection``
+=================  ==============================================================
+
+Any other event raises ``HandshakeStateError`` and changes nothing.  For
+example, with a blocking socket::
+
+    hs = ApiVersionsHandshake(HandshakeConfig(), node="broker:9092")
+    while True:
+        match hs.next_action():
+            case Connect():
+                sock = socket.create_connection(address)
+                hs.connected()
+            case SendRequest(frame=frame):
+                sock.sendall(frame)
+                hs.request_sent()
+            case ReceiveReply():
+                hs.received_frame(read_one_frame(sock))
+            case Done(result=result):
+                return result
+            case Fail(error=error):
+                raise error
+
+(each I/O step mapping its own failures to ``connection_closed()``,
+``timed_out()`` and so on).  A round trip in the transcript is a request that
+got bytes back; a connection is one ``connected()``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kafkacompat.errors import (
+    BrokerTooOldError,
+    DecodeError,
+    KafkaCompatError,
+    KafkaTimeoutError,
+    ProtocolError,
+    TransportError,
+)
+from kafkacompat.negotiation.handshake_config import (
+    ClientSoftwareWarning,
+    HandshakeConfig,
+    HandshakeConfigError,
+    check_correlation_id,
+    release_ranges,
+)
+from kafkacompat.negotiation.handshake_reply import (
+    Verdict,
+    first_ranges,
+    foreign_verdict,
+    judge_reply,
+)
+from kafkacompat.negotiation.handshake_table import (
+    BY_KEY,
+    EVENTS_BY_STATE,
+    PROGRESS_EVENTS,
+    TRANSITIONS,
+    Event,
+    State,
+    Transition,
+)
+from kafkacompat.negotiation.handshake_types import (
+    Action,
+    BrokerRejectedError,
+    Connect,
+    Done,
+    Fail,
+    HandshakeResult,
+    HandshakeStateError,
+    InvalidRequestError,
+    ReceiveReply,
+    SendRequest,
+)
+from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
+from kafkacompat.protocol.framing import encode_request, sniff_foreign_protocol
+from kafkacompat.protocol.messages import ApiVersionsResponse
+
+__all__ = [
+    "TRANSITIONS",
+    "Action",
+    "ApiVersionsHandshake",
+    "BrokerRejectedError",
+    "ClientSoftwareWarning",
+    "Connect",
+    "Done",
+    "Event",
+    "Fail",
+    "HandshakeConfig",
+    "HandshakeConfigError",
+    "HandshakeResult",
+    "HandshakeStateError",
+    "InvalidRequestError",
+    "ReceiveReply",
+    "SendRequest",
+    "State",
+    "Transition",
+    "release_ranges",
+]
+
+_INT32_MAX: Final = 2**31 - 1
+
+
+class ApiVersionsHandshake:
+    """One ApiVersions negotiation with one broker; see the module docstring."""
+
+    def __init__(
+        self,
+        config: HandshakeConfig | None = None,
+        *,
+        node: str | None = None,
+        first_correlation_id: int = 0,
+    ) -> None:
+        self.config = HandshakeConfig() if config is None else config
+        self.node = node
+        self._next_correlation_id = check_correlation_id(first_correlation_id)
+        self._correlation_id = first_correlation_id
+        self._state = State.CONNECT
+        self._version = self.config.max_version
+        self._connections = 0
+        self._round_trips = 0
+        self._replies_understood = 0
+        self._attempts: list[HandshakeAttempt] = []
+        self._history: list[Transition] = []
+        self._notes: list[str] = list(self.config.software_problems)
+        self._accepted_version: int | None = None
+        self._fallback_release: str | None = None
+        self._action: Action = Connect(self._version, 1)
+
+    # -- queries ------------------------------------------------------------------------
+
+    def next_action(self) -> Action:
+        """What the driver should do now; asking twice gives the same answer."""
+        return self._action
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def version(self) -> int:
+        """The ApiVersions version of the current (or last) attempt."""
+        return self._version
+
+    @property
+    def expected_events(self) -> frozenset[Event]:
+        return EVENTS_BY_STATE[self._state]
+
+    @property
+    def history(self) -> tuple[Transition, ...]:
+        """The transitions taken so far, in order."""
+        return tuple(self._history)
+
+    @property
+    def next_correlation_id(self) -> int:
+        """The correlation id the connection's next request should use."""
+        return self._next_correlation_id
+
+    @property
+    def transcript(self) -> HandshakeTranscript:
+        return HandshakeTranscript(
+            attempts=tuple(self._attempts),
+            round_trips=self._round_trips,
+            connections=self._connections,
+            api_versions_version=self._accepted_version,
+            fallback_release=self._fallback_release,
+            notes=tuple(self._notes),
+            node=self.node,
+        )
+
+    # -- events -------------------------------------------------------------------------
+
+    def connected(self) -> None:
+        self._expect(Event.CONNECTED)
+        self._connections += 1
+        self._take(Event.CONNECTED, "connected")
+
+    def connect_failed(self, reason: str = "") -> None:
+        self._expect(Event.CONNECT_FAILED)
+        because = f": {reason}" if reason else ""
+        message = f"could not connect to the broker for the ApiVersions handshake{because}"
+        self._apply(Event.CONNECT_FAILED, _failure("connect-failed", reason, TransportError, message))
+
+    def request_sent(self) -> None:
+        self._expect(Event.REQUEST_SENT)
+        self._take(Event.REQUEST_SENT, "sent")
+
+    def timed_out(self) -> None:
+        self._expect(Event.TIMED_OUT)
+        doing = "connecting" if self._state is State.CONNECT else f"on ApiVersions v{self._version}"
+        message = (
+            f"the broker did not answer in time ({doing}); silence is not a sign of an old "
+            "broker, so no lower version was tried"
+        )
+        detail = f"the deadline passed {doing}"
+        self._apply(Event.TIMED_OUT, _failure("timeout", detail, KafkaTimeoutError, message))
+
+    def connection_closed(self) -> None:
+        self._expect(Event.CONNECTION_CLOSED)
+        request = f"ApiVersions v{self._version}"
+        when = f"while {request} was written" if self._state is State.SEND else "before a reply"
+        detail = f"the connection closed {when}"
+        closed = detail if self._state is State.SEND else f"{detail} to {request}"
+        if self._version > 0 and self._connections >= self.config.max_connections:
+            limit = f"max_connections ({self.config.max_connections}) allows no reconnect at v0"
+            verdict = _failure("closed-no-connection-left", detail, TransportError, f"{closed}, and {limit}")
+        elif self._version > 0:
+            verdict = Verdict("closed", detail, next_version=0)
+        elif self._replies_understood:
+            verdict = _failure(
+                "closed-after-reply",
+                detail,
+                TransportError,
+                f"{closed}, after the broker had answered ApiVersions: the connection failed "
+                "(the broker is not too old)",
+            )
+        elif self.config.fallback_release is not None:
+            self._use_fallback(detail)
+            return
+        else:
+            verdict = _failure(
+                "closed-at-v0",
+                detail,
+                BrokerTooOldError,
+                f"{closed}: the broker is too old (before Kafka 0.10, which introduced "
+                "ApiVersions) or it is not a Kafka broker; configure fallback_release "
+                "(e.g. '0.9.0') to use a pre-0.10 broker",
+            )
+        self._apply(Event.CONNECTION_CLOSED, verdict)
+
+    def foreign_bytes(self, data: bytes | bytearray | memoryview) -> None:
+        """The transport read bytes that are not a Kafka frame (a bad size prefix, say)."""
+        self._expect(Event.FOREIGN_BYTES)
+        self._round_trips += 1
+        self._apply(Event.FOREIGN_BYTES, foreign_verdict(bytes(data)))
+
+    def received(self, body: bytes | bytearray | memoryview) -> None:
+        """The reply's body: the frame after its size prefix and correlation id."""
+        self._expect(Event.RECEIVED)
+        self._round_trips += 1
+        self._judge(bytes(body))
+
+    def received_frame(self, frame: bytes | bytearray | memoryview) -> None:
+        """The reply frame without its size prefix; its correlation id is checked."""
+        self._expect(Event.RECEIVED)
+        self._round_trips += 1
+        data = bytes(frame)
+        correlation_id = int.from_bytes(data[:4], "big", signed=True) if len(data) >= 4 else None
+        if correlation_id == self._correlation_id:
+            self._judge(data[4:])
+        elif sniff_foreign_protocol(data) is not None:
+            self._apply(Event.RECEIVED, foreign_verdict(data))
+        elif correlation_id is None:
+            self._apply(
+                Event.RECEIVED,
+                _failure(
+                    "unreadable",
+                    f"{len(data)} bytes",
+                    DecodeError,
+                    "reply shorter than its correlation id",
+                    what="ResponseHeader",
+                    offset=0,
+                ),
+            )
+        else:
+            expected = self._correlation_id
+            message = (
+                f"the reply carries correlation id {correlation_id} but the ApiVersions "
+                f"request had {expected}: the stream is out of step"
+            )
+            detail = f"correlation id {correlation_id}, expected {expected}"
+            self._apply(Event.RECEIVED, _failure("correlation-mismatch", detail, ProtocolError, message))
+
+    # -- applying judgements ------------------------------------------------------------
+
+    def _judge(self, body: bytes) -> None:
+        verdict = judge_reply(body, self._version, self.config)
+        self._replies_understood += verdict.understood
+        self._apply(Event.RECEIVED, verdict)
+
+    def _apply(self, event: Event, verdict: Verdict) -> None:
+        # The connection stays open unless it never opened or the broker closed it.
+        still_open = self._state is not State.CONNECT and event is not Event.CONNECTION_CLOSED
+        if verdict.response is not None:
+            self._accepted_version = verdict.layout
+        self._take(
+            event,
+            verdict.outcome,
+            verdict.detail,
+            next_version=verdict.next_version,
+            flags=verdict.flags,
+        )
+        if verdict.error_type is not None:
+            error = verdict.error_type(
+                verdict.message, node=self.node, transcript=self.transcript, **verdict.error_fields
+            )
+            self._action = Fail(error, close_connection=still_open)
+        elif verdict.response is not None:
+            self._action = Done(self._result(verdict.response))
+
+    def _result(self, response: ApiVersionsResponse) -> HandshakeResult:
+        return HandshakeResult(
+            response=response,
+            api_versions_version=self._accepted_version,
+            api_ranges=first_ranges(
+                (item.api_key, item.min_version, item.max_version) for item in response.api_keys
+            ),
+            supported_features=first_ranges(
+                (f.name, f.min_version, f.max_version) for f in response.supported_features
+            ),
+            finalized_features=first_ranges(
+                (f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features
+            ),
+            finalized_features_epoch=response.finalized_features_epoch,
+            throttle_time_ms=response.throttle_time_ms,
+            transcript=self.transcript,
+            node=self.node,
+        )
+
+    def _use_fallback(self, detail: str) -> None:
+        release, ranges = self.config.fallback_release, self.config.fallback_ranges
+        assert release is not None and ranges is not None  # HandshakeConfig sets both
+        self._fallback_release = release
+        self._notes.append(
+            f"no ApiVersions answer even at v0: the broker predates Kafka 0.10; the API table "
+            f"of Kafka {release} ({self.config.fallback_kind}) stands in, as configured"
+        )
+        flags = ("fallback-release",)
+        self._take(Event.CONNECTION_CLOSED, "closed-at-v0-fallback", detail, flags=flags)
+        result = HandshakeResult(
+            response=None,
+            api_versions_version=None,
+            api_ranges=ranges,
+            supported_features=first_ranges(()),
+            finalized_features=first_ranges(()),
+            finalized_features_epoch=-1,
+            throttle_time_ms=0,
+            transcript=self.transcript,
+            fallback_release=release,
+            node=self.node,
+        )
+        self._action = Done(result, needs_new_connection=True)
+
+    # -- moving along the table ---------------------------------------------------------
+
+    def _expect(self, event: Event) -> None:
+        if event not in EVENTS_BY_STATE[self._state]:
+            allowed = ", ".join(sorted(EVENTS_BY_STATE[self._state])) or "none (finished)"
+            raise HandshakeStateError(
+                f"event {event} is not valid in handshake state {self._state} (valid: {allowed})",
+                state=self._state,
+                event=event,
+                node=self.node,
+                transcript=self.transcript,
+            )
+
+    def _take(
+        self,
+        event: Event,
+        outcome: str,
+        detail: str = "",
+        *,
+        next_version: int | None = None,
+        flags: tuple[str, ...] = (),
+    ) -> None:
+        transition = BY_KEY[(self._state, event, outcome)]
+        if event not in PROGRESS_EVENTS:
+            # A connection that failed to open is numbered as the one being tried.
+            connection = self._connections + (self._state is State.CONNECT)
+            self._attempts.append(
+                HandshakeAttempt(
+                    version=self._version,
+                    connection=connection,
+                    outcome=outcome,
+                    detail=detail,
+                    next_step=transition.next_step.format(version=next_version),
+                    flags=flags,
+                )
+            )
+        self._history.append(transition)
+        self._state = transition.target
+        if next_version is not None:
+            self._version = next_version
+        if self._state is State.CONNECT:
+            self._action = Connect(self._version, self._connections + 1)
+        elif self._state is State.SEND:
+            self._action = self._send_request()
+        elif self._state is State.RECEIVE:
+            self._action = ReceiveReply(self._version, self._correlation_id)
+
+    def _send_request(self) -> SendRequest:
+        request = self.config.request(self._version)
+        self._correlation_id = cid = self._next_correlation_id
+        self._next_correlation_id = 0 if cid == _INT32_MAX else cid + 1
+        frame = encode_request(request, self._version, cid, self.config.client_id)
+        return SendRequest(self._version, cid, request, frame)
+
+
+def _failure(
+    outcome: str, detail: str, error_type: type[KafkaCompatError], message: str, **fields: object
+) -> Verdict:
+    return Verdict(outcome, detail, error_type=error_type, message=message, error_fields=fields)

@@ -1,0 +1,156 @@
+"""What an ApiVersions handshake is allowed to do, checked once, when configured.
+
+Everything that can be wrong with a configuration is found here, before any
+byte is sent: a version the codec cannot write, a fallback release the
+reference table does not know, a connection budget below one.  Client
+software fields that Kafka's broker would refuse (KIP-511 pattern) are not an
+error: the user may be talking to a broker that does not check them, so they
+give a ``ClientSoftwareWarning`` and a note in every transcript instead.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from kafkacompat import __version__
+from kafkacompat.errors import EncodeError, NegotiationError
+from kafkacompat.negotiation.release_guess import known_api_ranges
+from kafkacompat.protocol.framing import encode_request
+from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from kafkacompat.protocol.versions import VersionRange
+
+__all__ = [
+    "CODEC_MAX_VERSION",
+    "FIRST_SOFTWARE_FIELDS_VERSION",
+    "SOFTWARE_FIELD_PATTERN",
+    "ClientSoftwareWarning",
+    "HandshakeConfig",
+    "HandshakeConfigError",
+    "check_correlation_id",
+    "release_ranges",
+    "software_field_problems",
+]
+
+# Both halves must be known: a version we can send but not read back is useless.
+CODEC_MAX_VERSION: Final[int] = min(
+    ApiVersionsRequest.VALID_VERSIONS.highest, ApiVersionsResponse.VALID_VERSIONS.highest
+)
+
+# KIP-511 added ClientSoftwareName/Version in v3; below it they are not on the wire.
+FIRST_SOFTWARE_FIELDS_VERSION: Final[int] = 3
+
+# The pattern Kafka brokers validate both software fields against (KIP-511).
+SOFTWARE_FIELD_PATTERN: Final = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+class ClientSoftwareWarning(UserWarning):
+    """A client software name or version that Kafka brokers reject with INVALID_REQUEST."""
+
+
+class HandshakeConfigError(NegotiationError, ValueError):
+    """A handshake configuration that cannot work; raised when it is built."""
+
+
+def release_ranges(release: str, kind: str = "zk-broker") -> Mapping[int, VersionRange]:
+    """The API ranges Kafka ``release`` answers as a ``kind`` broker, as a config error if unknown."""
+    try:
+        return known_api_ranges(release, kind)
+    except NegotiationError as exc:
+        raise HandshakeConfigError(str(exc)) from None
+
+
+def software_field_problems(name: str, version: str) -> tuple[str, ...]:
+    """Why a broker would refuse these KIP-511 fields; empty when it would not."""
+    return tuple(
+        f"client software {label} {value!r} does not match Kafka's pattern "
+        f"{SOFTWARE_FIELD_PATTERN.pattern}: brokers that check it answer INVALID_REQUEST"
+        for label, value in (("name", name), ("version", version))
+        if SOFTWARE_FIELD_PATTERN.fullmatch(value) is None
+    )
+
+
+def _require_int(name: str, value: object) -> int:
+    # bool is an int to Python but never a meaningful version or count.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise HandshakeConfigError(f"{name} must be an int, not {type(value).__name__}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class HandshakeConfig:
+    """How one ApiVersions handshake behaves.
+
+    ``max_version``: the first version tried; defaults to the highest the
+    codec can write and read, and may not exceed it.
+    ``client_software_name`` / ``client_software_version``: sent at v3+.
+    ``client_id``: the request header's client id.
+    ``max_connections``: connections the handshake may open; the default 2
+    allows the one reconnect at v0 after a close (1 disables it).
+    ``fallback_release`` / ``fallback_kind``: the release whose API table
+    stands in when the broker closes the connection even at v0 (pre-0.10).
+    """
+
+    max_version: int = CODEC_MAX_VERSION
+    client_software_name: str = "kafkacompat"
+    client_software_version: str = __version__
+    client_id: str | None = "kafkacompat"
+    max_connections: int = 2
+    fallback_release: str | None = None
+    fallback_kind: str = "zk-broker"
+    fallback_ranges: Mapping[int, VersionRange] | None = field(
+        init=False, repr=False, compare=False, default=None
+    )
+
+    def __post_init__(self) -> None:
+        version = _require_int("max_version", self.max_version)
+        if version not in VersionRange(0, CODEC_MAX_VERSION):
+            raise HandshakeConfigError(
+                f"max_version {version} is outside the ApiVersions versions this client can "
+                f"write and read (0-{CODEC_MAX_VERSION})"
+            )
+        if _require_int("max_connections", self.max_connections) < 1:
+            raise HandshakeConfigError(f"max_connections must be at least 1, not {self.max_connections}")
+        for label in ("client_software_name", "client_software_version"):
+            if not isinstance(getattr(self, label), str):
+                raise HandshakeConfigError(f"{label} must be a str")
+        if self.client_id is not None and not isinstance(self.client_id, str):
+            raise HandshakeConfigError("client_id must be a str or None")
+        try:  # a field that cannot be written should fail here, not mid-handshake
+            encode_request(self.request(self.max_version), self.max_version, 0, self.client_id)
+        except EncodeError as exc:
+            raise HandshakeConfigError(f"the ApiVersions request cannot be written: {exc}") from None
+        if self.fallback_release is not None:
+            ranges = release_ranges(self.fallback_release, self.fallback_kind)
+            object.__setattr__(self, "fallback_ranges", ranges)
+        # stacklevel 3 points the warning at the caller of HandshakeConfig(...).
+        for problem in self.software_problems:
+            warnings.warn(problem, ClientSoftwareWarning, stacklevel=3)
+
+    def request(self, version: int) -> ApiVersionsRequest:
+        """The ApiVersions request at ``version``: the software fields only where they exist."""
+        if version < FIRST_SOFTWARE_FIELDS_VERSION:
+            return ApiVersionsRequest()
+        return ApiVersionsRequest(
+            client_software_name=self.client_software_name,
+            client_software_version=self.client_software_version,
+        )
+
+    @property
+    def software_problems(self) -> tuple[str, ...]:
+        """Problems of the software fields, when the versions tried will send them."""
+        if self.max_version < FIRST_SOFTWARE_FIELDS_VERSION:
+            return ()
+        return software_field_problems(self.client_software_name, self.client_software_version)
+
+
+def check_correlation_id(value: int) -> int:
+    """A correlation id must fit Kafka's int32."""
+    if not _INT32_MIN <= _require_int("first_correlation_id", value) <= _INT32_MAX:
+        raise HandshakeConfigError(f"correlation id {value} does not fit in an int32")
+    return value

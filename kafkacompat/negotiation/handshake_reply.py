@@ -1,0 +1,194 @@
+"""What one ApiVersions reply means for the handshake: a pure judgement.
+
+``judge_reply`` reads the bytes of a reply to a request sent at some version
+and returns a ``Verdict``: the outcome token of the transition table, what was
+seen, and either the next version to try, the accepted response, or the error
+to fail with.  It keeps no state; the handshake records and applies verdicts.
+Rules 2, 3, 6, 7 and 8 of ``handshake_table`` are carried out here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final, TypeVar
+
+from kafkacompat.errors import (
+    DecodeError,
+    KafkaCompatError,
+    UnsupportedVersionError,
+    WrongProtocolError,
+)
+from kafkacompat.negotiation.handshake_config import (
+    CODEC_MAX_VERSION,
+    FIRST_SOFTWARE_FIELDS_VERSION,
+    HandshakeConfig,
+)
+from kafkacompat.negotiation.handshake_types import BrokerRejectedError, InvalidRequestError
+from kafkacompat.protocol.error_codes import INVALID_REQUEST, NONE, UNSUPPORTED_VERSION, error_for
+from kafkacompat.protocol.framing import sniff_foreign_protocol
+from kafkacompat.protocol.messages import ApiVersionsResponse
+from kafkacompat.protocol.versions import VersionRange
+
+__all__ = ["API_VERSIONS_KEY", "Verdict", "first_ranges", "foreign_verdict", "judge_reply"]
+
+API_VERSIONS_KEY: Final = 18  # the key of ApiVersions itself in its own answer
+K = TypeVar("K", int, str)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One reply judged: ``outcome`` names the transition to take.
+
+    ``understood``: the bytes were an ApiVersions reply (whatever its error).
+    ``next_version`` is set to retry; ``response``/``layout`` to accept; and
+    ``error_type``/``message``/``error_fields`` to fail.
+    """
+
+    outcome: str
+    detail: str
+    understood: bool = False
+    flags: tuple[str, ...] = ()
+    next_version: int | None = None
+    response: ApiVersionsResponse | None = None
+    layout: int | None = None
+    error_type: type[KafkaCompatError] | None = None
+    message: str = ""
+    error_fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+def judge_reply(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
+    """What the reply ``body`` (after the correlation id) to ApiVersions v``sent`` means."""
+    response, layout, problems = _read(body, sent)
+    if response is None:
+        if sniff_foreign_protocol(body) is not None:
+            return foreign_verdict(body)
+        if body[:2] == UNSUPPORTED_VERSION.to_bytes(2, "big"):
+            # The error code leads every layout; the rest is a broken ApiKeys.
+            return _unsupported(None, sent, ("unreadable-unsupported-version-reply",))
+        return Verdict(
+            "unreadable",
+            "; ".join(str(p) for p in problems),
+            error_type=DecodeError,
+            message=f"the reply to ApiVersions v{sent} cannot be read at v{sent} or as v0: "
+            f"{problems[0].reason}",
+            error_fields={"what": "ApiVersionsResponse", "version": sent, "offset": problems[0].offset},
+        )
+    reread = ("reread-as-v0",) if layout != sent else ()
+    code = response.error_code
+    if code == NONE:
+        return _accepted(response, sent, layout, reread)
+    if code == UNSUPPORTED_VERSION:
+        return _unsupported(response, sent, ())
+    name, says = error_for(code).name, error_for(code).message
+    if code == INVALID_REQUEST:
+        cause = (
+            f"the client software name {config.client_software_name!r} or version "
+            f"{config.client_software_version!r} sent at v{sent} (KIP-511)"
+            if sent >= FIRST_SOFTWARE_FIELDS_VERSION
+            else f"the request header (client id {config.client_id!r})"
+        )
+        return Verdict(
+            "invalid-request",
+            f"{name} ({code})",
+            understood=True,
+            flags=reread,
+            error_type=InvalidRequestError,
+            message=f"the broker answered {name} to ApiVersions v{sent}; the likely cause is "
+            f"{cause}; the connection must be closed",
+            error_fields={"error_code": code},
+        )
+    return Verdict(
+        "broker-error",
+        f"{name} ({code})",
+        understood=True,
+        flags=reread,
+        error_type=BrokerRejectedError,
+        message=f"the broker answered ApiVersions v{sent} with error {name} ({code}): {says}",
+        error_fields={"error_code": code},
+    )
+
+
+def foreign_verdict(data: bytes) -> Verdict:
+    """Bytes of another protocol where a Kafka reply was expected."""
+    hint = sniff_foreign_protocol(data) or (
+        "the peer answered with bytes that are not a Kafka frame: the port or the "
+        "security protocol (PLAINTEXT, SSL, SASL_*) is wrong"
+    )
+    return Verdict(
+        "foreign-protocol",
+        f"first bytes {data[:8].hex(' ')}",
+        error_type=WrongProtocolError,
+        message=hint,
+    )
+
+
+def _read(body: bytes, sent: int) -> tuple[ApiVersionsResponse | None, int, list[DecodeError]]:
+    """The reply read at the version sent, else as v0 (the UNSUPPORTED_VERSION layout)."""
+    problems: list[DecodeError] = []
+    for layout in dict.fromkeys((sent, 0)):
+        try:
+            return ApiVersionsResponse.decode(body, layout), layout, problems
+        except DecodeError as exc:
+            problems.append(exc)
+    return None, sent, problems
+
+
+def _unsupported(response: ApiVersionsResponse | None, sent: int, flags: tuple[str, ...]) -> Verdict:
+    entry = None if response is None else _find_api(response, API_VERSIONS_KEY)
+    advertised = None if entry is None else VersionRange(entry.min_version, entry.max_version)
+    refused = f"the broker answered UNSUPPORTED_VERSION to ApiVersions v{sent}"
+    if sent == 0:
+        problem = f"{refused}: there is no lower version"
+    elif advertised is None:
+        detail = "UNSUPPORTED_VERSION without an ApiVersions range (as brokers 0.10 to 2.3 answer)"
+        return Verdict("unsupported-version", detail, understood=True, flags=flags, next_version=0)
+    elif 0 <= advertised.highest < sent:
+        detail = f"UNSUPPORTED_VERSION; the broker accepts ApiVersions {advertised}"
+        return Verdict(
+            "unsupported-version", detail, understood=True, flags=flags, next_version=advertised.highest
+        )
+    elif advertised.lowest > CODEC_MAX_VERSION:
+        problem = (
+            f"{refused}; it accepts ApiVersions {advertised} only and this client "
+            f"writes up to v{CODEC_MAX_VERSION}"
+        )
+    else:
+        problem = (
+            f"{refused} yet advertises ApiVersions {advertised}: it refuses a version it "
+            "claims, so retrying could loop"
+        )
+        flags = (*flags, "refused-advertised-version")
+    return Verdict(
+        "no-lower-version",
+        f"UNSUPPORTED_VERSION, ApiVersions advertised: {advertised or 'none'}",
+        understood=True,
+        flags=flags,
+        error_type=UnsupportedVersionError,
+        message=problem,
+    )
+
+
+def _accepted(response: ApiVersionsResponse, sent: int, layout: int, flags: tuple[str, ...]) -> Verdict:
+    entry = _find_api(response, API_VERSIONS_KEY)
+    if entry is None or sent not in VersionRange(entry.min_version, entry.max_version):
+        flags = (*flags, "answered-unadvertised-version")
+    keys = [item.api_key for item in response.api_keys]
+    if len(set(keys)) != len(keys):
+        flags = (*flags, "duplicate-api-keys")
+    advertised = "none" if entry is None else f"{entry.min_version}-{entry.max_version}"
+    detail = f"{len(set(keys))} APIs; ApiVersions {advertised}; read as v{layout}"
+    return Verdict("ok", detail, understood=True, flags=flags, response=response, layout=layout)
+
+
+def _find_api(response: ApiVersionsResponse, api_key: int) -> ApiVersionsResponse.ApiVersion | None:
+    return next((item for item in response.api_keys if item.api_key == api_key), None)
+
+
+def first_ranges(rows: Iterable[tuple[K, int, int]]) -> Mapping[K, VersionRange]:
+    """Read-only key -> range; the first row of a repeated key wins, as in Kafka's keyed lists."""
+    ranges: dict[K, VersionRange] = {}
+    for key, low, high in rows:
+        ranges.setdefault(key, VersionRange(low, high))
+    return MappingProxyType(ranges)

@@ -1,0 +1,140 @@
+"""The rules of the ApiVersions handshake (KIP-35, KIP-511), and its transition table.
+
+Theory
+======
+KIP-35 (Kafka 0.10) made ApiVersions the first request on a connection: the
+broker answers, per API key, the versions it accepts.  Brokers before 0.10 do
+not know the request and close the connection.  KIP-511 (Kafka 2.4, v3) made
+the request flexible and added ClientSoftwareName/Version, which brokers check
+against a pattern and refuse with INVALID_REQUEST.  A broker asked for a
+version it does not know cannot read the request, so it answers
+UNSUPPORTED_VERSION in the v0 layout: from 2.4 on with its own ApiVersions
+(key 18) range in ApiKeys, before that (0.10-2.3) with ApiKeys empty.
+
+The rules the handshake follows (the groups of rows in ``TRANSITIONS``):
+
+1. Start at the highest version the codec and the config allow.
+2. UNSUPPORTED_VERSION with a key-18 range: retry on the same connection at
+   its max, only if strictly lower than the version sent; a broker refusing a
+   version it still advertises would loop us, so that fails.  Without key 18:
+   retry at v0.  At v0 there is nothing lower: fail.
+3. A reply unreadable at the version sent is read again as v0, the layout of
+   every UNSUPPORTED_VERSION answer.  Unreadable both ways but starting with
+   error code 35 (the error code leads every layout) is still
+   UNSUPPORTED_VERSION; anything else unreadable fails.
+4. A close before any reply: reconnect once, at v0.  v1 and v2 add only
+   ThrottleTimeMs to v0, and a peer that resets on v3+ (Azure Event Hubs did)
+   answers v0.  A close at v0 means the broker predates ApiVersions: the
+   configured fallback release's table stands in, or BrokerTooOldError.  A
+   close at v0 after the broker did answer ApiVersions is a transport failure.
+5. Silence (a timeout) fails with KafkaTimeoutError: slowness is not age.
+6. TLS or HTTP bytes fail with WrongProtocolError: wrong port or protocol.
+7. INVALID_REQUEST fails and the connection must be closed; at v3+ the likely
+   cause is the client software fields.  Other error codes fail by name.
+8. An OK reply is accepted even when key 18's advertised range leaves out the
+   version sent (Tansu answers any version); the transcript flags it.
+
+Every new attempt is at a strictly lower version than the one before, so a
+handshake ends after at most ``max_version + 1`` requests and two connections.
+
+The table is the whole state machine: the handshake only decides *which*
+outcome an event has; where that leads is looked up here, and an event with no
+row for the current state is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Final
+
+__all__ = ["EVENTS_BY_STATE", "PROGRESS_EVENTS", "TRANSITIONS", "Event", "State", "Transition"]
+
+
+class State(StrEnum):
+    CONNECT = "connect"  # a connection is needed
+    SEND = "send"  # a request is ready to write
+    RECEIVE = "receive"  # a reply is awaited
+    DONE = "done"
+    FAILED = "failed"
+
+
+class Event(StrEnum):
+    CONNECTED = "connected"
+    CONNECT_FAILED = "connect_failed"
+    REQUEST_SENT = "request_sent"
+    RECEIVED = "received"
+    CONNECTION_CLOSED = "connection_closed"
+    TIMED_OUT = "timed_out"
+    FOREIGN_BYTES = "foreign_bytes"
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """On ``event`` in ``source``, when the handshake judges ``outcome``, go to ``target``.
+
+    ``outcome`` is the token the transcript records; ``next_step`` is what it
+    says was decided (``{version}`` is the next version tried).
+    """
+
+    source: State
+    event: Event
+    outcome: str
+    target: State
+    next_step: str
+
+
+_T = Transition
+_C, _S, _R, _D, _F = State.CONNECT, State.SEND, State.RECEIVE, State.DONE, State.FAILED
+_E = Event
+_RETRY = "retry at v{version} on the same connection"
+_RECONNECT = "reconnect and retry at v{version}"
+_SILENCE = "fail: silence is not a downgrade signal"
+_FOREIGN = "fail and close: wrong port or security protocol"
+
+# fmt: off
+TRANSITIONS: Final[tuple[Transition, ...]] = (
+    # 1: connect, send the highest version, read the answer
+    _T(_C, _E.CONNECTED,         "connected",                 _S, "send ApiVersions v{version}"),
+    _T(_S, _E.REQUEST_SENT,      "sent",                      _R, "read the reply"),
+    _T(_R, _E.RECEIVED,          "ok",                        _D, "use this answer"),
+    # 2, 3: UNSUPPORTED_VERSION; replies that cannot be read
+    _T(_R, _E.RECEIVED,          "unsupported-version",       _S, _RETRY),
+    _T(_R, _E.RECEIVED,          "no-lower-version",          _F, "fail and close: nothing lower to try"),
+    _T(_R, _E.RECEIVED,          "unreadable",                _F, "fail and close: not an ApiVersions reply"),
+    _T(_R, _E.RECEIVED,          "correlation-mismatch",      _F, "fail and close: reply to another request"),
+    # 4: the connection closes, while we write or while we read
+    _T(_S, _E.CONNECTION_CLOSED, "closed",                    _C, _RECONNECT),
+    _T(_R, _E.CONNECTION_CLOSED, "closed",                    _C, _RECONNECT),
+    _T(_S, _E.CONNECTION_CLOSED, "closed-no-connection-left", _F, "fail: max_connections reached"),
+    _T(_R, _E.CONNECTION_CLOSED, "closed-no-connection-left", _F, "fail: max_connections reached"),
+    _T(_S, _E.CONNECTION_CLOSED, "closed-at-v0",              _F, "fail: the broker predates Kafka 0.10"),
+    _T(_R, _E.CONNECTION_CLOSED, "closed-at-v0",              _F, "fail: the broker predates Kafka 0.10"),
+    _T(_S, _E.CONNECTION_CLOSED, "closed-at-v0-fallback",     _D, "use the fallback release's table"),
+    _T(_R, _E.CONNECTION_CLOSED, "closed-at-v0-fallback",     _D, "use the fallback release's table"),
+    _T(_S, _E.CONNECTION_CLOSED, "closed-after-reply",        _F, "fail: the connection broke"),
+    _T(_R, _E.CONNECTION_CLOSED, "closed-after-reply",        _F, "fail: the connection broke"),
+    _T(_C, _E.CONNECT_FAILED,    "connect-failed",            _F, "fail: the broker cannot be reached"),
+    # 5: silence
+    _T(_C, _E.TIMED_OUT,         "timeout",                   _F, _SILENCE),
+    _T(_S, _E.TIMED_OUT,         "timeout",                   _F, _SILENCE),
+    _T(_R, _E.TIMED_OUT,         "timeout",                   _F, _SILENCE),
+    # 6: another protocol answers
+    _T(_R, _E.FOREIGN_BYTES,     "foreign-protocol",          _F, _FOREIGN),
+    _T(_R, _E.RECEIVED,          "foreign-protocol",          _F, _FOREIGN),
+    # 7: the broker refuses the request
+    _T(_R, _E.RECEIVED,          "invalid-request",           _F, "fail and close the connection"),
+    _T(_R, _E.RECEIVED,          "broker-error",              _F, "fail and close the connection"),
+)
+# fmt: on
+
+BY_KEY: Final[Mapping[tuple[State, Event, str], Transition]] = MappingProxyType(
+    {(t.source, t.event, t.outcome): t for t in TRANSITIONS}
+)
+EVENTS_BY_STATE: Final[Mapping[State, frozenset[Event]]] = MappingProxyType(
+    {s: frozenset(t.event for t in TRANSITIONS if t.source is s) for s in State}
+)
+# Events that move the exchange along without concluding an attempt.
+PROGRESS_EVENTS: Final[frozenset[Event]] = frozenset({Event.CONNECTED, Event.REQUEST_SENT})

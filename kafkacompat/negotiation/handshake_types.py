@@ -1,0 +1,142 @@
+"""What the ApiVersions handshake hands out: actions, its result, its errors.
+
+All plain, frozen data, so that a driver can match on actions and the code
+that builds broker capabilities can read a result without knowing the machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafkacompat.errors import KafkaCompatError, NegotiationError
+from kafkacompat.negotiation.handshake_table import Event, State
+from kafkacompat.negotiation.transcript import HandshakeTranscript
+from kafkacompat.protocol.error_codes import error_for
+from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from kafkacompat.protocol.versions import VersionRange
+
+__all__ = [
+    "Action",
+    "BrokerRejectedError",
+    "Connect",
+    "Done",
+    "Fail",
+    "HandshakeResult",
+    "HandshakeStateError",
+    "InvalidRequestError",
+    "ReceiveReply",
+    "SendRequest",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Connect:
+    """Open connection number ``connection``; ApiVersions v``version`` goes first on it."""
+
+    version: int
+    connection: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendRequest:
+    """Write ``frame`` (size prefix, header, body): ``request`` at ``version``."""
+
+    version: int
+    correlation_id: int
+    request: ApiVersionsRequest
+    frame: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiveReply:
+    """Read one response frame; it must carry ``correlation_id``."""
+
+    version: int
+    correlation_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class HandshakeResult:
+    """What the broker answered (or, with ``fallback_release``, what stands in for it).
+
+    ``response`` is None only for a fallback, where the broker sent nothing.
+    ``api_versions_version`` is the version the accepted reply was read at.
+    The mappings are read-only: api key -> versions, feature name -> versions
+    (supported) or min..max level (finalized).
+    """
+
+    response: ApiVersionsResponse | None
+    api_versions_version: int | None
+    api_ranges: Mapping[int, VersionRange]
+    supported_features: Mapping[str, VersionRange]
+    finalized_features: Mapping[str, VersionRange]
+    finalized_features_epoch: int
+    throttle_time_ms: int
+    transcript: HandshakeTranscript
+    fallback_release: str | None = None
+    node: str | None = None
+
+    @property
+    def used_fallback(self) -> bool:
+        return self.fallback_release is not None
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return self.transcript.flags
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The handshake succeeded.
+
+    ``needs_new_connection``: the connection it used is gone (a fallback), so
+    open another before sending anything, and send no ApiVersions on it.
+    """
+
+    result: HandshakeResult
+    needs_new_connection: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """The handshake failed; close the connection when ``close_connection``."""
+
+    error: KafkaCompatError
+    close_connection: bool
+
+
+Action = Connect | SendRequest | ReceiveReply | Done | Fail
+
+
+class HandshakeStateError(NegotiationError):
+    """The driver reported an event the handshake does not expect now."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        state: State,
+        event: Event,
+        node: str | None = None,
+        transcript: Any = None,
+    ) -> None:
+        super().__init__(message, node=node, transcript=transcript)
+        self.state = state
+        self.event = event
+
+
+class BrokerRejectedError(NegotiationError):
+    """The broker answered ApiVersions with an error code; ``error_name`` is Kafka's."""
+
+    def __init__(
+        self, message: str, *, error_code: int, node: str | None = None, transcript: Any = None
+    ) -> None:
+        super().__init__(message, node=node, transcript=transcript)
+        self.error_code = error_code
+        self.error_name = error_for(error_code).name
+
+
+class InvalidRequestError(BrokerRejectedError):
+    """INVALID_REQUEST: the broker could not accept the request as written."""
