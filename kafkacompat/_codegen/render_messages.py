@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkacompat._codegen.render_readers import ReaderRenderer
 from kafkacompat._codegen.spec import PRIMITIVES, FieldSpec, MessageSpec, StructSpec, module_name
 from kafkacompat.protocol.versions import VersionRange
 
@@ -261,188 +262,25 @@ class MessageRenderer:
             else:
                 params.append(f"{f.py_name}: {annotation} = {default_expr(f, self.owner)}")
                 body.append(f"self.{f.py_name} = {f.py_name}")
-        signature = ", ".join(["self", "*", *params]) if params else "self"
+        if not params:
+            return  # no fields: the base class's construction is all there is
+        signature = ", ".join(["self", "*", *params])
         out(f"def __init__({signature}) -> None:")
         with out.block():
             for line in body:
                 out(line)
-            out("self.unknown_tagged_fields = _wire.EMPTY_TAGS")
+            out("self._unknown_tags = _wire.EMPTY_TAGS")
         out()
 
     # -- readers --
 
     def render_functions(self, out: Emitter) -> None:
+        readers = ReaderRenderer(self)
         for name, plan in self.plans.items():
             for layout, index in plan.layouts.items():
-                self._render_reader(out, name, layout, index)
+                if name == self.spec.root.name:  # nested structs are read inline
+                    readers.render(out, name, layout, index)
                 self._render_writer(out, name, layout, index)
-
-    def _render_reader(self, out: Emitter, name: str, layout: StructLayout, index: int) -> None:
-        out(f"def {self.fn('r', name, index)}(buf: Any, pos: int) -> tuple[{self.cls(name)}, int]:")
-        with out.block():
-            declarations = out.child()
-            declarations.indent -= 1
-            for fl in layout.fields:
-                if fl.present and (fl.field.is_array or fl.field.struct is not None):
-                    declarations(f"v_{fl.field.py_name}: {self._local_type(fl)}")
-            inner = out.child()
-            regular = [fl for fl in layout.fields if fl.present and not fl.tagged]
-            for run in fixed_runs(regular):
-                self._read_run(inner, run)
-            if layout.flexible:
-                self._read_tags(inner, layout)
-            if inner.uses("item"):
-                out("item: Any")
-            out.extend(declarations)
-            if inner.lines:
-                out("try:")
-                out.extend(inner)
-                out("except _wire.DECODE_FAILURES as exc:")
-                with out.block():
-                    out(f'raise DecodeError(f"cannot read {name}: {{exc}}", offset=pos) from None')
-            out(f"o = _new({self.alias(name)})")
-            for fl in layout.fields:
-                f = fl.field
-                value = f"v_{f.py_name}" if fl.present else default_expr(f, self.owner)
-                out(f"o.{f.py_name} = {value}")
-            out(
-                "o.unknown_tagged_fields = unknown"
-                if layout.flexible
-                else "o.unknown_tagged_fields = _wire.EMPTY_TAGS"
-            )
-            out("return o, pos")
-        out()
-        out()
-
-    def _read_run(self, out: Emitter, run: list[FieldLayout]) -> None:
-        first = run[0].field
-        if len(run) > 1 or (first.type in FIXED and not first.is_array and first.struct is None):
-            codes = "".join(PRIMITIVES[fl.field.type][0] or "" for fl in run)
-            width = sum(PRIMITIVES[fl.field.type][1] for fl in run)
-            targets = ", ".join(f"v_{fl.field.py_name}" for fl in run)
-            out(f"({targets},) = {out.fmt(codes)}.unpack_from(buf, pos)")
-            out(f"pos += {width}")
-            return
-        self._read_one(out, run[0])
-
-    def _read_one(self, out: Emitter, fl: FieldLayout) -> None:
-        f = fl.field
-        target = f"v_{f.py_name}"
-        if f.is_array:
-            counter = "_wire.read_compact_array_count" if fl.compact else "_wire.read_array_count"
-            out(f"n, pos = {counter}(buf, pos)")
-            out("if n < 0:")
-            with out.block():
-                out(f"{target} = None" if fl.nullable else f'raise _wire.null_error("{f.py_name}", pos)')
-            out("else:")
-            with out.block():
-                self._read_elements(out, fl, target)
-            return
-        if f.struct is not None:
-            assert fl.child is not None
-            reader = self.fn("r", f.struct.name, self.plans[f.struct.name].index(fl.child))
-            if fl.nullable:
-                out("(flag,) = _wire.INT8.unpack_from(buf, pos)")
-                out("pos += 1")
-                out("if flag < 0:")
-                with out.block():
-                    out(f"{target} = None")
-                out("else:")
-                with out.block():
-                    out(f"{target}, pos = {reader}(buf, pos)")
-            else:
-                out(f"{target}, pos = {reader}(buf, pos)")
-            return
-        if f.type in FIXED:
-            self._read_run(out, [fl])
-            return
-        out(f"{target}, pos = {self._scalar_reader(f.type, fl.compact)}(buf, pos)")
-        if f.type in ("string", "bytes", "records") and not fl.nullable:
-            out(f"if {target} is None:")
-            with out.block():
-                out(f'raise _wire.null_error("{f.py_name}", pos)')
-
-    def _local_type(self, fl: FieldLayout) -> str:
-        f = fl.field
-        base = f"{self.owner}.{f.struct.name}" if f.struct else "Any"
-        text = "list[Any]" if f.is_array else base
-        nullable = fl.nullable or f.default == "null"
-        return f"{text} | None" if nullable else text
-
-    @staticmethod
-    def _scalar_reader(kind: str, compact: bool) -> str:
-        if kind in ("string", "bytes", "records"):
-            base = "string" if kind == "string" else "bytes"
-            return f"_wire.read_compact_{base}" if compact else f"_wire.read_{base}"
-        return {"uuid": "_wire.read_uuid", "varint": "_wire.read_varint", "varlong": "_wire.read_varlong"}[
-            kind
-        ]
-
-    def _read_elements(self, out: Emitter, fl: FieldLayout, target: str) -> None:
-        f = fl.field
-        if f.struct is not None:
-            assert fl.child is not None
-            reader = self.fn("r", f.struct.name, self.plans[f.struct.name].index(fl.child))
-            out(f"{target} = _wire.KeyedList()" if f.struct.map_key else f"{target} = []")
-            out("for _ in range(n):")
-            with out.block():
-                out(f"item, pos = {reader}(buf, pos)")
-                out(f"{target}.append(item)")
-            return
-        if f.type in FIXED and f.type != "bool":
-            code, width = PRIMITIVES[f.type][0], PRIMITIVES[f.type][1]
-            out(f'{target}, pos = _wire.read_int_array(buf, pos, n, "{code}", {width})')
-            return
-        out(f"{target} = []")
-        out("for _ in range(n):")
-        with out.block():
-            if f.type == "bool":
-                out("(item,) = _wire.BOOL.unpack_from(buf, pos)")
-                out("pos += 1")
-            else:
-                out(f"item, pos = {self._scalar_reader(f.type, fl.compact)}(buf, pos)")
-                if f.type in ("string", "bytes"):
-                    out("if item is None:")
-                    with out.block():
-                        out(f'raise _wire.null_error("{f.py_name}[]", pos)')
-            out(f"{target}.append(item)")
-
-    def _read_tags(self, out: Emitter, layout: StructLayout) -> None:
-        tagged = sorted((fl for fl in layout.fields if fl.tagged), key=lambda fl: fl.field.tag or 0)
-        for fl in tagged:
-            out(f"v_{fl.field.py_name} = {default_expr(fl.field, self.owner)}")
-        out("unknown = _wire.EMPTY_TAGS")
-        out("if buf[pos] == 0:")
-        with out.block():
-            out("pos += 1")
-        out("else:")
-        with out.block():
-            out("count, pos = _wire.read_uvarint(buf, pos)")
-            out("for _ in range(count):")
-            with out.block():
-                out("tag, pos, end = _wire.read_tag_header(buf, pos)")
-                keyword = "if"
-                for fl in tagged:
-                    out(f"{keyword} tag == {fl.field.tag}:")
-                    keyword = "elif"
-                    with out.block():
-                        self._read_one(out, fl)
-                        out("if pos != end:")
-                        with out.block():
-                            out(
-                                f'raise DecodeError(f"tagged field {fl.field.tag} should end at byte '
-                                f'{{end}} but its value ends at {{pos}}", offset=pos)'
-                            )
-                if tagged:
-                    out("else:")
-                    with out.block():
-                        out("unknown = (*unknown, (tag, bytes(buf[pos:end])))")
-                        out("pos = end")
-                else:
-                    out("unknown = (*unknown, (tag, bytes(buf[pos:end])))")
-                    out("pos = end")
-
-    # -- writers --
 
     def _render_writer(self, out: Emitter, name: str, layout: StructLayout, index: int) -> None:
         out(f"def {self.fn('w', name, index)}(out: bytearray, o: {self.cls(name)}) -> None:")
@@ -540,7 +378,22 @@ class MessageRenderer:
             out("if x is None:")
             with out.block():
                 out(f'raise EncodeError("field {f.py_name} is None but not nullable at this version")')
+        if f.type == "string" and fl.compact:
+            self._write_compact_string(out, "x", sink)
+            return
         out(f"{self._scalar_writer(f.type, fl.compact)}({sink}, x)")
+
+    @staticmethod
+    def _write_compact_string(out: Emitter, value: str, sink: str) -> None:
+        """Short strings inline (one length byte); the rest, and None, through ``_wire``."""
+        out(f"if {value}.__class__ is str and len({value}) < 0x20:")
+        with out.block():
+            out(f"data = {value}.encode()")
+            out(f"{sink}.append(len(data) + 1)")
+            out(f"{sink} += data")
+        out("else:")
+        with out.block():
+            out(f"_wire.write_compact_string({sink}, {value})")
 
     @staticmethod
     def _scalar_writer(kind: str, compact: bool) -> str:
@@ -569,10 +422,22 @@ class MessageRenderer:
                 out("if item is None:")
                 with out.block():
                     out(f'raise EncodeError("an element of {f.py_name} is None")')
-            out(f"{self._scalar_writer(f.type, fl.compact)}({sink}, item)")
+            if f.type == "string" and fl.compact:
+                self._write_compact_string(out, "item", sink)
+            else:
+                out(f"{self._scalar_writer(f.type, fl.compact)}({sink}, item)")
 
     def _write_tags(self, out: Emitter, layout: StructLayout) -> None:
         tagged = sorted((fl for fl in layout.fields if fl.tagged), key=lambda fl: fl.field.tag or 0)
+        if not tagged:
+            # Nothing known to tag at this layout: only kept unknown fields, if any.
+            out("if o._unknown_tags:")
+            with out.block():
+                out("_wire.write_tagged_fields(out, (), o._unknown_tags)")
+            out("else:")
+            with out.block():
+                out("out.append(0)")
+            return
         out("tags: list[tuple[int, bytearray]] = []")
         for fl in tagged:
             f = fl.field
@@ -581,9 +446,9 @@ class MessageRenderer:
                 out("t = bytearray()")
                 self._write_one(out, fl, "t")
                 out(f"tags.append(({f.tag}, t))")
-        out("if tags or o.unknown_tagged_fields:")
+        out("if tags or o._unknown_tags:")
         with out.block():
-            out("_wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)")
+            out("_wire.write_tagged_fields(out, tags, o._unknown_tags)")
         out("else:")
         with out.block():
             out("out.append(0)")

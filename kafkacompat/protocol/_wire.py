@@ -232,6 +232,14 @@ def read_compact_string(buf: Any, pos: int) -> tuple[str | None, int]:
     return str(buf[pos:end], "utf-8"), end
 
 
+def read_compact_text(buf: Any, pos: int, field: str) -> tuple[str, int]:
+    """A compact string that may not be null (``field`` names it in the error)."""
+    value, end = read_compact_string(buf, pos)
+    if value is None:
+        raise null_error(field, pos)
+    return value, end
+
+
 def read_bytes(buf: Any, pos: int) -> tuple[bytes | None, int]:
     """Classic bytes (int32 length, -1 for null)."""
     (length,) = INT32.unpack_from(buf, pos)
@@ -260,10 +268,26 @@ def read_uuid(buf: Any, pos: int) -> tuple[uuid.UUID, int]:
     return _UUID_FROM_BYTES(bytes=bytes(buf[pos:end])), end
 
 
+_ARRAY_FORMATS: dict[tuple[str, int], struct.Struct] = {}
+
+# Formats of 0..31 numbers per element type, for the short arrays generated
+# readers meet most (replica lists, ISRs, partition ids).
+SHORT_ARRAYS: dict[str, tuple[struct.Struct, ...]] = {
+    code: tuple(struct.Struct(f">{n}{code}") for n in range(32)) for code in "bhiqHId"
+}
+
+
 def read_int_array(buf: Any, pos: int, count: int, code: str, width: int) -> tuple[list[Any], int]:
     """``count`` fixed-width numbers in one unpack (count already checked)."""
-    end = _check_room(buf, pos, count * width)
-    return list(struct.unpack_from(f">{count}{code}", buf, pos)), end
+    end = pos + count * width
+    if end > len(buf):
+        _check_room(buf, pos, count * width)
+    layout = _ARRAY_FORMATS.get((code, count))
+    if layout is None:
+        layout = struct.Struct(f">{count}{code}")
+        if count <= 256:  # keep the cache small: large arrays are rare and cheap to compile
+            _ARRAY_FORMATS[(code, count)] = layout
+    return list(layout.unpack_from(buf, pos)), end
 
 
 def write_string(out: bytearray, value: str | None) -> None:

@@ -43,12 +43,29 @@ Writer = Callable[[bytearray, Any], None]
 class KafkaStruct:
     """A struct of a Kafka message: named fields, value equality, dict form."""
 
-    __slots__ = ("unknown_tagged_fields",)
+    # Unknown tagged fields: written by every constructor and decoder, read by
+    # writers directly (hot path) and by everyone else through the property.
+    __slots__ = ("_unknown_tags",)
+
+    def __init__(self) -> None:
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     _FIELDS: ClassVar[tuple[FieldInfo, ...]] = ()
     MAP_KEY: ClassVar[tuple[str, ...]] = ()
 
-    unknown_tagged_fields: tuple[tuple[int, bytes], ...]
+    _unknown_tags: tuple[tuple[int, bytes], ...]
+
+    @property
+    def unknown_tagged_fields(self) -> tuple[tuple[int, bytes], ...]:
+        """Tagged fields this codec does not know, kept so that re-encoding is lossless."""
+        try:
+            return self._unknown_tags
+        except AttributeError:
+            return _wire.EMPTY_TAGS
+
+    @unknown_tagged_fields.setter
+    def unknown_tagged_fields(self, value: tuple[tuple[int, bytes], ...]) -> None:
+        self._unknown_tags = tuple(value)
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, info[0]) for info in self._FIELDS)

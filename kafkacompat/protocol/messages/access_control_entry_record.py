@@ -16,6 +16,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
 _F_bb = struct.Struct(">bb")
+_F_bbB = struct.Struct(">bbB")
 
 
 class AccessControlEntryRecord(KafkaMessage):
@@ -30,7 +31,7 @@ class AccessControlEntryRecord(KafkaMessage):
         self.host = host
         self.operation = operation
         self.permission_type = permission_type
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AccessControlEntryRecord'
     API_KEY = 18
@@ -40,45 +41,64 @@ class AccessControlEntryRecord(KafkaMessage):
 
 
 def _r_AccessControlEntryRecord_0(buf: Any, pos: int) -> tuple[AccessControlEntryRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_id, pos = _wire.read_uuid(buf, pos)
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
+        buflen = len(buf)
+        s1_id, pos = _wire.read_uuid(buf, pos)
+        (s1_resource_type,) = _F_b.unpack_from(buf, pos)
         pos += 1
-        v_resource_name, pos = _wire.read_compact_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        (v_pattern_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_principal, pos = _wire.read_compact_string(buf, pos)
-        if v_principal is None:
-            raise _wire.null_error("principal", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_resource_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
+        (s1_pattern_type,) = _F_b.unpack_from(buf, pos)
+        pos += 1
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_principal = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_principal, pos = _wire.read_compact_text(buf, pos, "principal")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_host = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_host, pos = _wire.read_compact_text(buf, pos, "host")
+        (s1_operation, s1_permission_type, t1,) = _F_bbB.unpack_from(buf, pos)
+        pos += 3
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AccessControlEntryRecord)
+        o1.id = s1_id
+        o1.resource_type = s1_resource_type
+        o1.resource_name = s1_resource_name
+        o1.pattern_type = s1_pattern_type
+        o1.principal = s1_principal
+        o1.host = s1_host
+        o1.operation = s1_operation
+        o1.permission_type = s1_permission_type
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AccessControlEntryRecord: {exc}", offset=pos) from None
-    o = _new(AccessControlEntryRecord)
-    o.id = v_id
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.pattern_type = v_pattern_type
-    o.principal = v_principal
-    o.host = v_host
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AccessControlEntryRecord_0(out: bytearray, o: AccessControlEntryRecord) -> None:
@@ -90,20 +110,34 @@ def _w_AccessControlEntryRecord_0(out: bytearray, o: AccessControlEntryRecord) -
         x = o.resource_name
         if x is None:
             raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.pattern_type)
         x = o.principal
         if x is None:
             raise EncodeError("field principal is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

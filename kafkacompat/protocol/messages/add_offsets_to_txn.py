@@ -14,6 +14,7 @@ __all__ = ['AddOffsetsToTxnRequest', 'AddOffsetsToTxnResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_ih = struct.Struct(">ih")
+_F_ihB = struct.Struct(">ihB")
 _F_qh = struct.Struct(">qh")
 
 
@@ -25,7 +26,7 @@ class AddOffsetsToTxnRequest(KafkaMessage):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.group_id = group_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AddOffsetsToTxnRequest'
     API_KEY = 25
@@ -40,7 +41,7 @@ class AddOffsetsToTxnResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AddOffsetsToTxnResponse'
     API_KEY = 25
@@ -51,23 +52,23 @@ class AddOffsetsToTxnResponse(KafkaMessage):
 
 def _r_AddOffsetsToTxnRequest_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
     try:
-        v_transactional_id, pos = _wire.read_string(buf, pos)
-        if v_transactional_id is None:
+        s1_transactional_id, pos = _wire.read_string(buf, pos)
+        if s1_transactional_id is None:
             raise _wire.null_error("transactional_id", pos)
-        (v_producer_id, v_producer_epoch,) = _F_qh.unpack_from(buf, pos)
+        (s1_producer_id, s1_producer_epoch,) = _F_qh.unpack_from(buf, pos)
         pos += 10
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
+        o1 = _new(AddOffsetsToTxnRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.producer_id = s1_producer_id
+        o1.producer_epoch = s1_producer_epoch
+        o1.group_id = s1_group_id
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AddOffsetsToTxnRequest: {exc}", offset=pos) from None
-    o = _new(AddOffsetsToTxnRequest)
-    o.transactional_id = v_transactional_id
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.group_id = v_group_id
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_AddOffsetsToTxnRequest_0(out: bytearray, o: AddOffsetsToTxnRequest) -> None:
@@ -87,33 +88,47 @@ def _w_AddOffsetsToTxnRequest_0(out: bytearray, o: AddOffsetsToTxnRequest) -> No
 
 
 def _r_AddOffsetsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        if v_transactional_id is None:
-            raise _wire.null_error("transactional_id", pos)
-        (v_producer_id, v_producer_epoch,) = _F_qh.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
+        (s1_producer_id, s1_producer_epoch,) = _F_qh.unpack_from(buf, pos)
         pos += 10
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        unknown = _wire.EMPTY_TAGS
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AddOffsetsToTxnRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.producer_id = s1_producer_id
+        o1.producer_epoch = s1_producer_epoch
+        o1.group_id = s1_group_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AddOffsetsToTxnRequest: {exc}", offset=pos) from None
-    o = _new(AddOffsetsToTxnRequest)
-    o.transactional_id = v_transactional_id
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.group_id = v_group_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AddOffsetsToTxnRequest_1(out: bytearray, o: AddOffsetsToTxnRequest) -> None:
@@ -122,15 +137,24 @@ def _w_AddOffsetsToTxnRequest_1(out: bytearray, o: AddOffsetsToTxnRequest) -> No
         x = o.transactional_id
         if x is None:
             raise EncodeError("field transactional_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_qh.pack(o.producer_id, o.producer_epoch)
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -139,15 +163,15 @@ def _w_AddOffsetsToTxnRequest_1(out: bytearray, o: AddOffsetsToTxnRequest) -> No
 
 def _r_AddOffsetsToTxnResponse_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
+        o1 = _new(AddOffsetsToTxnResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AddOffsetsToTxnResponse: {exc}", offset=pos) from None
-    o = _new(AddOffsetsToTxnResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_AddOffsetsToTxnResponse_0(out: bytearray, o: AddOffsetsToTxnResponse) -> None:
@@ -158,33 +182,32 @@ def _w_AddOffsetsToTxnResponse_0(out: bytearray, o: AddOffsetsToTxnResponse) -> 
 
 
 def _r_AddOffsetsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_throttle_time_ms, s1_error_code, t1,) = _F_ihB.unpack_from(buf, pos)
+        pos += 7
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AddOffsetsToTxnResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AddOffsetsToTxnResponse: {exc}", offset=pos) from None
-    o = _new(AddOffsetsToTxnResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AddOffsetsToTxnResponse_1(out: bytearray, o: AddOffsetsToTxnResponse) -> None:
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

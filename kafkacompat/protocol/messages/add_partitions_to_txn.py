@@ -15,6 +15,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
+_F_ihB = struct.Struct(">ihB")
 _F_qh = struct.Struct(">qh")
 _F_qho = struct.Struct(">qh?")
 
@@ -28,7 +29,7 @@ class AddPartitionsToTxnRequest(KafkaMessage):
         self.v3_and_below_producer_id = v3_and_below_producer_id
         self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
         self.v3_and_below_topics = _wire.KeyedList() if v3_and_below_topics is _wire.DEFAULT else v3_and_below_topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AddPartitionsToTxnRequest'
     API_KEY = 24
@@ -43,7 +44,7 @@ class AddPartitionsToTxnRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -56,7 +57,7 @@ class AddPartitionsToTxnRequest(KafkaMessage):
             self.producer_epoch = producer_epoch
             self.verify_only = verify_only
             self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('transactional_id',)
 
@@ -68,7 +69,7 @@ class AddPartitionsToTxnResponse(KafkaMessage):
         self.error_code = error_code
         self.results_by_transaction = _wire.KeyedList() if results_by_transaction is _wire.DEFAULT else results_by_transaction
         self.results_by_topic_v3_and_below = _wire.KeyedList() if results_by_topic_v3_and_below is _wire.DEFAULT else results_by_topic_v3_and_below
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AddPartitionsToTxnResponse'
     API_KEY = 24
@@ -82,7 +83,7 @@ class AddPartitionsToTxnResponse(KafkaMessage):
         def __init__(self, *, partition_index: int = 0, partition_error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.partition_error_code = partition_error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('partition_index',)
 
@@ -92,7 +93,7 @@ class AddPartitionsToTxnResponse(KafkaMessage):
         def __init__(self, *, name: str = "", results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] = _wire.DEFAULT) -> None:
             self.name = name
             self.results_by_partition = _wire.KeyedList() if results_by_partition is _wire.DEFAULT else results_by_partition
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -102,38 +103,56 @@ class AddPartitionsToTxnResponse(KafkaMessage):
         def __init__(self, *, transactional_id: str = "", topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = _wire.DEFAULT) -> None:
             self.transactional_id = transactional_id
             self.topic_results = _wire.KeyedList() if topic_results is _wire.DEFAULT else topic_results
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('transactional_id',)
 
 
 def _r_AddPartitionsToTxnRequest_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    item: Any
-    v_v3_and_below_topics: list[Any]
+    s1_v3_and_below_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        v_v3_and_below_transactional_id, pos = _wire.read_string(buf, pos)
-        if v_v3_and_below_transactional_id is None:
+        buflen = len(buf)
+        s1_v3_and_below_transactional_id, pos = _wire.read_string(buf, pos)
+        if s1_v3_and_below_transactional_id is None:
             raise _wire.null_error("v3_and_below_transactional_id", pos)
-        (v_v3_and_below_producer_id, v_v3_and_below_producer_epoch,) = _F_qh.unpack_from(buf, pos)
+        (s1_v3_and_below_producer_id, s1_v3_and_below_producer_epoch,) = _F_qh.unpack_from(buf, pos)
         pos += 10
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("v3_and_below_topics", pos)
         else:
-            v_v3_and_below_topics = _wire.KeyedList()
+            s1_v3_and_below_topics = _wire.KeyedList()
+            add2 = s1_v3_and_below_topics.append
             for _ in range(n):
-                item, pos = _r_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_0(buf, pos)
-                v_v3_and_below_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(AddPartitionsToTxnRequest)
+        o1.transactions = _wire.KeyedList()
+        o1.v3_and_below_transactional_id = s1_v3_and_below_transactional_id
+        o1.v3_and_below_producer_id = s1_v3_and_below_producer_id
+        o1.v3_and_below_producer_epoch = s1_v3_and_below_producer_epoch
+        o1.v3_and_below_topics = s1_v3_and_below_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AddPartitionsToTxnRequest: {exc}", offset=pos) from None
-    o = _new(AddPartitionsToTxnRequest)
-    o.transactions = _wire.KeyedList()
-    o.v3_and_below_transactional_id = v_v3_and_below_transactional_id
-    o.v3_and_below_producer_id = v_v3_and_below_producer_id
-    o.v3_and_below_producer_epoch = v_v3_and_below_producer_epoch
-    o.v3_and_below_topics = v_v3_and_below_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_AddPartitionsToTxnRequest_0(out: bytearray, o: AddPartitionsToTxnRequest) -> None:
@@ -159,41 +178,90 @@ def _w_AddPartitionsToTxnRequest_0(out: bytearray, o: AddPartitionsToTxnRequest)
 
 
 def _r_AddPartitionsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    item: Any
-    v_v3_and_below_topics: list[Any]
+    s1_v3_and_below_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        v_v3_and_below_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        if v_v3_and_below_transactional_id is None:
-            raise _wire.null_error("v3_and_below_transactional_id", pos)
-        (v_v3_and_below_producer_id, v_v3_and_below_producer_epoch,) = _F_qh.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_v3_and_below_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_v3_and_below_transactional_id, pos = _wire.read_compact_text(buf, pos, "v3_and_below_transactional_id")
+        (s1_v3_and_below_producer_id, s1_v3_and_below_producer_epoch,) = _F_qh.unpack_from(buf, pos)
         pos += 10
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("v3_and_below_topics", pos)
         else:
-            v_v3_and_below_topics = _wire.KeyedList()
+            s1_v3_and_below_topics = _wire.KeyedList()
+            add2 = s1_v3_and_below_topics.append
             for _ in range(n):
-                item, pos = _r_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1(buf, pos)
-                v_v3_and_below_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AddPartitionsToTxnRequest)
+        o1.transactions = _wire.KeyedList()
+        o1.v3_and_below_transactional_id = s1_v3_and_below_transactional_id
+        o1.v3_and_below_producer_id = s1_v3_and_below_producer_id
+        o1.v3_and_below_producer_epoch = s1_v3_and_below_producer_epoch
+        o1.v3_and_below_topics = s1_v3_and_below_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AddPartitionsToTxnRequest: {exc}", offset=pos) from None
-    o = _new(AddPartitionsToTxnRequest)
-    o.transactions = _wire.KeyedList()
-    o.v3_and_below_transactional_id = v_v3_and_below_transactional_id
-    o.v3_and_below_producer_id = v_v3_and_below_producer_id
-    o.v3_and_below_producer_epoch = v_v3_and_below_producer_epoch
-    o.v3_and_below_topics = v_v3_and_below_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AddPartitionsToTxnRequest_1(out: bytearray, o: AddPartitionsToTxnRequest) -> None:
@@ -205,7 +273,12 @@ def _w_AddPartitionsToTxnRequest_1(out: bytearray, o: AddPartitionsToTxnRequest)
         x = o.v3_and_below_transactional_id
         if x is None:
             raise EncodeError("field v3_and_below_transactional_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
         x = o.v3_and_below_topics
         if x is None:
@@ -214,9 +287,8 @@ def _w_AddPartitionsToTxnRequest_1(out: bytearray, o: AddPartitionsToTxnRequest)
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -224,36 +296,120 @@ def _w_AddPartitionsToTxnRequest_1(out: bytearray, o: AddPartitionsToTxnRequest)
 
 
 def _r_AddPartitionsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    item: Any
-    v_transactions: list[Any]
+    s1_transactions: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("transactions", pos)
         else:
-            v_transactions = _wire.KeyedList()
+            s1_transactions = _wire.KeyedList()
+            add2 = s1_transactions.append
             for _ in range(n):
-                item, pos = _r_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0(buf, pos)
-                v_transactions.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
+                (s3_producer_id, s3_producer_epoch, s3_verify_only,) = _F_qho.unpack_from(buf, pos)
+                pos += 11
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = _wire.KeyedList()
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic)
+                        o5.name = s5_name
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction)
+                o3.transactional_id = s3_transactional_id
+                o3.producer_id = s3_producer_id
+                o3.producer_epoch = s3_producer_epoch
+                o3.verify_only = s3_verify_only
+                o3.topics = s3_topics
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AddPartitionsToTxnRequest)
+        o1.transactions = s1_transactions
+        o1.v3_and_below_transactional_id = ""
+        o1.v3_and_below_producer_id = 0
+        o1.v3_and_below_producer_epoch = 0
+        o1.v3_and_below_topics = _wire.KeyedList()
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AddPartitionsToTxnRequest: {exc}", offset=pos) from None
-    o = _new(AddPartitionsToTxnRequest)
-    o.transactions = v_transactions
-    o.v3_and_below_transactional_id = ""
-    o.v3_and_below_producer_id = 0
-    o.v3_and_below_producer_epoch = 0
-    o.v3_and_below_topics = _wire.KeyedList()
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AddPartitionsToTxnRequest_2(out: bytearray, o: AddPartitionsToTxnRequest) -> None:
@@ -275,33 +431,12 @@ def _w_AddPartitionsToTxnRequest_2(out: bytearray, o: AddPartitionsToTxnRequest)
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic, int]:
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddPartitionsToTxnTopic: {exc}", offset=pos) from None
-    o = _new(_C_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_0(out: bytearray, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic) -> None:
@@ -321,93 +456,30 @@ def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_0(out: bytearray, o: A
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic, int]:
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddPartitionsToTxnTopic: {exc}", offset=pos) from None
-    o = _new(_C_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1(out: bytearray, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic) -> None:
     x: Any
     try:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        v_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        if v_transactional_id is None:
-            raise _wire.null_error("transactional_id", pos)
-        (v_producer_id, v_producer_epoch, v_verify_only,) = _F_qho.unpack_from(buf, pos)
-        pos += 11
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddPartitionsToTxnTransaction: {exc}", offset=pos) from None
-    o = _new(_C_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction)
-    o.transactional_id = v_transactional_id
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.verify_only = v_verify_only
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0(out: bytearray, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction) -> None:
@@ -417,7 +489,12 @@ def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0(out: bytearray
         x = o.transactional_id
         if x is None:
             raise EncodeError("field transactional_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_qho.pack(o.producer_id, o.producer_epoch, o.verify_only)
         x = o.topics
         if x is None:
@@ -426,9 +503,8 @@ def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0(out: bytearray
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -436,28 +512,64 @@ def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0(out: bytearray
 
 
 def _r_AddPartitionsToTxnResponse_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    item: Any
-    v_results_by_topic_v3_and_below: list[Any]
+    s1_results_by_topic_v3_and_below: list[Any]
+    s3_results_by_partition: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results_by_topic_v3_and_below", pos)
         else:
-            v_results_by_topic_v3_and_below = _wire.KeyedList()
+            s1_results_by_topic_v3_and_below = _wire.KeyedList()
+            add2 = s1_results_by_topic_v3_and_below.append
             for _ in range(n):
-                item, pos = _r_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_0(buf, pos)
-                v_results_by_topic_v3_and_below.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("results_by_partition", pos)
+                else:
+                    stop5 = pos + 6 * n
+                    s3_results_by_partition = _wire.KeyedList()
+                    add4 = s3_results_by_partition.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_partition_error_code,) in _F_ih.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult)
+                            o5.partition_index = s5_partition_index
+                            o5.partition_error_code = s5_partition_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_results_by_partition = _wire.KeyedList()
+                        add4 = s3_results_by_partition.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_partition_error_code,) = _F_ih.unpack_from(buf, pos)
+                            pos += 6
+                            o6 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult)
+                            o6.partition_index = s6_partition_index
+                            o6.partition_error_code = s6_partition_error_code
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult)
+                o3.name = s3_name
+                o3.results_by_partition = s3_results_by_partition
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(AddPartitionsToTxnResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = 0
+        o1.results_by_transaction = _wire.KeyedList()
+        o1.results_by_topic_v3_and_below = s1_results_by_topic_v3_and_below
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AddPartitionsToTxnResponse: {exc}", offset=pos) from None
-    o = _new(AddPartitionsToTxnResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = 0
-    o.results_by_transaction = _wire.KeyedList()
-    o.results_by_topic_v3_and_below = v_results_by_topic_v3_and_below
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_AddPartitionsToTxnResponse_0(out: bytearray, o: AddPartitionsToTxnResponse) -> None:
@@ -479,37 +591,109 @@ def _w_AddPartitionsToTxnResponse_0(out: bytearray, o: AddPartitionsToTxnRespons
 
 
 def _r_AddPartitionsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    item: Any
-    v_results_by_topic_v3_and_below: list[Any]
+    s1_results_by_topic_v3_and_below: list[Any]
+    s3_results_by_partition: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results_by_topic_v3_and_below", pos)
         else:
-            v_results_by_topic_v3_and_below = _wire.KeyedList()
+            s1_results_by_topic_v3_and_below = _wire.KeyedList()
+            add2 = s1_results_by_topic_v3_and_below.append
             for _ in range(n):
-                item, pos = _r_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(buf, pos)
-                v_results_by_topic_v3_and_below.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("results_by_partition", pos)
+                else:
+                    stop5 = pos + 7 * n
+                    s3_results_by_partition = _wire.KeyedList()
+                    add4 = s3_results_by_partition.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_partition_error_code, t5,) in _F_ihB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult)
+                            o5.partition_index = s5_partition_index
+                            o5.partition_error_code = s5_partition_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_results_by_partition = _wire.KeyedList()
+                        add4 = s3_results_by_partition.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_partition_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
+                            pos += 7
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult)
+                            o6.partition_index = s6_partition_index
+                            o6.partition_error_code = s6_partition_error_code
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult)
+                o3.name = s3_name
+                o3.results_by_partition = s3_results_by_partition
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AddPartitionsToTxnResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = 0
+        o1.results_by_transaction = _wire.KeyedList()
+        o1.results_by_topic_v3_and_below = s1_results_by_topic_v3_and_below
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AddPartitionsToTxnResponse: {exc}", offset=pos) from None
-    o = _new(AddPartitionsToTxnResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = 0
-    o.results_by_transaction = _wire.KeyedList()
-    o.results_by_topic_v3_and_below = v_results_by_topic_v3_and_below
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AddPartitionsToTxnResponse_1(out: bytearray, o: AddPartitionsToTxnResponse) -> None:
@@ -526,9 +710,8 @@ def _w_AddPartitionsToTxnResponse_1(out: bytearray, o: AddPartitionsToTxnRespons
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -536,37 +719,145 @@ def _w_AddPartitionsToTxnResponse_1(out: bytearray, o: AddPartitionsToTxnRespons
 
 
 def _r_AddPartitionsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    item: Any
-    v_results_by_transaction: list[Any]
+    s1_results_by_transaction: list[Any]
+    s3_topic_results: list[Any]
+    s5_results_by_partition: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results_by_transaction", pos)
         else:
-            v_results_by_transaction = _wire.KeyedList()
+            s1_results_by_transaction = _wire.KeyedList()
+            add2 = s1_results_by_transaction.append
             for _ in range(n):
-                item, pos = _r_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0(buf, pos)
-                v_results_by_transaction.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topic_results", pos)
+                else:
+                    s3_topic_results = _wire.KeyedList()
+                    add4 = s3_topic_results.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("results_by_partition", pos)
+                        else:
+                            stop7 = pos + 7 * n
+                            s5_results_by_partition = _wire.KeyedList()
+                            add6 = s5_results_by_partition.append
+                            if stop7 <= buflen:
+                                for (s7_partition_index, s7_partition_error_code, t7,) in _F_ihB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult)
+                                    o7.partition_index = s7_partition_index
+                                    o7.partition_error_code = s7_partition_error_code
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_results_by_partition = _wire.KeyedList()
+                                add6 = s5_results_by_partition.append
+                                for _ in range(n):
+                                    (s8_partition_index, s8_partition_error_code, t8,) = _F_ihB.unpack_from(buf, pos)
+                                    pos += 7
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult)
+                                    o8.partition_index = s8_partition_index
+                                    o8.partition_error_code = s8_partition_error_code
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult)
+                        o5.name = s5_name
+                        o5.results_by_partition = s5_results_by_partition
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnResult)
+                o3.transactional_id = s3_transactional_id
+                o3.topic_results = s3_topic_results
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AddPartitionsToTxnResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.results_by_transaction = s1_results_by_transaction
+        o1.results_by_topic_v3_and_below = _wire.KeyedList()
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AddPartitionsToTxnResponse: {exc}", offset=pos) from None
-    o = _new(AddPartitionsToTxnResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.results_by_transaction = v_results_by_transaction
-    o.results_by_topic_v3_and_below = _wire.KeyedList()
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AddPartitionsToTxnResponse_2(out: bytearray, o: AddPartitionsToTxnResponse) -> None:
@@ -583,26 +874,12 @@ def _w_AddPartitionsToTxnResponse_2(out: bytearray, o: AddPartitionsToTxnRespons
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult, int]:
-    try:
-        (v_partition_index, v_partition_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddPartitionsToTxnPartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult)
-    o.partition_index = v_partition_index
-    o.partition_error_code = v_partition_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_0(out: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult) -> None:
@@ -612,62 +889,15 @@ def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_0(out: byte
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult, int]:
-    try:
-        (v_partition_index, v_partition_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddPartitionsToTxnPartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult)
-    o.partition_index = v_partition_index
-    o.partition_error_code = v_partition_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_1(out: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.partition_error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult, int]:
-    item: Any
-    v_results_by_partition: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("results_by_partition", pos)
-        else:
-            v_results_by_partition = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_0(buf, pos)
-                v_results_by_partition.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddPartitionsToTxnTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult)
-    o.name = v_name
-    o.results_by_partition = v_results_by_partition
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_0(out: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult) -> None:
@@ -689,39 +919,6 @@ def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_0(out: bytearra
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult, int]:
-    item: Any
-    v_results_by_partition: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("results_by_partition", pos)
-        else:
-            v_results_by_partition = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_1(buf, pos)
-                v_results_by_partition.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddPartitionsToTxnTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult)
-    o.name = v_name
-    o.results_by_partition = v_results_by_partition
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(out: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult) -> None:
     x: Any
     item: Any
@@ -729,7 +926,12 @@ def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(out: bytearra
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.results_by_partition
         if x is None:
             raise EncodeError("field results_by_partition is None but not nullable at this version")
@@ -737,46 +939,12 @@ def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(out: bytearra
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse.AddPartitionsToTxnResult, int]:
-    item: Any
-    v_topic_results: list[Any]
-    try:
-        v_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        if v_transactional_id is None:
-            raise _wire.null_error("transactional_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topic_results", pos)
-        else:
-            v_topic_results = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(buf, pos)
-                v_topic_results.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AddPartitionsToTxnResult: {exc}", offset=pos) from None
-    o = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnResult)
-    o.transactional_id = v_transactional_id
-    o.topic_results = v_topic_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0(out: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnResult) -> None:
@@ -786,7 +954,12 @@ def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0(out: bytearray, o:
         x = o.transactional_id
         if x is None:
             raise EncodeError("field transactional_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_results
         if x is None:
             raise EncodeError("field topic_results is None but not nullable at this version")
@@ -794,9 +967,8 @@ def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0(out: bytearray, o:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,7 +14,9 @@ __all__ = ['AllocateProducerIdsRequest', 'AllocateProducerIdsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_ihqi = struct.Struct(">ihqi")
+_F_ihqiB = struct.Struct(">ihqiB")
 _F_iq = struct.Struct(">iq")
+_F_iqB = struct.Struct(">iqB")
 
 
 class AllocateProducerIdsRequest(KafkaMessage):
@@ -23,7 +25,7 @@ class AllocateProducerIdsRequest(KafkaMessage):
     def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AllocateProducerIdsRequest'
     API_KEY = 67
@@ -40,7 +42,7 @@ class AllocateProducerIdsResponse(KafkaMessage):
         self.error_code = error_code
         self.producer_id_start = producer_id_start
         self.producer_id_len = producer_id_len
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AllocateProducerIdsResponse'
     API_KEY = 67
@@ -50,33 +52,32 @@ class AllocateProducerIdsResponse(KafkaMessage):
 
 
 def _r_AllocateProducerIdsRequest_0(buf: Any, pos: int) -> tuple[AllocateProducerIdsRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_broker_id, s1_broker_epoch, t1,) = _F_iqB.unpack_from(buf, pos)
+        pos += 13
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AllocateProducerIdsRequest)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AllocateProducerIdsRequest: {exc}", offset=pos) from None
-    o = _new(AllocateProducerIdsRequest)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AllocateProducerIdsRequest_0(out: bytearray, o: AllocateProducerIdsRequest) -> None:
     try:
         out += _F_iq.pack(o.broker_id, o.broker_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -84,35 +85,34 @@ def _w_AllocateProducerIdsRequest_0(out: bytearray, o: AllocateProducerIdsReques
 
 
 def _r_AllocateProducerIdsResponse_0(buf: Any, pos: int) -> tuple[AllocateProducerIdsResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code, v_producer_id_start, v_producer_id_len,) = _F_ihqi.unpack_from(buf, pos)
-        pos += 18
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_throttle_time_ms, s1_error_code, s1_producer_id_start, s1_producer_id_len, t1,) = _F_ihqiB.unpack_from(buf, pos)
+        pos += 19
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AllocateProducerIdsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.producer_id_start = s1_producer_id_start
+        o1.producer_id_len = s1_producer_id_len
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AllocateProducerIdsResponse: {exc}", offset=pos) from None
-    o = _new(AllocateProducerIdsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.producer_id_start = v_producer_id_start
-    o.producer_id_len = v_producer_id_len
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AllocateProducerIdsResponse_0(out: bytearray, o: AllocateProducerIdsResponse) -> None:
     try:
         out += _F_ihqi.pack(o.throttle_time_ms, o.error_code, o.producer_id_start, o.producer_id_len)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

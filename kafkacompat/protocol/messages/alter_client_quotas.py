@@ -14,7 +14,9 @@ __all__ = ['AlterClientQuotasRequest', 'AlterClientQuotasResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
+_F_oB = struct.Struct(">?B")
 _F_do = struct.Struct(">d?")
+_F_doB = struct.Struct(">d?B")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 
@@ -25,7 +27,7 @@ class AlterClientQuotasRequest(KafkaMessage):
     def __init__(self, *, entries: list[AlterClientQuotasRequest.EntryData] = _wire.DEFAULT, validate_only: bool = False) -> None:
         self.entries = [] if entries is _wire.DEFAULT else entries
         self.validate_only = validate_only
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AlterClientQuotasRequest'
     API_KEY = 49
@@ -40,7 +42,7 @@ class AlterClientQuotasRequest(KafkaMessage):
         def __init__(self, *, entity_type: str = "", entity_name: str | None = "") -> None:
             self.entity_type = entity_type
             self.entity_name = entity_name
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OpData(KafkaStruct):
@@ -50,7 +52,7 @@ class AlterClientQuotasRequest(KafkaMessage):
             self.key = key
             self.value = value
             self.remove = remove
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class EntryData(KafkaStruct):
@@ -59,7 +61,7 @@ class AlterClientQuotasRequest(KafkaMessage):
         def __init__(self, *, entity: list[AlterClientQuotasRequest.EntityData] = _wire.DEFAULT, ops: list[AlterClientQuotasRequest.OpData] = _wire.DEFAULT) -> None:
             self.entity = [] if entity is _wire.DEFAULT else entity
             self.ops = [] if ops is _wire.DEFAULT else ops
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class AlterClientQuotasResponse(KafkaMessage):
@@ -68,7 +70,7 @@ class AlterClientQuotasResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, entries: list[AlterClientQuotasResponse.EntryData] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.entries = [] if entries is _wire.DEFAULT else entries
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AlterClientQuotasResponse'
     API_KEY = 49
@@ -82,7 +84,7 @@ class AlterClientQuotasResponse(KafkaMessage):
         def __init__(self, *, entity_type: str = "", entity_name: str | None = "") -> None:
             self.entity_type = entity_type
             self.entity_name = entity_name
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class EntryData(KafkaStruct):
@@ -92,31 +94,70 @@ class AlterClientQuotasResponse(KafkaMessage):
             self.error_code = error_code
             self.error_message = error_message
             self.entity = [] if entity is _wire.DEFAULT else entity
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_AlterClientQuotasRequest_0(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest, int]:
-    item: Any
-    v_entries: list[Any]
+    s1_entries: list[Any]
+    s3_entity: list[Any]
+    s3_ops: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("entries", pos)
         else:
-            v_entries = []
+            s1_entries = []
+            add2 = s1_entries.append
             for _ in range(n):
-                item, pos = _r_AlterClientQuotasRequest__EntryData_0(buf, pos)
-                v_entries.append(item)
-        (v_validate_only,) = _F_o.unpack_from(buf, pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("entity", pos)
+                else:
+                    s3_entity = []
+                    add4 = s3_entity.append
+                    for _ in range(n):
+                        s5_entity_type, pos = _wire.read_string(buf, pos)
+                        if s5_entity_type is None:
+                            raise _wire.null_error("entity_type", pos)
+                        s5_entity_name, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_AlterClientQuotasRequest__EntityData)
+                        o5.entity_type = s5_entity_type
+                        o5.entity_name = s5_entity_name
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("ops", pos)
+                else:
+                    s3_ops = []
+                    add6 = s3_ops.append
+                    for _ in range(n):
+                        s7_key, pos = _wire.read_string(buf, pos)
+                        if s7_key is None:
+                            raise _wire.null_error("key", pos)
+                        (s7_value, s7_remove,) = _F_do.unpack_from(buf, pos)
+                        pos += 9
+                        o7 = _new(_C_AlterClientQuotasRequest__OpData)
+                        o7.key = s7_key
+                        o7.value = s7_value
+                        o7.remove = s7_remove
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                o3 = _new(_C_AlterClientQuotasRequest__EntryData)
+                o3.entity = s3_entity
+                o3.ops = s3_ops
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_validate_only,) = _F_o.unpack_from(buf, pos)
         pos += 1
+        o1 = _new(AlterClientQuotasRequest)
+        o1.entries = s1_entries
+        o1.validate_only = s1_validate_only
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterClientQuotasRequest: {exc}", offset=pos) from None
-    o = _new(AlterClientQuotasRequest)
-    o.entries = v_entries
-    o.validate_only = v_validate_only
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterClientQuotasRequest_0(out: bytearray, o: AlterClientQuotasRequest) -> None:
@@ -136,35 +177,137 @@ def _w_AlterClientQuotasRequest_0(out: bytearray, o: AlterClientQuotasRequest) -
 
 
 def _r_AlterClientQuotasRequest_1(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest, int]:
-    item: Any
-    v_entries: list[Any]
+    s1_entries: list[Any]
+    s3_entity: list[Any]
+    s3_ops: list[Any]
+    s5_entity_name: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("entries", pos)
         else:
-            v_entries = []
+            s1_entries = []
+            add2 = s1_entries.append
             for _ in range(n):
-                item, pos = _r_AlterClientQuotasRequest__EntryData_1(buf, pos)
-                v_entries.append(item)
-        (v_validate_only,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("entity", pos)
+                else:
+                    s3_entity = []
+                    add4 = s3_entity.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_entity_type = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_entity_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_entity_name, pos = _wire.read_compact_string(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AlterClientQuotasRequest__EntityData)
+                        o5.entity_type = s5_entity_type
+                        o5.entity_name = s5_entity_name
+                        o5._unknown_tags = u5
+                        add4(o5)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("ops", pos)
+                else:
+                    s3_ops = []
+                    add6 = s3_ops.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s7_key = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s7_key, pos = _wire.read_compact_text(buf, pos, "key")
+                        (s7_value, s7_remove, t7,) = _F_doB.unpack_from(buf, pos)
+                        pos += 10
+                        u7 = _wire.EMPTY_TAGS
+                        if t7:
+                            pos -= 1
+                            count7, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count7):
+                                tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                pos = end7
+                        o7 = _new(_C_AlterClientQuotasRequest__OpData)
+                        o7.key = s7_key
+                        o7.value = s7_value
+                        o7.remove = s7_remove
+                        o7._unknown_tags = u7
+                        add6(o7)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterClientQuotasRequest__EntryData)
+                o3.entity = s3_entity
+                o3.ops = s3_ops
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_validate_only, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterClientQuotasRequest)
+        o1.entries = s1_entries
+        o1.validate_only = s1_validate_only
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterClientQuotasRequest: {exc}", offset=pos) from None
-    o = _new(AlterClientQuotasRequest)
-    o.entries = v_entries
-    o.validate_only = v_validate_only
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterClientQuotasRequest_1(out: bytearray, o: AlterClientQuotasRequest) -> None:
@@ -179,28 +322,12 @@ def _w_AlterClientQuotasRequest_1(out: bytearray, o: AlterClientQuotasRequest) -
             for item in x:
                 _w_AlterClientQuotasRequest__EntryData_1(out, item)
         out += _F_o.pack(o.validate_only)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterClientQuotasRequest__EntityData_0(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest.EntityData, int]:
-    try:
-        v_entity_type, pos = _wire.read_string(buf, pos)
-        if v_entity_type is None:
-            raise _wire.null_error("entity_type", pos)
-        v_entity_name, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntityData: {exc}", offset=pos) from None
-    o = _new(_C_AlterClientQuotasRequest__EntityData)
-    o.entity_type = v_entity_type
-    o.entity_name = v_entity_name
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_AlterClientQuotasRequest__EntityData_0(out: bytearray, o: AlterClientQuotasRequest.EntityData) -> None:
@@ -216,63 +343,31 @@ def _w_AlterClientQuotasRequest__EntityData_0(out: bytearray, o: AlterClientQuot
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_AlterClientQuotasRequest__EntityData_1(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest.EntityData, int]:
-    try:
-        v_entity_type, pos = _wire.read_compact_string(buf, pos)
-        if v_entity_type is None:
-            raise _wire.null_error("entity_type", pos)
-        v_entity_name, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntityData: {exc}", offset=pos) from None
-    o = _new(_C_AlterClientQuotasRequest__EntityData)
-    o.entity_type = v_entity_type
-    o.entity_name = v_entity_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_AlterClientQuotasRequest__EntityData_1(out: bytearray, o: AlterClientQuotasRequest.EntityData) -> None:
     x: Any
     try:
         x = o.entity_type
         if x is None:
             raise EncodeError("field entity_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.entity_name
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterClientQuotasRequest__OpData_0(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest.OpData, int]:
-    try:
-        v_key, pos = _wire.read_string(buf, pos)
-        if v_key is None:
-            raise _wire.null_error("key", pos)
-        (v_value, v_remove,) = _F_do.unpack_from(buf, pos)
-        pos += 9
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OpData: {exc}", offset=pos) from None
-    o = _new(_C_AlterClientQuotasRequest__OpData)
-    o.key = v_key
-    o.value = v_value
-    o.remove = v_remove
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_AlterClientQuotasRequest__OpData_0(out: bytearray, o: AlterClientQuotasRequest.OpData) -> None:
@@ -287,77 +382,25 @@ def _w_AlterClientQuotasRequest__OpData_0(out: bytearray, o: AlterClientQuotasRe
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_AlterClientQuotasRequest__OpData_1(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest.OpData, int]:
-    try:
-        v_key, pos = _wire.read_compact_string(buf, pos)
-        if v_key is None:
-            raise _wire.null_error("key", pos)
-        (v_value, v_remove,) = _F_do.unpack_from(buf, pos)
-        pos += 9
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OpData: {exc}", offset=pos) from None
-    o = _new(_C_AlterClientQuotasRequest__OpData)
-    o.key = v_key
-    o.value = v_value
-    o.remove = v_remove
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_AlterClientQuotasRequest__OpData_1(out: bytearray, o: AlterClientQuotasRequest.OpData) -> None:
     x: Any
     try:
         x = o.key
         if x is None:
             raise EncodeError("field key is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_do.pack(o.value, o.remove)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterClientQuotasRequest__EntryData_0(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest.EntryData, int]:
-    item: Any
-    v_entity: list[Any]
-    v_ops: list[Any]
-    try:
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("entity", pos)
-        else:
-            v_entity = []
-            for _ in range(n):
-                item, pos = _r_AlterClientQuotasRequest__EntityData_0(buf, pos)
-                v_entity.append(item)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("ops", pos)
-        else:
-            v_ops = []
-            for _ in range(n):
-                item, pos = _r_AlterClientQuotasRequest__OpData_0(buf, pos)
-                v_ops.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntryData: {exc}", offset=pos) from None
-    o = _new(_C_AlterClientQuotasRequest__EntryData)
-    o.entity = v_entity
-    o.ops = v_ops
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_AlterClientQuotasRequest__EntryData_0(out: bytearray, o: AlterClientQuotasRequest.EntryData) -> None:
@@ -382,45 +425,6 @@ def _w_AlterClientQuotasRequest__EntryData_0(out: bytearray, o: AlterClientQuota
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_AlterClientQuotasRequest__EntryData_1(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest.EntryData, int]:
-    item: Any
-    v_entity: list[Any]
-    v_ops: list[Any]
-    try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("entity", pos)
-        else:
-            v_entity = []
-            for _ in range(n):
-                item, pos = _r_AlterClientQuotasRequest__EntityData_1(buf, pos)
-                v_entity.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("ops", pos)
-        else:
-            v_ops = []
-            for _ in range(n):
-                item, pos = _r_AlterClientQuotasRequest__OpData_1(buf, pos)
-                v_ops.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntryData: {exc}", offset=pos) from None
-    o = _new(_C_AlterClientQuotasRequest__EntryData)
-    o.entity = v_entity
-    o.ops = v_ops
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_AlterClientQuotasRequest__EntryData_1(out: bytearray, o: AlterClientQuotasRequest.EntryData) -> None:
     x: Any
     item: Any
@@ -439,9 +443,8 @@ def _w_AlterClientQuotasRequest__EntryData_1(out: bytearray, o: AlterClientQuota
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterClientQuotasRequest__OpData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -449,26 +452,50 @@ def _w_AlterClientQuotasRequest__EntryData_1(out: bytearray, o: AlterClientQuota
 
 
 def _r_AlterClientQuotasResponse_0(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse, int]:
-    item: Any
-    v_entries: list[Any]
+    s1_entries: list[Any]
+    s3_entity: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("entries", pos)
         else:
-            v_entries = []
+            s1_entries = []
+            add2 = s1_entries.append
             for _ in range(n):
-                item, pos = _r_AlterClientQuotasResponse__EntryData_0(buf, pos)
-                v_entries.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_error_message, pos = _wire.read_string(buf, pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("entity", pos)
+                else:
+                    s3_entity = []
+                    add4 = s3_entity.append
+                    for _ in range(n):
+                        s5_entity_type, pos = _wire.read_string(buf, pos)
+                        if s5_entity_type is None:
+                            raise _wire.null_error("entity_type", pos)
+                        s5_entity_name, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_AlterClientQuotasResponse__EntityData)
+                        o5.entity_type = s5_entity_type
+                        o5.entity_name = s5_entity_name
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_AlterClientQuotasResponse__EntryData)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.entity = s3_entity
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(AlterClientQuotasResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.entries = s1_entries
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterClientQuotasResponse: {exc}", offset=pos) from None
-    o = _new(AlterClientQuotasResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.entries = v_entries
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterClientQuotasResponse_0(out: bytearray, o: AlterClientQuotasResponse) -> None:
@@ -488,35 +515,113 @@ def _w_AlterClientQuotasResponse_0(out: bytearray, o: AlterClientQuotasResponse)
 
 
 def _r_AlterClientQuotasResponse_1(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse, int]:
-    item: Any
-    v_entries: list[Any]
+    s1_entries: list[Any]
+    s3_entity: list[Any]
+    s3_error_message: str | None
+    s5_entity_name: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("entries", pos)
         else:
-            v_entries = []
+            s1_entries = []
+            add2 = s1_entries.append
             for _ in range(n):
-                item, pos = _r_AlterClientQuotasResponse__EntryData_1(buf, pos)
-                v_entries.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("entity", pos)
+                else:
+                    s3_entity = []
+                    add4 = s3_entity.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_entity_type = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_entity_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_entity_name, pos = _wire.read_compact_string(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AlterClientQuotasResponse__EntityData)
+                        o5.entity_type = s5_entity_type
+                        o5.entity_name = s5_entity_name
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterClientQuotasResponse__EntryData)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.entity = s3_entity
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterClientQuotasResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.entries = s1_entries
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterClientQuotasResponse: {exc}", offset=pos) from None
-    o = _new(AlterClientQuotasResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.entries = v_entries
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterClientQuotasResponse_1(out: bytearray, o: AlterClientQuotasResponse) -> None:
@@ -531,28 +636,12 @@ def _w_AlterClientQuotasResponse_1(out: bytearray, o: AlterClientQuotasResponse)
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterClientQuotasResponse__EntryData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterClientQuotasResponse__EntityData_0(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse.EntityData, int]:
-    try:
-        v_entity_type, pos = _wire.read_string(buf, pos)
-        if v_entity_type is None:
-            raise _wire.null_error("entity_type", pos)
-        v_entity_name, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntityData: {exc}", offset=pos) from None
-    o = _new(_C_AlterClientQuotasResponse__EntityData)
-    o.entity_type = v_entity_type
-    o.entity_name = v_entity_name
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_AlterClientQuotasResponse__EntityData_0(out: bytearray, o: AlterClientQuotasResponse.EntityData) -> None:
@@ -568,71 +657,31 @@ def _w_AlterClientQuotasResponse__EntityData_0(out: bytearray, o: AlterClientQuo
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_AlterClientQuotasResponse__EntityData_1(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse.EntityData, int]:
-    try:
-        v_entity_type, pos = _wire.read_compact_string(buf, pos)
-        if v_entity_type is None:
-            raise _wire.null_error("entity_type", pos)
-        v_entity_name, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntityData: {exc}", offset=pos) from None
-    o = _new(_C_AlterClientQuotasResponse__EntityData)
-    o.entity_type = v_entity_type
-    o.entity_name = v_entity_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_AlterClientQuotasResponse__EntityData_1(out: bytearray, o: AlterClientQuotasResponse.EntityData) -> None:
     x: Any
     try:
         x = o.entity_type
         if x is None:
             raise EncodeError("field entity_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.entity_name
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterClientQuotasResponse__EntryData_0(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse.EntryData, int]:
-    item: Any
-    v_entity: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("entity", pos)
-        else:
-            v_entity = []
-            for _ in range(n):
-                item, pos = _r_AlterClientQuotasResponse__EntityData_0(buf, pos)
-                v_entity.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntryData: {exc}", offset=pos) from None
-    o = _new(_C_AlterClientQuotasResponse__EntryData)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.entity = v_entity
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_AlterClientQuotasResponse__EntryData_0(out: bytearray, o: AlterClientQuotasResponse.EntryData) -> None:
@@ -653,47 +702,18 @@ def _w_AlterClientQuotasResponse__EntryData_0(out: bytearray, o: AlterClientQuot
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_AlterClientQuotasResponse__EntryData_1(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse.EntryData, int]:
-    item: Any
-    v_entity: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("entity", pos)
-        else:
-            v_entity = []
-            for _ in range(n):
-                item, pos = _r_AlterClientQuotasResponse__EntityData_1(buf, pos)
-                v_entity.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntryData: {exc}", offset=pos) from None
-    o = _new(_C_AlterClientQuotasResponse__EntryData)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.entity = v_entity
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_AlterClientQuotasResponse__EntryData_1(out: bytearray, o: AlterClientQuotasResponse.EntryData) -> None:
     x: Any
     item: Any
     try:
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.entity
         if x is None:
             raise EncodeError("field entity is None but not nullable at this version")
@@ -701,9 +721,8 @@ def _w_AlterClientQuotasResponse__EntryData_1(out: bytearray, o: AlterClientQuot
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterClientQuotasResponse__EntityData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

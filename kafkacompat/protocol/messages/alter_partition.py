@@ -15,11 +15,14 @@ __all__ = ['AlterPartitionRequest', 'AlterPartitionResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_bi = struct.Struct(">bi")
+_F_biB = struct.Struct(">biB")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 _F_ihii = struct.Struct(">ihii")
 _F_ii = struct.Struct(">ii")
 _F_iq = struct.Struct(">iq")
+_F_iqB = struct.Struct(">iqB")
 
 
 class AlterPartitionRequest(KafkaMessage):
@@ -29,7 +32,7 @@ class AlterPartitionRequest(KafkaMessage):
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AlterPartitionRequest'
     API_KEY = 56
@@ -44,7 +47,7 @@ class AlterPartitionRequest(KafkaMessage):
         def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
             self.broker_id = broker_id
             self.broker_epoch = broker_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class PartitionData(KafkaStruct):
@@ -57,7 +60,7 @@ class AlterPartitionRequest(KafkaMessage):
             self.new_isr_with_epochs = [] if new_isr_with_epochs is _wire.DEFAULT else new_isr_with_epochs
             self.leader_recovery_state = leader_recovery_state
             self.partition_epoch = partition_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicData(KafkaStruct):
@@ -67,7 +70,7 @@ class AlterPartitionRequest(KafkaMessage):
             self.topic_name = topic_name
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class AlterPartitionResponse(KafkaMessage):
@@ -77,7 +80,7 @@ class AlterPartitionResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AlterPartitionResponse'
     API_KEY = 56
@@ -96,7 +99,7 @@ class AlterPartitionResponse(KafkaMessage):
             self.isr = [] if isr is _wire.DEFAULT else isr
             self.leader_recovery_state = leader_recovery_state
             self.partition_epoch = partition_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicData(KafkaStruct):
@@ -106,41 +109,119 @@ class AlterPartitionResponse(KafkaMessage):
             self.topic_name = topic_name
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_AlterPartitionRequest_0(buf: Any, pos: int) -> tuple[AlterPartitionRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_new_isr: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_AlterPartitionRequest__TopicData_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_leader_epoch,) = _F_ii.unpack_from(buf, pos)
+                        pos += 8
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("new_isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_new_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_new_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_partition_epoch, t5,) = _F_iB.unpack_from(buf, pos)
+                        pos += 5
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AlterPartitionRequest__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.new_isr = s5_new_isr
+                        o5.new_isr_with_epochs = []
+                        o5.leader_recovery_state = 0
+                        o5.partition_epoch = s5_partition_epoch
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterPartitionRequest__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterPartitionRequest)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterPartitionRequest: {exc}", offset=pos) from None
-    o = _new(AlterPartitionRequest)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterPartitionRequest_0(out: bytearray, o: AlterPartitionRequest) -> None:
@@ -155,9 +236,8 @@ def _w_AlterPartitionRequest_0(out: bytearray, o: AlterPartitionRequest) -> None
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__TopicData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -165,36 +245,114 @@ def _w_AlterPartitionRequest_0(out: bytearray, o: AlterPartitionRequest) -> None
 
 
 def _r_AlterPartitionRequest_1(buf: Any, pos: int) -> tuple[AlterPartitionRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_new_isr: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_AlterPartitionRequest__TopicData_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_leader_epoch,) = _F_ii.unpack_from(buf, pos)
+                        pos += 8
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("new_isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_new_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_new_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_leader_recovery_state, s5_partition_epoch, t5,) = _F_biB.unpack_from(buf, pos)
+                        pos += 6
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AlterPartitionRequest__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.new_isr = s5_new_isr
+                        o5.new_isr_with_epochs = []
+                        o5.leader_recovery_state = s5_leader_recovery_state
+                        o5.partition_epoch = s5_partition_epoch
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterPartitionRequest__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterPartitionRequest)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterPartitionRequest: {exc}", offset=pos) from None
-    o = _new(AlterPartitionRequest)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterPartitionRequest_1(out: bytearray, o: AlterPartitionRequest) -> None:
@@ -209,9 +367,8 @@ def _w_AlterPartitionRequest_1(out: bytearray, o: AlterPartitionRequest) -> None
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__TopicData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -219,36 +376,106 @@ def _w_AlterPartitionRequest_1(out: bytearray, o: AlterPartitionRequest) -> None
 
 
 def _r_AlterPartitionRequest_2(buf: Any, pos: int) -> tuple[AlterPartitionRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_new_isr: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_AlterPartitionRequest__TopicData_2(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_leader_epoch,) = _F_ii.unpack_from(buf, pos)
+                        pos += 8
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("new_isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_new_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_new_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_leader_recovery_state, s5_partition_epoch, t5,) = _F_biB.unpack_from(buf, pos)
+                        pos += 6
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AlterPartitionRequest__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.new_isr = s5_new_isr
+                        o5.new_isr_with_epochs = []
+                        o5.leader_recovery_state = s5_leader_recovery_state
+                        o5.partition_epoch = s5_partition_epoch
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterPartitionRequest__TopicData)
+                o3.topic_name = ""
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterPartitionRequest)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterPartitionRequest: {exc}", offset=pos) from None
-    o = _new(AlterPartitionRequest)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterPartitionRequest_2(out: bytearray, o: AlterPartitionRequest) -> None:
@@ -263,9 +490,8 @@ def _w_AlterPartitionRequest_2(out: bytearray, o: AlterPartitionRequest) -> None
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__TopicData_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -273,36 +499,135 @@ def _w_AlterPartitionRequest_2(out: bytearray, o: AlterPartitionRequest) -> None
 
 
 def _r_AlterPartitionRequest_3(buf: Any, pos: int) -> tuple[AlterPartitionRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_new_isr_with_epochs: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_AlterPartitionRequest__TopicData_3(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_leader_epoch,) = _F_ii.unpack_from(buf, pos)
+                        pos += 8
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("new_isr_with_epochs", pos)
+                        else:
+                            stop7 = pos + 13 * n
+                            s5_new_isr_with_epochs = []
+                            add6 = s5_new_isr_with_epochs.append
+                            if stop7 <= buflen:
+                                for (s7_broker_id, s7_broker_epoch, t7,) in _F_iqB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_AlterPartitionRequest__BrokerState)
+                                    o7.broker_id = s7_broker_id
+                                    o7.broker_epoch = s7_broker_epoch
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_new_isr_with_epochs = []
+                                add6 = s5_new_isr_with_epochs.append
+                                for _ in range(n):
+                                    (s8_broker_id, s8_broker_epoch, t8,) = _F_iqB.unpack_from(buf, pos)
+                                    pos += 13
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_AlterPartitionRequest__BrokerState)
+                                    o8.broker_id = s8_broker_id
+                                    o8.broker_epoch = s8_broker_epoch
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        (s5_leader_recovery_state, s5_partition_epoch, t5,) = _F_biB.unpack_from(buf, pos)
+                        pos += 6
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AlterPartitionRequest__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.new_isr = []
+                        o5.new_isr_with_epochs = s5_new_isr_with_epochs
+                        o5.leader_recovery_state = s5_leader_recovery_state
+                        o5.partition_epoch = s5_partition_epoch
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterPartitionRequest__TopicData)
+                o3.topic_name = ""
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterPartitionRequest)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterPartitionRequest: {exc}", offset=pos) from None
-    o = _new(AlterPartitionRequest)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterPartitionRequest_3(out: bytearray, o: AlterPartitionRequest) -> None:
@@ -317,81 +642,23 @@ def _w_AlterPartitionRequest_3(out: bytearray, o: AlterPartitionRequest) -> None
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__TopicData_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionRequest__BrokerState_0(buf: Any, pos: int) -> tuple[AlterPartitionRequest.BrokerState, int]:
-    try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read BrokerState: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionRequest__BrokerState)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionRequest__BrokerState_0(out: bytearray, o: AlterPartitionRequest.BrokerState) -> None:
     try:
         out += _F_iq.pack(o.broker_id, o.broker_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionRequest__PartitionData_0(buf: Any, pos: int) -> tuple[AlterPartitionRequest.PartitionData, int]:
-    v_new_isr: list[Any]
-    try:
-        (v_partition_index, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("new_isr", pos)
-        else:
-            v_new_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_partition_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionRequest__PartitionData)
-    o.partition_index = v_partition_index
-    o.leader_epoch = v_leader_epoch
-    o.new_isr = v_new_isr
-    o.new_isr_with_epochs = []
-    o.leader_recovery_state = 0
-    o.partition_epoch = v_partition_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionRequest__PartitionData_0(out: bytearray, o: AlterPartitionRequest.PartitionData) -> None:
@@ -409,47 +676,12 @@ def _w_AlterPartitionRequest__PartitionData_0(out: bytearray, o: AlterPartitionR
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionRequest__PartitionData_1(buf: Any, pos: int) -> tuple[AlterPartitionRequest.PartitionData, int]:
-    v_new_isr: list[Any]
-    try:
-        (v_partition_index, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("new_isr", pos)
-        else:
-            v_new_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_leader_recovery_state, v_partition_epoch,) = _F_bi.unpack_from(buf, pos)
-        pos += 5
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionRequest__PartitionData)
-    o.partition_index = v_partition_index
-    o.leader_epoch = v_leader_epoch
-    o.new_isr = v_new_isr
-    o.new_isr_with_epochs = []
-    o.leader_recovery_state = v_leader_recovery_state
-    o.partition_epoch = v_partition_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionRequest__PartitionData_1(out: bytearray, o: AlterPartitionRequest.PartitionData) -> None:
@@ -465,51 +697,12 @@ def _w_AlterPartitionRequest__PartitionData_1(out: bytearray, o: AlterPartitionR
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
         out += _F_bi.pack(o.leader_recovery_state, o.partition_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionRequest__PartitionData_2(buf: Any, pos: int) -> tuple[AlterPartitionRequest.PartitionData, int]:
-    item: Any
-    v_new_isr_with_epochs: list[Any]
-    try:
-        (v_partition_index, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("new_isr_with_epochs", pos)
-        else:
-            v_new_isr_with_epochs = []
-            for _ in range(n):
-                item, pos = _r_AlterPartitionRequest__BrokerState_0(buf, pos)
-                v_new_isr_with_epochs.append(item)
-        (v_leader_recovery_state, v_partition_epoch,) = _F_bi.unpack_from(buf, pos)
-        pos += 5
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionRequest__PartitionData)
-    o.partition_index = v_partition_index
-    o.leader_epoch = v_leader_epoch
-    o.new_isr = []
-    o.new_isr_with_epochs = v_new_isr_with_epochs
-    o.leader_recovery_state = v_leader_recovery_state
-    o.partition_epoch = v_partition_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionRequest__PartitionData_2(out: bytearray, o: AlterPartitionRequest.PartitionData) -> None:
@@ -527,47 +720,12 @@ def _w_AlterPartitionRequest__PartitionData_2(out: bytearray, o: AlterPartitionR
             for item in x:
                 _w_AlterPartitionRequest__BrokerState_0(out, item)
         out += _F_bi.pack(o.leader_recovery_state, o.partition_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionRequest__TopicData_0(buf: Any, pos: int) -> tuple[AlterPartitionRequest.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AlterPartitionRequest__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionRequest__TopicData)
-    o.topic_name = v_topic_name
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionRequest__TopicData_0(out: bytearray, o: AlterPartitionRequest.TopicData) -> None:
@@ -577,7 +735,12 @@ def _w_AlterPartitionRequest__TopicData_0(out: bytearray, o: AlterPartitionReque
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -585,47 +748,12 @@ def _w_AlterPartitionRequest__TopicData_0(out: bytearray, o: AlterPartitionReque
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionRequest__TopicData_1(buf: Any, pos: int) -> tuple[AlterPartitionRequest.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AlterPartitionRequest__PartitionData_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionRequest__TopicData)
-    o.topic_name = v_topic_name
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionRequest__TopicData_1(out: bytearray, o: AlterPartitionRequest.TopicData) -> None:
@@ -635,7 +763,12 @@ def _w_AlterPartitionRequest__TopicData_1(out: bytearray, o: AlterPartitionReque
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -643,45 +776,12 @@ def _w_AlterPartitionRequest__TopicData_1(out: bytearray, o: AlterPartitionReque
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__PartitionData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionRequest__TopicData_2(buf: Any, pos: int) -> tuple[AlterPartitionRequest.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AlterPartitionRequest__PartitionData_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionRequest__TopicData)
-    o.topic_name = ""
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionRequest__TopicData_2(out: bytearray, o: AlterPartitionRequest.TopicData) -> None:
@@ -697,45 +797,12 @@ def _w_AlterPartitionRequest__TopicData_2(out: bytearray, o: AlterPartitionReque
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__PartitionData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionRequest__TopicData_3(buf: Any, pos: int) -> tuple[AlterPartitionRequest.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AlterPartitionRequest__PartitionData_2(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionRequest__TopicData)
-    o.topic_name = ""
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionRequest__TopicData_3(out: bytearray, o: AlterPartitionRequest.TopicData) -> None:
@@ -751,9 +818,8 @@ def _w_AlterPartitionRequest__TopicData_3(out: bytearray, o: AlterPartitionReque
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__PartitionData_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -761,36 +827,115 @@ def _w_AlterPartitionRequest__TopicData_3(out: bytearray, o: AlterPartitionReque
 
 
 def _r_AlterPartitionResponse_0(buf: Any, pos: int) -> tuple[AlterPartitionResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_isr: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_AlterPartitionResponse__TopicData_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_leader_id, s5_leader_epoch,) = _F_ihii.unpack_from(buf, pos)
+                        pos += 14
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_partition_epoch, t5,) = _F_iB.unpack_from(buf, pos)
+                        pos += 5
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AlterPartitionResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.leader_id = s5_leader_id
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.leader_recovery_state = 0
+                        o5.partition_epoch = s5_partition_epoch
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterPartitionResponse__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterPartitionResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterPartitionResponse: {exc}", offset=pos) from None
-    o = _new(AlterPartitionResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterPartitionResponse_0(out: bytearray, o: AlterPartitionResponse) -> None:
@@ -805,9 +950,8 @@ def _w_AlterPartitionResponse_0(out: bytearray, o: AlterPartitionResponse) -> No
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionResponse__TopicData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -815,36 +959,115 @@ def _w_AlterPartitionResponse_0(out: bytearray, o: AlterPartitionResponse) -> No
 
 
 def _r_AlterPartitionResponse_1(buf: Any, pos: int) -> tuple[AlterPartitionResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_isr: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_AlterPartitionResponse__TopicData_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_leader_id, s5_leader_epoch,) = _F_ihii.unpack_from(buf, pos)
+                        pos += 14
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_leader_recovery_state, s5_partition_epoch, t5,) = _F_biB.unpack_from(buf, pos)
+                        pos += 6
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AlterPartitionResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.leader_id = s5_leader_id
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.leader_recovery_state = s5_leader_recovery_state
+                        o5.partition_epoch = s5_partition_epoch
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterPartitionResponse__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterPartitionResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterPartitionResponse: {exc}", offset=pos) from None
-    o = _new(AlterPartitionResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterPartitionResponse_1(out: bytearray, o: AlterPartitionResponse) -> None:
@@ -859,9 +1082,8 @@ def _w_AlterPartitionResponse_1(out: bytearray, o: AlterPartitionResponse) -> No
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionResponse__TopicData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -869,36 +1091,107 @@ def _w_AlterPartitionResponse_1(out: bytearray, o: AlterPartitionResponse) -> No
 
 
 def _r_AlterPartitionResponse_2(buf: Any, pos: int) -> tuple[AlterPartitionResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_isr: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_AlterPartitionResponse__TopicData_2(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_leader_id, s5_leader_epoch,) = _F_ihii.unpack_from(buf, pos)
+                        pos += 14
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_leader_recovery_state, s5_partition_epoch, t5,) = _F_biB.unpack_from(buf, pos)
+                        pos += 6
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AlterPartitionResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.leader_id = s5_leader_id
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.leader_recovery_state = s5_leader_recovery_state
+                        o5.partition_epoch = s5_partition_epoch
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterPartitionResponse__TopicData)
+                o3.topic_name = ""
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterPartitionResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterPartitionResponse: {exc}", offset=pos) from None
-    o = _new(AlterPartitionResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterPartitionResponse_2(out: bytearray, o: AlterPartitionResponse) -> None:
@@ -913,48 +1206,12 @@ def _w_AlterPartitionResponse_2(out: bytearray, o: AlterPartitionResponse) -> No
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionResponse__TopicData_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionResponse__PartitionData_0(buf: Any, pos: int) -> tuple[AlterPartitionResponse.PartitionData, int]:
-    v_isr: list[Any]
-    try:
-        (v_partition_index, v_error_code, v_leader_id, v_leader_epoch,) = _F_ihii.unpack_from(buf, pos)
-        pos += 14
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr", pos)
-        else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_partition_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.isr = v_isr
-    o.leader_recovery_state = 0
-    o.partition_epoch = v_partition_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionResponse__PartitionData_0(out: bytearray, o: AlterPartitionResponse.PartitionData) -> None:
@@ -968,48 +1225,12 @@ def _w_AlterPartitionResponse__PartitionData_0(out: bytearray, o: AlterPartition
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionResponse__PartitionData_1(buf: Any, pos: int) -> tuple[AlterPartitionResponse.PartitionData, int]:
-    v_isr: list[Any]
-    try:
-        (v_partition_index, v_error_code, v_leader_id, v_leader_epoch,) = _F_ihii.unpack_from(buf, pos)
-        pos += 14
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr", pos)
-        else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_leader_recovery_state, v_partition_epoch,) = _F_bi.unpack_from(buf, pos)
-        pos += 5
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.isr = v_isr
-    o.leader_recovery_state = v_leader_recovery_state
-    o.partition_epoch = v_partition_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionResponse__PartitionData_1(out: bytearray, o: AlterPartitionResponse.PartitionData) -> None:
@@ -1023,47 +1244,12 @@ def _w_AlterPartitionResponse__PartitionData_1(out: bytearray, o: AlterPartition
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
         out += _F_bi.pack(o.leader_recovery_state, o.partition_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionResponse__TopicData_0(buf: Any, pos: int) -> tuple[AlterPartitionResponse.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AlterPartitionResponse__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionResponse__TopicData)
-    o.topic_name = v_topic_name
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionResponse__TopicData_0(out: bytearray, o: AlterPartitionResponse.TopicData) -> None:
@@ -1073,7 +1259,12 @@ def _w_AlterPartitionResponse__TopicData_0(out: bytearray, o: AlterPartitionResp
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -1081,47 +1272,12 @@ def _w_AlterPartitionResponse__TopicData_0(out: bytearray, o: AlterPartitionResp
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionResponse__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionResponse__TopicData_1(buf: Any, pos: int) -> tuple[AlterPartitionResponse.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AlterPartitionResponse__PartitionData_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionResponse__TopicData)
-    o.topic_name = v_topic_name
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionResponse__TopicData_1(out: bytearray, o: AlterPartitionResponse.TopicData) -> None:
@@ -1131,7 +1287,12 @@ def _w_AlterPartitionResponse__TopicData_1(out: bytearray, o: AlterPartitionResp
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -1139,45 +1300,12 @@ def _w_AlterPartitionResponse__TopicData_1(out: bytearray, o: AlterPartitionResp
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionResponse__PartitionData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionResponse__TopicData_2(buf: Any, pos: int) -> tuple[AlterPartitionResponse.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AlterPartitionResponse__PartitionData_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionResponse__TopicData)
-    o.topic_name = ""
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionResponse__TopicData_2(out: bytearray, o: AlterPartitionResponse.TopicData) -> None:
@@ -1193,9 +1321,8 @@ def _w_AlterPartitionResponse__TopicData_2(out: bytearray, o: AlterPartitionResp
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionResponse__PartitionData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

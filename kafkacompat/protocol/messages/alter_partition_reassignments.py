@@ -23,7 +23,7 @@ class AlterPartitionReassignmentsRequest(KafkaMessage):
     def __init__(self, *, timeout_ms: int = 60000, topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = _wire.DEFAULT) -> None:
         self.timeout_ms = timeout_ms
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AlterPartitionReassignmentsRequest'
     API_KEY = 45
@@ -38,7 +38,7 @@ class AlterPartitionReassignmentsRequest(KafkaMessage):
         def __init__(self, *, partition_index: int = 0, replicas: list[int] | None = None) -> None:
             self.partition_index = partition_index
             self.replicas = replicas
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ReassignableTopic(KafkaStruct):
@@ -47,7 +47,7 @@ class AlterPartitionReassignmentsRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[AlterPartitionReassignmentsRequest.ReassignablePartition] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class AlterPartitionReassignmentsResponse(KafkaMessage):
@@ -58,7 +58,7 @@ class AlterPartitionReassignmentsResponse(KafkaMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.responses = [] if responses is _wire.DEFAULT else responses
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AlterPartitionReassignmentsResponse'
     API_KEY = 45
@@ -73,7 +73,7 @@ class AlterPartitionReassignmentsResponse(KafkaMessage):
             self.partition_index = partition_index
             self.error_code = error_code
             self.error_message = error_message
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ReassignableTopicResponse(KafkaStruct):
@@ -82,40 +82,112 @@ class AlterPartitionReassignmentsResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_AlterPartitionReassignmentsRequest_0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_replicas: list[Any] | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_AlterPartitionReassignmentsRequest__ReassignableTopic_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            s5_replicas = None
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AlterPartitionReassignmentsRequest__ReassignablePartition)
+                        o5.partition_index = s5_partition_index
+                        o5.replicas = s5_replicas
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterPartitionReassignmentsRequest__ReassignableTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterPartitionReassignmentsRequest)
+        o1.timeout_ms = s1_timeout_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterPartitionReassignmentsRequest: {exc}", offset=pos) from None
-    o = _new(AlterPartitionReassignmentsRequest)
-    o.timeout_ms = v_timeout_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterPartitionReassignmentsRequest_0(out: bytearray, o: AlterPartitionReassignmentsRequest) -> None:
@@ -130,41 +202,12 @@ def _w_AlterPartitionReassignmentsRequest_0(out: bytearray, o: AlterPartitionRea
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionReassignmentsRequest__ReassignableTopic_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionReassignmentsRequest__ReassignablePartition_0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest.ReassignablePartition, int]:
-    v_replicas: list[Any] | None
-    try:
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_replicas = None
-        else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReassignablePartition: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionReassignmentsRequest__ReassignablePartition)
-    o.partition_index = v_partition_index
-    o.replicas = v_replicas
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionReassignmentsRequest__ReassignablePartition_0(out: bytearray, o: AlterPartitionReassignmentsRequest.ReassignablePartition) -> None:
@@ -177,46 +220,12 @@ def _w_AlterPartitionReassignmentsRequest__ReassignablePartition_0(out: bytearra
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionReassignmentsRequest__ReassignableTopic_0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest.ReassignableTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AlterPartitionReassignmentsRequest__ReassignablePartition_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReassignableTopic: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionReassignmentsRequest__ReassignableTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionReassignmentsRequest__ReassignableTopic_0(out: bytearray, o: AlterPartitionReassignmentsRequest.ReassignableTopic) -> None:
@@ -226,7 +235,12 @@ def _w_AlterPartitionReassignmentsRequest__ReassignableTopic_0(out: bytearray, o
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -234,9 +248,8 @@ def _w_AlterPartitionReassignmentsRequest__ReassignableTopic_0(out: bytearray, o
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionReassignmentsRequest__ReassignablePartition_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -244,38 +257,115 @@ def _w_AlterPartitionReassignmentsRequest__ReassignableTopic_0(out: bytearray, o
 
 
 def _r_AlterPartitionReassignmentsResponse_0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_error_message: str | None
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
+    s5_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(buf, pos)
-                v_responses.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterPartitionReassignmentsResponse__ReassignableTopicResponse)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterPartitionReassignmentsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.responses = s1_responses
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterPartitionReassignmentsResponse: {exc}", offset=pos) from None
-    o = _new(AlterPartitionReassignmentsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.responses = v_responses
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterPartitionReassignmentsResponse_0(out: bytearray, o: AlterPartitionReassignmentsResponse) -> None:
@@ -284,7 +374,12 @@ def _w_AlterPartitionReassignmentsResponse_0(out: bytearray, o: AlterPartitionRe
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.responses
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
@@ -292,37 +387,12 @@ def _w_AlterPartitionReassignmentsResponse_0(out: bytearray, o: AlterPartitionRe
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse, int]:
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReassignablePartitionResponse: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0(out: bytearray, o: AlterPartitionReassignmentsResponse.ReassignablePartitionResponse) -> None:
@@ -330,47 +400,18 @@ def _w_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0(out:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse.ReassignableTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReassignableTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_AlterPartitionReassignmentsResponse__ReassignableTopicResponse)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(out: bytearray, o: AlterPartitionReassignmentsResponse.ReassignableTopicResponse) -> None:
@@ -380,7 +421,12 @@ def _w_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(out: byt
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -388,9 +434,8 @@ def _w_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(out: byt
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,6 +15,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
+_F_ihB = struct.Struct(">ihB")
 
 
 class AlterReplicaLogDirsRequest(KafkaMessage):
@@ -22,7 +23,7 @@ class AlterReplicaLogDirsRequest(KafkaMessage):
 
     def __init__(self, *, dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = _wire.DEFAULT) -> None:
         self.dirs = _wire.KeyedList() if dirs is _wire.DEFAULT else dirs
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AlterReplicaLogDirsRequest'
     API_KEY = 34
@@ -38,7 +39,7 @@ class AlterReplicaLogDirsRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -48,7 +49,7 @@ class AlterReplicaLogDirsRequest(KafkaMessage):
         def __init__(self, *, path: str = "", topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic] = _wire.DEFAULT) -> None:
             self.path = path
             self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('path',)
 
@@ -58,7 +59,7 @@ class AlterReplicaLogDirsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _wire.DEFAULT else results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AlterReplicaLogDirsResponse'
     API_KEY = 34
@@ -72,7 +73,7 @@ class AlterReplicaLogDirsResponse(KafkaMessage):
         def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class AlterReplicaLogDirTopicResult(KafkaStruct):
@@ -81,28 +82,62 @@ class AlterReplicaLogDirsResponse(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult] = _wire.DEFAULT) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_AlterReplicaLogDirsRequest_0(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:
-    item: Any
-    v_dirs: list[Any]
+    s1_dirs: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("dirs", pos)
         else:
-            v_dirs = _wire.KeyedList()
+            s1_dirs = _wire.KeyedList()
+            add2 = s1_dirs.append
             for _ in range(n):
-                item, pos = _r_AlterReplicaLogDirsRequest__AlterReplicaLogDir_0(buf, pos)
-                v_dirs.append(item)
+                s3_path, pos = _wire.read_string(buf, pos)
+                if s3_path is None:
+                    raise _wire.null_error("path", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = _wire.KeyedList()
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        s5_name, pos = _wire.read_string(buf, pos)
+                        if s5_name is None:
+                            raise _wire.null_error("name", pos)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o5 = _new(_C_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic)
+                        o5.name = s5_name
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_AlterReplicaLogDirsRequest__AlterReplicaLogDir)
+                o3.path = s3_path
+                o3.topics = s3_topics
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(AlterReplicaLogDirsRequest)
+        o1.dirs = s1_dirs
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterReplicaLogDirsRequest: {exc}", offset=pos) from None
-    o = _new(AlterReplicaLogDirsRequest)
-    o.dirs = v_dirs
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterReplicaLogDirsRequest_0(out: bytearray, o: AlterReplicaLogDirsRequest) -> None:
@@ -121,32 +156,111 @@ def _w_AlterReplicaLogDirsRequest_0(out: bytearray, o: AlterReplicaLogDirsReques
 
 
 def _r_AlterReplicaLogDirsRequest_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:
-    item: Any
-    v_dirs: list[Any]
+    s1_dirs: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("dirs", pos)
         else:
-            v_dirs = _wire.KeyedList()
+            s1_dirs = _wire.KeyedList()
+            add2 = s1_dirs.append
             for _ in range(n):
-                item, pos = _r_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1(buf, pos)
-                v_dirs.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_path = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_path, pos = _wire.read_compact_text(buf, pos, "path")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = _wire.KeyedList()
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic)
+                        o5.name = s5_name
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterReplicaLogDirsRequest__AlterReplicaLogDir)
+                o3.path = s3_path
+                o3.topics = s3_topics
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterReplicaLogDirsRequest)
+        o1.dirs = s1_dirs
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterReplicaLogDirsRequest: {exc}", offset=pos) from None
-    o = _new(AlterReplicaLogDirsRequest)
-    o.dirs = v_dirs
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterReplicaLogDirsRequest_1(out: bytearray, o: AlterReplicaLogDirsRequest) -> None:
@@ -160,33 +274,12 @@ def _w_AlterReplicaLogDirsRequest_1(out: bytearray, o: AlterReplicaLogDirsReques
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_0(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic, int]:
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterReplicaLogDirTopic: {exc}", offset=pos) from None
-    o = _new(_C_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_0(out: bytearray, o: AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic) -> None:
@@ -206,79 +299,30 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_0(out: bytearray, o: 
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic, int]:
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterReplicaLogDirTopic: {exc}", offset=pos) from None
-    o = _new(_C_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_1(out: bytearray, o: AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic) -> None:
     x: Any
     try:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterReplicaLogDirsRequest__AlterReplicaLogDir_0(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest.AlterReplicaLogDir, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        v_path, pos = _wire.read_string(buf, pos)
-        if v_path is None:
-            raise _wire.null_error("path", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_0(buf, pos)
-                v_topics.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterReplicaLogDir: {exc}", offset=pos) from None
-    o = _new(_C_AlterReplicaLogDirsRequest__AlterReplicaLogDir)
-    o.path = v_path
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_0(out: bytearray, o: AlterReplicaLogDirsRequest.AlterReplicaLogDir) -> None:
@@ -300,39 +344,6 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_0(out: bytearray, o: Alter
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest.AlterReplicaLogDir, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        v_path, pos = _wire.read_compact_string(buf, pos)
-        if v_path is None:
-            raise _wire.null_error("path", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterReplicaLogDir: {exc}", offset=pos) from None
-    o = _new(_C_AlterReplicaLogDirsRequest__AlterReplicaLogDir)
-    o.path = v_path
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1(out: bytearray, o: AlterReplicaLogDirsRequest.AlterReplicaLogDir) -> None:
     x: Any
     item: Any
@@ -340,7 +351,12 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1(out: bytearray, o: Alter
         x = o.path
         if x is None:
             raise EncodeError("field path is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -348,9 +364,8 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1(out: bytearray, o: Alter
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -358,26 +373,62 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1(out: bytearray, o: Alter
 
 
 def _r_AlterReplicaLogDirsResponse_0(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_0(buf, pos)
-                v_results.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 6 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code,) in _F_ih.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code,) = _F_ih.unpack_from(buf, pos)
+                            pos += 6
+                            o6 = _new(_C_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(AlterReplicaLogDirsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterReplicaLogDirsResponse: {exc}", offset=pos) from None
-    o = _new(AlterReplicaLogDirsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterReplicaLogDirsResponse_0(out: bytearray, o: AlterReplicaLogDirsResponse) -> None:
@@ -397,35 +448,107 @@ def _w_AlterReplicaLogDirsResponse_0(out: bytearray, o: AlterReplicaLogDirsRespo
 
 
 def _r_AlterReplicaLogDirsResponse_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 7 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, t5,) in _F_ihB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
+                            pos += 7
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterReplicaLogDirsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterReplicaLogDirsResponse: {exc}", offset=pos) from None
-    o = _new(AlterReplicaLogDirsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterReplicaLogDirsResponse_1(out: bytearray, o: AlterReplicaLogDirsResponse) -> None:
@@ -440,26 +563,12 @@ def _w_AlterReplicaLogDirsResponse_1(out: bytearray, o: AlterReplicaLogDirsRespo
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_0(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult, int]:
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterReplicaLogDirPartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_0(out: bytearray, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult) -> None:
@@ -469,62 +578,15 @@ def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_0(out: byt
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult, int]:
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterReplicaLogDirPartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_1(out: bytearray, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_0(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterReplicaLogDirTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_0(out: bytearray, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult) -> None:
@@ -546,39 +608,6 @@ def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_0(out: bytearr
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterReplicaLogDirTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1(out: bytearray, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult) -> None:
     x: Any
     item: Any
@@ -586,7 +615,12 @@ def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1(out: bytearr
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -594,9 +628,8 @@ def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1(out: bytearr
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

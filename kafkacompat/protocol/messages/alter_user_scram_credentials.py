@@ -14,6 +14,7 @@ __all__ = ['AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsRespons
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
+_F_bB = struct.Struct(">bB")
 _F_bi = struct.Struct(">bi")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
@@ -25,7 +26,7 @@ class AlterUserScramCredentialsRequest(KafkaMessage):
     def __init__(self, *, deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion] = _wire.DEFAULT, upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = _wire.DEFAULT) -> None:
         self.deletions = [] if deletions is _wire.DEFAULT else deletions
         self.upsertions = [] if upsertions is _wire.DEFAULT else upsertions
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AlterUserScramCredentialsRequest'
     API_KEY = 51
@@ -40,7 +41,7 @@ class AlterUserScramCredentialsRequest(KafkaMessage):
         def __init__(self, *, name: str = "", mechanism: int = 0) -> None:
             self.name = name
             self.mechanism = mechanism
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ScramCredentialUpsertion(KafkaStruct):
@@ -52,7 +53,7 @@ class AlterUserScramCredentialsRequest(KafkaMessage):
             self.iterations = iterations
             self.salt = salt
             self.salted_password = salted_password
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class AlterUserScramCredentialsResponse(KafkaMessage):
@@ -61,7 +62,7 @@ class AlterUserScramCredentialsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _wire.DEFAULT else results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AlterUserScramCredentialsResponse'
     API_KEY = 51
@@ -76,47 +77,114 @@ class AlterUserScramCredentialsResponse(KafkaMessage):
             self.user = user
             self.error_code = error_code
             self.error_message = error_message
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_AlterUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsRequest, int]:
-    item: Any
-    v_deletions: list[Any]
-    v_upsertions: list[Any]
+    s1_deletions: list[Any]
+    s1_upsertions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("deletions", pos)
         else:
-            v_deletions = []
+            s1_deletions = []
+            add2 = s1_deletions.append
             for _ in range(n):
-                item, pos = _r_AlterUserScramCredentialsRequest__ScramCredentialDeletion_0(buf, pos)
-                v_deletions.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s3_mechanism, t3,) = _F_bB.unpack_from(buf, pos)
+                pos += 2
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterUserScramCredentialsRequest__ScramCredentialDeletion)
+                o3.name = s3_name
+                o3.mechanism = s3_mechanism
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("upsertions", pos)
         else:
-            v_upsertions = []
+            s1_upsertions = []
+            add4 = s1_upsertions.append
             for _ in range(n):
-                item, pos = _r_AlterUserScramCredentialsRequest__ScramCredentialUpsertion_0(buf, pos)
-                v_upsertions.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_mechanism, s5_iterations,) = _F_bi.unpack_from(buf, pos)
+                pos += 5
+                s5_salt, pos = _wire.read_compact_bytes(buf, pos)
+                if s5_salt is None:
+                    raise _wire.null_error("salt", pos)
+                s5_salted_password, pos = _wire.read_compact_bytes(buf, pos)
+                if s5_salted_password is None:
+                    raise _wire.null_error("salted_password", pos)
+                u5 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_AlterUserScramCredentialsRequest__ScramCredentialUpsertion)
+                o5.name = s5_name
+                o5.mechanism = s5_mechanism
+                o5.iterations = s5_iterations
+                o5.salt = s5_salt
+                o5.salted_password = s5_salted_password
+                o5._unknown_tags = u5
+                add4(o5)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterUserScramCredentialsRequest)
+        o1.deletions = s1_deletions
+        o1.upsertions = s1_upsertions
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterUserScramCredentialsRequest: {exc}", offset=pos) from None
-    o = _new(AlterUserScramCredentialsRequest)
-    o.deletions = v_deletions
-    o.upsertions = v_upsertions
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterUserScramCredentialsRequest_0(out: bytearray, o: AlterUserScramCredentialsRequest) -> None:
@@ -137,38 +205,12 @@ def _w_AlterUserScramCredentialsRequest_0(out: bytearray, o: AlterUserScramCrede
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterUserScramCredentialsRequest__ScramCredentialUpsertion_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterUserScramCredentialsRequest__ScramCredentialDeletion_0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsRequest.ScramCredentialDeletion, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_mechanism,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ScramCredentialDeletion: {exc}", offset=pos) from None
-    o = _new(_C_AlterUserScramCredentialsRequest__ScramCredentialDeletion)
-    o.name = v_name
-    o.mechanism = v_mechanism
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterUserScramCredentialsRequest__ScramCredentialDeletion_0(out: bytearray, o: AlterUserScramCredentialsRequest.ScramCredentialDeletion) -> None:
@@ -177,49 +219,19 @@ def _w_AlterUserScramCredentialsRequest__ScramCredentialDeletion_0(out: bytearra
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.mechanism)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterUserScramCredentialsRequest__ScramCredentialUpsertion_0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsRequest.ScramCredentialUpsertion, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_mechanism, v_iterations,) = _F_bi.unpack_from(buf, pos)
-        pos += 5
-        v_salt, pos = _wire.read_compact_bytes(buf, pos)
-        if v_salt is None:
-            raise _wire.null_error("salt", pos)
-        v_salted_password, pos = _wire.read_compact_bytes(buf, pos)
-        if v_salted_password is None:
-            raise _wire.null_error("salted_password", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ScramCredentialUpsertion: {exc}", offset=pos) from None
-    o = _new(_C_AlterUserScramCredentialsRequest__ScramCredentialUpsertion)
-    o.name = v_name
-    o.mechanism = v_mechanism
-    o.iterations = v_iterations
-    o.salt = v_salt
-    o.salted_password = v_salted_password
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterUserScramCredentialsRequest__ScramCredentialUpsertion_0(out: bytearray, o: AlterUserScramCredentialsRequest.ScramCredentialUpsertion) -> None:
@@ -228,7 +240,12 @@ def _w_AlterUserScramCredentialsRequest__ScramCredentialUpsertion_0(out: bytearr
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_bi.pack(o.mechanism, o.iterations)
         x = o.salt
         if x is None:
@@ -238,9 +255,8 @@ def _w_AlterUserScramCredentialsRequest__ScramCredentialUpsertion_0(out: bytearr
         if x is None:
             raise EncodeError("field salted_password is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -248,35 +264,76 @@ def _w_AlterUserScramCredentialsRequest__ScramCredentialUpsertion_0(out: bytearr
 
 
 def _r_AlterUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_user = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_user, pos = _wire.read_compact_text(buf, pos, "user")
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult)
+                o3.user = s3_user
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AlterUserScramCredentialsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AlterUserScramCredentialsResponse: {exc}", offset=pos) from None
-    o = _new(AlterUserScramCredentialsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AlterUserScramCredentialsResponse_0(out: bytearray, o: AlterUserScramCredentialsResponse) -> None:
@@ -291,40 +348,12 @@ def _w_AlterUserScramCredentialsResponse_0(out: bytearray, o: AlterUserScramCred
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult, int]:
-    try:
-        v_user, pos = _wire.read_compact_string(buf, pos)
-        if v_user is None:
-            raise _wire.null_error("user", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterUserScramCredentialsResult: {exc}", offset=pos) from None
-    o = _new(_C_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult)
-    o.user = v_user
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0(out: bytearray, o: AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult) -> None:
@@ -333,13 +362,22 @@ def _w_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0(out:
         x = o.user
         if x is None:
             raise EncodeError("field user is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

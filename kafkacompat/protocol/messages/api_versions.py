@@ -16,7 +16,9 @@ _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
 _F_h = struct.Struct(">h")
 _F_hh = struct.Struct(">hh")
+_F_hhB = struct.Struct(">hhB")
 _F_hhh = struct.Struct(">hhh")
+_F_hhhB = struct.Struct(">hhhB")
 _F_i = struct.Struct(">i")
 _F_q = struct.Struct(">q")
 
@@ -27,7 +29,7 @@ class ApiVersionsRequest(KafkaMessage):
     def __init__(self, *, client_software_name: str = "", client_software_version: str = "") -> None:
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ApiVersionsRequest'
     API_KEY = 18
@@ -47,7 +49,7 @@ class ApiVersionsResponse(KafkaMessage):
         self.finalized_features_epoch = finalized_features_epoch
         self.finalized_features = _wire.KeyedList() if finalized_features is _wire.DEFAULT else finalized_features
         self.zk_migration_ready = zk_migration_ready
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ApiVersionsResponse'
     API_KEY = 18
@@ -62,7 +64,7 @@ class ApiVersionsResponse(KafkaMessage):
             self.api_key = api_key
             self.min_version = min_version
             self.max_version = max_version
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('api_key',)
 
@@ -73,7 +75,7 @@ class ApiVersionsResponse(KafkaMessage):
             self.name = name
             self.min_version = min_version
             self.max_version = max_version
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -84,17 +86,20 @@ class ApiVersionsResponse(KafkaMessage):
             self.name = name
             self.max_version_level = max_version_level
             self.min_version_level = min_version_level
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
 
 def _r_ApiVersionsRequest_0(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
-    o = _new(ApiVersionsRequest)
-    o.client_software_name = ""
-    o.client_software_version = ""
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    try:
+        o1 = _new(ApiVersionsRequest)
+        o1.client_software_name = ""
+        o1.client_software_version = ""
+        o1._unknown_tags = _wire.EMPTY_TAGS
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read ApiVersionsRequest: {exc}", offset=pos) from None
+    return o1, pos
 
 
 def _w_ApiVersionsRequest_0(out: bytearray, o: ApiVersionsRequest) -> None:
@@ -102,29 +107,43 @@ def _w_ApiVersionsRequest_0(out: bytearray, o: ApiVersionsRequest) -> None:
 
 
 def _r_ApiVersionsRequest_1(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_client_software_name, pos = _wire.read_compact_string(buf, pos)
-        if v_client_software_name is None:
-            raise _wire.null_error("client_software_name", pos)
-        v_client_software_version, pos = _wire.read_compact_string(buf, pos)
-        if v_client_software_version is None:
-            raise _wire.null_error("client_software_version", pos)
-        unknown = _wire.EMPTY_TAGS
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_client_software_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_client_software_name, pos = _wire.read_compact_text(buf, pos, "client_software_name")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_client_software_version = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_client_software_version, pos = _wire.read_compact_text(buf, pos, "client_software_version")
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ApiVersionsRequest)
+        o1.client_software_name = s1_client_software_name
+        o1.client_software_version = s1_client_software_version
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ApiVersionsRequest: {exc}", offset=pos) from None
-    o = _new(ApiVersionsRequest)
-    o.client_software_name = v_client_software_name
-    o.client_software_version = v_client_software_version
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ApiVersionsRequest_1(out: bytearray, o: ApiVersionsRequest) -> None:
@@ -133,14 +152,23 @@ def _w_ApiVersionsRequest_1(out: bytearray, o: ApiVersionsRequest) -> None:
         x = o.client_software_name
         if x is None:
             raise EncodeError("field client_software_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.client_software_version
         if x is None:
             raise EncodeError("field client_software_version is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -148,31 +176,53 @@ def _w_ApiVersionsRequest_1(out: bytearray, o: ApiVersionsRequest) -> None:
 
 
 def _r_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    item: Any
-    v_api_keys: list[Any]
+    s1_api_keys: list[Any]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("api_keys", pos)
         else:
-            v_api_keys = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_ApiVersionsResponse__ApiVersion_0(buf, pos)
-                v_api_keys.append(item)
+            stop3 = pos + 6 * n
+            s1_api_keys = _wire.KeyedList()
+            add2 = s1_api_keys.append
+            if stop3 <= buflen:
+                for (s3_api_key, s3_min_version, s3_max_version,) in _F_hhh.iter_unpack(buf[pos:stop3]):
+                    o3 = _new(_C_ApiVersionsResponse__ApiVersion)
+                    o3.api_key = s3_api_key
+                    o3.min_version = s3_min_version
+                    o3.max_version = s3_max_version
+                    o3._unknown_tags = _wire.EMPTY_TAGS
+                    add2(o3)
+                else:
+                    pos = stop3
+                    stop3 = -1
+            if stop3 >= 0:  # some element carries tags, or the data is short
+                s1_api_keys = _wire.KeyedList()
+                add2 = s1_api_keys.append
+                for _ in range(n):
+                    (s4_api_key, s4_min_version, s4_max_version,) = _F_hhh.unpack_from(buf, pos)
+                    pos += 6
+                    o4 = _new(_C_ApiVersionsResponse__ApiVersion)
+                    o4.api_key = s4_api_key
+                    o4.min_version = s4_min_version
+                    o4.max_version = s4_max_version
+                    o4._unknown_tags = _wire.EMPTY_TAGS
+                    add2(o4)
+        o1 = _new(ApiVersionsResponse)
+        o1.error_code = s1_error_code
+        o1.api_keys = s1_api_keys
+        o1.throttle_time_ms = 0
+        o1.supported_features = _wire.KeyedList()
+        o1.finalized_features_epoch = -1
+        o1.finalized_features = _wire.KeyedList()
+        o1.zk_migration_ready = False
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ApiVersionsResponse: {exc}", offset=pos) from None
-    o = _new(ApiVersionsResponse)
-    o.error_code = v_error_code
-    o.api_keys = v_api_keys
-    o.throttle_time_ms = 0
-    o.supported_features = _wire.KeyedList()
-    o.finalized_features_epoch = -1
-    o.finalized_features = _wire.KeyedList()
-    o.zk_migration_ready = False
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ApiVersionsResponse_0(out: bytearray, o: ApiVersionsResponse) -> None:
@@ -192,33 +242,55 @@ def _w_ApiVersionsResponse_0(out: bytearray, o: ApiVersionsResponse) -> None:
 
 
 def _r_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    item: Any
-    v_api_keys: list[Any]
+    s1_api_keys: list[Any]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("api_keys", pos)
         else:
-            v_api_keys = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_ApiVersionsResponse__ApiVersion_0(buf, pos)
-                v_api_keys.append(item)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+            stop3 = pos + 6 * n
+            s1_api_keys = _wire.KeyedList()
+            add2 = s1_api_keys.append
+            if stop3 <= buflen:
+                for (s3_api_key, s3_min_version, s3_max_version,) in _F_hhh.iter_unpack(buf[pos:stop3]):
+                    o3 = _new(_C_ApiVersionsResponse__ApiVersion)
+                    o3.api_key = s3_api_key
+                    o3.min_version = s3_min_version
+                    o3.max_version = s3_max_version
+                    o3._unknown_tags = _wire.EMPTY_TAGS
+                    add2(o3)
+                else:
+                    pos = stop3
+                    stop3 = -1
+            if stop3 >= 0:  # some element carries tags, or the data is short
+                s1_api_keys = _wire.KeyedList()
+                add2 = s1_api_keys.append
+                for _ in range(n):
+                    (s4_api_key, s4_min_version, s4_max_version,) = _F_hhh.unpack_from(buf, pos)
+                    pos += 6
+                    o4 = _new(_C_ApiVersionsResponse__ApiVersion)
+                    o4.api_key = s4_api_key
+                    o4.min_version = s4_min_version
+                    o4.max_version = s4_max_version
+                    o4._unknown_tags = _wire.EMPTY_TAGS
+                    add2(o4)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(ApiVersionsResponse)
+        o1.error_code = s1_error_code
+        o1.api_keys = s1_api_keys
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.supported_features = _wire.KeyedList()
+        o1.finalized_features_epoch = -1
+        o1.finalized_features = _wire.KeyedList()
+        o1.zk_migration_ready = False
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ApiVersionsResponse: {exc}", offset=pos) from None
-    o = _new(ApiVersionsResponse)
-    o.error_code = v_error_code
-    o.api_keys = v_api_keys
-    o.throttle_time_ms = v_throttle_time_ms
-    o.supported_features = _wire.KeyedList()
-    o.finalized_features_epoch = -1
-    o.finalized_features = _wire.KeyedList()
-    o.zk_migration_ready = False
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ApiVersionsResponse_1(out: bytearray, o: ApiVersionsResponse) -> None:
@@ -239,81 +311,177 @@ def _w_ApiVersionsResponse_1(out: bytearray, o: ApiVersionsResponse) -> None:
 
 
 def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
-    item: Any
-    v_api_keys: list[Any]
-    v_supported_features: list[Any]
-    v_finalized_features: list[Any]
+    s1_api_keys: list[Any]
+    s1_finalized_features: list[Any]
+    s1_supported_features: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u4: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("api_keys", pos)
         else:
-            v_api_keys = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_ApiVersionsResponse__ApiVersion_1(buf, pos)
-                v_api_keys.append(item)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+            stop3 = pos + 7 * n
+            s1_api_keys = _wire.KeyedList()
+            add2 = s1_api_keys.append
+            if stop3 <= buflen:
+                for (s3_api_key, s3_min_version, s3_max_version, t3,) in _F_hhhB.iter_unpack(buf[pos:stop3]):
+                    if t3:
+                        break
+                    o3 = _new(_C_ApiVersionsResponse__ApiVersion)
+                    o3.api_key = s3_api_key
+                    o3.min_version = s3_min_version
+                    o3.max_version = s3_max_version
+                    o3._unknown_tags = _wire.EMPTY_TAGS
+                    add2(o3)
+                else:
+                    pos = stop3
+                    stop3 = -1
+            if stop3 >= 0:  # some element carries tags, or the data is short
+                s1_api_keys = _wire.KeyedList()
+                add2 = s1_api_keys.append
+                for _ in range(n):
+                    (s4_api_key, s4_min_version, s4_max_version, t4,) = _F_hhhB.unpack_from(buf, pos)
+                    pos += 7
+                    u4 = _wire.EMPTY_TAGS
+                    if t4:
+                        pos -= 1
+                        count4, pos = _wire.read_uvarint(buf, pos)
+                        for _ in range(count4):
+                            tag4, pos, end4 = _wire.read_tag_header(buf, pos)
+                            u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                            pos = end4
+                    o4 = _new(_C_ApiVersionsResponse__ApiVersion)
+                    o4.api_key = s4_api_key
+                    o4.min_version = s4_min_version
+                    o4.max_version = s4_max_version
+                    o4._unknown_tags = u4
+                    add2(o4)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_supported_features = _wire.KeyedList()
-        v_finalized_features_epoch = -1
-        v_finalized_features = _wire.KeyedList()
-        v_zk_migration_ready = False
-        unknown = _wire.EMPTY_TAGS
+        s1_supported_features = _wire.KeyedList()
+        s1_finalized_features_epoch = -1
+        s1_finalized_features = _wire.KeyedList()
+        s1_zk_migration_ready = False
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
                         raise _wire.null_error("supported_features", pos)
                     else:
-                        v_supported_features = _wire.KeyedList()
+                        s1_supported_features = _wire.KeyedList()
+                        add5 = s1_supported_features.append
                         for _ in range(n):
-                            item, pos = _r_ApiVersionsResponse__SupportedFeatureKey_0(buf, pos)
-                            v_supported_features.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 1:
-                    (v_finalized_features_epoch,) = _F_q.unpack_from(buf, pos)
+                            size = buf[pos]
+                            if 0 < size < 0x80:
+                                stop = pos + size
+                                if stop > buflen:
+                                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                s6_name = str(buf[pos + 1 : stop], "utf-8")
+                                pos = stop
+                            else:
+                                s6_name, pos = _wire.read_compact_text(buf, pos, "name")
+                            (s6_min_version, s6_max_version, t6,) = _F_hhB.unpack_from(buf, pos)
+                            pos += 5
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_ApiVersionsResponse__SupportedFeatureKey)
+                            o6.name = s6_name
+                            o6.min_version = s6_min_version
+                            o6.max_version = s6_max_version
+                            o6._unknown_tags = u6
+                            add5(o6)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 1:
+                    (s1_finalized_features_epoch,) = _F_q.unpack_from(buf, pos)
                     pos += 8
-                    if pos != end:
-                        raise DecodeError(f"tagged field 1 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 2:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 2:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
                         raise _wire.null_error("finalized_features", pos)
                     else:
-                        v_finalized_features = _wire.KeyedList()
+                        s1_finalized_features = _wire.KeyedList()
+                        add7 = s1_finalized_features.append
                         for _ in range(n):
-                            item, pos = _r_ApiVersionsResponse__FinalizedFeatureKey_0(buf, pos)
-                            v_finalized_features.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 2 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 3:
-                    (v_zk_migration_ready,) = _F_o.unpack_from(buf, pos)
+                            size = buf[pos]
+                            if 0 < size < 0x80:
+                                stop = pos + size
+                                if stop > buflen:
+                                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                s8_name = str(buf[pos + 1 : stop], "utf-8")
+                                pos = stop
+                            else:
+                                s8_name, pos = _wire.read_compact_text(buf, pos, "name")
+                            (s8_max_version_level, s8_min_version_level, t8,) = _F_hhB.unpack_from(buf, pos)
+                            pos += 5
+                            u8 = _wire.EMPTY_TAGS
+                            if t8:
+                                pos -= 1
+                                count8, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count8):
+                                    tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                    u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                    pos = end8
+                            o8 = _new(_C_ApiVersionsResponse__FinalizedFeatureKey)
+                            o8.name = s8_name
+                            o8.max_version_level = s8_max_version_level
+                            o8.min_version_level = s8_min_version_level
+                            o8._unknown_tags = u8
+                            add7(o8)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 2 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 3:
+                    (s1_zk_migration_ready,) = _F_o.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 3 should end at byte {end} but its value ends at {pos}", offset=pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 3 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(ApiVersionsResponse)
+        o1.error_code = s1_error_code
+        o1.api_keys = s1_api_keys
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.supported_features = s1_supported_features
+        o1.finalized_features_epoch = s1_finalized_features_epoch
+        o1.finalized_features = s1_finalized_features
+        o1.zk_migration_ready = s1_zk_migration_ready
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ApiVersionsResponse: {exc}", offset=pos) from None
-    o = _new(ApiVersionsResponse)
-    o.error_code = v_error_code
-    o.api_keys = v_api_keys
-    o.throttle_time_ms = v_throttle_time_ms
-    o.supported_features = v_supported_features
-    o.finalized_features_epoch = v_finalized_features_epoch
-    o.finalized_features = v_finalized_features
-    o.zk_migration_ready = v_zk_migration_ready
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ApiVersionsResponse_2(out: bytearray, o: ApiVersionsResponse) -> None:
@@ -360,26 +528,12 @@ def _w_ApiVersionsResponse_2(out: bytearray, o: ApiVersionsResponse) -> None:
             x = o.zk_migration_ready
             t += _F_o.pack(x)
             tags.append((3, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ApiVersionsResponse__ApiVersion_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse.ApiVersion, int]:
-    try:
-        (v_api_key, v_min_version, v_max_version,) = _F_hhh.unpack_from(buf, pos)
-        pos += 6
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ApiVersion: {exc}", offset=pos) from None
-    o = _new(_C_ApiVersionsResponse__ApiVersion)
-    o.api_key = v_api_key
-    o.min_version = v_min_version
-    o.max_version = v_max_version
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ApiVersionsResponse__ApiVersion_0(out: bytearray, o: ApiVersionsResponse.ApiVersion) -> None:
@@ -389,65 +543,15 @@ def _w_ApiVersionsResponse__ApiVersion_0(out: bytearray, o: ApiVersionsResponse.
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ApiVersionsResponse__ApiVersion_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse.ApiVersion, int]:
-    try:
-        (v_api_key, v_min_version, v_max_version,) = _F_hhh.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ApiVersion: {exc}", offset=pos) from None
-    o = _new(_C_ApiVersionsResponse__ApiVersion)
-    o.api_key = v_api_key
-    o.min_version = v_min_version
-    o.max_version = v_max_version
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ApiVersionsResponse__ApiVersion_1(out: bytearray, o: ApiVersionsResponse.ApiVersion) -> None:
     try:
         out += _F_hhh.pack(o.api_key, o.min_version, o.max_version)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ApiVersionsResponse__SupportedFeatureKey_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse.SupportedFeatureKey, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_min_version, v_max_version,) = _F_hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SupportedFeatureKey: {exc}", offset=pos) from None
-    o = _new(_C_ApiVersionsResponse__SupportedFeatureKey)
-    o.name = v_name
-    o.min_version = v_min_version
-    o.max_version = v_max_version
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ApiVersionsResponse__SupportedFeatureKey_0(out: bytearray, o: ApiVersionsResponse.SupportedFeatureKey) -> None:
@@ -456,41 +560,19 @@ def _w_ApiVersionsResponse__SupportedFeatureKey_0(out: bytearray, o: ApiVersions
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_hh.pack(o.min_version, o.max_version)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ApiVersionsResponse__FinalizedFeatureKey_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse.FinalizedFeatureKey, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_max_version_level, v_min_version_level,) = _F_hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FinalizedFeatureKey: {exc}", offset=pos) from None
-    o = _new(_C_ApiVersionsResponse__FinalizedFeatureKey)
-    o.name = v_name
-    o.max_version_level = v_max_version_level
-    o.min_version_level = v_min_version_level
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ApiVersionsResponse__FinalizedFeatureKey_0(out: bytearray, o: ApiVersionsResponse.FinalizedFeatureKey) -> None:
@@ -499,11 +581,15 @@ def _w_ApiVersionsResponse__FinalizedFeatureKey_0(out: bytearray, o: ApiVersions
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_hh.pack(o.max_version_level, o.min_version_level)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

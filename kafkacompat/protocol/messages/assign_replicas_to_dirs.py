@@ -15,7 +15,9 @@ __all__ = ['AssignReplicasToDirsRequest', 'AssignReplicasToDirsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
+_F_ihB = struct.Struct(">ihB")
 _F_iq = struct.Struct(">iq")
 
 
@@ -26,7 +28,7 @@ class AssignReplicasToDirsRequest(KafkaMessage):
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.directories = [] if directories is _wire.DEFAULT else directories
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AssignReplicasToDirsRequest'
     API_KEY = 73
@@ -40,7 +42,7 @@ class AssignReplicasToDirsRequest(KafkaMessage):
 
         def __init__(self, *, partition_index: int = 0) -> None:
             self.partition_index = partition_index
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicData(KafkaStruct):
@@ -49,7 +51,7 @@ class AssignReplicasToDirsRequest(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[AssignReplicasToDirsRequest.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DirectoryData(KafkaStruct):
@@ -58,7 +60,7 @@ class AssignReplicasToDirsRequest(KafkaMessage):
         def __init__(self, *, id: uuid.UUID = _wire.ZERO_UUID, topics: list[AssignReplicasToDirsRequest.TopicData] = _wire.DEFAULT) -> None:
             self.id = id
             self.topics = [] if topics is _wire.DEFAULT else topics
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class AssignReplicasToDirsResponse(KafkaMessage):
@@ -68,7 +70,7 @@ class AssignReplicasToDirsResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.directories = [] if directories is _wire.DEFAULT else directories
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AssignReplicasToDirsResponse'
     API_KEY = 73
@@ -82,7 +84,7 @@ class AssignReplicasToDirsResponse(KafkaMessage):
         def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicData(KafkaStruct):
@@ -91,7 +93,7 @@ class AssignReplicasToDirsResponse(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[AssignReplicasToDirsResponse.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DirectoryData(KafkaStruct):
@@ -100,41 +102,131 @@ class AssignReplicasToDirsResponse(KafkaMessage):
         def __init__(self, *, id: uuid.UUID = _wire.ZERO_UUID, topics: list[AssignReplicasToDirsResponse.TopicData] = _wire.DEFAULT) -> None:
             self.id = id
             self.topics = [] if topics is _wire.DEFAULT else topics
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_AssignReplicasToDirsRequest_0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsRequest, int]:
-    item: Any
-    v_directories: list[Any]
+    s1_directories: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("directories", pos)
         else:
-            v_directories = []
+            s1_directories = []
+            add2 = s1_directories.append
             for _ in range(n):
-                item, pos = _r_AssignReplicasToDirsRequest__DirectoryData_0(buf, pos)
-                v_directories.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        s5_topic_id, pos = _wire.read_uuid(buf, pos)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            stop7 = pos + 5 * n
+                            s5_partitions = []
+                            add6 = s5_partitions.append
+                            if stop7 <= buflen:
+                                for (s7_partition_index, t7,) in _F_iB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_AssignReplicasToDirsRequest__PartitionData)
+                                    o7.partition_index = s7_partition_index
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_partitions = []
+                                add6 = s5_partitions.append
+                                for _ in range(n):
+                                    (s8_partition_index, t8,) = _F_iB.unpack_from(buf, pos)
+                                    pos += 5
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_AssignReplicasToDirsRequest__PartitionData)
+                                    o8.partition_index = s8_partition_index
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AssignReplicasToDirsRequest__TopicData)
+                        o5.topic_id = s5_topic_id
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AssignReplicasToDirsRequest__DirectoryData)
+                o3.id = s3_id
+                o3.topics = s3_topics
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AssignReplicasToDirsRequest)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.directories = s1_directories
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AssignReplicasToDirsRequest: {exc}", offset=pos) from None
-    o = _new(AssignReplicasToDirsRequest)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.directories = v_directories
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AssignReplicasToDirsRequest_0(out: bytearray, o: AssignReplicasToDirsRequest) -> None:
@@ -149,77 +241,23 @@ def _w_AssignReplicasToDirsRequest_0(out: bytearray, o: AssignReplicasToDirsRequ
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AssignReplicasToDirsRequest__DirectoryData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AssignReplicasToDirsRequest__PartitionData_0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsRequest.PartitionData, int]:
-    try:
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_AssignReplicasToDirsRequest__PartitionData)
-    o.partition_index = v_partition_index
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AssignReplicasToDirsRequest__PartitionData_0(out: bytearray, o: AssignReplicasToDirsRequest.PartitionData) -> None:
     try:
         out += _F_i.pack(o.partition_index)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AssignReplicasToDirsRequest__TopicData_0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsRequest.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AssignReplicasToDirsRequest__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_AssignReplicasToDirsRequest__TopicData)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AssignReplicasToDirsRequest__TopicData_0(out: bytearray, o: AssignReplicasToDirsRequest.TopicData) -> None:
@@ -235,44 +273,12 @@ def _w_AssignReplicasToDirsRequest__TopicData_0(out: bytearray, o: AssignReplica
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AssignReplicasToDirsRequest__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AssignReplicasToDirsRequest__DirectoryData_0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsRequest.DirectoryData, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        v_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_AssignReplicasToDirsRequest__TopicData_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DirectoryData: {exc}", offset=pos) from None
-    o = _new(_C_AssignReplicasToDirsRequest__DirectoryData)
-    o.id = v_id
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AssignReplicasToDirsRequest__DirectoryData_0(out: bytearray, o: AssignReplicasToDirsRequest.DirectoryData) -> None:
@@ -288,9 +294,8 @@ def _w_AssignReplicasToDirsRequest__DirectoryData_0(out: bytearray, o: AssignRep
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AssignReplicasToDirsRequest__TopicData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -298,36 +303,128 @@ def _w_AssignReplicasToDirsRequest__DirectoryData_0(out: bytearray, o: AssignRep
 
 
 def _r_AssignReplicasToDirsResponse_0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsResponse, int]:
-    item: Any
-    v_directories: list[Any]
+    s1_directories: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("directories", pos)
         else:
-            v_directories = []
+            s1_directories = []
+            add2 = s1_directories.append
             for _ in range(n):
-                item, pos = _r_AssignReplicasToDirsResponse__DirectoryData_0(buf, pos)
-                v_directories.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        s5_topic_id, pos = _wire.read_uuid(buf, pos)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            stop7 = pos + 7 * n
+                            s5_partitions = []
+                            add6 = s5_partitions.append
+                            if stop7 <= buflen:
+                                for (s7_partition_index, s7_error_code, t7,) in _F_ihB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_AssignReplicasToDirsResponse__PartitionData)
+                                    o7.partition_index = s7_partition_index
+                                    o7.error_code = s7_error_code
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_partitions = []
+                                add6 = s5_partitions.append
+                                for _ in range(n):
+                                    (s8_partition_index, s8_error_code, t8,) = _F_ihB.unpack_from(buf, pos)
+                                    pos += 7
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_AssignReplicasToDirsResponse__PartitionData)
+                                    o8.partition_index = s8_partition_index
+                                    o8.error_code = s8_error_code
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_AssignReplicasToDirsResponse__TopicData)
+                        o5.topic_id = s5_topic_id
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_AssignReplicasToDirsResponse__DirectoryData)
+                o3.id = s3_id
+                o3.topics = s3_topics
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(AssignReplicasToDirsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.directories = s1_directories
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AssignReplicasToDirsResponse: {exc}", offset=pos) from None
-    o = _new(AssignReplicasToDirsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.directories = v_directories
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_AssignReplicasToDirsResponse_0(out: bytearray, o: AssignReplicasToDirsResponse) -> None:
@@ -342,78 +439,23 @@ def _w_AssignReplicasToDirsResponse_0(out: bytearray, o: AssignReplicasToDirsRes
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AssignReplicasToDirsResponse__DirectoryData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AssignReplicasToDirsResponse__PartitionData_0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsResponse.PartitionData, int]:
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_AssignReplicasToDirsResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AssignReplicasToDirsResponse__PartitionData_0(out: bytearray, o: AssignReplicasToDirsResponse.PartitionData) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AssignReplicasToDirsResponse__TopicData_0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsResponse.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_AssignReplicasToDirsResponse__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_AssignReplicasToDirsResponse__TopicData)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AssignReplicasToDirsResponse__TopicData_0(out: bytearray, o: AssignReplicasToDirsResponse.TopicData) -> None:
@@ -429,44 +471,12 @@ def _w_AssignReplicasToDirsResponse__TopicData_0(out: bytearray, o: AssignReplic
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AssignReplicasToDirsResponse__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_AssignReplicasToDirsResponse__DirectoryData_0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsResponse.DirectoryData, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        v_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_AssignReplicasToDirsResponse__TopicData_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DirectoryData: {exc}", offset=pos) from None
-    o = _new(_C_AssignReplicasToDirsResponse__DirectoryData)
-    o.id = v_id
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_AssignReplicasToDirsResponse__DirectoryData_0(out: bytearray, o: AssignReplicasToDirsResponse.DirectoryData) -> None:
@@ -482,9 +492,8 @@ def _w_AssignReplicasToDirsResponse__DirectoryData_0(out: bytearray, o: AssignRe
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AssignReplicasToDirsResponse__TopicData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,10 +15,13 @@ __all__ = ['BeginQuorumEpochRequest', 'BeginQuorumEpochResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_H = struct.Struct(">H")
+_F_HB = struct.Struct(">HB")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_ihii = struct.Struct(">ihii")
+_F_ihiiB = struct.Struct(">ihiiB")
 _F_ii = struct.Struct(">ii")
+_F_iiB = struct.Struct(">iiB")
 _F_iii = struct.Struct(">iii")
 
 
@@ -30,7 +33,7 @@ class BeginQuorumEpochRequest(KafkaMessage):
         self.voter_id = voter_id
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.leader_endpoints = _wire.KeyedList() if leader_endpoints is _wire.DEFAULT else leader_endpoints
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'BeginQuorumEpochRequest'
     API_KEY = 53
@@ -47,7 +50,7 @@ class BeginQuorumEpochRequest(KafkaMessage):
             self.voter_directory_id = voter_directory_id
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicData(KafkaStruct):
@@ -56,7 +59,7 @@ class BeginQuorumEpochRequest(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partitions: list[BeginQuorumEpochRequest.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class LeaderEndpoint(KafkaStruct):
@@ -66,7 +69,7 @@ class BeginQuorumEpochRequest(KafkaMessage):
             self.name = name
             self.host = host
             self.port = port
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -77,7 +80,7 @@ class BeginQuorumEpochResponse(KafkaMessage):
         self.error_code = error_code
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'BeginQuorumEpochResponse'
     API_KEY = 53
@@ -93,7 +96,7 @@ class BeginQuorumEpochResponse(KafkaMessage):
             self.error_code = error_code
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicData(KafkaStruct):
@@ -102,7 +105,7 @@ class BeginQuorumEpochResponse(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partitions: list[BeginQuorumEpochResponse.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class NodeEndpoint(KafkaStruct):
@@ -112,33 +115,73 @@ class BeginQuorumEpochResponse(KafkaMessage):
             self.node_id = node_id
             self.host = host
             self.port = port
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
 
 
 def _r_BeginQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        v_cluster_id, pos = _wire.read_string(buf, pos)
+        buflen = len(buf)
+        s1_cluster_id, pos = _wire.read_string(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_BeginQuorumEpochRequest__TopicData_0(buf, pos)
-                v_topics.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 12 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_leader_id, s5_leader_epoch,) in _F_iii.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_BeginQuorumEpochRequest__PartitionData)
+                            o5.partition_index = s5_partition_index
+                            o5.leader_id = s5_leader_id
+                            o5.leader_epoch = s5_leader_epoch
+                            o5.voter_directory_id = _wire.ZERO_UUID
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_leader_id, s6_leader_epoch,) = _F_iii.unpack_from(buf, pos)
+                            pos += 12
+                            o6 = _new(_C_BeginQuorumEpochRequest__PartitionData)
+                            o6.partition_index = s6_partition_index
+                            o6.voter_directory_id = _wire.ZERO_UUID
+                            o6.leader_id = s6_leader_id
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_BeginQuorumEpochRequest__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(BeginQuorumEpochRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.voter_id = -1
+        o1.topics = s1_topics
+        o1.leader_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BeginQuorumEpochRequest: {exc}", offset=pos) from None
-    o = _new(BeginQuorumEpochRequest)
-    o.cluster_id = v_cluster_id
-    o.voter_id = -1
-    o.topics = v_topics
-    o.leader_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_BeginQuorumEpochRequest_0(out: bytearray, o: BeginQuorumEpochRequest) -> None:
@@ -159,47 +202,155 @@ def _w_BeginQuorumEpochRequest_0(out: bytearray, o: BeginQuorumEpochRequest) -> 
 
 
 def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
-    item: Any
-    v_topics: list[Any]
-    v_leader_endpoints: list[Any]
+    s1_cluster_id: str | None
+    s1_leader_endpoints: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (v_voter_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_voter_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_BeginQuorumEpochRequest__TopicData_1(buf, pos)
-                v_topics.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s5_voter_directory_id, pos = _wire.read_uuid(buf, pos)
+                        (s5_leader_id, s5_leader_epoch, t5,) = _F_iiB.unpack_from(buf, pos)
+                        pos += 9
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_BeginQuorumEpochRequest__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.voter_directory_id = s5_voter_directory_id
+                        o5.leader_id = s5_leader_id
+                        o5.leader_epoch = s5_leader_epoch
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_BeginQuorumEpochRequest__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("leader_endpoints", pos)
         else:
-            v_leader_endpoints = _wire.KeyedList()
+            s1_leader_endpoints = _wire.KeyedList()
+            add6 = s1_leader_endpoints.append
             for _ in range(n):
-                item, pos = _r_BeginQuorumEpochRequest__LeaderEndpoint_0(buf, pos)
-                v_leader_endpoints.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s7_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s7_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s7_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s7_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s7_port, t7,) = _F_HB.unpack_from(buf, pos)
+                pos += 3
+                u7 = _wire.EMPTY_TAGS
+                if t7:
+                    pos -= 1
+                    count7, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count7):
+                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        pos = end7
+                o7 = _new(_C_BeginQuorumEpochRequest__LeaderEndpoint)
+                o7.name = s7_name
+                o7.host = s7_host
+                o7.port = s7_port
+                o7._unknown_tags = u7
+                add6(o7)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(BeginQuorumEpochRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.voter_id = s1_voter_id
+        o1.topics = s1_topics
+        o1.leader_endpoints = s1_leader_endpoints
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BeginQuorumEpochRequest: {exc}", offset=pos) from None
-    o = _new(BeginQuorumEpochRequest)
-    o.cluster_id = v_cluster_id
-    o.voter_id = v_voter_id
-    o.topics = v_topics
-    o.leader_endpoints = v_leader_endpoints
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BeginQuorumEpochRequest_1(out: bytearray, o: BeginQuorumEpochRequest) -> None:
@@ -207,7 +358,12 @@ def _w_BeginQuorumEpochRequest_1(out: bytearray, o: BeginQuorumEpochRequest) -> 
     item: Any
     try:
         x = o.cluster_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.voter_id)
         x = o.topics
         if x is None:
@@ -223,28 +379,12 @@ def _w_BeginQuorumEpochRequest_1(out: bytearray, o: BeginQuorumEpochRequest) -> 
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BeginQuorumEpochRequest__LeaderEndpoint_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_BeginQuorumEpochRequest__PartitionData_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest.PartitionData, int]:
-    try:
-        (v_partition_index, v_leader_id, v_leader_epoch,) = _F_iii.unpack_from(buf, pos)
-        pos += 12
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_BeginQuorumEpochRequest__PartitionData)
-    o.partition_index = v_partition_index
-    o.voter_directory_id = _wire.ZERO_UUID
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_BeginQuorumEpochRequest__PartitionData_0(out: bytearray, o: BeginQuorumEpochRequest.PartitionData) -> None:
@@ -254,33 +394,6 @@ def _w_BeginQuorumEpochRequest__PartitionData_0(out: bytearray, o: BeginQuorumEp
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_BeginQuorumEpochRequest__PartitionData_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest.PartitionData, int]:
-    try:
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_voter_directory_id, pos = _wire.read_uuid(buf, pos)
-        (v_leader_id, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_BeginQuorumEpochRequest__PartitionData)
-    o.partition_index = v_partition_index
-    o.voter_directory_id = v_voter_directory_id
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_BeginQuorumEpochRequest__PartitionData_1(out: bytearray, o: BeginQuorumEpochRequest.PartitionData) -> None:
     x: Any
     try:
@@ -288,37 +401,12 @@ def _w_BeginQuorumEpochRequest__PartitionData_1(out: bytearray, o: BeginQuorumEp
         x = o.voter_directory_id
         _wire.write_uuid(out, x)
         out += _F_ii.pack(o.leader_id, o.leader_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_BeginQuorumEpochRequest__TopicData_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_BeginQuorumEpochRequest__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_BeginQuorumEpochRequest__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_BeginQuorumEpochRequest__TopicData_0(out: bytearray, o: BeginQuorumEpochRequest.TopicData) -> None:
@@ -340,39 +428,6 @@ def _w_BeginQuorumEpochRequest__TopicData_0(out: bytearray, o: BeginQuorumEpochR
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_BeginQuorumEpochRequest__TopicData_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_BeginQuorumEpochRequest__PartitionData_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_BeginQuorumEpochRequest__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_BeginQuorumEpochRequest__TopicData_1(out: bytearray, o: BeginQuorumEpochRequest.TopicData) -> None:
     x: Any
     item: Any
@@ -380,7 +435,12 @@ def _w_BeginQuorumEpochRequest__TopicData_1(out: bytearray, o: BeginQuorumEpochR
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -388,42 +448,12 @@ def _w_BeginQuorumEpochRequest__TopicData_1(out: bytearray, o: BeginQuorumEpochR
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BeginQuorumEpochRequest__PartitionData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_BeginQuorumEpochRequest__LeaderEndpoint_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest.LeaderEndpoint, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_H.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_BeginQuorumEpochRequest__LeaderEndpoint)
-    o.name = v_name
-    o.host = v_host
-    o.port = v_port
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_BeginQuorumEpochRequest__LeaderEndpoint_0(out: bytearray, o: BeginQuorumEpochRequest.LeaderEndpoint) -> None:
@@ -432,15 +462,24 @@ def _w_BeginQuorumEpochRequest__LeaderEndpoint_0(out: bytearray, o: BeginQuorumE
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_H.pack(o.port)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -448,27 +487,67 @@ def _w_BeginQuorumEpochRequest__LeaderEndpoint_0(out: bytearray, o: BeginQuorumE
 
 
 def _r_BeginQuorumEpochResponse_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_BeginQuorumEpochResponse__TopicData_0(buf, pos)
-                v_topics.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 14 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, s5_leader_id, s5_leader_epoch,) in _F_ihii.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_BeginQuorumEpochResponse__PartitionData)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5.leader_id = s5_leader_id
+                            o5.leader_epoch = s5_leader_epoch
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, s6_leader_id, s6_leader_epoch,) = _F_ihii.unpack_from(buf, pos)
+                            pos += 14
+                            o6 = _new(_C_BeginQuorumEpochResponse__PartitionData)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6.leader_id = s6_leader_id
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_BeginQuorumEpochResponse__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(BeginQuorumEpochResponse)
+        o1.error_code = s1_error_code
+        o1.topics = s1_topics
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BeginQuorumEpochResponse: {exc}", offset=pos) from None
-    o = _new(BeginQuorumEpochResponse)
-    o.error_code = v_error_code
-    o.topics = v_topics
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_BeginQuorumEpochResponse_0(out: bytearray, o: BeginQuorumEpochResponse) -> None:
@@ -490,50 +569,157 @@ def _w_BeginQuorumEpochResponse_0(out: bytearray, o: BeginQuorumEpochResponse) -
 
 
 def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse, int]:
-    item: Any
-    v_topics: list[Any]
-    v_node_endpoints: list[Any]
+    s1_node_endpoints: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_BeginQuorumEpochResponse__TopicData_1(buf, pos)
-                v_topics.append(item)
-        v_node_endpoints = _wire.KeyedList()
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 15 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, s5_leader_id, s5_leader_epoch, t5,) in _F_ihiiB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_BeginQuorumEpochResponse__PartitionData)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5.leader_id = s5_leader_id
+                            o5.leader_epoch = s5_leader_epoch
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, s6_leader_id, s6_leader_epoch, t6,) = _F_ihiiB.unpack_from(buf, pos)
+                            pos += 15
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_BeginQuorumEpochResponse__PartitionData)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6.leader_id = s6_leader_id
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_BeginQuorumEpochResponse__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        s1_node_endpoints = _wire.KeyedList()
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
                         raise _wire.null_error("node_endpoints", pos)
                     else:
-                        v_node_endpoints = _wire.KeyedList()
+                        s1_node_endpoints = _wire.KeyedList()
+                        add7 = s1_node_endpoints.append
                         for _ in range(n):
-                            item, pos = _r_BeginQuorumEpochResponse__NodeEndpoint_0(buf, pos)
-                            v_node_endpoints.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+                            (s8_node_id,) = _F_i.unpack_from(buf, pos)
+                            pos += 4
+                            size = buf[pos]
+                            if 0 < size < 0x80:
+                                stop = pos + size
+                                if stop > buflen:
+                                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                s8_host = str(buf[pos + 1 : stop], "utf-8")
+                                pos = stop
+                            else:
+                                s8_host, pos = _wire.read_compact_text(buf, pos, "host")
+                            (s8_port, t8,) = _F_HB.unpack_from(buf, pos)
+                            pos += 3
+                            u8 = _wire.EMPTY_TAGS
+                            if t8:
+                                pos -= 1
+                                count8, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count8):
+                                    tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                    u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                    pos = end8
+                            o8 = _new(_C_BeginQuorumEpochResponse__NodeEndpoint)
+                            o8.node_id = s8_node_id
+                            o8.host = s8_host
+                            o8.port = s8_port
+                            o8._unknown_tags = u8
+                            add7(o8)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(BeginQuorumEpochResponse)
+        o1.error_code = s1_error_code
+        o1.topics = s1_topics
+        o1.node_endpoints = s1_node_endpoints
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BeginQuorumEpochResponse: {exc}", offset=pos) from None
-    o = _new(BeginQuorumEpochResponse)
-    o.error_code = v_error_code
-    o.topics = v_topics
-    o.node_endpoints = v_node_endpoints
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BeginQuorumEpochResponse_1(out: bytearray, o: BeginQuorumEpochResponse) -> None:
@@ -559,27 +745,12 @@ def _w_BeginQuorumEpochResponse_1(out: bytearray, o: BeginQuorumEpochResponse) -
                 for item in x:
                     _w_BeginQuorumEpochResponse__NodeEndpoint_0(t, item)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_BeginQuorumEpochResponse__PartitionData_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse.PartitionData, int]:
-    try:
-        (v_partition_index, v_error_code, v_leader_id, v_leader_epoch,) = _F_ihii.unpack_from(buf, pos)
-        pos += 14
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_BeginQuorumEpochResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_BeginQuorumEpochResponse__PartitionData_0(out: bytearray, o: BeginQuorumEpochResponse.PartitionData) -> None:
@@ -589,64 +760,15 @@ def _w_BeginQuorumEpochResponse__PartitionData_0(out: bytearray, o: BeginQuorumE
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_BeginQuorumEpochResponse__PartitionData_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse.PartitionData, int]:
-    try:
-        (v_partition_index, v_error_code, v_leader_id, v_leader_epoch,) = _F_ihii.unpack_from(buf, pos)
-        pos += 14
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_BeginQuorumEpochResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_BeginQuorumEpochResponse__PartitionData_1(out: bytearray, o: BeginQuorumEpochResponse.PartitionData) -> None:
     try:
         out += _F_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_BeginQuorumEpochResponse__TopicData_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_BeginQuorumEpochResponse__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_BeginQuorumEpochResponse__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_BeginQuorumEpochResponse__TopicData_0(out: bytearray, o: BeginQuorumEpochResponse.TopicData) -> None:
@@ -668,39 +790,6 @@ def _w_BeginQuorumEpochResponse__TopicData_0(out: bytearray, o: BeginQuorumEpoch
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_BeginQuorumEpochResponse__TopicData_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_BeginQuorumEpochResponse__PartitionData_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_BeginQuorumEpochResponse__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_BeginQuorumEpochResponse__TopicData_1(out: bytearray, o: BeginQuorumEpochResponse.TopicData) -> None:
     x: Any
     item: Any
@@ -708,7 +797,12 @@ def _w_BeginQuorumEpochResponse__TopicData_1(out: bytearray, o: BeginQuorumEpoch
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -716,41 +810,12 @@ def _w_BeginQuorumEpochResponse__TopicData_1(out: bytearray, o: BeginQuorumEpoch
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BeginQuorumEpochResponse__PartitionData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_BeginQuorumEpochResponse__NodeEndpoint_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse.NodeEndpoint, int]:
-    try:
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_H.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read NodeEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_BeginQuorumEpochResponse__NodeEndpoint)
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_BeginQuorumEpochResponse__NodeEndpoint_0(out: bytearray, o: BeginQuorumEpochResponse.NodeEndpoint) -> None:
@@ -760,11 +825,15 @@ def _w_BeginQuorumEpochResponse__NodeEndpoint_0(out: bytearray, o: BeginQuorumEp
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_H.pack(o.port)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

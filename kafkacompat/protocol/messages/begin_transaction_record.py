@@ -19,7 +19,7 @@ class BeginTransactionRecord(KafkaMessage):
 
     def __init__(self, *, name: str | None = None) -> None:
         self.name = name
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'BeginTransactionRecord'
     API_KEY = 23
@@ -29,28 +29,39 @@ class BeginTransactionRecord(KafkaMessage):
 
 
 def _r_BeginTransactionRecord_0(buf: Any, pos: int) -> tuple[BeginTransactionRecord, int]:
+    s1_name: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_name = None
-        unknown = _wire.EMPTY_TAGS
+        buflen = len(buf)
+        s1_name = None
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_name, pos = _wire.read_compact_string(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    size = buf[pos]
+                    if 0 < size < 0x80:
+                        stop = pos + size
+                        if stop > buflen:
+                            raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                        s1_name = str(buf[pos + 1 : stop], "utf-8")
+                        pos = stop
+                    else:
+                        s1_name, pos = _wire.read_compact_string(buf, pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(BeginTransactionRecord)
+        o1.name = s1_name
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BeginTransactionRecord: {exc}", offset=pos) from None
-    o = _new(BeginTransactionRecord)
-    o.name = v_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BeginTransactionRecord_0(out: bytearray, o: BeginTransactionRecord) -> None:
@@ -60,10 +71,15 @@ def _w_BeginTransactionRecord_0(out: bytearray, o: BeginTransactionRecord) -> No
         if o.name is not None:
             t = bytearray()
             x = o.name
-            _wire.write_compact_string(t, x)
+            if x.__class__ is str and len(x) < 0x20:
+                data = x.encode()
+                t.append(len(data) + 1)
+                t += data
+            else:
+                _wire.write_compact_string(t, x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

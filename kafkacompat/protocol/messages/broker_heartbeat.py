@@ -15,7 +15,9 @@ __all__ = ['BrokerHeartbeatRequest', 'BrokerHeartbeatResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_ihooo = struct.Struct(">ih???")
+_F_ihoooB = struct.Struct(">ih???B")
 _F_iqqoo = struct.Struct(">iqq??")
+_F_iqqooB = struct.Struct(">iqq??B")
 
 
 class BrokerHeartbeatRequest(KafkaMessage):
@@ -28,7 +30,7 @@ class BrokerHeartbeatRequest(KafkaMessage):
         self.want_fence = want_fence
         self.want_shut_down = want_shut_down
         self.offline_log_dirs = [] if offline_log_dirs is _wire.DEFAULT else offline_log_dirs
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'BrokerHeartbeatRequest'
     API_KEY = 63
@@ -46,7 +48,7 @@ class BrokerHeartbeatResponse(KafkaMessage):
         self.is_caught_up = is_caught_up
         self.is_fenced = is_fenced
         self.should_shut_down = should_shut_down
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'BrokerHeartbeatResponse'
     API_KEY = 63
@@ -56,29 +58,29 @@ class BrokerHeartbeatResponse(KafkaMessage):
 
 
 def _r_BrokerHeartbeatRequest_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch, v_current_metadata_offset, v_want_fence, v_want_shut_down,) = _F_iqqoo.unpack_from(buf, pos)
-        pos += 22
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_broker_id, s1_broker_epoch, s1_current_metadata_offset, s1_want_fence, s1_want_shut_down, t1,) = _F_iqqooB.unpack_from(buf, pos)
+        pos += 23
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(BrokerHeartbeatRequest)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.current_metadata_offset = s1_current_metadata_offset
+        o1.want_fence = s1_want_fence
+        o1.want_shut_down = s1_want_shut_down
+        o1.offline_log_dirs = []
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerHeartbeatRequest: {exc}", offset=pos) from None
-    o = _new(BrokerHeartbeatRequest)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.current_metadata_offset = v_current_metadata_offset
-    o.want_fence = v_want_fence
-    o.want_shut_down = v_want_shut_down
-    o.offline_log_dirs = []
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BrokerHeartbeatRequest_0(out: bytearray, o: BrokerHeartbeatRequest) -> None:
@@ -86,9 +88,8 @@ def _w_BrokerHeartbeatRequest_0(out: bytearray, o: BrokerHeartbeatRequest) -> No
         if o.offline_log_dirs:
             raise EncodeError("field offline_log_dirs has a non-default value but does not exist at this version")
         out += _F_iqqoo.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -97,43 +98,48 @@ def _w_BrokerHeartbeatRequest_0(out: bytearray, o: BrokerHeartbeatRequest) -> No
 
 def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
     item: Any
-    v_offline_log_dirs: list[Any]
+    s1_offline_log_dirs: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch, v_current_metadata_offset, v_want_fence, v_want_shut_down,) = _F_iqqoo.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch, s1_current_metadata_offset, s1_want_fence, s1_want_shut_down,) = _F_iqqoo.unpack_from(buf, pos)
         pos += 22
-        v_offline_log_dirs = []
-        unknown = _wire.EMPTY_TAGS
+        s1_offline_log_dirs = []
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
                         raise _wire.null_error("offline_log_dirs", pos)
                     else:
-                        v_offline_log_dirs = []
+                        s1_offline_log_dirs = []
                         for _ in range(n):
                             item, pos = _wire.read_uuid(buf, pos)
-                            v_offline_log_dirs.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+                            s1_offline_log_dirs.append(item)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(BrokerHeartbeatRequest)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.current_metadata_offset = s1_current_metadata_offset
+        o1.want_fence = s1_want_fence
+        o1.want_shut_down = s1_want_shut_down
+        o1.offline_log_dirs = s1_offline_log_dirs
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerHeartbeatRequest: {exc}", offset=pos) from None
-    o = _new(BrokerHeartbeatRequest)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.current_metadata_offset = v_current_metadata_offset
-    o.want_fence = v_want_fence
-    o.want_shut_down = v_want_shut_down
-    o.offline_log_dirs = v_offline_log_dirs
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BrokerHeartbeatRequest_1(out: bytearray, o: BrokerHeartbeatRequest) -> None:
@@ -152,8 +158,8 @@ def _w_BrokerHeartbeatRequest_1(out: bytearray, o: BrokerHeartbeatRequest) -> No
                 for item in x:
                     _wire.write_uuid(t, item)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -161,36 +167,35 @@ def _w_BrokerHeartbeatRequest_1(out: bytearray, o: BrokerHeartbeatRequest) -> No
 
 
 def _r_BrokerHeartbeatResponse_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code, v_is_caught_up, v_is_fenced, v_should_shut_down,) = _F_ihooo.unpack_from(buf, pos)
-        pos += 9
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_throttle_time_ms, s1_error_code, s1_is_caught_up, s1_is_fenced, s1_should_shut_down, t1,) = _F_ihoooB.unpack_from(buf, pos)
+        pos += 10
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(BrokerHeartbeatResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.is_caught_up = s1_is_caught_up
+        o1.is_fenced = s1_is_fenced
+        o1.should_shut_down = s1_should_shut_down
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerHeartbeatResponse: {exc}", offset=pos) from None
-    o = _new(BrokerHeartbeatResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.is_caught_up = v_is_caught_up
-    o.is_fenced = v_is_fenced
-    o.should_shut_down = v_should_shut_down
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BrokerHeartbeatResponse_0(out: bytearray, o: BrokerHeartbeatResponse) -> None:
     try:
         out += _F_ihooo.pack(o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

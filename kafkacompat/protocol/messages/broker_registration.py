@@ -15,11 +15,16 @@ __all__ = ['BrokerRegistrationRequest', 'BrokerRegistrationResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
+_F_oB = struct.Struct(">?B")
 _F_Hh = struct.Struct(">Hh")
+_F_HhB = struct.Struct(">HhB")
 _F_hh = struct.Struct(">hh")
+_F_hhB = struct.Struct(">hhB")
 _F_i = struct.Struct(">i")
 _F_ihq = struct.Struct(">ihq")
+_F_ihqB = struct.Struct(">ihqB")
 _F_q = struct.Struct(">q")
+_F_qB = struct.Struct(">qB")
 
 
 class BrokerRegistrationRequest(KafkaMessage):
@@ -35,7 +40,7 @@ class BrokerRegistrationRequest(KafkaMessage):
         self.is_migrating_zk_broker = is_migrating_zk_broker
         self.log_dirs = [] if log_dirs is _wire.DEFAULT else log_dirs
         self.previous_broker_epoch = previous_broker_epoch
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'BrokerRegistrationRequest'
     API_KEY = 62
@@ -52,7 +57,7 @@ class BrokerRegistrationRequest(KafkaMessage):
             self.host = host
             self.port = port
             self.security_protocol = security_protocol
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -63,7 +68,7 @@ class BrokerRegistrationRequest(KafkaMessage):
             self.name = name
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -74,7 +79,7 @@ class BrokerRegistrationResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.broker_epoch = broker_epoch
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'BrokerRegistrationResponse'
     API_KEY = 62
@@ -84,56 +89,140 @@ class BrokerRegistrationResponse(KafkaMessage):
 
 
 def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    item: Any
-    v_listeners: list[Any]
-    v_features: list[Any]
+    s1_features: list[Any]
+    s1_listeners: list[Any]
+    s1_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        if v_cluster_id is None:
-            raise _wire.null_error("cluster_id", pos)
-        v_incarnation_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_text(buf, pos, "cluster_id")
+        s1_incarnation_id, pos = _wire.read_uuid(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("listeners", pos)
         else:
-            v_listeners = _wire.KeyedList()
+            s1_listeners = _wire.KeyedList()
+            add2 = s1_listeners.append
             for _ in range(n):
-                item, pos = _r_BrokerRegistrationRequest__Listener_0(buf, pos)
-                v_listeners.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_BrokerRegistrationRequest__Listener)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.security_protocol = s3_security_protocol
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("features", pos)
         else:
-            v_features = _wire.KeyedList()
+            s1_features = _wire.KeyedList()
+            add4 = s1_features.append
             for _ in range(n):
-                item, pos = _r_BrokerRegistrationRequest__Feature_0(buf, pos)
-                v_features.append(item)
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_BrokerRegistrationRequest__Feature)
+                o5.name = s5_name
+                o5.min_supported_version = s5_min_supported_version
+                o5.max_supported_version = s5_max_supported_version
+                o5._unknown_tags = u5
+                add4(o5)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_rack, pos = _wire.read_compact_string(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(BrokerRegistrationRequest)
+        o1.broker_id = s1_broker_id
+        o1.cluster_id = s1_cluster_id
+        o1.incarnation_id = s1_incarnation_id
+        o1.listeners = s1_listeners
+        o1.features = s1_features
+        o1.rack = s1_rack
+        o1.is_migrating_zk_broker = False
+        o1.log_dirs = []
+        o1.previous_broker_epoch = -1
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerRegistrationRequest: {exc}", offset=pos) from None
-    o = _new(BrokerRegistrationRequest)
-    o.broker_id = v_broker_id
-    o.cluster_id = v_cluster_id
-    o.incarnation_id = v_incarnation_id
-    o.listeners = v_listeners
-    o.features = v_features
-    o.rack = v_rack
-    o.is_migrating_zk_broker = False
-    o.log_dirs = []
-    o.previous_broker_epoch = -1
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BrokerRegistrationRequest_0(out: bytearray, o: BrokerRegistrationRequest) -> None:
@@ -146,7 +235,12 @@ def _w_BrokerRegistrationRequest_0(out: bytearray, o: BrokerRegistrationRequest)
         x = o.cluster_id
         if x is None:
             raise EncodeError("field cluster_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.incarnation_id
         _wire.write_uuid(out, x)
         x = o.listeners
@@ -164,10 +258,14 @@ def _w_BrokerRegistrationRequest_0(out: bytearray, o: BrokerRegistrationRequest)
             for item in x:
                 _w_BrokerRegistrationRequest__Feature_0(out, item)
         x = o.rack
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -175,58 +273,141 @@ def _w_BrokerRegistrationRequest_0(out: bytearray, o: BrokerRegistrationRequest)
 
 
 def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
-    item: Any
-    v_listeners: list[Any]
-    v_features: list[Any]
+    s1_features: list[Any]
+    s1_listeners: list[Any]
+    s1_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        if v_cluster_id is None:
-            raise _wire.null_error("cluster_id", pos)
-        v_incarnation_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_text(buf, pos, "cluster_id")
+        s1_incarnation_id, pos = _wire.read_uuid(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("listeners", pos)
         else:
-            v_listeners = _wire.KeyedList()
+            s1_listeners = _wire.KeyedList()
+            add2 = s1_listeners.append
             for _ in range(n):
-                item, pos = _r_BrokerRegistrationRequest__Listener_0(buf, pos)
-                v_listeners.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_BrokerRegistrationRequest__Listener)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.security_protocol = s3_security_protocol
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("features", pos)
         else:
-            v_features = _wire.KeyedList()
+            s1_features = _wire.KeyedList()
+            add4 = s1_features.append
             for _ in range(n):
-                item, pos = _r_BrokerRegistrationRequest__Feature_0(buf, pos)
-                v_features.append(item)
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        (v_is_migrating_zk_broker,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_BrokerRegistrationRequest__Feature)
+                o5.name = s5_name
+                o5.min_supported_version = s5_min_supported_version
+                o5.max_supported_version = s5_max_supported_version
+                o5._unknown_tags = u5
+                add4(o5)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_rack, pos = _wire.read_compact_string(buf, pos)
+        (s1_is_migrating_zk_broker, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(BrokerRegistrationRequest)
+        o1.broker_id = s1_broker_id
+        o1.cluster_id = s1_cluster_id
+        o1.incarnation_id = s1_incarnation_id
+        o1.listeners = s1_listeners
+        o1.features = s1_features
+        o1.rack = s1_rack
+        o1.is_migrating_zk_broker = s1_is_migrating_zk_broker
+        o1.log_dirs = []
+        o1.previous_broker_epoch = -1
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerRegistrationRequest: {exc}", offset=pos) from None
-    o = _new(BrokerRegistrationRequest)
-    o.broker_id = v_broker_id
-    o.cluster_id = v_cluster_id
-    o.incarnation_id = v_incarnation_id
-    o.listeners = v_listeners
-    o.features = v_features
-    o.rack = v_rack
-    o.is_migrating_zk_broker = v_is_migrating_zk_broker
-    o.log_dirs = []
-    o.previous_broker_epoch = -1
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BrokerRegistrationRequest_1(out: bytearray, o: BrokerRegistrationRequest) -> None:
@@ -237,7 +418,12 @@ def _w_BrokerRegistrationRequest_1(out: bytearray, o: BrokerRegistrationRequest)
         x = o.cluster_id
         if x is None:
             raise EncodeError("field cluster_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.incarnation_id
         _wire.write_uuid(out, x)
         x = o.listeners
@@ -255,11 +441,15 @@ def _w_BrokerRegistrationRequest_1(out: bytearray, o: BrokerRegistrationRequest)
             for item in x:
                 _w_BrokerRegistrationRequest__Feature_0(out, item)
         x = o.rack
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_o.pack(o.is_migrating_zk_broker)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -268,66 +458,155 @@ def _w_BrokerRegistrationRequest_1(out: bytearray, o: BrokerRegistrationRequest)
 
 def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     item: Any
-    v_listeners: list[Any]
-    v_features: list[Any]
-    v_log_dirs: list[Any]
+    s1_features: list[Any]
+    s1_listeners: list[Any]
+    s1_log_dirs: list[Any]
+    s1_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        if v_cluster_id is None:
-            raise _wire.null_error("cluster_id", pos)
-        v_incarnation_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_text(buf, pos, "cluster_id")
+        s1_incarnation_id, pos = _wire.read_uuid(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("listeners", pos)
         else:
-            v_listeners = _wire.KeyedList()
+            s1_listeners = _wire.KeyedList()
+            add2 = s1_listeners.append
             for _ in range(n):
-                item, pos = _r_BrokerRegistrationRequest__Listener_0(buf, pos)
-                v_listeners.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_BrokerRegistrationRequest__Listener)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.security_protocol = s3_security_protocol
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("features", pos)
         else:
-            v_features = _wire.KeyedList()
+            s1_features = _wire.KeyedList()
+            add4 = s1_features.append
             for _ in range(n):
-                item, pos = _r_BrokerRegistrationRequest__Feature_0(buf, pos)
-                v_features.append(item)
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        (v_is_migrating_zk_broker,) = _F_o.unpack_from(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_BrokerRegistrationRequest__Feature)
+                o5.name = s5_name
+                o5.min_supported_version = s5_min_supported_version
+                o5.max_supported_version = s5_max_supported_version
+                o5._unknown_tags = u5
+                add4(o5)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_rack, pos = _wire.read_compact_string(buf, pos)
+        (s1_is_migrating_zk_broker,) = _F_o.unpack_from(buf, pos)
         pos += 1
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("log_dirs", pos)
         else:
-            v_log_dirs = []
+            s1_log_dirs = []
             for _ in range(n):
                 item, pos = _wire.read_uuid(buf, pos)
-                v_log_dirs.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s1_log_dirs.append(item)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(BrokerRegistrationRequest)
+        o1.broker_id = s1_broker_id
+        o1.cluster_id = s1_cluster_id
+        o1.incarnation_id = s1_incarnation_id
+        o1.listeners = s1_listeners
+        o1.features = s1_features
+        o1.rack = s1_rack
+        o1.is_migrating_zk_broker = s1_is_migrating_zk_broker
+        o1.log_dirs = s1_log_dirs
+        o1.previous_broker_epoch = -1
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerRegistrationRequest: {exc}", offset=pos) from None
-    o = _new(BrokerRegistrationRequest)
-    o.broker_id = v_broker_id
-    o.cluster_id = v_cluster_id
-    o.incarnation_id = v_incarnation_id
-    o.listeners = v_listeners
-    o.features = v_features
-    o.rack = v_rack
-    o.is_migrating_zk_broker = v_is_migrating_zk_broker
-    o.log_dirs = v_log_dirs
-    o.previous_broker_epoch = -1
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BrokerRegistrationRequest_2(out: bytearray, o: BrokerRegistrationRequest) -> None:
@@ -338,7 +617,12 @@ def _w_BrokerRegistrationRequest_2(out: bytearray, o: BrokerRegistrationRequest)
         x = o.cluster_id
         if x is None:
             raise EncodeError("field cluster_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.incarnation_id
         _wire.write_uuid(out, x)
         x = o.listeners
@@ -356,7 +640,12 @@ def _w_BrokerRegistrationRequest_2(out: bytearray, o: BrokerRegistrationRequest)
             for item in x:
                 _w_BrokerRegistrationRequest__Feature_0(out, item)
         x = o.rack
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_o.pack(o.is_migrating_zk_broker)
         x = o.log_dirs
         if x is None:
@@ -365,9 +654,8 @@ def _w_BrokerRegistrationRequest_2(out: bytearray, o: BrokerRegistrationRequest)
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _wire.write_uuid(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -376,68 +664,156 @@ def _w_BrokerRegistrationRequest_2(out: bytearray, o: BrokerRegistrationRequest)
 
 def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
     item: Any
-    v_listeners: list[Any]
-    v_features: list[Any]
-    v_log_dirs: list[Any]
+    s1_features: list[Any]
+    s1_listeners: list[Any]
+    s1_log_dirs: list[Any]
+    s1_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        if v_cluster_id is None:
-            raise _wire.null_error("cluster_id", pos)
-        v_incarnation_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_text(buf, pos, "cluster_id")
+        s1_incarnation_id, pos = _wire.read_uuid(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("listeners", pos)
         else:
-            v_listeners = _wire.KeyedList()
+            s1_listeners = _wire.KeyedList()
+            add2 = s1_listeners.append
             for _ in range(n):
-                item, pos = _r_BrokerRegistrationRequest__Listener_0(buf, pos)
-                v_listeners.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_BrokerRegistrationRequest__Listener)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.security_protocol = s3_security_protocol
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("features", pos)
         else:
-            v_features = _wire.KeyedList()
+            s1_features = _wire.KeyedList()
+            add4 = s1_features.append
             for _ in range(n):
-                item, pos = _r_BrokerRegistrationRequest__Feature_0(buf, pos)
-                v_features.append(item)
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        (v_is_migrating_zk_broker,) = _F_o.unpack_from(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_BrokerRegistrationRequest__Feature)
+                o5.name = s5_name
+                o5.min_supported_version = s5_min_supported_version
+                o5.max_supported_version = s5_max_supported_version
+                o5._unknown_tags = u5
+                add4(o5)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_rack, pos = _wire.read_compact_string(buf, pos)
+        (s1_is_migrating_zk_broker,) = _F_o.unpack_from(buf, pos)
         pos += 1
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("log_dirs", pos)
         else:
-            v_log_dirs = []
+            s1_log_dirs = []
             for _ in range(n):
                 item, pos = _wire.read_uuid(buf, pos)
-                v_log_dirs.append(item)
-        (v_previous_broker_epoch,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                s1_log_dirs.append(item)
+        (s1_previous_broker_epoch, t1,) = _F_qB.unpack_from(buf, pos)
+        pos += 9
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(BrokerRegistrationRequest)
+        o1.broker_id = s1_broker_id
+        o1.cluster_id = s1_cluster_id
+        o1.incarnation_id = s1_incarnation_id
+        o1.listeners = s1_listeners
+        o1.features = s1_features
+        o1.rack = s1_rack
+        o1.is_migrating_zk_broker = s1_is_migrating_zk_broker
+        o1.log_dirs = s1_log_dirs
+        o1.previous_broker_epoch = s1_previous_broker_epoch
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerRegistrationRequest: {exc}", offset=pos) from None
-    o = _new(BrokerRegistrationRequest)
-    o.broker_id = v_broker_id
-    o.cluster_id = v_cluster_id
-    o.incarnation_id = v_incarnation_id
-    o.listeners = v_listeners
-    o.features = v_features
-    o.rack = v_rack
-    o.is_migrating_zk_broker = v_is_migrating_zk_broker
-    o.log_dirs = v_log_dirs
-    o.previous_broker_epoch = v_previous_broker_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BrokerRegistrationRequest_3(out: bytearray, o: BrokerRegistrationRequest) -> None:
@@ -448,7 +824,12 @@ def _w_BrokerRegistrationRequest_3(out: bytearray, o: BrokerRegistrationRequest)
         x = o.cluster_id
         if x is None:
             raise EncodeError("field cluster_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.incarnation_id
         _wire.write_uuid(out, x)
         x = o.listeners
@@ -466,7 +847,12 @@ def _w_BrokerRegistrationRequest_3(out: bytearray, o: BrokerRegistrationRequest)
             for item in x:
                 _w_BrokerRegistrationRequest__Feature_0(out, item)
         x = o.rack
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_o.pack(o.is_migrating_zk_broker)
         x = o.log_dirs
         if x is None:
@@ -476,43 +862,12 @@ def _w_BrokerRegistrationRequest_3(out: bytearray, o: BrokerRegistrationRequest)
             for item in x:
                 _wire.write_uuid(out, item)
         out += _F_q.pack(o.previous_broker_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_BrokerRegistrationRequest__Listener_0(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest.Listener, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port, v_security_protocol,) = _F_Hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Listener: {exc}", offset=pos) from None
-    o = _new(_C_BrokerRegistrationRequest__Listener)
-    o.name = v_name
-    o.host = v_host
-    o.port = v_port
-    o.security_protocol = v_security_protocol
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_BrokerRegistrationRequest__Listener_0(out: bytearray, o: BrokerRegistrationRequest.Listener) -> None:
@@ -521,45 +876,28 @@ def _w_BrokerRegistrationRequest__Listener_0(out: bytearray, o: BrokerRegistrati
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_Hh.pack(o.port, o.security_protocol)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_BrokerRegistrationRequest__Feature_0(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest.Feature, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_min_supported_version, v_max_supported_version,) = _F_hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Feature: {exc}", offset=pos) from None
-    o = _new(_C_BrokerRegistrationRequest__Feature)
-    o.name = v_name
-    o.min_supported_version = v_min_supported_version
-    o.max_supported_version = v_max_supported_version
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_BrokerRegistrationRequest__Feature_0(out: bytearray, o: BrokerRegistrationRequest.Feature) -> None:
@@ -568,11 +906,15 @@ def _w_BrokerRegistrationRequest__Feature_0(out: bytearray, o: BrokerRegistratio
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_hh.pack(o.min_supported_version, o.max_supported_version)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -580,34 +922,33 @@ def _w_BrokerRegistrationRequest__Feature_0(out: bytearray, o: BrokerRegistratio
 
 
 def _r_BrokerRegistrationResponse_0(buf: Any, pos: int) -> tuple[BrokerRegistrationResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code, v_broker_epoch,) = _F_ihq.unpack_from(buf, pos)
-        pos += 14
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_throttle_time_ms, s1_error_code, s1_broker_epoch, t1,) = _F_ihqB.unpack_from(buf, pos)
+        pos += 15
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(BrokerRegistrationResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.broker_epoch = s1_broker_epoch
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerRegistrationResponse: {exc}", offset=pos) from None
-    o = _new(BrokerRegistrationResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.broker_epoch = v_broker_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BrokerRegistrationResponse_0(out: bytearray, o: BrokerRegistrationResponse) -> None:
     try:
         out += _F_ihq.pack(o.throttle_time_ms, o.error_code, o.broker_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -27,7 +27,7 @@ class BrokerRegistrationChangeRecord(KafkaMessage):
         self.fenced = fenced
         self.in_controlled_shutdown = in_controlled_shutdown
         self.log_dirs = [] if log_dirs is _wire.DEFAULT else log_dirs
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'BrokerRegistrationChangeRecord'
     API_KEY = 17
@@ -37,35 +37,36 @@ class BrokerRegistrationChangeRecord(KafkaMessage):
 
 
 def _r_BrokerRegistrationChangeRecord_0(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
-        v_fenced = 0
-        unknown = _wire.EMPTY_TAGS
+        s1_fenced = 0
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    (v_fenced,) = _F_b.unpack_from(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    (s1_fenced,) = _F_b.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(BrokerRegistrationChangeRecord)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.fenced = s1_fenced
+        o1.in_controlled_shutdown = 0
+        o1.log_dirs = []
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerRegistrationChangeRecord: {exc}", offset=pos) from None
-    o = _new(BrokerRegistrationChangeRecord)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.fenced = v_fenced
-    o.in_controlled_shutdown = 0
-    o.log_dirs = []
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BrokerRegistrationChangeRecord_0(out: bytearray, o: BrokerRegistrationChangeRecord) -> None:
@@ -82,8 +83,8 @@ def _w_BrokerRegistrationChangeRecord_0(out: bytearray, o: BrokerRegistrationCha
             x = o.fenced
             t += _F_b.pack(x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -91,41 +92,42 @@ def _w_BrokerRegistrationChangeRecord_0(out: bytearray, o: BrokerRegistrationCha
 
 
 def _r_BrokerRegistrationChangeRecord_1(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
-        v_fenced = 0
-        v_in_controlled_shutdown = 0
-        unknown = _wire.EMPTY_TAGS
+        s1_fenced = 0
+        s1_in_controlled_shutdown = 0
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    (v_fenced,) = _F_b.unpack_from(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    (s1_fenced,) = _F_b.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 1:
-                    (v_in_controlled_shutdown,) = _F_b.unpack_from(buf, pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 1:
+                    (s1_in_controlled_shutdown,) = _F_b.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 1 should end at byte {end} but its value ends at {pos}", offset=pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(BrokerRegistrationChangeRecord)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.fenced = s1_fenced
+        o1.in_controlled_shutdown = s1_in_controlled_shutdown
+        o1.log_dirs = []
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerRegistrationChangeRecord: {exc}", offset=pos) from None
-    o = _new(BrokerRegistrationChangeRecord)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.fenced = v_fenced
-    o.in_controlled_shutdown = v_in_controlled_shutdown
-    o.log_dirs = []
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BrokerRegistrationChangeRecord_1(out: bytearray, o: BrokerRegistrationChangeRecord) -> None:
@@ -145,8 +147,8 @@ def _w_BrokerRegistrationChangeRecord_1(out: bytearray, o: BrokerRegistrationCha
             x = o.in_controlled_shutdown
             t += _F_b.pack(x)
             tags.append((1, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -155,54 +157,59 @@ def _w_BrokerRegistrationChangeRecord_1(out: bytearray, o: BrokerRegistrationCha
 
 def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
     item: Any
-    v_log_dirs: list[Any]
+    s1_log_dirs: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
-        v_fenced = 0
-        v_in_controlled_shutdown = 0
-        v_log_dirs = []
-        unknown = _wire.EMPTY_TAGS
+        s1_fenced = 0
+        s1_in_controlled_shutdown = 0
+        s1_log_dirs = []
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    (v_fenced,) = _F_b.unpack_from(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    (s1_fenced,) = _F_b.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 1:
-                    (v_in_controlled_shutdown,) = _F_b.unpack_from(buf, pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 1:
+                    (s1_in_controlled_shutdown,) = _F_b.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 1 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 2:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 2:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
                         raise _wire.null_error("log_dirs", pos)
                     else:
-                        v_log_dirs = []
+                        s1_log_dirs = []
                         for _ in range(n):
                             item, pos = _wire.read_uuid(buf, pos)
-                            v_log_dirs.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 2 should end at byte {end} but its value ends at {pos}", offset=pos)
+                            s1_log_dirs.append(item)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 2 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(BrokerRegistrationChangeRecord)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.fenced = s1_fenced
+        o1.in_controlled_shutdown = s1_in_controlled_shutdown
+        o1.log_dirs = s1_log_dirs
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerRegistrationChangeRecord: {exc}", offset=pos) from None
-    o = _new(BrokerRegistrationChangeRecord)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.fenced = v_fenced
-    o.in_controlled_shutdown = v_in_controlled_shutdown
-    o.log_dirs = v_log_dirs
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_BrokerRegistrationChangeRecord_2(out: bytearray, o: BrokerRegistrationChangeRecord) -> None:
@@ -231,8 +238,8 @@ def _w_BrokerRegistrationChangeRecord_2(out: bytearray, o: BrokerRegistrationCha
                 for item in x:
                     _wire.write_uuid(t, item)
             tags.append((2, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,6 +14,7 @@ __all__ = ['ClientQuotaRecord']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_do = struct.Struct(">d?")
+_F_doB = struct.Struct(">d?B")
 
 
 class ClientQuotaRecord(KafkaMessage):
@@ -24,7 +25,7 @@ class ClientQuotaRecord(KafkaMessage):
         self.key = key
         self.value = value
         self.remove = remove
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ClientQuotaRecord'
     API_KEY = 14
@@ -38,45 +39,88 @@ class ClientQuotaRecord(KafkaMessage):
         def __init__(self, *, entity_type: str = "", entity_name: str | None = "") -> None:
             self.entity_type = entity_type
             self.entity_name = entity_name
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_ClientQuotaRecord_0(buf: Any, pos: int) -> tuple[ClientQuotaRecord, int]:
-    item: Any
-    v_entity: list[Any]
+    s1_entity: list[Any]
+    s3_entity_name: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("entity", pos)
         else:
-            v_entity = []
+            s1_entity = []
+            add2 = s1_entity.append
             for _ in range(n):
-                item, pos = _r_ClientQuotaRecord__EntityData_0(buf, pos)
-                v_entity.append(item)
-        v_key, pos = _wire.read_compact_string(buf, pos)
-        if v_key is None:
-            raise _wire.null_error("key", pos)
-        (v_value, v_remove,) = _F_do.unpack_from(buf, pos)
-        pos += 9
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_entity_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_entity_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_entity_name, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ClientQuotaRecord__EntityData)
+                o3.entity_type = s3_entity_type
+                o3.entity_name = s3_entity_name
+                o3._unknown_tags = u3
+                add2(o3)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_key = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_key, pos = _wire.read_compact_text(buf, pos, "key")
+        (s1_value, s1_remove, t1,) = _F_doB.unpack_from(buf, pos)
+        pos += 10
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ClientQuotaRecord)
+        o1.entity = s1_entity
+        o1.key = s1_key
+        o1.value = s1_value
+        o1.remove = s1_remove
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ClientQuotaRecord: {exc}", offset=pos) from None
-    o = _new(ClientQuotaRecord)
-    o.entity = v_entity
-    o.key = v_key
-    o.value = v_value
-    o.remove = v_remove
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ClientQuotaRecord_0(out: bytearray, o: ClientQuotaRecord) -> None:
@@ -93,39 +137,19 @@ def _w_ClientQuotaRecord_0(out: bytearray, o: ClientQuotaRecord) -> None:
         x = o.key
         if x is None:
             raise EncodeError("field key is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_do.pack(o.value, o.remove)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ClientQuotaRecord__EntityData_0(buf: Any, pos: int) -> tuple[ClientQuotaRecord.EntityData, int]:
-    try:
-        v_entity_type, pos = _wire.read_compact_string(buf, pos)
-        if v_entity_type is None:
-            raise _wire.null_error("entity_type", pos)
-        v_entity_name, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntityData: {exc}", offset=pos) from None
-    o = _new(_C_ClientQuotaRecord__EntityData)
-    o.entity_type = v_entity_type
-    o.entity_name = v_entity_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ClientQuotaRecord__EntityData_0(out: bytearray, o: ClientQuotaRecord.EntityData) -> None:
@@ -134,12 +158,21 @@ def _w_ClientQuotaRecord__EntityData_0(out: bytearray, o: ClientQuotaRecord.Enti
         x = o.entity_type
         if x is None:
             raise EncodeError("field entity_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.entity_name
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -24,7 +24,7 @@ class ConfigRecord(KafkaMessage):
         self.resource_name = resource_name
         self.name = name
         self.value = value
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ConfigRecord'
     API_KEY = 4
@@ -34,34 +34,57 @@ class ConfigRecord(KafkaMessage):
 
 
 def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
+    s1_value: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_resource_type,) = _F_b.unpack_from(buf, pos)
         pos += 1
-        v_resource_name, pos = _wire.read_compact_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_value, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_resource_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_name, pos = _wire.read_compact_text(buf, pos, "name")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_value = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_value, pos = _wire.read_compact_string(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ConfigRecord)
+        o1.resource_type = s1_resource_type
+        o1.resource_name = s1_resource_name
+        o1.name = s1_name
+        o1.value = s1_value
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ConfigRecord: {exc}", offset=pos) from None
-    o = _new(ConfigRecord)
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.name = v_name
-    o.value = v_value
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ConfigRecord_0(out: bytearray, o: ConfigRecord) -> None:
@@ -71,16 +94,30 @@ def _w_ConfigRecord_0(out: bytearray, o: ConfigRecord) -> None:
         x = o.resource_name
         if x is None:
             raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.value
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

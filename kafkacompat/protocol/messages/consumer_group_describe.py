@@ -15,8 +15,10 @@ __all__ = ['ConsumerGroupDescribeRequest', 'ConsumerGroupDescribeResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
+_F_oB = struct.Struct(">?B")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ii = struct.Struct(">ii")
 
 
@@ -26,7 +28,7 @@ class ConsumerGroupDescribeRequest(KafkaMessage):
     def __init__(self, *, group_ids: list[str] = _wire.DEFAULT, include_authorized_operations: bool = False) -> None:
         self.group_ids = [] if group_ids is _wire.DEFAULT else group_ids
         self.include_authorized_operations = include_authorized_operations
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ConsumerGroupDescribeRequest'
     API_KEY = 69
@@ -41,7 +43,7 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, groups: list[ConsumerGroupDescribeResponse.DescribedGroup] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is _wire.DEFAULT else groups
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ConsumerGroupDescribeResponse'
     API_KEY = 69
@@ -56,7 +58,7 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
             self.topic_id = topic_id
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class Assignment(KafkaStruct):
@@ -64,7 +66,7 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
 
         def __init__(self, *, topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions] = _wire.DEFAULT) -> None:
             self.topic_partitions = [] if topic_partitions is _wire.DEFAULT else topic_partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class Member(KafkaStruct):
@@ -81,7 +83,7 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
             self.subscribed_topic_regex = subscribed_topic_regex
             self.assignment = ConsumerGroupDescribeResponse.Assignment() if assignment is _wire.DEFAULT else assignment
             self.target_assignment = ConsumerGroupDescribeResponse.Assignment() if target_assignment is _wire.DEFAULT else target_assignment
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DescribedGroup(KafkaStruct):
@@ -97,42 +99,53 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
             self.assignor_name = assignor_name
             self.members = [] if members is _wire.DEFAULT else members
             self.authorized_operations = authorized_operations
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_ConsumerGroupDescribeRequest_0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeRequest, int]:
     item: Any
-    v_group_ids: list[Any]
+    s1_group_ids: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("group_ids", pos)
         else:
-            v_group_ids = []
+            s1_group_ids = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("group_ids[]", pos)
-                v_group_ids.append(item)
-        (v_include_authorized_operations,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "group_ids[]")
+                s1_group_ids.append(item)
+        (s1_include_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ConsumerGroupDescribeRequest)
+        o1.group_ids = s1_group_ids
+        o1.include_authorized_operations = s1_include_authorized_operations
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ConsumerGroupDescribeRequest: {exc}", offset=pos) from None
-    o = _new(ConsumerGroupDescribeRequest)
-    o.group_ids = v_group_ids
-    o.include_authorized_operations = v_include_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ConsumerGroupDescribeRequest_0(out: bytearray, o: ConsumerGroupDescribeRequest) -> None:
@@ -147,11 +160,15 @@ def _w_ConsumerGroupDescribeRequest_0(out: bytearray, o: ConsumerGroupDescribeRe
             for item in x:
                 if item is None:
                     raise EncodeError("an element of group_ids is None")
-                _wire.write_compact_string(out, item)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
         out += _F_o.pack(o.include_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -160,34 +177,354 @@ def _w_ConsumerGroupDescribeRequest_0(out: bytearray, o: ConsumerGroupDescribeRe
 
 def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse, int]:
     item: Any
-    v_groups: list[Any]
+    s11_partitions: list[Any]
+    s1_groups: list[Any]
+    s3_error_message: str | None
+    s3_members: list[Any]
+    s5_assignment: ConsumerGroupDescribeResponse.Assignment
+    s5_instance_id: str | None
+    s5_rack_id: str | None
+    s5_subscribed_topic_names: list[Any]
+    s5_subscribed_topic_regex: str | None
+    s5_target_assignment: ConsumerGroupDescribeResponse.Assignment
+    s6_topic_partitions: list[Any]
+    s8_partitions: list[Any]
+    s9_topic_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u11: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_ConsumerGroupDescribeResponse__DescribedGroup_0(buf, pos)
-                v_groups.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_state = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
+                (s3_group_epoch, s3_assignment_epoch,) = _F_ii.unpack_from(buf, pos)
+                pos += 8
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_assignor_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_assignor_name, pos = _wire.read_compact_text(buf, pos, "assignor_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("members", pos)
+                else:
+                    s3_members = []
+                    add4 = s3_members.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_member_id = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_instance_id, pos = _wire.read_compact_string(buf, pos)
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_rack_id = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_rack_id, pos = _wire.read_compact_string(buf, pos)
+                        (s5_member_epoch,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_client_id = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_client_id, pos = _wire.read_compact_text(buf, pos, "client_id")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_client_host = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_client_host, pos = _wire.read_compact_text(buf, pos, "client_host")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("subscribed_topic_names", pos)
+                        else:
+                            s5_subscribed_topic_names = []
+                            for _ in range(n):
+                                size = buf[pos]
+                                if 0 < size < 0x80:
+                                    stop = pos + size
+                                    if stop > buflen:
+                                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                    item = str(buf[pos + 1 : stop], "utf-8")
+                                    pos = stop
+                                else:
+                                    item, pos = _wire.read_compact_text(buf, pos, "subscribed_topic_names[]")
+                                s5_subscribed_topic_names.append(item)
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_subscribed_topic_regex = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_subscribed_topic_regex, pos = _wire.read_compact_string(buf, pos)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("topic_partitions", pos)
+                        else:
+                            s6_topic_partitions = []
+                            add7 = s6_topic_partitions.append
+                            for _ in range(n):
+                                s8_topic_id, pos = _wire.read_uuid(buf, pos)
+                                size = buf[pos]
+                                if 0 < size < 0x80:
+                                    stop = pos + size
+                                    if stop > buflen:
+                                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                    s8_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                                    pos = stop
+                                else:
+                                    s8_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                                n = buf[pos] - 1
+                                if n < 0x7F:
+                                    pos += 1
+                                else:
+                                    n, pos = _wire.read_compact_array_count(buf, pos)
+                                if n < 0:
+                                    raise _wire.null_error("partitions", pos)
+                                else:
+                                    stop = pos + 4 * n
+                                    if n < 32 and stop <= buflen:
+                                        s8_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                        pos = stop
+                                    else:
+                                        s8_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                                u8 = _wire.EMPTY_TAGS
+                                if buf[pos] == 0:
+                                    pos += 1
+                                else:
+                                    count8, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count8):
+                                        tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                        u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                        pos = end8
+                                o8 = _new(_C_ConsumerGroupDescribeResponse__TopicPartitions)
+                                o8.topic_id = s8_topic_id
+                                o8.topic_name = s8_topic_name
+                                o8.partitions = s8_partitions
+                                o8._unknown_tags = u8
+                                add7(o8)
+                        u6 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count6, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count6):
+                                tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                pos = end6
+                        o6 = _new(_C_ConsumerGroupDescribeResponse__Assignment)
+                        o6.topic_partitions = s6_topic_partitions
+                        o6._unknown_tags = u6
+                        s5_assignment = o6
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("topic_partitions", pos)
+                        else:
+                            s9_topic_partitions = []
+                            add10 = s9_topic_partitions.append
+                            for _ in range(n):
+                                s11_topic_id, pos = _wire.read_uuid(buf, pos)
+                                size = buf[pos]
+                                if 0 < size < 0x80:
+                                    stop = pos + size
+                                    if stop > buflen:
+                                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                    s11_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                                    pos = stop
+                                else:
+                                    s11_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                                n = buf[pos] - 1
+                                if n < 0x7F:
+                                    pos += 1
+                                else:
+                                    n, pos = _wire.read_compact_array_count(buf, pos)
+                                if n < 0:
+                                    raise _wire.null_error("partitions", pos)
+                                else:
+                                    stop = pos + 4 * n
+                                    if n < 32 and stop <= buflen:
+                                        s11_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                        pos = stop
+                                    else:
+                                        s11_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                                u11 = _wire.EMPTY_TAGS
+                                if buf[pos] == 0:
+                                    pos += 1
+                                else:
+                                    count11, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count11):
+                                        tag11, pos, end11 = _wire.read_tag_header(buf, pos)
+                                        u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                                        pos = end11
+                                o11 = _new(_C_ConsumerGroupDescribeResponse__TopicPartitions)
+                                o11.topic_id = s11_topic_id
+                                o11.topic_name = s11_topic_name
+                                o11.partitions = s11_partitions
+                                o11._unknown_tags = u11
+                                add10(o11)
+                        u9 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count9, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count9):
+                                tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                pos = end9
+                        o9 = _new(_C_ConsumerGroupDescribeResponse__Assignment)
+                        o9.topic_partitions = s9_topic_partitions
+                        o9._unknown_tags = u9
+                        s5_target_assignment = o9
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_ConsumerGroupDescribeResponse__Member)
+                        o5.member_id = s5_member_id
+                        o5.instance_id = s5_instance_id
+                        o5.rack_id = s5_rack_id
+                        o5.member_epoch = s5_member_epoch
+                        o5.client_id = s5_client_id
+                        o5.client_host = s5_client_host
+                        o5.subscribed_topic_names = s5_subscribed_topic_names
+                        o5.subscribed_topic_regex = s5_subscribed_topic_regex
+                        o5.assignment = s5_assignment
+                        o5.target_assignment = s5_target_assignment
+                        o5._unknown_tags = u5
+                        add4(o5)
+                (s3_authorized_operations, t3,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ConsumerGroupDescribeResponse__DescribedGroup)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.group_id = s3_group_id
+                o3.group_state = s3_group_state
+                o3.group_epoch = s3_group_epoch
+                o3.assignment_epoch = s3_assignment_epoch
+                o3.assignor_name = s3_assignor_name
+                o3.members = s3_members
+                o3.authorized_operations = s3_authorized_operations
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ConsumerGroupDescribeResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.groups = s1_groups
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ConsumerGroupDescribeResponse: {exc}", offset=pos) from None
-    o = _new(ConsumerGroupDescribeResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.groups = v_groups
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ConsumerGroupDescribeResponse_0(out: bytearray, o: ConsumerGroupDescribeResponse) -> None:
@@ -202,44 +539,12 @@ def _w_ConsumerGroupDescribeResponse_0(out: bytearray, o: ConsumerGroupDescribeR
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ConsumerGroupDescribeResponse__DescribedGroup_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ConsumerGroupDescribeResponse__TopicPartitions_0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.TopicPartitions, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicPartitions: {exc}", offset=pos) from None
-    o = _new(_C_ConsumerGroupDescribeResponse__TopicPartitions)
-    o.topic_id = v_topic_id
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ConsumerGroupDescribeResponse__TopicPartitions_0(out: bytearray, o: ConsumerGroupDescribeResponse.TopicPartitions) -> None:
@@ -250,49 +555,24 @@ def _w_ConsumerGroupDescribeResponse__TopicPartitions_0(out: bytearray, o: Consu
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ConsumerGroupDescribeResponse__Assignment_0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.Assignment, int]:
-    item: Any
-    v_topic_partitions: list[Any]
-    try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topic_partitions", pos)
-        else:
-            v_topic_partitions = []
-            for _ in range(n):
-                item, pos = _r_ConsumerGroupDescribeResponse__TopicPartitions_0(buf, pos)
-                v_topic_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Assignment: {exc}", offset=pos) from None
-    o = _new(_C_ConsumerGroupDescribeResponse__Assignment)
-    o.topic_partitions = v_topic_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ConsumerGroupDescribeResponse__Assignment_0(out: bytearray, o: ConsumerGroupDescribeResponse.Assignment) -> None:
@@ -306,71 +586,12 @@ def _w_ConsumerGroupDescribeResponse__Assignment_0(out: bytearray, o: ConsumerGr
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ConsumerGroupDescribeResponse__TopicPartitions_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ConsumerGroupDescribeResponse__Member_0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.Member, int]:
-    item: Any
-    v_subscribed_topic_names: list[Any]
-    v_assignment: ConsumerGroupDescribeResponse.Assignment
-    v_target_assignment: ConsumerGroupDescribeResponse.Assignment
-    try:
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_instance_id, pos = _wire.read_compact_string(buf, pos)
-        v_rack_id, pos = _wire.read_compact_string(buf, pos)
-        (v_member_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_client_id, pos = _wire.read_compact_string(buf, pos)
-        if v_client_id is None:
-            raise _wire.null_error("client_id", pos)
-        v_client_host, pos = _wire.read_compact_string(buf, pos)
-        if v_client_host is None:
-            raise _wire.null_error("client_host", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("subscribed_topic_names", pos)
-        else:
-            v_subscribed_topic_names = []
-            for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("subscribed_topic_names[]", pos)
-                v_subscribed_topic_names.append(item)
-        v_subscribed_topic_regex, pos = _wire.read_compact_string(buf, pos)
-        v_assignment, pos = _r_ConsumerGroupDescribeResponse__Assignment_0(buf, pos)
-        v_target_assignment, pos = _r_ConsumerGroupDescribeResponse__Assignment_0(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Member: {exc}", offset=pos) from None
-    o = _new(_C_ConsumerGroupDescribeResponse__Member)
-    o.member_id = v_member_id
-    o.instance_id = v_instance_id
-    o.rack_id = v_rack_id
-    o.member_epoch = v_member_epoch
-    o.client_id = v_client_id
-    o.client_host = v_client_host
-    o.subscribed_topic_names = v_subscribed_topic_names
-    o.subscribed_topic_regex = v_subscribed_topic_regex
-    o.assignment = v_assignment
-    o.target_assignment = v_target_assignment
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ConsumerGroupDescribeResponse__Member_0(out: bytearray, o: ConsumerGroupDescribeResponse.Member) -> None:
@@ -380,20 +601,45 @@ def _w_ConsumerGroupDescribeResponse__Member_0(out: bytearray, o: ConsumerGroupD
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.rack_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.member_epoch)
         x = o.client_id
         if x is None:
             raise EncodeError("field client_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.client_host
         if x is None:
             raise EncodeError("field client_host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.subscribed_topic_names
         if x is None:
             raise EncodeError("field subscribed_topic_names is None but not nullable at this version")
@@ -402,73 +648,29 @@ def _w_ConsumerGroupDescribeResponse__Member_0(out: bytearray, o: ConsumerGroupD
             for item in x:
                 if item is None:
                     raise EncodeError("an element of subscribed_topic_names is None")
-                _wire.write_compact_string(out, item)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
         x = o.subscribed_topic_regex
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.assignment
         _w_ConsumerGroupDescribeResponse__Assignment_0(out, x)
         x = o.target_assignment
         _w_ConsumerGroupDescribeResponse__Assignment_0(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ConsumerGroupDescribeResponse__DescribedGroup_0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse.DescribedGroup, int]:
-    item: Any
-    v_members: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        v_group_state, pos = _wire.read_compact_string(buf, pos)
-        if v_group_state is None:
-            raise _wire.null_error("group_state", pos)
-        (v_group_epoch, v_assignment_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        v_assignor_name, pos = _wire.read_compact_string(buf, pos)
-        if v_assignor_name is None:
-            raise _wire.null_error("assignor_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("members", pos)
-        else:
-            v_members = []
-            for _ in range(n):
-                item, pos = _r_ConsumerGroupDescribeResponse__Member_0(buf, pos)
-                v_members.append(item)
-        (v_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedGroup: {exc}", offset=pos) from None
-    o = _new(_C_ConsumerGroupDescribeResponse__DescribedGroup)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.group_id = v_group_id
-    o.group_state = v_group_state
-    o.group_epoch = v_group_epoch
-    o.assignment_epoch = v_assignment_epoch
-    o.assignor_name = v_assignor_name
-    o.members = v_members
-    o.authorized_operations = v_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ConsumerGroupDescribeResponse__DescribedGroup_0(out: bytearray, o: ConsumerGroupDescribeResponse.DescribedGroup) -> None:
@@ -477,20 +679,40 @@ def _w_ConsumerGroupDescribeResponse__DescribedGroup_0(out: bytearray, o: Consum
     try:
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_state
         if x is None:
             raise EncodeError("field group_state is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_ii.pack(o.group_epoch, o.assignment_epoch)
         x = o.assignor_name
         if x is None:
             raise EncodeError("field assignor_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.members
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
@@ -499,9 +721,8 @@ def _w_ConsumerGroupDescribeResponse__DescribedGroup_0(out: bytearray, o: Consum
             for item in x:
                 _w_ConsumerGroupDescribeResponse__Member_0(out, item)
         out += _F_i.pack(o.authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

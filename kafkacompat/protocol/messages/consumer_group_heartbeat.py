@@ -33,7 +33,7 @@ class ConsumerGroupHeartbeatRequest(KafkaMessage):
         self.subscribed_topic_regex = subscribed_topic_regex
         self.server_assignor = server_assignor
         self.topic_partitions = topic_partitions
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ConsumerGroupHeartbeatRequest'
     API_KEY = 68
@@ -49,7 +49,7 @@ class ConsumerGroupHeartbeatRequest(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class ConsumerGroupHeartbeatResponse(KafkaMessage):
@@ -63,7 +63,7 @@ class ConsumerGroupHeartbeatResponse(KafkaMessage):
         self.member_epoch = member_epoch
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.assignment = assignment
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ConsumerGroupHeartbeatResponse'
     API_KEY = 68
@@ -77,7 +77,7 @@ class ConsumerGroupHeartbeatResponse(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class Assignment(KafkaStruct):
@@ -85,70 +85,155 @@ class ConsumerGroupHeartbeatResponse(KafkaMessage):
 
         def __init__(self, *, topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions] = _wire.DEFAULT) -> None:
             self.topic_partitions = [] if topic_partitions is _wire.DEFAULT else topic_partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatRequest, int]:
     item: Any
-    v_subscribed_topic_names: list[Any] | None
-    v_topic_partitions: list[Any] | None
+    s1_instance_id: str | None
+    s1_rack_id: str | None
+    s1_server_assignor: str | None
+    s1_subscribed_topic_names: list[Any] | None
+    s1_topic_partitions: list[Any] | None
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        (v_member_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_instance_id, pos = _wire.read_compact_string(buf, pos)
-        v_rack_id, pos = _wire.read_compact_string(buf, pos)
-        (v_rebalance_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_subscribed_topic_names = None
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            v_subscribed_topic_names = []
-            for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("subscribed_topic_names[]", pos)
-                v_subscribed_topic_names.append(item)
-        v_server_assignor, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_topic_partitions = None
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            v_topic_partitions = []
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        (s1_member_epoch,) = _F_i.unpack_from(buf, pos)
+        pos += 4
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_instance_id, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_rack_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_rebalance_timeout_ms,) = _F_i.unpack_from(buf, pos)
+        pos += 4
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_subscribed_topic_names = None
+        else:
+            s1_subscribed_topic_names = []
             for _ in range(n):
-                item, pos = _r_ConsumerGroupHeartbeatRequest__TopicPartitions_0(buf, pos)
-                v_topic_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "subscribed_topic_names[]")
+                s1_subscribed_topic_names.append(item)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_server_assignor = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_server_assignor, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_topic_partitions = None
+        else:
+            s1_topic_partitions = []
+            add2 = s1_topic_partitions.append
+            for _ in range(n):
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ConsumerGroupHeartbeatRequest__TopicPartitions)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ConsumerGroupHeartbeatRequest)
+        o1.group_id = s1_group_id
+        o1.member_id = s1_member_id
+        o1.member_epoch = s1_member_epoch
+        o1.instance_id = s1_instance_id
+        o1.rack_id = s1_rack_id
+        o1.rebalance_timeout_ms = s1_rebalance_timeout_ms
+        o1.subscribed_topic_names = s1_subscribed_topic_names
+        o1.subscribed_topic_regex = None
+        o1.server_assignor = s1_server_assignor
+        o1.topic_partitions = s1_topic_partitions
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ConsumerGroupHeartbeatRequest: {exc}", offset=pos) from None
-    o = _new(ConsumerGroupHeartbeatRequest)
-    o.group_id = v_group_id
-    o.member_id = v_member_id
-    o.member_epoch = v_member_epoch
-    o.instance_id = v_instance_id
-    o.rack_id = v_rack_id
-    o.rebalance_timeout_ms = v_rebalance_timeout_ms
-    o.subscribed_topic_names = v_subscribed_topic_names
-    o.subscribed_topic_regex = None
-    o.server_assignor = v_server_assignor
-    o.topic_partitions = v_topic_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ConsumerGroupHeartbeatRequest_0(out: bytearray, o: ConsumerGroupHeartbeatRequest) -> None:
@@ -160,16 +245,36 @@ def _w_ConsumerGroupHeartbeatRequest_0(out: bytearray, o: ConsumerGroupHeartbeat
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.member_epoch)
         x = o.instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.rack_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.rebalance_timeout_ms)
         x = o.subscribed_topic_names
         if x is None:
@@ -179,9 +284,19 @@ def _w_ConsumerGroupHeartbeatRequest_0(out: bytearray, o: ConsumerGroupHeartbeat
             for item in x:
                 if item is None:
                     raise EncodeError("an element of subscribed_topic_names is None")
-                _wire.write_compact_string(out, item)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
         x = o.server_assignor
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_partitions
         if x is None:
             out += b'\x00'
@@ -189,9 +304,8 @@ def _w_ConsumerGroupHeartbeatRequest_0(out: bytearray, o: ConsumerGroupHeartbeat
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ConsumerGroupHeartbeatRequest__TopicPartitions_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -200,65 +314,159 @@ def _w_ConsumerGroupHeartbeatRequest_0(out: bytearray, o: ConsumerGroupHeartbeat
 
 def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatRequest, int]:
     item: Any
-    v_subscribed_topic_names: list[Any] | None
-    v_topic_partitions: list[Any] | None
+    s1_instance_id: str | None
+    s1_rack_id: str | None
+    s1_server_assignor: str | None
+    s1_subscribed_topic_names: list[Any] | None
+    s1_subscribed_topic_regex: str | None
+    s1_topic_partitions: list[Any] | None
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        (v_member_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_instance_id, pos = _wire.read_compact_string(buf, pos)
-        v_rack_id, pos = _wire.read_compact_string(buf, pos)
-        (v_rebalance_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_subscribed_topic_names = None
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            v_subscribed_topic_names = []
-            for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("subscribed_topic_names[]", pos)
-                v_subscribed_topic_names.append(item)
-        v_subscribed_topic_regex, pos = _wire.read_compact_string(buf, pos)
-        v_server_assignor, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_topic_partitions = None
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            v_topic_partitions = []
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        (s1_member_epoch,) = _F_i.unpack_from(buf, pos)
+        pos += 4
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_instance_id, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_rack_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_rebalance_timeout_ms,) = _F_i.unpack_from(buf, pos)
+        pos += 4
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_subscribed_topic_names = None
+        else:
+            s1_subscribed_topic_names = []
             for _ in range(n):
-                item, pos = _r_ConsumerGroupHeartbeatRequest__TopicPartitions_0(buf, pos)
-                v_topic_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "subscribed_topic_names[]")
+                s1_subscribed_topic_names.append(item)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_subscribed_topic_regex = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_subscribed_topic_regex, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_server_assignor = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_server_assignor, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_topic_partitions = None
+        else:
+            s1_topic_partitions = []
+            add2 = s1_topic_partitions.append
+            for _ in range(n):
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ConsumerGroupHeartbeatRequest__TopicPartitions)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ConsumerGroupHeartbeatRequest)
+        o1.group_id = s1_group_id
+        o1.member_id = s1_member_id
+        o1.member_epoch = s1_member_epoch
+        o1.instance_id = s1_instance_id
+        o1.rack_id = s1_rack_id
+        o1.rebalance_timeout_ms = s1_rebalance_timeout_ms
+        o1.subscribed_topic_names = s1_subscribed_topic_names
+        o1.subscribed_topic_regex = s1_subscribed_topic_regex
+        o1.server_assignor = s1_server_assignor
+        o1.topic_partitions = s1_topic_partitions
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ConsumerGroupHeartbeatRequest: {exc}", offset=pos) from None
-    o = _new(ConsumerGroupHeartbeatRequest)
-    o.group_id = v_group_id
-    o.member_id = v_member_id
-    o.member_epoch = v_member_epoch
-    o.instance_id = v_instance_id
-    o.rack_id = v_rack_id
-    o.rebalance_timeout_ms = v_rebalance_timeout_ms
-    o.subscribed_topic_names = v_subscribed_topic_names
-    o.subscribed_topic_regex = v_subscribed_topic_regex
-    o.server_assignor = v_server_assignor
-    o.topic_partitions = v_topic_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ConsumerGroupHeartbeatRequest_1(out: bytearray, o: ConsumerGroupHeartbeatRequest) -> None:
@@ -268,16 +476,36 @@ def _w_ConsumerGroupHeartbeatRequest_1(out: bytearray, o: ConsumerGroupHeartbeat
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.member_epoch)
         x = o.instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.rack_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.rebalance_timeout_ms)
         x = o.subscribed_topic_names
         if x is None:
@@ -287,11 +515,26 @@ def _w_ConsumerGroupHeartbeatRequest_1(out: bytearray, o: ConsumerGroupHeartbeat
             for item in x:
                 if item is None:
                     raise EncodeError("an element of subscribed_topic_names is None")
-                _wire.write_compact_string(out, item)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
         x = o.subscribed_topic_regex
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.server_assignor
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_partitions
         if x is None:
             out += b'\x00'
@@ -299,40 +542,12 @@ def _w_ConsumerGroupHeartbeatRequest_1(out: bytearray, o: ConsumerGroupHeartbeat
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ConsumerGroupHeartbeatRequest__TopicPartitions_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ConsumerGroupHeartbeatRequest__TopicPartitions_0(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatRequest.TopicPartitions, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicPartitions: {exc}", offset=pos) from None
-    o = _new(_C_ConsumerGroupHeartbeatRequest__TopicPartitions)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ConsumerGroupHeartbeatRequest__TopicPartitions_0(out: bytearray, o: ConsumerGroupHeartbeatRequest.TopicPartitions) -> None:
@@ -346,9 +561,8 @@ def _w_ConsumerGroupHeartbeatRequest__TopicPartitions_0(out: bytearray, o: Consu
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -356,41 +570,117 @@ def _w_ConsumerGroupHeartbeatRequest__TopicPartitions_0(out: bytearray, o: Consu
 
 
 def _r_ConsumerGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatResponse, int]:
-    v_assignment: ConsumerGroupHeartbeatResponse.Assignment | None
+    s1_assignment: ConsumerGroupHeartbeatResponse.Assignment | None
+    s1_error_message: str | None
+    s1_member_id: str | None
+    s2_topic_partitions: list[Any]
+    s4_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u2: tuple[tuple[int, bytes], ...]
+    u4: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        (v_member_epoch, v_heartbeat_interval_ms,) = _F_ii.unpack_from(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_member_epoch, s1_heartbeat_interval_ms,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         (flag,) = _wire.INT8.unpack_from(buf, pos)
         pos += 1
         if flag < 0:
-            v_assignment = None
+            s1_assignment = None
         else:
-            v_assignment, pos = _r_ConsumerGroupHeartbeatResponse__Assignment_0(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+            n = buf[pos] - 1
+            if n < 0x7F:
+                pos += 1
+            else:
+                n, pos = _wire.read_compact_array_count(buf, pos)
+            if n < 0:
+                raise _wire.null_error("topic_partitions", pos)
+            else:
+                s2_topic_partitions = []
+                add3 = s2_topic_partitions.append
+                for _ in range(n):
+                    s4_topic_id, pos = _wire.read_uuid(buf, pos)
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        raise _wire.null_error("partitions", pos)
+                    else:
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s4_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s4_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    u4 = _wire.EMPTY_TAGS
+                    if buf[pos] == 0:
+                        pos += 1
+                    else:
+                        count4, pos = _wire.read_uvarint(buf, pos)
+                        for _ in range(count4):
+                            tag4, pos, end4 = _wire.read_tag_header(buf, pos)
+                            u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                            pos = end4
+                    o4 = _new(_C_ConsumerGroupHeartbeatResponse__TopicPartitions)
+                    o4.topic_id = s4_topic_id
+                    o4.partitions = s4_partitions
+                    o4._unknown_tags = u4
+                    add3(o4)
+            u2 = _wire.EMPTY_TAGS
+            if buf[pos] == 0:
+                pos += 1
+            else:
+                count2, pos = _wire.read_uvarint(buf, pos)
+                for _ in range(count2):
+                    tag2, pos, end2 = _wire.read_tag_header(buf, pos)
+                    u2 = (*u2, (tag2, bytes(buf[pos:end2])))
+                    pos = end2
+            o2 = _new(_C_ConsumerGroupHeartbeatResponse__Assignment)
+            o2.topic_partitions = s2_topic_partitions
+            o2._unknown_tags = u2
+            s1_assignment = o2
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ConsumerGroupHeartbeatResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.member_id = s1_member_id
+        o1.member_epoch = s1_member_epoch
+        o1.heartbeat_interval_ms = s1_heartbeat_interval_ms
+        o1.assignment = s1_assignment
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ConsumerGroupHeartbeatResponse: {exc}", offset=pos) from None
-    o = _new(ConsumerGroupHeartbeatResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.member_id = v_member_id
-    o.member_epoch = v_member_epoch
-    o.heartbeat_interval_ms = v_heartbeat_interval_ms
-    o.assignment = v_assignment
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ConsumerGroupHeartbeatResponse_0(out: bytearray, o: ConsumerGroupHeartbeatResponse) -> None:
@@ -398,9 +688,19 @@ def _w_ConsumerGroupHeartbeatResponse_0(out: bytearray, o: ConsumerGroupHeartbea
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.member_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_ii.pack(o.member_epoch, o.heartbeat_interval_ms)
         x = o.assignment
         if x is None:
@@ -408,40 +708,12 @@ def _w_ConsumerGroupHeartbeatResponse_0(out: bytearray, o: ConsumerGroupHeartbea
         else:
             out += b'\x01'
             _w_ConsumerGroupHeartbeatResponse__Assignment_0(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ConsumerGroupHeartbeatResponse__TopicPartitions_0(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatResponse.TopicPartitions, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicPartitions: {exc}", offset=pos) from None
-    o = _new(_C_ConsumerGroupHeartbeatResponse__TopicPartitions)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ConsumerGroupHeartbeatResponse__TopicPartitions_0(out: bytearray, o: ConsumerGroupHeartbeatResponse.TopicPartitions) -> None:
@@ -455,42 +727,12 @@ def _w_ConsumerGroupHeartbeatResponse__TopicPartitions_0(out: bytearray, o: Cons
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ConsumerGroupHeartbeatResponse__Assignment_0(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatResponse.Assignment, int]:
-    item: Any
-    v_topic_partitions: list[Any]
-    try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topic_partitions", pos)
-        else:
-            v_topic_partitions = []
-            for _ in range(n):
-                item, pos = _r_ConsumerGroupHeartbeatResponse__TopicPartitions_0(buf, pos)
-                v_topic_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Assignment: {exc}", offset=pos) from None
-    o = _new(_C_ConsumerGroupHeartbeatResponse__Assignment)
-    o.topic_partitions = v_topic_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ConsumerGroupHeartbeatResponse__Assignment_0(out: bytearray, o: ConsumerGroupHeartbeatResponse.Assignment) -> None:
@@ -504,9 +746,8 @@ def _w_ConsumerGroupHeartbeatResponse__Assignment_0(out: bytearray, o: ConsumerG
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ConsumerGroupHeartbeatResponse__TopicPartitions_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

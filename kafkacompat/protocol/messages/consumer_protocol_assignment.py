@@ -20,7 +20,7 @@ class ConsumerProtocolAssignment(KafkaMessage):
     def __init__(self, *, assigned_partitions: list[ConsumerProtocolAssignment.TopicPartition] = _wire.DEFAULT, user_data: bytes | None = None) -> None:
         self.assigned_partitions = _wire.KeyedList() if assigned_partitions is _wire.DEFAULT else assigned_partitions
         self.user_data = user_data
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ConsumerProtocolAssignment'
     MESSAGE_TYPE = 'data'
@@ -33,31 +33,49 @@ class ConsumerProtocolAssignment(KafkaMessage):
         def __init__(self, *, topic: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('topic',)
 
 
 def _r_ConsumerProtocolAssignment_0(buf: Any, pos: int) -> tuple[ConsumerProtocolAssignment, int]:
-    item: Any
-    v_assigned_partitions: list[Any]
+    s1_assigned_partitions: list[Any]
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("assigned_partitions", pos)
         else:
-            v_assigned_partitions = _wire.KeyedList()
+            s1_assigned_partitions = _wire.KeyedList()
+            add2 = s1_assigned_partitions.append
             for _ in range(n):
-                item, pos = _r_ConsumerProtocolAssignment__TopicPartition_0(buf, pos)
-                v_assigned_partitions.append(item)
-        v_user_data, pos = _wire.read_bytes(buf, pos)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_ConsumerProtocolAssignment__TopicPartition)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        s1_user_data, pos = _wire.read_bytes(buf, pos)
+        o1 = _new(ConsumerProtocolAssignment)
+        o1.assigned_partitions = s1_assigned_partitions
+        o1.user_data = s1_user_data
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ConsumerProtocolAssignment: {exc}", offset=pos) from None
-    o = _new(ConsumerProtocolAssignment)
-    o.assigned_partitions = v_assigned_partitions
-    o.user_data = v_user_data
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ConsumerProtocolAssignment_0(out: bytearray, o: ConsumerProtocolAssignment) -> None:
@@ -75,26 +93,6 @@ def _w_ConsumerProtocolAssignment_0(out: bytearray, o: ConsumerProtocolAssignmen
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ConsumerProtocolAssignment__TopicPartition_0(buf: Any, pos: int) -> tuple[ConsumerProtocolAssignment.TopicPartition, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicPartition: {exc}", offset=pos) from None
-    o = _new(_C_ConsumerProtocolAssignment__TopicPartition)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ConsumerProtocolAssignment__TopicPartition_0(out: bytearray, o: ConsumerProtocolAssignment.TopicPartition) -> None:

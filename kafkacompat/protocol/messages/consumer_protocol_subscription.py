@@ -25,7 +25,7 @@ class ConsumerProtocolSubscription(KafkaMessage):
         self.owned_partitions = _wire.KeyedList() if owned_partitions is _wire.DEFAULT else owned_partitions
         self.generation_id = generation_id
         self.rack_id = rack_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ConsumerProtocolSubscription'
     MESSAGE_TYPE = 'data'
@@ -38,36 +38,36 @@ class ConsumerProtocolSubscription(KafkaMessage):
         def __init__(self, *, topic: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('topic',)
 
 
 def _r_ConsumerProtocolSubscription_0(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("topics[]", pos)
-                v_topics.append(item)
-        v_user_data, pos = _wire.read_bytes(buf, pos)
+                s1_topics.append(item)
+        s1_user_data, pos = _wire.read_bytes(buf, pos)
+        o1 = _new(ConsumerProtocolSubscription)
+        o1.topics = s1_topics
+        o1.user_data = s1_user_data
+        o1.owned_partitions = _wire.KeyedList()
+        o1.generation_id = -1
+        o1.rack_id = None
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ConsumerProtocolSubscription: {exc}", offset=pos) from None
-    o = _new(ConsumerProtocolSubscription)
-    o.topics = v_topics
-    o.user_data = v_user_data
-    o.owned_partitions = _wire.KeyedList()
-    o.generation_id = -1
-    o.rack_id = None
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ConsumerProtocolSubscription_0(out: bytearray, o: ConsumerProtocolSubscription) -> None:
@@ -91,38 +91,57 @@ def _w_ConsumerProtocolSubscription_0(out: bytearray, o: ConsumerProtocolSubscri
 
 def _r_ConsumerProtocolSubscription_1(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     item: Any
-    v_topics: list[Any]
-    v_owned_partitions: list[Any]
+    s1_owned_partitions: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("topics[]", pos)
-                v_topics.append(item)
-        v_user_data, pos = _wire.read_bytes(buf, pos)
+                s1_topics.append(item)
+        s1_user_data, pos = _wire.read_bytes(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("owned_partitions", pos)
         else:
-            v_owned_partitions = _wire.KeyedList()
+            s1_owned_partitions = _wire.KeyedList()
+            add2 = s1_owned_partitions.append
             for _ in range(n):
-                item, pos = _r_ConsumerProtocolSubscription__TopicPartition_0(buf, pos)
-                v_owned_partitions.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_ConsumerProtocolSubscription__TopicPartition)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ConsumerProtocolSubscription)
+        o1.topics = s1_topics
+        o1.user_data = s1_user_data
+        o1.owned_partitions = s1_owned_partitions
+        o1.generation_id = -1
+        o1.rack_id = None
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ConsumerProtocolSubscription: {exc}", offset=pos) from None
-    o = _new(ConsumerProtocolSubscription)
-    o.topics = v_topics
-    o.user_data = v_user_data
-    o.owned_partitions = v_owned_partitions
-    o.generation_id = -1
-    o.rack_id = None
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ConsumerProtocolSubscription_1(out: bytearray, o: ConsumerProtocolSubscription) -> None:
@@ -153,40 +172,59 @@ def _w_ConsumerProtocolSubscription_1(out: bytearray, o: ConsumerProtocolSubscri
 
 def _r_ConsumerProtocolSubscription_2(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     item: Any
-    v_topics: list[Any]
-    v_owned_partitions: list[Any]
+    s1_owned_partitions: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("topics[]", pos)
-                v_topics.append(item)
-        v_user_data, pos = _wire.read_bytes(buf, pos)
+                s1_topics.append(item)
+        s1_user_data, pos = _wire.read_bytes(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("owned_partitions", pos)
         else:
-            v_owned_partitions = _wire.KeyedList()
+            s1_owned_partitions = _wire.KeyedList()
+            add2 = s1_owned_partitions.append
             for _ in range(n):
-                item, pos = _r_ConsumerProtocolSubscription__TopicPartition_0(buf, pos)
-                v_owned_partitions.append(item)
-        (v_generation_id,) = _F_i.unpack_from(buf, pos)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_ConsumerProtocolSubscription__TopicPartition)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(ConsumerProtocolSubscription)
+        o1.topics = s1_topics
+        o1.user_data = s1_user_data
+        o1.owned_partitions = s1_owned_partitions
+        o1.generation_id = s1_generation_id
+        o1.rack_id = None
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ConsumerProtocolSubscription: {exc}", offset=pos) from None
-    o = _new(ConsumerProtocolSubscription)
-    o.topics = v_topics
-    o.user_data = v_user_data
-    o.owned_partitions = v_owned_partitions
-    o.generation_id = v_generation_id
-    o.rack_id = None
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ConsumerProtocolSubscription_2(out: bytearray, o: ConsumerProtocolSubscription) -> None:
@@ -218,41 +256,60 @@ def _w_ConsumerProtocolSubscription_2(out: bytearray, o: ConsumerProtocolSubscri
 
 def _r_ConsumerProtocolSubscription_3(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     item: Any
-    v_topics: list[Any]
-    v_owned_partitions: list[Any]
+    s1_owned_partitions: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("topics[]", pos)
-                v_topics.append(item)
-        v_user_data, pos = _wire.read_bytes(buf, pos)
+                s1_topics.append(item)
+        s1_user_data, pos = _wire.read_bytes(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("owned_partitions", pos)
         else:
-            v_owned_partitions = _wire.KeyedList()
+            s1_owned_partitions = _wire.KeyedList()
+            add2 = s1_owned_partitions.append
             for _ in range(n):
-                item, pos = _r_ConsumerProtocolSubscription__TopicPartition_0(buf, pos)
-                v_owned_partitions.append(item)
-        (v_generation_id,) = _F_i.unpack_from(buf, pos)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_ConsumerProtocolSubscription__TopicPartition)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_rack_id, pos = _wire.read_string(buf, pos)
+        s1_rack_id, pos = _wire.read_string(buf, pos)
+        o1 = _new(ConsumerProtocolSubscription)
+        o1.topics = s1_topics
+        o1.user_data = s1_user_data
+        o1.owned_partitions = s1_owned_partitions
+        o1.generation_id = s1_generation_id
+        o1.rack_id = s1_rack_id
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ConsumerProtocolSubscription: {exc}", offset=pos) from None
-    o = _new(ConsumerProtocolSubscription)
-    o.topics = v_topics
-    o.user_data = v_user_data
-    o.owned_partitions = v_owned_partitions
-    o.generation_id = v_generation_id
-    o.rack_id = v_rack_id
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ConsumerProtocolSubscription_3(out: bytearray, o: ConsumerProtocolSubscription) -> None:
@@ -282,26 +339,6 @@ def _w_ConsumerProtocolSubscription_3(out: bytearray, o: ConsumerProtocolSubscri
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ConsumerProtocolSubscription__TopicPartition_0(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription.TopicPartition, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicPartition: {exc}", offset=pos) from None
-    o = _new(_C_ConsumerProtocolSubscription__TopicPartition)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ConsumerProtocolSubscription__TopicPartition_0(out: bytearray, o: ConsumerProtocolSubscription.TopicPartition) -> None:

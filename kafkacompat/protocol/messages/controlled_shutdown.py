@@ -15,7 +15,9 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_iq = struct.Struct(">iq")
+_F_iqB = struct.Struct(">iqB")
 
 
 class ControlledShutdownRequest(KafkaMessage):
@@ -24,7 +26,7 @@ class ControlledShutdownRequest(KafkaMessage):
     def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ControlledShutdownRequest'
     API_KEY = 7
@@ -39,7 +41,7 @@ class ControlledShutdownResponse(KafkaMessage):
     def __init__(self, *, error_code: int = 0, remaining_partitions: list[ControlledShutdownResponse.RemainingPartition] = _wire.DEFAULT) -> None:
         self.error_code = error_code
         self.remaining_partitions = _wire.KeyedList() if remaining_partitions is _wire.DEFAULT else remaining_partitions
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ControlledShutdownResponse'
     API_KEY = 7
@@ -53,22 +55,22 @@ class ControlledShutdownResponse(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partition_index: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('topic_name', 'partition_index')
 
 
 def _r_ControlledShutdownRequest_0(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
     try:
-        (v_broker_id,) = _F_i.unpack_from(buf, pos)
+        (s1_broker_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(ControlledShutdownRequest)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = -1
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ControlledShutdownRequest: {exc}", offset=pos) from None
-    o = _new(ControlledShutdownRequest)
-    o.broker_id = v_broker_id
-    o.broker_epoch = -1
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ControlledShutdownRequest_0(out: bytearray, o: ControlledShutdownRequest) -> None:
@@ -80,15 +82,15 @@ def _w_ControlledShutdownRequest_0(out: bytearray, o: ControlledShutdownRequest)
 
 def _r_ControlledShutdownRequest_1(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
     try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
         pos += 12
+        o1 = _new(ControlledShutdownRequest)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ControlledShutdownRequest: {exc}", offset=pos) from None
-    o = _new(ControlledShutdownRequest)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ControlledShutdownRequest_1(out: bytearray, o: ControlledShutdownRequest) -> None:
@@ -99,33 +101,32 @@ def _w_ControlledShutdownRequest_1(out: bytearray, o: ControlledShutdownRequest)
 
 
 def _r_ControlledShutdownRequest_2(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_broker_id, s1_broker_epoch, t1,) = _F_iqB.unpack_from(buf, pos)
+        pos += 13
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ControlledShutdownRequest)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ControlledShutdownRequest: {exc}", offset=pos) from None
-    o = _new(ControlledShutdownRequest)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ControlledShutdownRequest_2(out: bytearray, o: ControlledShutdownRequest) -> None:
     try:
         out += _F_iq.pack(o.broker_id, o.broker_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -133,26 +134,34 @@ def _w_ControlledShutdownRequest_2(out: bytearray, o: ControlledShutdownRequest)
 
 
 def _r_ControlledShutdownResponse_0(buf: Any, pos: int) -> tuple[ControlledShutdownResponse, int]:
-    item: Any
-    v_remaining_partitions: list[Any]
+    s1_remaining_partitions: list[Any]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("remaining_partitions", pos)
         else:
-            v_remaining_partitions = _wire.KeyedList()
+            s1_remaining_partitions = _wire.KeyedList()
+            add2 = s1_remaining_partitions.append
             for _ in range(n):
-                item, pos = _r_ControlledShutdownResponse__RemainingPartition_0(buf, pos)
-                v_remaining_partitions.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                (s3_partition_index,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                o3 = _new(_C_ControlledShutdownResponse__RemainingPartition)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ControlledShutdownResponse)
+        o1.error_code = s1_error_code
+        o1.remaining_partitions = s1_remaining_partitions
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ControlledShutdownResponse: {exc}", offset=pos) from None
-    o = _new(ControlledShutdownResponse)
-    o.error_code = v_error_code
-    o.remaining_partitions = v_remaining_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ControlledShutdownResponse_0(out: bytearray, o: ControlledShutdownResponse) -> None:
@@ -172,35 +181,64 @@ def _w_ControlledShutdownResponse_0(out: bytearray, o: ControlledShutdownRespons
 
 
 def _r_ControlledShutdownResponse_1(buf: Any, pos: int) -> tuple[ControlledShutdownResponse, int]:
-    item: Any
-    v_remaining_partitions: list[Any]
+    s1_remaining_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("remaining_partitions", pos)
         else:
-            v_remaining_partitions = _wire.KeyedList()
+            s1_remaining_partitions = _wire.KeyedList()
+            add2 = s1_remaining_partitions.append
             for _ in range(n):
-                item, pos = _r_ControlledShutdownResponse__RemainingPartition_1(buf, pos)
-                v_remaining_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                (s3_partition_index, t3,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ControlledShutdownResponse__RemainingPartition)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ControlledShutdownResponse)
+        o1.error_code = s1_error_code
+        o1.remaining_partitions = s1_remaining_partitions
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ControlledShutdownResponse: {exc}", offset=pos) from None
-    o = _new(ControlledShutdownResponse)
-    o.error_code = v_error_code
-    o.remaining_partitions = v_remaining_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ControlledShutdownResponse_1(out: bytearray, o: ControlledShutdownResponse) -> None:
@@ -215,29 +253,12 @@ def _w_ControlledShutdownResponse_1(out: bytearray, o: ControlledShutdownRespons
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ControlledShutdownResponse__RemainingPartition_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ControlledShutdownResponse__RemainingPartition_0(buf: Any, pos: int) -> tuple[ControlledShutdownResponse.RemainingPartition, int]:
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read RemainingPartition: {exc}", offset=pos) from None
-    o = _new(_C_ControlledShutdownResponse__RemainingPartition)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ControlledShutdownResponse__RemainingPartition_0(out: bytearray, o: ControlledShutdownResponse.RemainingPartition) -> None:
@@ -252,42 +273,21 @@ def _w_ControlledShutdownResponse__RemainingPartition_0(out: bytearray, o: Contr
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ControlledShutdownResponse__RemainingPartition_1(buf: Any, pos: int) -> tuple[ControlledShutdownResponse.RemainingPartition, int]:
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read RemainingPartition: {exc}", offset=pos) from None
-    o = _new(_C_ControlledShutdownResponse__RemainingPartition)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ControlledShutdownResponse__RemainingPartition_1(out: bytearray, o: ControlledShutdownResponse.RemainingPartition) -> None:
     x: Any
     try:
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.partition_index)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -16,7 +16,9 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
 _F_Hh = struct.Struct(">Hh")
+_F_HhB = struct.Struct(">HhB")
 _F_hh = struct.Struct(">hh")
+_F_hhB = struct.Struct(">hhB")
 _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 
@@ -30,7 +32,7 @@ class ControllerRegistrationRequest(KafkaMessage):
         self.zk_migration_ready = zk_migration_ready
         self.listeners = _wire.KeyedList() if listeners is _wire.DEFAULT else listeners
         self.features = _wire.KeyedList() if features is _wire.DEFAULT else features
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ControllerRegistrationRequest'
     API_KEY = 70
@@ -47,7 +49,7 @@ class ControllerRegistrationRequest(KafkaMessage):
             self.host = host
             self.port = port
             self.security_protocol = security_protocol
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -58,7 +60,7 @@ class ControllerRegistrationRequest(KafkaMessage):
             self.name = name
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -69,7 +71,7 @@ class ControllerRegistrationResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ControllerRegistrationResponse'
     API_KEY = 70
@@ -79,50 +81,119 @@ class ControllerRegistrationResponse(KafkaMessage):
 
 
 def _r_ControllerRegistrationRequest_0(buf: Any, pos: int) -> tuple[ControllerRegistrationRequest, int]:
-    item: Any
-    v_listeners: list[Any]
-    v_features: list[Any]
+    s1_features: list[Any]
+    s1_listeners: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_incarnation_id, pos = _wire.read_uuid(buf, pos)
-        (v_zk_migration_ready,) = _F_o.unpack_from(buf, pos)
+        s1_incarnation_id, pos = _wire.read_uuid(buf, pos)
+        (s1_zk_migration_ready,) = _F_o.unpack_from(buf, pos)
         pos += 1
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("listeners", pos)
         else:
-            v_listeners = _wire.KeyedList()
+            s1_listeners = _wire.KeyedList()
+            add2 = s1_listeners.append
             for _ in range(n):
-                item, pos = _r_ControllerRegistrationRequest__Listener_0(buf, pos)
-                v_listeners.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ControllerRegistrationRequest__Listener)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.security_protocol = s3_security_protocol
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("features", pos)
         else:
-            v_features = _wire.KeyedList()
+            s1_features = _wire.KeyedList()
+            add4 = s1_features.append
             for _ in range(n):
-                item, pos = _r_ControllerRegistrationRequest__Feature_0(buf, pos)
-                v_features.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_ControllerRegistrationRequest__Feature)
+                o5.name = s5_name
+                o5.min_supported_version = s5_min_supported_version
+                o5.max_supported_version = s5_max_supported_version
+                o5._unknown_tags = u5
+                add4(o5)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ControllerRegistrationRequest)
+        o1.controller_id = s1_controller_id
+        o1.incarnation_id = s1_incarnation_id
+        o1.zk_migration_ready = s1_zk_migration_ready
+        o1.listeners = s1_listeners
+        o1.features = s1_features
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ControllerRegistrationRequest: {exc}", offset=pos) from None
-    o = _new(ControllerRegistrationRequest)
-    o.controller_id = v_controller_id
-    o.incarnation_id = v_incarnation_id
-    o.zk_migration_ready = v_zk_migration_ready
-    o.listeners = v_listeners
-    o.features = v_features
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ControllerRegistrationRequest_0(out: bytearray, o: ControllerRegistrationRequest) -> None:
@@ -147,43 +218,12 @@ def _w_ControllerRegistrationRequest_0(out: bytearray, o: ControllerRegistration
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ControllerRegistrationRequest__Feature_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ControllerRegistrationRequest__Listener_0(buf: Any, pos: int) -> tuple[ControllerRegistrationRequest.Listener, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port, v_security_protocol,) = _F_Hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Listener: {exc}", offset=pos) from None
-    o = _new(_C_ControllerRegistrationRequest__Listener)
-    o.name = v_name
-    o.host = v_host
-    o.port = v_port
-    o.security_protocol = v_security_protocol
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ControllerRegistrationRequest__Listener_0(out: bytearray, o: ControllerRegistrationRequest.Listener) -> None:
@@ -192,45 +232,28 @@ def _w_ControllerRegistrationRequest__Listener_0(out: bytearray, o: ControllerRe
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_Hh.pack(o.port, o.security_protocol)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ControllerRegistrationRequest__Feature_0(buf: Any, pos: int) -> tuple[ControllerRegistrationRequest.Feature, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_min_supported_version, v_max_supported_version,) = _F_hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Feature: {exc}", offset=pos) from None
-    o = _new(_C_ControllerRegistrationRequest__Feature)
-    o.name = v_name
-    o.min_supported_version = v_min_supported_version
-    o.max_supported_version = v_max_supported_version
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ControllerRegistrationRequest__Feature_0(out: bytearray, o: ControllerRegistrationRequest.Feature) -> None:
@@ -239,11 +262,15 @@ def _w_ControllerRegistrationRequest__Feature_0(out: bytearray, o: ControllerReg
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_hh.pack(o.min_supported_version, o.max_supported_version)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -251,27 +278,38 @@ def _w_ControllerRegistrationRequest__Feature_0(out: bytearray, o: ControllerReg
 
 
 def _r_ControllerRegistrationResponse_0(buf: Any, pos: int) -> tuple[ControllerRegistrationResponse, int]:
+    s1_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ControllerRegistrationResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ControllerRegistrationResponse: {exc}", offset=pos) from None
-    o = _new(ControllerRegistrationResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ControllerRegistrationResponse_0(out: bytearray, o: ControllerRegistrationResponse) -> None:
@@ -279,10 +317,14 @@ def _w_ControllerRegistrationResponse_0(out: bytearray, o: ControllerRegistratio
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,6 +15,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
 _F_bb = struct.Struct(">bb")
+_F_bbB = struct.Struct(">bbB")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 
@@ -24,7 +25,7 @@ class CreateAclsRequest(KafkaMessage):
 
     def __init__(self, *, creations: list[CreateAclsRequest.AclCreation] = _wire.DEFAULT) -> None:
         self.creations = [] if creations is _wire.DEFAULT else creations
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'CreateAclsRequest'
     API_KEY = 30
@@ -45,7 +46,7 @@ class CreateAclsRequest(KafkaMessage):
             self.host = host
             self.operation = operation
             self.permission_type = permission_type
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class CreateAclsResponse(KafkaMessage):
@@ -54,7 +55,7 @@ class CreateAclsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, results: list[CreateAclsResponse.AclCreationResult] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _wire.DEFAULT else results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'CreateAclsResponse'
     API_KEY = 30
@@ -68,28 +69,49 @@ class CreateAclsResponse(KafkaMessage):
         def __init__(self, *, error_code: int = 0, error_message: str | None = "") -> None:
             self.error_code = error_code
             self.error_message = error_message
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_CreateAclsRequest_0(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
-    item: Any
-    v_creations: list[Any]
+    s1_creations: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("creations", pos)
         else:
-            v_creations = []
+            s1_creations = []
+            add2 = s1_creations.append
             for _ in range(n):
-                item, pos = _r_CreateAclsRequest__AclCreation_0(buf, pos)
-                v_creations.append(item)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name, pos = _wire.read_string(buf, pos)
+                if s3_resource_name is None:
+                    raise _wire.null_error("resource_name", pos)
+                s3_principal, pos = _wire.read_string(buf, pos)
+                if s3_principal is None:
+                    raise _wire.null_error("principal", pos)
+                s3_host, pos = _wire.read_string(buf, pos)
+                if s3_host is None:
+                    raise _wire.null_error("host", pos)
+                (s3_operation, s3_permission_type,) = _F_bb.unpack_from(buf, pos)
+                pos += 2
+                o3 = _new(_C_CreateAclsRequest__AclCreation)
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.resource_pattern_type = 3
+                o3.principal = s3_principal
+                o3.host = s3_host
+                o3.operation = s3_operation
+                o3.permission_type = s3_permission_type
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(CreateAclsRequest)
+        o1.creations = s1_creations
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateAclsRequest: {exc}", offset=pos) from None
-    o = _new(CreateAclsRequest)
-    o.creations = v_creations
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateAclsRequest_0(out: bytearray, o: CreateAclsRequest) -> None:
@@ -108,23 +130,46 @@ def _w_CreateAclsRequest_0(out: bytearray, o: CreateAclsRequest) -> None:
 
 
 def _r_CreateAclsRequest_1(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
-    item: Any
-    v_creations: list[Any]
+    s1_creations: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("creations", pos)
         else:
-            v_creations = []
+            s1_creations = []
+            add2 = s1_creations.append
             for _ in range(n):
-                item, pos = _r_CreateAclsRequest__AclCreation_1(buf, pos)
-                v_creations.append(item)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name, pos = _wire.read_string(buf, pos)
+                if s3_resource_name is None:
+                    raise _wire.null_error("resource_name", pos)
+                (s3_resource_pattern_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_principal, pos = _wire.read_string(buf, pos)
+                if s3_principal is None:
+                    raise _wire.null_error("principal", pos)
+                s3_host, pos = _wire.read_string(buf, pos)
+                if s3_host is None:
+                    raise _wire.null_error("host", pos)
+                (s3_operation, s3_permission_type,) = _F_bb.unpack_from(buf, pos)
+                pos += 2
+                o3 = _new(_C_CreateAclsRequest__AclCreation)
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.resource_pattern_type = s3_resource_pattern_type
+                o3.principal = s3_principal
+                o3.host = s3_host
+                o3.operation = s3_operation
+                o3.permission_type = s3_permission_type
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(CreateAclsRequest)
+        o1.creations = s1_creations
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateAclsRequest: {exc}", offset=pos) from None
-    o = _new(CreateAclsRequest)
-    o.creations = v_creations
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateAclsRequest_1(out: bytearray, o: CreateAclsRequest) -> None:
@@ -143,32 +188,88 @@ def _w_CreateAclsRequest_1(out: bytearray, o: CreateAclsRequest) -> None:
 
 
 def _r_CreateAclsRequest_2(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
-    item: Any
-    v_creations: list[Any]
+    s1_creations: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("creations", pos)
         else:
-            v_creations = []
+            s1_creations = []
+            add2 = s1_creations.append
             for _ in range(n):
-                item, pos = _r_CreateAclsRequest__AclCreation_2(buf, pos)
-                v_creations.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
+                (s3_resource_pattern_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_principal = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_principal, pos = _wire.read_compact_text(buf, pos, "principal")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_operation, s3_permission_type, t3,) = _F_bbB.unpack_from(buf, pos)
+                pos += 3
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_CreateAclsRequest__AclCreation)
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.resource_pattern_type = s3_resource_pattern_type
+                o3.principal = s3_principal
+                o3.host = s3_host
+                o3.operation = s3_operation
+                o3.permission_type = s3_permission_type
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(CreateAclsRequest)
+        o1.creations = s1_creations
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateAclsRequest: {exc}", offset=pos) from None
-    o = _new(CreateAclsRequest)
-    o.creations = v_creations
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateAclsRequest_2(out: bytearray, o: CreateAclsRequest) -> None:
@@ -182,42 +283,12 @@ def _w_CreateAclsRequest_2(out: bytearray, o: CreateAclsRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateAclsRequest__AclCreation_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreateAclsRequest__AclCreation_0(buf: Any, pos: int) -> tuple[CreateAclsRequest.AclCreation, int]:
-    try:
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        v_principal, pos = _wire.read_string(buf, pos)
-        if v_principal is None:
-            raise _wire.null_error("principal", pos)
-        v_host, pos = _wire.read_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AclCreation: {exc}", offset=pos) from None
-    o = _new(_C_CreateAclsRequest__AclCreation)
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.resource_pattern_type = 3
-    o.principal = v_principal
-    o.host = v_host
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_CreateAclsRequest__AclCreation_0(out: bytearray, o: CreateAclsRequest.AclCreation) -> None:
@@ -243,37 +314,6 @@ def _w_CreateAclsRequest__AclCreation_0(out: bytearray, o: CreateAclsRequest.Acl
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_CreateAclsRequest__AclCreation_1(buf: Any, pos: int) -> tuple[CreateAclsRequest.AclCreation, int]:
-    try:
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        (v_resource_pattern_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_principal, pos = _wire.read_string(buf, pos)
-        if v_principal is None:
-            raise _wire.null_error("principal", pos)
-        v_host, pos = _wire.read_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AclCreation: {exc}", offset=pos) from None
-    o = _new(_C_CreateAclsRequest__AclCreation)
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.resource_pattern_type = v_resource_pattern_type
-    o.principal = v_principal
-    o.host = v_host
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_CreateAclsRequest__AclCreation_1(out: bytearray, o: CreateAclsRequest.AclCreation) -> None:
     x: Any
     try:
@@ -296,46 +336,6 @@ def _w_CreateAclsRequest__AclCreation_1(out: bytearray, o: CreateAclsRequest.Acl
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_CreateAclsRequest__AclCreation_2(buf: Any, pos: int) -> tuple[CreateAclsRequest.AclCreation, int]:
-    try:
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_compact_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        (v_resource_pattern_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_principal, pos = _wire.read_compact_string(buf, pos)
-        if v_principal is None:
-            raise _wire.null_error("principal", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AclCreation: {exc}", offset=pos) from None
-    o = _new(_C_CreateAclsRequest__AclCreation)
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.resource_pattern_type = v_resource_pattern_type
-    o.principal = v_principal
-    o.host = v_host
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_CreateAclsRequest__AclCreation_2(out: bytearray, o: CreateAclsRequest.AclCreation) -> None:
     x: Any
     try:
@@ -343,20 +343,34 @@ def _w_CreateAclsRequest__AclCreation_2(out: bytearray, o: CreateAclsRequest.Acl
         x = o.resource_name
         if x is None:
             raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.resource_pattern_type)
         x = o.principal
         if x is None:
             raise EncodeError("field principal is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -364,26 +378,32 @@ def _w_CreateAclsRequest__AclCreation_2(out: bytearray, o: CreateAclsRequest.Acl
 
 
 def _r_CreateAclsResponse_0(buf: Any, pos: int) -> tuple[CreateAclsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_CreateAclsResponse__AclCreationResult_0(buf, pos)
-                v_results.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_error_message, pos = _wire.read_string(buf, pos)
+                o3 = _new(_C_CreateAclsResponse__AclCreationResult)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(CreateAclsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateAclsResponse: {exc}", offset=pos) from None
-    o = _new(CreateAclsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateAclsResponse_0(out: bytearray, o: CreateAclsResponse) -> None:
@@ -403,35 +423,66 @@ def _w_CreateAclsResponse_0(out: bytearray, o: CreateAclsResponse) -> None:
 
 
 def _r_CreateAclsResponse_1(buf: Any, pos: int) -> tuple[CreateAclsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_CreateAclsResponse__AclCreationResult_1(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_CreateAclsResponse__AclCreationResult)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(CreateAclsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateAclsResponse: {exc}", offset=pos) from None
-    o = _new(CreateAclsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateAclsResponse_1(out: bytearray, o: CreateAclsResponse) -> None:
@@ -446,27 +497,12 @@ def _w_CreateAclsResponse_1(out: bytearray, o: CreateAclsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateAclsResponse__AclCreationResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreateAclsResponse__AclCreationResult_0(buf: Any, pos: int) -> tuple[CreateAclsResponse.AclCreationResult, int]:
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AclCreationResult: {exc}", offset=pos) from None
-    o = _new(_C_CreateAclsResponse__AclCreationResult)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_CreateAclsResponse__AclCreationResult_0(out: bytearray, o: CreateAclsResponse.AclCreationResult) -> None:
@@ -479,38 +515,19 @@ def _w_CreateAclsResponse__AclCreationResult_0(out: bytearray, o: CreateAclsResp
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_CreateAclsResponse__AclCreationResult_1(buf: Any, pos: int) -> tuple[CreateAclsResponse.AclCreationResult, int]:
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AclCreationResult: {exc}", offset=pos) from None
-    o = _new(_C_CreateAclsResponse__AclCreationResult)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_CreateAclsResponse__AclCreationResult_1(out: bytearray, o: CreateAclsResponse.AclCreationResult) -> None:
     x: Any
     try:
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,7 +15,9 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_q = struct.Struct(">q")
+_F_qB = struct.Struct(">qB")
 _F_qqq = struct.Struct(">qqq")
 
 
@@ -27,7 +29,7 @@ class CreateDelegationTokenRequest(KafkaMessage):
         self.owner_principal_name = owner_principal_name
         self.renewers = [] if renewers is _wire.DEFAULT else renewers
         self.max_lifetime_ms = max_lifetime_ms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'CreateDelegationTokenRequest'
     API_KEY = 38
@@ -43,7 +45,7 @@ class CreateDelegationTokenRequest(KafkaMessage):
         def __init__(self, *, principal_type: str = "", principal_name: str = "") -> None:
             self.principal_type = principal_type
             self.principal_name = principal_name
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class CreateDelegationTokenResponse(KafkaMessage):
@@ -61,7 +63,7 @@ class CreateDelegationTokenResponse(KafkaMessage):
         self.token_id = token_id
         self.hmac = hmac
         self.throttle_time_ms = throttle_time_ms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'CreateDelegationTokenResponse'
     API_KEY = 38
@@ -71,28 +73,37 @@ class CreateDelegationTokenResponse(KafkaMessage):
 
 
 def _r_CreateDelegationTokenRequest_0(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
-    item: Any
-    v_renewers: list[Any]
+    s1_renewers: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("renewers", pos)
         else:
-            v_renewers = []
+            s1_renewers = []
+            add2 = s1_renewers.append
             for _ in range(n):
-                item, pos = _r_CreateDelegationTokenRequest__CreatableRenewers_0(buf, pos)
-                v_renewers.append(item)
-        (v_max_lifetime_ms,) = _F_q.unpack_from(buf, pos)
+                s3_principal_type, pos = _wire.read_string(buf, pos)
+                if s3_principal_type is None:
+                    raise _wire.null_error("principal_type", pos)
+                s3_principal_name, pos = _wire.read_string(buf, pos)
+                if s3_principal_name is None:
+                    raise _wire.null_error("principal_name", pos)
+                o3 = _new(_C_CreateDelegationTokenRequest__CreatableRenewers)
+                o3.principal_type = s3_principal_type
+                o3.principal_name = s3_principal_name
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_max_lifetime_ms,) = _F_q.unpack_from(buf, pos)
         pos += 8
+        o1 = _new(CreateDelegationTokenRequest)
+        o1.owner_principal_type = ""
+        o1.owner_principal_name = ""
+        o1.renewers = s1_renewers
+        o1.max_lifetime_ms = s1_max_lifetime_ms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateDelegationTokenRequest: {exc}", offset=pos) from None
-    o = _new(CreateDelegationTokenRequest)
-    o.owner_principal_type = ""
-    o.owner_principal_name = ""
-    o.renewers = v_renewers
-    o.max_lifetime_ms = v_max_lifetime_ms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateDelegationTokenRequest_0(out: bytearray, o: CreateDelegationTokenRequest) -> None:
@@ -116,37 +127,73 @@ def _w_CreateDelegationTokenRequest_0(out: bytearray, o: CreateDelegationTokenRe
 
 
 def _r_CreateDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
-    item: Any
-    v_renewers: list[Any]
+    s1_renewers: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("renewers", pos)
         else:
-            v_renewers = []
+            s1_renewers = []
+            add2 = s1_renewers.append
             for _ in range(n):
-                item, pos = _r_CreateDelegationTokenRequest__CreatableRenewers_1(buf, pos)
-                v_renewers.append(item)
-        (v_max_lifetime_ms,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_CreateDelegationTokenRequest__CreatableRenewers)
+                o3.principal_type = s3_principal_type
+                o3.principal_name = s3_principal_name
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_max_lifetime_ms, t1,) = _F_qB.unpack_from(buf, pos)
+        pos += 9
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(CreateDelegationTokenRequest)
+        o1.owner_principal_type = ""
+        o1.owner_principal_name = ""
+        o1.renewers = s1_renewers
+        o1.max_lifetime_ms = s1_max_lifetime_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateDelegationTokenRequest: {exc}", offset=pos) from None
-    o = _new(CreateDelegationTokenRequest)
-    o.owner_principal_type = ""
-    o.owner_principal_name = ""
-    o.renewers = v_renewers
-    o.max_lifetime_ms = v_max_lifetime_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateDelegationTokenRequest_1(out: bytearray, o: CreateDelegationTokenRequest) -> None:
@@ -165,9 +212,8 @@ def _w_CreateDelegationTokenRequest_1(out: bytearray, o: CreateDelegationTokenRe
             for item in x:
                 _w_CreateDelegationTokenRequest__CreatableRenewers_1(out, item)
         out += _F_q.pack(o.max_lifetime_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -175,39 +221,93 @@ def _w_CreateDelegationTokenRequest_1(out: bytearray, o: CreateDelegationTokenRe
 
 
 def _r_CreateDelegationTokenRequest_2(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
-    item: Any
-    v_renewers: list[Any]
+    s1_owner_principal_name: str | None
+    s1_owner_principal_type: str | None
+    s1_renewers: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        v_owner_principal_type, pos = _wire.read_compact_string(buf, pos)
-        v_owner_principal_name, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_owner_principal_type = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_owner_principal_type, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_owner_principal_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_owner_principal_name, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("renewers", pos)
         else:
-            v_renewers = []
+            s1_renewers = []
+            add2 = s1_renewers.append
             for _ in range(n):
-                item, pos = _r_CreateDelegationTokenRequest__CreatableRenewers_1(buf, pos)
-                v_renewers.append(item)
-        (v_max_lifetime_ms,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_CreateDelegationTokenRequest__CreatableRenewers)
+                o3.principal_type = s3_principal_type
+                o3.principal_name = s3_principal_name
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_max_lifetime_ms, t1,) = _F_qB.unpack_from(buf, pos)
+        pos += 9
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(CreateDelegationTokenRequest)
+        o1.owner_principal_type = s1_owner_principal_type
+        o1.owner_principal_name = s1_owner_principal_name
+        o1.renewers = s1_renewers
+        o1.max_lifetime_ms = s1_max_lifetime_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateDelegationTokenRequest: {exc}", offset=pos) from None
-    o = _new(CreateDelegationTokenRequest)
-    o.owner_principal_type = v_owner_principal_type
-    o.owner_principal_name = v_owner_principal_name
-    o.renewers = v_renewers
-    o.max_lifetime_ms = v_max_lifetime_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateDelegationTokenRequest_2(out: bytearray, o: CreateDelegationTokenRequest) -> None:
@@ -215,9 +315,19 @@ def _w_CreateDelegationTokenRequest_2(out: bytearray, o: CreateDelegationTokenRe
     item: Any
     try:
         x = o.owner_principal_type
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.owner_principal_name
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.renewers
         if x is None:
             raise EncodeError("field renewers is None but not nullable at this version")
@@ -226,30 +336,12 @@ def _w_CreateDelegationTokenRequest_2(out: bytearray, o: CreateDelegationTokenRe
             for item in x:
                 _w_CreateDelegationTokenRequest__CreatableRenewers_1(out, item)
         out += _F_q.pack(o.max_lifetime_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreateDelegationTokenRequest__CreatableRenewers_0(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest.CreatableRenewers, int]:
-    try:
-        v_principal_type, pos = _wire.read_string(buf, pos)
-        if v_principal_type is None:
-            raise _wire.null_error("principal_type", pos)
-        v_principal_name, pos = _wire.read_string(buf, pos)
-        if v_principal_name is None:
-            raise _wire.null_error("principal_name", pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableRenewers: {exc}", offset=pos) from None
-    o = _new(_C_CreateDelegationTokenRequest__CreatableRenewers)
-    o.principal_type = v_principal_type
-    o.principal_name = v_principal_name
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_CreateDelegationTokenRequest__CreatableRenewers_0(out: bytearray, o: CreateDelegationTokenRequest.CreatableRenewers) -> None:
@@ -267,46 +359,29 @@ def _w_CreateDelegationTokenRequest__CreatableRenewers_0(out: bytearray, o: Crea
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_CreateDelegationTokenRequest__CreatableRenewers_1(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest.CreatableRenewers, int]:
-    try:
-        v_principal_type, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_type is None:
-            raise _wire.null_error("principal_type", pos)
-        v_principal_name, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_name is None:
-            raise _wire.null_error("principal_name", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableRenewers: {exc}", offset=pos) from None
-    o = _new(_C_CreateDelegationTokenRequest__CreatableRenewers)
-    o.principal_type = v_principal_type
-    o.principal_name = v_principal_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_CreateDelegationTokenRequest__CreatableRenewers_1(out: bytearray, o: CreateDelegationTokenRequest.CreatableRenewers) -> None:
     x: Any
     try:
         x = o.principal_type
         if x is None:
             raise EncodeError("field principal_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.principal_name
         if x is None:
             raise EncodeError("field principal_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -315,40 +390,40 @@ def _w_CreateDelegationTokenRequest__CreatableRenewers_1(out: bytearray, o: Crea
 
 def _r_CreateDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        v_principal_type, pos = _wire.read_string(buf, pos)
-        if v_principal_type is None:
+        s1_principal_type, pos = _wire.read_string(buf, pos)
+        if s1_principal_type is None:
             raise _wire.null_error("principal_type", pos)
-        v_principal_name, pos = _wire.read_string(buf, pos)
-        if v_principal_name is None:
+        s1_principal_name, pos = _wire.read_string(buf, pos)
+        if s1_principal_name is None:
             raise _wire.null_error("principal_name", pos)
-        (v_issue_timestamp_ms, v_expiry_timestamp_ms, v_max_timestamp_ms,) = _F_qqq.unpack_from(buf, pos)
+        (s1_issue_timestamp_ms, s1_expiry_timestamp_ms, s1_max_timestamp_ms,) = _F_qqq.unpack_from(buf, pos)
         pos += 24
-        v_token_id, pos = _wire.read_string(buf, pos)
-        if v_token_id is None:
+        s1_token_id, pos = _wire.read_string(buf, pos)
+        if s1_token_id is None:
             raise _wire.null_error("token_id", pos)
-        v_hmac, pos = _wire.read_bytes(buf, pos)
-        if v_hmac is None:
+        s1_hmac, pos = _wire.read_bytes(buf, pos)
+        if s1_hmac is None:
             raise _wire.null_error("hmac", pos)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(CreateDelegationTokenResponse)
+        o1.error_code = s1_error_code
+        o1.principal_type = s1_principal_type
+        o1.principal_name = s1_principal_name
+        o1.token_requester_principal_type = ""
+        o1.token_requester_principal_name = ""
+        o1.issue_timestamp_ms = s1_issue_timestamp_ms
+        o1.expiry_timestamp_ms = s1_expiry_timestamp_ms
+        o1.max_timestamp_ms = s1_max_timestamp_ms
+        o1.token_id = s1_token_id
+        o1.hmac = s1_hmac
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateDelegationTokenResponse: {exc}", offset=pos) from None
-    o = _new(CreateDelegationTokenResponse)
-    o.error_code = v_error_code
-    o.principal_type = v_principal_type
-    o.principal_name = v_principal_name
-    o.token_requester_principal_type = ""
-    o.token_requester_principal_name = ""
-    o.issue_timestamp_ms = v_issue_timestamp_ms
-    o.expiry_timestamp_ms = v_expiry_timestamp_ms
-    o.max_timestamp_ms = v_max_timestamp_ms
-    o.token_id = v_token_id
-    o.hmac = v_hmac
-    o.throttle_time_ms = v_throttle_time_ms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateDelegationTokenResponse_0(out: bytearray, o: CreateDelegationTokenResponse) -> None:
@@ -382,50 +457,69 @@ def _w_CreateDelegationTokenResponse_0(out: bytearray, o: CreateDelegationTokenR
 
 
 def _r_CreateDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        v_principal_type, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_type is None:
-            raise _wire.null_error("principal_type", pos)
-        v_principal_name, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_name is None:
-            raise _wire.null_error("principal_name", pos)
-        (v_issue_timestamp_ms, v_expiry_timestamp_ms, v_max_timestamp_ms,) = _F_qqq.unpack_from(buf, pos)
-        pos += 24
-        v_token_id, pos = _wire.read_compact_string(buf, pos)
-        if v_token_id is None:
-            raise _wire.null_error("token_id", pos)
-        v_hmac, pos = _wire.read_compact_bytes(buf, pos)
-        if v_hmac is None:
-            raise _wire.null_error("hmac", pos)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_principal_type = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_principal_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
+        (s1_issue_timestamp_ms, s1_expiry_timestamp_ms, s1_max_timestamp_ms,) = _F_qqq.unpack_from(buf, pos)
+        pos += 24
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_token_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_token_id, pos = _wire.read_compact_text(buf, pos, "token_id")
+        s1_hmac, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_hmac is None:
+            raise _wire.null_error("hmac", pos)
+        (s1_throttle_time_ms, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(CreateDelegationTokenResponse)
+        o1.error_code = s1_error_code
+        o1.principal_type = s1_principal_type
+        o1.principal_name = s1_principal_name
+        o1.token_requester_principal_type = ""
+        o1.token_requester_principal_name = ""
+        o1.issue_timestamp_ms = s1_issue_timestamp_ms
+        o1.expiry_timestamp_ms = s1_expiry_timestamp_ms
+        o1.max_timestamp_ms = s1_max_timestamp_ms
+        o1.token_id = s1_token_id
+        o1.hmac = s1_hmac
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateDelegationTokenResponse: {exc}", offset=pos) from None
-    o = _new(CreateDelegationTokenResponse)
-    o.error_code = v_error_code
-    o.principal_type = v_principal_type
-    o.principal_name = v_principal_name
-    o.token_requester_principal_type = ""
-    o.token_requester_principal_name = ""
-    o.issue_timestamp_ms = v_issue_timestamp_ms
-    o.expiry_timestamp_ms = v_expiry_timestamp_ms
-    o.max_timestamp_ms = v_max_timestamp_ms
-    o.token_id = v_token_id
-    o.hmac = v_hmac
-    o.throttle_time_ms = v_throttle_time_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateDelegationTokenResponse_1(out: bytearray, o: CreateDelegationTokenResponse) -> None:
@@ -439,24 +533,38 @@ def _w_CreateDelegationTokenResponse_1(out: bytearray, o: CreateDelegationTokenR
         x = o.principal_type
         if x is None:
             raise EncodeError("field principal_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.principal_name
         if x is None:
             raise EncodeError("field principal_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
         x = o.token_id
         if x is None:
             raise EncodeError("field token_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.hmac
         if x is None:
             raise EncodeError("field hmac is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
         out += _F_i.pack(o.throttle_time_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -464,56 +572,87 @@ def _w_CreateDelegationTokenResponse_1(out: bytearray, o: CreateDelegationTokenR
 
 
 def _r_CreateDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        v_principal_type, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_type is None:
-            raise _wire.null_error("principal_type", pos)
-        v_principal_name, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_name is None:
-            raise _wire.null_error("principal_name", pos)
-        v_token_requester_principal_type, pos = _wire.read_compact_string(buf, pos)
-        if v_token_requester_principal_type is None:
-            raise _wire.null_error("token_requester_principal_type", pos)
-        v_token_requester_principal_name, pos = _wire.read_compact_string(buf, pos)
-        if v_token_requester_principal_name is None:
-            raise _wire.null_error("token_requester_principal_name", pos)
-        (v_issue_timestamp_ms, v_expiry_timestamp_ms, v_max_timestamp_ms,) = _F_qqq.unpack_from(buf, pos)
-        pos += 24
-        v_token_id, pos = _wire.read_compact_string(buf, pos)
-        if v_token_id is None:
-            raise _wire.null_error("token_id", pos)
-        v_hmac, pos = _wire.read_compact_bytes(buf, pos)
-        if v_hmac is None:
-            raise _wire.null_error("hmac", pos)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_principal_type = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_principal_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_token_requester_principal_type = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_token_requester_principal_type, pos = _wire.read_compact_text(buf, pos, "token_requester_principal_type")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_token_requester_principal_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_token_requester_principal_name, pos = _wire.read_compact_text(buf, pos, "token_requester_principal_name")
+        (s1_issue_timestamp_ms, s1_expiry_timestamp_ms, s1_max_timestamp_ms,) = _F_qqq.unpack_from(buf, pos)
+        pos += 24
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_token_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_token_id, pos = _wire.read_compact_text(buf, pos, "token_id")
+        s1_hmac, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_hmac is None:
+            raise _wire.null_error("hmac", pos)
+        (s1_throttle_time_ms, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(CreateDelegationTokenResponse)
+        o1.error_code = s1_error_code
+        o1.principal_type = s1_principal_type
+        o1.principal_name = s1_principal_name
+        o1.token_requester_principal_type = s1_token_requester_principal_type
+        o1.token_requester_principal_name = s1_token_requester_principal_name
+        o1.issue_timestamp_ms = s1_issue_timestamp_ms
+        o1.expiry_timestamp_ms = s1_expiry_timestamp_ms
+        o1.max_timestamp_ms = s1_max_timestamp_ms
+        o1.token_id = s1_token_id
+        o1.hmac = s1_hmac
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateDelegationTokenResponse: {exc}", offset=pos) from None
-    o = _new(CreateDelegationTokenResponse)
-    o.error_code = v_error_code
-    o.principal_type = v_principal_type
-    o.principal_name = v_principal_name
-    o.token_requester_principal_type = v_token_requester_principal_type
-    o.token_requester_principal_name = v_token_requester_principal_name
-    o.issue_timestamp_ms = v_issue_timestamp_ms
-    o.expiry_timestamp_ms = v_expiry_timestamp_ms
-    o.max_timestamp_ms = v_max_timestamp_ms
-    o.token_id = v_token_id
-    o.hmac = v_hmac
-    o.throttle_time_ms = v_throttle_time_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateDelegationTokenResponse_2(out: bytearray, o: CreateDelegationTokenResponse) -> None:
@@ -523,32 +662,56 @@ def _w_CreateDelegationTokenResponse_2(out: bytearray, o: CreateDelegationTokenR
         x = o.principal_type
         if x is None:
             raise EncodeError("field principal_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.principal_name
         if x is None:
             raise EncodeError("field principal_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.token_requester_principal_type
         if x is None:
             raise EncodeError("field token_requester_principal_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.token_requester_principal_name
         if x is None:
             raise EncodeError("field token_requester_principal_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
         x = o.token_id
         if x is None:
             raise EncodeError("field token_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.hmac
         if x is None:
             raise EncodeError("field hmac is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
         out += _F_i.pack(o.throttle_time_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -16,6 +16,7 @@ _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_io = struct.Struct(">i?")
+_F_ioB = struct.Struct(">i?B")
 
 
 class CreatePartitionsRequest(KafkaMessage):
@@ -25,7 +26,7 @@ class CreatePartitionsRequest(KafkaMessage):
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self.timeout_ms = timeout_ms
         self.validate_only = validate_only
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'CreatePartitionsRequest'
     API_KEY = 37
@@ -39,7 +40,7 @@ class CreatePartitionsRequest(KafkaMessage):
 
         def __init__(self, *, broker_ids: list[int] = _wire.DEFAULT) -> None:
             self.broker_ids = [] if broker_ids is _wire.DEFAULT else broker_ids
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class CreatePartitionsTopic(KafkaStruct):
@@ -49,7 +50,7 @@ class CreatePartitionsRequest(KafkaMessage):
             self.name = name
             self.count = count
             self.assignments = [] if assignments is _wire.DEFAULT else assignments
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -59,7 +60,7 @@ class CreatePartitionsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _wire.DEFAULT else results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'CreatePartitionsResponse'
     API_KEY = 37
@@ -74,32 +75,65 @@ class CreatePartitionsResponse(KafkaMessage):
             self.name = name
             self.error_code = error_code
             self.error_message = error_message
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_CreatePartitionsRequest_0(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_assignments: list[Any] | None
+    s5_broker_ids: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_CreatePartitionsRequest__CreatePartitionsTopic_0(buf, pos)
-                v_topics.append(item)
-        (v_timeout_ms, v_validate_only,) = _F_io.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                (s3_count,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    s3_assignments = None
+                else:
+                    s3_assignments = []
+                    add4 = s3_assignments.append
+                    for _ in range(n):
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("broker_ids", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_broker_ids = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o5 = _new(_C_CreatePartitionsRequest__CreatePartitionsAssignment)
+                        o5.broker_ids = s5_broker_ids
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_CreatePartitionsRequest__CreatePartitionsTopic)
+                o3.name = s3_name
+                o3.count = s3_count
+                o3.assignments = s3_assignments
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_timeout_ms, s1_validate_only,) = _F_io.unpack_from(buf, pos)
         pos += 5
+        o1 = _new(CreatePartitionsRequest)
+        o1.topics = s1_topics
+        o1.timeout_ms = s1_timeout_ms
+        o1.validate_only = s1_validate_only
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreatePartitionsRequest: {exc}", offset=pos) from None
-    o = _new(CreatePartitionsRequest)
-    o.topics = v_topics
-    o.timeout_ms = v_timeout_ms
-    o.validate_only = v_validate_only
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_CreatePartitionsRequest_0(out: bytearray, o: CreatePartitionsRequest) -> None:
@@ -119,36 +153,107 @@ def _w_CreatePartitionsRequest_0(out: bytearray, o: CreatePartitionsRequest) -> 
 
 
 def _r_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_assignments: list[Any] | None
+    s5_broker_ids: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_CreatePartitionsRequest__CreatePartitionsTopic_1(buf, pos)
-                v_topics.append(item)
-        (v_timeout_ms, v_validate_only,) = _F_io.unpack_from(buf, pos)
-        pos += 5
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s3_count,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    s3_assignments = None
+                else:
+                    s3_assignments = []
+                    add4 = s3_assignments.append
+                    for _ in range(n):
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("broker_ids", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_broker_ids = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_CreatePartitionsRequest__CreatePartitionsAssignment)
+                        o5.broker_ids = s5_broker_ids
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_CreatePartitionsRequest__CreatePartitionsTopic)
+                o3.name = s3_name
+                o3.count = s3_count
+                o3.assignments = s3_assignments
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_timeout_ms, s1_validate_only, t1,) = _F_ioB.unpack_from(buf, pos)
+        pos += 6
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(CreatePartitionsRequest)
+        o1.topics = s1_topics
+        o1.timeout_ms = s1_timeout_ms
+        o1.validate_only = s1_validate_only
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreatePartitionsRequest: {exc}", offset=pos) from None
-    o = _new(CreatePartitionsRequest)
-    o.topics = v_topics
-    o.timeout_ms = v_timeout_ms
-    o.validate_only = v_validate_only
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_CreatePartitionsRequest_1(out: bytearray, o: CreatePartitionsRequest) -> None:
@@ -163,29 +268,12 @@ def _w_CreatePartitionsRequest_1(out: bytearray, o: CreatePartitionsRequest) -> 
             for item in x:
                 _w_CreatePartitionsRequest__CreatePartitionsTopic_1(out, item)
         out += _F_io.pack(o.timeout_ms, o.validate_only)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreatePartitionsRequest__CreatePartitionsAssignment_0(buf: Any, pos: int) -> tuple[CreatePartitionsRequest.CreatePartitionsAssignment, int]:
-    v_broker_ids: list[Any]
-    try:
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("broker_ids", pos)
-        else:
-            v_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatePartitionsAssignment: {exc}", offset=pos) from None
-    o = _new(_C_CreatePartitionsRequest__CreatePartitionsAssignment)
-    o.broker_ids = v_broker_ids
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_CreatePartitionsRequest__CreatePartitionsAssignment_0(out: bytearray, o: CreatePartitionsRequest.CreatePartitionsAssignment) -> None:
@@ -201,31 +289,6 @@ def _w_CreatePartitionsRequest__CreatePartitionsAssignment_0(out: bytearray, o: 
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_CreatePartitionsRequest__CreatePartitionsAssignment_1(buf: Any, pos: int) -> tuple[CreatePartitionsRequest.CreatePartitionsAssignment, int]:
-    v_broker_ids: list[Any]
-    try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("broker_ids", pos)
-        else:
-            v_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatePartitionsAssignment: {exc}", offset=pos) from None
-    o = _new(_C_CreatePartitionsRequest__CreatePartitionsAssignment)
-    o.broker_ids = v_broker_ids
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_CreatePartitionsRequest__CreatePartitionsAssignment_1(out: bytearray, o: CreatePartitionsRequest.CreatePartitionsAssignment) -> None:
     x: Any
     try:
@@ -235,40 +298,12 @@ def _w_CreatePartitionsRequest__CreatePartitionsAssignment_1(out: bytearray, o: 
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreatePartitionsRequest__CreatePartitionsTopic_0(buf: Any, pos: int) -> tuple[CreatePartitionsRequest.CreatePartitionsTopic, int]:
-    item: Any
-    v_assignments: list[Any] | None
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_count,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            v_assignments = None
-        else:
-            v_assignments = []
-            for _ in range(n):
-                item, pos = _r_CreatePartitionsRequest__CreatePartitionsAssignment_0(buf, pos)
-                v_assignments.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatePartitionsTopic: {exc}", offset=pos) from None
-    o = _new(_C_CreatePartitionsRequest__CreatePartitionsTopic)
-    o.name = v_name
-    o.count = v_count
-    o.assignments = v_assignments
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_CreatePartitionsRequest__CreatePartitionsTopic_0(out: bytearray, o: CreatePartitionsRequest.CreatePartitionsTopic) -> None:
@@ -291,42 +326,6 @@ def _w_CreatePartitionsRequest__CreatePartitionsTopic_0(out: bytearray, o: Creat
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_CreatePartitionsRequest__CreatePartitionsTopic_1(buf: Any, pos: int) -> tuple[CreatePartitionsRequest.CreatePartitionsTopic, int]:
-    item: Any
-    v_assignments: list[Any] | None
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_count,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_assignments = None
-        else:
-            v_assignments = []
-            for _ in range(n):
-                item, pos = _r_CreatePartitionsRequest__CreatePartitionsAssignment_1(buf, pos)
-                v_assignments.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatePartitionsTopic: {exc}", offset=pos) from None
-    o = _new(_C_CreatePartitionsRequest__CreatePartitionsTopic)
-    o.name = v_name
-    o.count = v_count
-    o.assignments = v_assignments
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_CreatePartitionsRequest__CreatePartitionsTopic_1(out: bytearray, o: CreatePartitionsRequest.CreatePartitionsTopic) -> None:
     x: Any
     item: Any
@@ -334,7 +333,12 @@ def _w_CreatePartitionsRequest__CreatePartitionsTopic_1(out: bytearray, o: Creat
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.count)
         x = o.assignments
         if x is None:
@@ -343,9 +347,8 @@ def _w_CreatePartitionsRequest__CreatePartitionsTopic_1(out: bytearray, o: Creat
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreatePartitionsRequest__CreatePartitionsAssignment_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -353,26 +356,36 @@ def _w_CreatePartitionsRequest__CreatePartitionsTopic_1(out: bytearray, o: Creat
 
 
 def _r_CreatePartitionsResponse_0(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_CreatePartitionsResponse__CreatePartitionsTopicResult_0(buf, pos)
-                v_results.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_error_message, pos = _wire.read_string(buf, pos)
+                o3 = _new(_C_CreatePartitionsResponse__CreatePartitionsTopicResult)
+                o3.name = s3_name
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(CreatePartitionsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreatePartitionsResponse: {exc}", offset=pos) from None
-    o = _new(CreatePartitionsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_CreatePartitionsResponse_0(out: bytearray, o: CreatePartitionsResponse) -> None:
@@ -392,35 +405,76 @@ def _w_CreatePartitionsResponse_0(out: bytearray, o: CreatePartitionsResponse) -
 
 
 def _r_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_CreatePartitionsResponse__CreatePartitionsTopicResult_1(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_CreatePartitionsResponse__CreatePartitionsTopicResult)
+                o3.name = s3_name
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(CreatePartitionsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreatePartitionsResponse: {exc}", offset=pos) from None
-    o = _new(CreatePartitionsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_CreatePartitionsResponse_1(out: bytearray, o: CreatePartitionsResponse) -> None:
@@ -435,31 +489,12 @@ def _w_CreatePartitionsResponse_1(out: bytearray, o: CreatePartitionsResponse) -
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreatePartitionsResponse__CreatePartitionsTopicResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreatePartitionsResponse__CreatePartitionsTopicResult_0(buf: Any, pos: int) -> tuple[CreatePartitionsResponse.CreatePartitionsTopicResult, int]:
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatePartitionsTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_CreatePartitionsResponse__CreatePartitionsTopicResult)
-    o.name = v_name
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_CreatePartitionsResponse__CreatePartitionsTopicResult_0(out: bytearray, o: CreatePartitionsResponse.CreatePartitionsTopicResult) -> None:
@@ -476,46 +511,28 @@ def _w_CreatePartitionsResponse__CreatePartitionsTopicResult_0(out: bytearray, o
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_CreatePartitionsResponse__CreatePartitionsTopicResult_1(buf: Any, pos: int) -> tuple[CreatePartitionsResponse.CreatePartitionsTopicResult, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatePartitionsTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_CreatePartitionsResponse__CreatePartitionsTopicResult)
-    o.name = v_name
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_CreatePartitionsResponse__CreatePartitionsTopicResult_1(out: bytearray, o: CreatePartitionsResponse.CreatePartitionsTopicResult) -> None:
     x: Any
     try:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

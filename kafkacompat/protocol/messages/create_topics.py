@@ -15,9 +15,11 @@ __all__ = ['CreateTopicsRequest', 'CreateTopicsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_obo = struct.Struct(">?b?")
+_F_oboB = struct.Struct(">?b?B")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_io = struct.Struct(">i?")
+_F_ioB = struct.Struct(">i?B")
 _F_ih = struct.Struct(">ih")
 
 
@@ -28,7 +30,7 @@ class CreateTopicsRequest(KafkaMessage):
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self.timeout_ms = timeout_ms
         self.validate_only = validate_only
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'CreateTopicsRequest'
     API_KEY = 19
@@ -44,7 +46,7 @@ class CreateTopicsRequest(KafkaMessage):
         def __init__(self, *, partition_index: int = 0, broker_ids: list[int] = _wire.DEFAULT) -> None:
             self.partition_index = partition_index
             self.broker_ids = [] if broker_ids is _wire.DEFAULT else broker_ids
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('partition_index',)
 
@@ -54,7 +56,7 @@ class CreateTopicsRequest(KafkaMessage):
         def __init__(self, *, name: str = "", value: str | None = "") -> None:
             self.name = name
             self.value = value
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -67,7 +69,7 @@ class CreateTopicsRequest(KafkaMessage):
             self.replication_factor = replication_factor
             self.assignments = _wire.KeyedList() if assignments is _wire.DEFAULT else assignments
             self.configs = _wire.KeyedList() if configs is _wire.DEFAULT else configs
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -77,7 +79,7 @@ class CreateTopicsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, topics: list[CreateTopicsResponse.CreatableTopicResult] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'CreateTopicsResponse'
     API_KEY = 19
@@ -94,7 +96,7 @@ class CreateTopicsResponse(KafkaMessage):
             self.read_only = read_only
             self.config_source = config_source
             self.is_sensitive = is_sensitive
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class CreatableTopicResult(KafkaStruct):
@@ -109,33 +111,88 @@ class CreateTopicsResponse(KafkaMessage):
             self.num_partitions = num_partitions
             self.replication_factor = replication_factor
             self.configs = [] if configs is _wire.DEFAULT else configs
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
 
 def _r_CreateTopicsRequest_0(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_assignments: list[Any]
+    s3_configs: list[Any]
+    s5_broker_ids: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_CreateTopicsRequest__CreatableTopic_0(buf, pos)
-                v_topics.append(item)
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
+                pos += 6
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("assignments", pos)
+                else:
+                    s3_assignments = _wire.KeyedList()
+                    add4 = s3_assignments.append
+                    for _ in range(n):
+                        (s5_partition_index,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("broker_ids", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_broker_ids = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o5 = _new(_C_CreateTopicsRequest__CreatableReplicaAssignment)
+                        o5.partition_index = s5_partition_index
+                        o5.broker_ids = s5_broker_ids
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("configs", pos)
+                else:
+                    s3_configs = _wire.KeyedList()
+                    add6 = s3_configs.append
+                    for _ in range(n):
+                        s7_name, pos = _wire.read_string(buf, pos)
+                        if s7_name is None:
+                            raise _wire.null_error("name", pos)
+                        s7_value, pos = _wire.read_string(buf, pos)
+                        o7 = _new(_C_CreateTopicsRequest__CreatableTopicConfig)
+                        o7.name = s7_name
+                        o7.value = s7_value
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                o3 = _new(_C_CreateTopicsRequest__CreatableTopic)
+                o3.name = s3_name
+                o3.num_partitions = s3_num_partitions
+                o3.replication_factor = s3_replication_factor
+                o3.assignments = s3_assignments
+                o3.configs = s3_configs
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(CreateTopicsRequest)
+        o1.topics = s1_topics
+        o1.timeout_ms = s1_timeout_ms
+        o1.validate_only = False
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateTopicsRequest: {exc}", offset=pos) from None
-    o = _new(CreateTopicsRequest)
-    o.topics = v_topics
-    o.timeout_ms = v_timeout_ms
-    o.validate_only = False
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateTopicsRequest_0(out: bytearray, o: CreateTopicsRequest) -> None:
@@ -157,27 +214,82 @@ def _w_CreateTopicsRequest_0(out: bytearray, o: CreateTopicsRequest) -> None:
 
 
 def _r_CreateTopicsRequest_1(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_assignments: list[Any]
+    s3_configs: list[Any]
+    s5_broker_ids: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_CreateTopicsRequest__CreatableTopic_0(buf, pos)
-                v_topics.append(item)
-        (v_timeout_ms, v_validate_only,) = _F_io.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
+                pos += 6
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("assignments", pos)
+                else:
+                    s3_assignments = _wire.KeyedList()
+                    add4 = s3_assignments.append
+                    for _ in range(n):
+                        (s5_partition_index,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("broker_ids", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_broker_ids = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o5 = _new(_C_CreateTopicsRequest__CreatableReplicaAssignment)
+                        o5.partition_index = s5_partition_index
+                        o5.broker_ids = s5_broker_ids
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("configs", pos)
+                else:
+                    s3_configs = _wire.KeyedList()
+                    add6 = s3_configs.append
+                    for _ in range(n):
+                        s7_name, pos = _wire.read_string(buf, pos)
+                        if s7_name is None:
+                            raise _wire.null_error("name", pos)
+                        s7_value, pos = _wire.read_string(buf, pos)
+                        o7 = _new(_C_CreateTopicsRequest__CreatableTopicConfig)
+                        o7.name = s7_name
+                        o7.value = s7_value
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                o3 = _new(_C_CreateTopicsRequest__CreatableTopic)
+                o3.name = s3_name
+                o3.num_partitions = s3_num_partitions
+                o3.replication_factor = s3_replication_factor
+                o3.assignments = s3_assignments
+                o3.configs = s3_configs
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_timeout_ms, s1_validate_only,) = _F_io.unpack_from(buf, pos)
         pos += 5
+        o1 = _new(CreateTopicsRequest)
+        o1.topics = s1_topics
+        o1.timeout_ms = s1_timeout_ms
+        o1.validate_only = s1_validate_only
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateTopicsRequest: {exc}", offset=pos) from None
-    o = _new(CreateTopicsRequest)
-    o.topics = v_topics
-    o.timeout_ms = v_timeout_ms
-    o.validate_only = v_validate_only
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateTopicsRequest_1(out: bytearray, o: CreateTopicsRequest) -> None:
@@ -197,36 +309,158 @@ def _w_CreateTopicsRequest_1(out: bytearray, o: CreateTopicsRequest) -> None:
 
 
 def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_assignments: list[Any]
+    s3_configs: list[Any]
+    s5_broker_ids: list[Any]
+    s7_value: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_CreateTopicsRequest__CreatableTopic_1(buf, pos)
-                v_topics.append(item)
-        (v_timeout_ms, v_validate_only,) = _F_io.unpack_from(buf, pos)
-        pos += 5
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
+                pos += 6
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("assignments", pos)
+                else:
+                    s3_assignments = _wire.KeyedList()
+                    add4 = s3_assignments.append
+                    for _ in range(n):
+                        (s5_partition_index,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("broker_ids", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_broker_ids = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_CreateTopicsRequest__CreatableReplicaAssignment)
+                        o5.partition_index = s5_partition_index
+                        o5.broker_ids = s5_broker_ids
+                        o5._unknown_tags = u5
+                        add4(o5)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("configs", pos)
+                else:
+                    s3_configs = _wire.KeyedList()
+                    add6 = s3_configs.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s7_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s7_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s7_value = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s7_value, pos = _wire.read_compact_string(buf, pos)
+                        u7 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count7, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count7):
+                                tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                pos = end7
+                        o7 = _new(_C_CreateTopicsRequest__CreatableTopicConfig)
+                        o7.name = s7_name
+                        o7.value = s7_value
+                        o7._unknown_tags = u7
+                        add6(o7)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_CreateTopicsRequest__CreatableTopic)
+                o3.name = s3_name
+                o3.num_partitions = s3_num_partitions
+                o3.replication_factor = s3_replication_factor
+                o3.assignments = s3_assignments
+                o3.configs = s3_configs
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_timeout_ms, s1_validate_only, t1,) = _F_ioB.unpack_from(buf, pos)
+        pos += 6
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(CreateTopicsRequest)
+        o1.topics = s1_topics
+        o1.timeout_ms = s1_timeout_ms
+        o1.validate_only = s1_validate_only
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateTopicsRequest: {exc}", offset=pos) from None
-    o = _new(CreateTopicsRequest)
-    o.topics = v_topics
-    o.timeout_ms = v_timeout_ms
-    o.validate_only = v_validate_only
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateTopicsRequest_2(out: bytearray, o: CreateTopicsRequest) -> None:
@@ -241,32 +475,12 @@ def _w_CreateTopicsRequest_2(out: bytearray, o: CreateTopicsRequest) -> None:
             for item in x:
                 _w_CreateTopicsRequest__CreatableTopic_1(out, item)
         out += _F_io.pack(o.timeout_ms, o.validate_only)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreateTopicsRequest__CreatableReplicaAssignment_0(buf: Any, pos: int) -> tuple[CreateTopicsRequest.CreatableReplicaAssignment, int]:
-    v_broker_ids: list[Any]
-    try:
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("broker_ids", pos)
-        else:
-            v_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableReplicaAssignment: {exc}", offset=pos) from None
-    o = _new(_C_CreateTopicsRequest__CreatableReplicaAssignment)
-    o.partition_index = v_partition_index
-    o.broker_ids = v_broker_ids
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_CreateTopicsRequest__CreatableReplicaAssignment_0(out: bytearray, o: CreateTopicsRequest.CreatableReplicaAssignment) -> None:
@@ -283,34 +497,6 @@ def _w_CreateTopicsRequest__CreatableReplicaAssignment_0(out: bytearray, o: Crea
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_CreateTopicsRequest__CreatableReplicaAssignment_1(buf: Any, pos: int) -> tuple[CreateTopicsRequest.CreatableReplicaAssignment, int]:
-    v_broker_ids: list[Any]
-    try:
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("broker_ids", pos)
-        else:
-            v_broker_ids, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableReplicaAssignment: {exc}", offset=pos) from None
-    o = _new(_C_CreateTopicsRequest__CreatableReplicaAssignment)
-    o.partition_index = v_partition_index
-    o.broker_ids = v_broker_ids
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_CreateTopicsRequest__CreatableReplicaAssignment_1(out: bytearray, o: CreateTopicsRequest.CreatableReplicaAssignment) -> None:
     x: Any
     try:
@@ -321,28 +507,12 @@ def _w_CreateTopicsRequest__CreatableReplicaAssignment_1(out: bytearray, o: Crea
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreateTopicsRequest__CreatableTopicConfig_0(buf: Any, pos: int) -> tuple[CreateTopicsRequest.CreatableTopicConfig, int]:
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_value, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableTopicConfig: {exc}", offset=pos) from None
-    o = _new(_C_CreateTopicsRequest__CreatableTopicConfig)
-    o.name = v_name
-    o.value = v_value
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_CreateTopicsRequest__CreatableTopicConfig_0(out: bytearray, o: CreateTopicsRequest.CreatableTopicConfig) -> None:
@@ -358,84 +528,31 @@ def _w_CreateTopicsRequest__CreatableTopicConfig_0(out: bytearray, o: CreateTopi
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_CreateTopicsRequest__CreatableTopicConfig_1(buf: Any, pos: int) -> tuple[CreateTopicsRequest.CreatableTopicConfig, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_value, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableTopicConfig: {exc}", offset=pos) from None
-    o = _new(_C_CreateTopicsRequest__CreatableTopicConfig)
-    o.name = v_name
-    o.value = v_value
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_CreateTopicsRequest__CreatableTopicConfig_1(out: bytearray, o: CreateTopicsRequest.CreatableTopicConfig) -> None:
     x: Any
     try:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.value
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreateTopicsRequest__CreatableTopic_0(buf: Any, pos: int) -> tuple[CreateTopicsRequest.CreatableTopic, int]:
-    item: Any
-    v_assignments: list[Any]
-    v_configs: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_num_partitions, v_replication_factor,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("assignments", pos)
-        else:
-            v_assignments = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_CreateTopicsRequest__CreatableReplicaAssignment_0(buf, pos)
-                v_assignments.append(item)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("configs", pos)
-        else:
-            v_configs = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_CreateTopicsRequest__CreatableTopicConfig_0(buf, pos)
-                v_configs.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableTopic: {exc}", offset=pos) from None
-    o = _new(_C_CreateTopicsRequest__CreatableTopic)
-    o.name = v_name
-    o.num_partitions = v_num_partitions
-    o.replication_factor = v_replication_factor
-    o.assignments = v_assignments
-    o.configs = v_configs
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_CreateTopicsRequest__CreatableTopic_0(out: bytearray, o: CreateTopicsRequest.CreatableTopic) -> None:
@@ -465,53 +582,6 @@ def _w_CreateTopicsRequest__CreatableTopic_0(out: bytearray, o: CreateTopicsRequ
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_CreateTopicsRequest__CreatableTopic_1(buf: Any, pos: int) -> tuple[CreateTopicsRequest.CreatableTopic, int]:
-    item: Any
-    v_assignments: list[Any]
-    v_configs: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_num_partitions, v_replication_factor,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("assignments", pos)
-        else:
-            v_assignments = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_CreateTopicsRequest__CreatableReplicaAssignment_1(buf, pos)
-                v_assignments.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("configs", pos)
-        else:
-            v_configs = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_CreateTopicsRequest__CreatableTopicConfig_1(buf, pos)
-                v_configs.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableTopic: {exc}", offset=pos) from None
-    o = _new(_C_CreateTopicsRequest__CreatableTopic)
-    o.name = v_name
-    o.num_partitions = v_num_partitions
-    o.replication_factor = v_replication_factor
-    o.assignments = v_assignments
-    o.configs = v_configs
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_CreateTopicsRequest__CreatableTopic_1(out: bytearray, o: CreateTopicsRequest.CreatableTopic) -> None:
     x: Any
     item: Any
@@ -519,7 +589,12 @@ def _w_CreateTopicsRequest__CreatableTopic_1(out: bytearray, o: CreateTopicsRequ
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_ih.pack(o.num_partitions, o.replication_factor)
         x = o.assignments
         if x is None:
@@ -535,9 +610,8 @@ def _w_CreateTopicsRequest__CreatableTopic_1(out: bytearray, o: CreateTopicsRequ
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateTopicsRequest__CreatableTopicConfig_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -545,24 +619,38 @@ def _w_CreateTopicsRequest__CreatableTopic_1(out: bytearray, o: CreateTopicsRequ
 
 
 def _r_CreateTopicsResponse_0(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_CreateTopicsResponse__CreatableTopicResult_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                o3 = _new(_C_CreateTopicsResponse__CreatableTopicResult)
+                o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.error_code = s3_error_code
+                o3.error_message = ""
+                o3.topic_config_error_code = 0
+                o3.num_partitions = -1
+                o3.replication_factor = -1
+                o3.configs = []
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(CreateTopicsResponse)
+        o1.throttle_time_ms = 0
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateTopicsResponse: {exc}", offset=pos) from None
-    o = _new(CreateTopicsResponse)
-    o.throttle_time_ms = 0
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateTopicsResponse_0(out: bytearray, o: CreateTopicsResponse) -> None:
@@ -581,24 +669,39 @@ def _w_CreateTopicsResponse_0(out: bytearray, o: CreateTopicsResponse) -> None:
 
 
 def _r_CreateTopicsResponse_1(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_CreateTopicsResponse__CreatableTopicResult_1(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_error_message, pos = _wire.read_string(buf, pos)
+                o3 = _new(_C_CreateTopicsResponse__CreatableTopicResult)
+                o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.topic_config_error_code = 0
+                o3.num_partitions = -1
+                o3.replication_factor = -1
+                o3.configs = []
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(CreateTopicsResponse)
+        o1.throttle_time_ms = 0
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateTopicsResponse: {exc}", offset=pos) from None
-    o = _new(CreateTopicsResponse)
-    o.throttle_time_ms = 0
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateTopicsResponse_1(out: bytearray, o: CreateTopicsResponse) -> None:
@@ -617,26 +720,41 @@ def _w_CreateTopicsResponse_1(out: bytearray, o: CreateTopicsResponse) -> None:
 
 
 def _r_CreateTopicsResponse_2(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_CreateTopicsResponse__CreatableTopicResult_1(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_error_message, pos = _wire.read_string(buf, pos)
+                o3 = _new(_C_CreateTopicsResponse__CreatableTopicResult)
+                o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.topic_config_error_code = 0
+                o3.num_partitions = -1
+                o3.replication_factor = -1
+                o3.configs = []
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(CreateTopicsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateTopicsResponse: {exc}", offset=pos) from None
-    o = _new(CreateTopicsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateTopicsResponse_2(out: bytearray, o: CreateTopicsResponse) -> None:
@@ -656,35 +774,140 @@ def _w_CreateTopicsResponse_2(out: bytearray, o: CreateTopicsResponse) -> None:
 
 
 def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_configs: list[Any] | None
+    s3_error_message: str | None
+    s5_value: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_CreateTopicsResponse__CreatableTopicResult_2(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
+                pos += 6
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    s3_configs = None
+                else:
+                    s3_configs = []
+                    add4 = s3_configs.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_value = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_value, pos = _wire.read_compact_string(buf, pos)
+                        (s5_read_only, s5_config_source, s5_is_sensitive, t5,) = _F_oboB.unpack_from(buf, pos)
+                        pos += 4
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_CreateTopicsResponse__CreatableTopicConfigs)
+                        o5.name = s5_name
+                        o5.value = s5_value
+                        o5.read_only = s5_read_only
+                        o5.config_source = s5_config_source
+                        o5.is_sensitive = s5_is_sensitive
+                        o5._unknown_tags = u5
+                        add4(o5)
+                s3_topic_config_error_code = 0
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        if tag3 == 0:
+                            (s3_topic_config_error_code,) = _F_h.unpack_from(buf, pos)
+                            pos += 2
+                            if pos != end3:
+                                raise DecodeError(f"tagged field 0 should end at byte {end3} but its value ends at {pos}", offset=pos)
+                        else:
+                            u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                            pos = end3
+                o3 = _new(_C_CreateTopicsResponse__CreatableTopicResult)
+                o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.topic_config_error_code = s3_topic_config_error_code
+                o3.num_partitions = s3_num_partitions
+                o3.replication_factor = s3_replication_factor
+                o3.configs = s3_configs
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(CreateTopicsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateTopicsResponse: {exc}", offset=pos) from None
-    o = _new(CreateTopicsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateTopicsResponse_3(out: bytearray, o: CreateTopicsResponse) -> None:
@@ -699,9 +922,8 @@ def _w_CreateTopicsResponse_3(out: bytearray, o: CreateTopicsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateTopicsResponse__CreatableTopicResult_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -709,35 +931,141 @@ def _w_CreateTopicsResponse_3(out: bytearray, o: CreateTopicsResponse) -> None:
 
 
 def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_configs: list[Any] | None
+    s3_error_message: str | None
+    s5_value: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_CreateTopicsResponse__CreatableTopicResult_3(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                (s3_num_partitions, s3_replication_factor,) = _F_ih.unpack_from(buf, pos)
+                pos += 6
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    s3_configs = None
+                else:
+                    s3_configs = []
+                    add4 = s3_configs.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_value = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_value, pos = _wire.read_compact_string(buf, pos)
+                        (s5_read_only, s5_config_source, s5_is_sensitive, t5,) = _F_oboB.unpack_from(buf, pos)
+                        pos += 4
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_CreateTopicsResponse__CreatableTopicConfigs)
+                        o5.name = s5_name
+                        o5.value = s5_value
+                        o5.read_only = s5_read_only
+                        o5.config_source = s5_config_source
+                        o5.is_sensitive = s5_is_sensitive
+                        o5._unknown_tags = u5
+                        add4(o5)
+                s3_topic_config_error_code = 0
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        if tag3 == 0:
+                            (s3_topic_config_error_code,) = _F_h.unpack_from(buf, pos)
+                            pos += 2
+                            if pos != end3:
+                                raise DecodeError(f"tagged field 0 should end at byte {end3} but its value ends at {pos}", offset=pos)
+                        else:
+                            u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                            pos = end3
+                o3 = _new(_C_CreateTopicsResponse__CreatableTopicResult)
+                o3.name = s3_name
+                o3.topic_id = s3_topic_id
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.topic_config_error_code = s3_topic_config_error_code
+                o3.num_partitions = s3_num_partitions
+                o3.replication_factor = s3_replication_factor
+                o3.configs = s3_configs
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(CreateTopicsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read CreateTopicsResponse: {exc}", offset=pos) from None
-    o = _new(CreateTopicsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_CreateTopicsResponse_4(out: bytearray, o: CreateTopicsResponse) -> None:
@@ -752,42 +1080,12 @@ def _w_CreateTopicsResponse_4(out: bytearray, o: CreateTopicsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateTopicsResponse__CreatableTopicResult_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreateTopicsResponse__CreatableTopicConfigs_0(buf: Any, pos: int) -> tuple[CreateTopicsResponse.CreatableTopicConfigs, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_value, pos = _wire.read_compact_string(buf, pos)
-        (v_read_only, v_config_source, v_is_sensitive,) = _F_obo.unpack_from(buf, pos)
-        pos += 3
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableTopicConfigs: {exc}", offset=pos) from None
-    o = _new(_C_CreateTopicsResponse__CreatableTopicConfigs)
-    o.name = v_name
-    o.value = v_value
-    o.read_only = v_read_only
-    o.config_source = v_config_source
-    o.is_sensitive = v_is_sensitive
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_CreateTopicsResponse__CreatableTopicConfigs_0(out: bytearray, o: CreateTopicsResponse.CreatableTopicConfigs) -> None:
@@ -796,39 +1094,26 @@ def _w_CreateTopicsResponse__CreatableTopicConfigs_0(out: bytearray, o: CreateTo
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.value
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_obo.pack(o.read_only, o.config_source, o.is_sensitive)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreateTopicsResponse__CreatableTopicResult_0(buf: Any, pos: int) -> tuple[CreateTopicsResponse.CreatableTopicResult, int]:
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_CreateTopicsResponse__CreatableTopicResult)
-    o.name = v_name
-    o.topic_id = _wire.ZERO_UUID
-    o.error_code = v_error_code
-    o.error_message = ""
-    o.topic_config_error_code = 0
-    o.num_partitions = -1
-    o.replication_factor = -1
-    o.configs = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_CreateTopicsResponse__CreatableTopicResult_0(out: bytearray, o: CreateTopicsResponse.CreatableTopicResult) -> None:
@@ -841,29 +1126,6 @@ def _w_CreateTopicsResponse__CreatableTopicResult_0(out: bytearray, o: CreateTop
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreateTopicsResponse__CreatableTopicResult_1(buf: Any, pos: int) -> tuple[CreateTopicsResponse.CreatableTopicResult, int]:
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_CreateTopicsResponse__CreatableTopicResult)
-    o.name = v_name
-    o.topic_id = _wire.ZERO_UUID
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.topic_config_error_code = 0
-    o.num_partitions = -1
-    o.replication_factor = -1
-    o.configs = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_CreateTopicsResponse__CreatableTopicResult_1(out: bytearray, o: CreateTopicsResponse.CreatableTopicResult) -> None:
@@ -880,57 +1142,6 @@ def _w_CreateTopicsResponse__CreatableTopicResult_1(out: bytearray, o: CreateTop
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_CreateTopicsResponse__CreatableTopicResult_2(buf: Any, pos: int) -> tuple[CreateTopicsResponse.CreatableTopicResult, int]:
-    item: Any
-    v_configs: list[Any] | None
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        (v_num_partitions, v_replication_factor,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_configs = None
-        else:
-            v_configs = []
-            for _ in range(n):
-                item, pos = _r_CreateTopicsResponse__CreatableTopicConfigs_0(buf, pos)
-                v_configs.append(item)
-        v_topic_config_error_code = 0
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    (v_topic_config_error_code,) = _F_h.unpack_from(buf, pos)
-                    pos += 2
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_CreateTopicsResponse__CreatableTopicResult)
-    o.name = v_name
-    o.topic_id = _wire.ZERO_UUID
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.topic_config_error_code = v_topic_config_error_code
-    o.num_partitions = v_num_partitions
-    o.replication_factor = v_replication_factor
-    o.configs = v_configs
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_CreateTopicsResponse__CreatableTopicResult_2(out: bytearray, o: CreateTopicsResponse.CreatableTopicResult) -> None:
     x: Any
     item: Any
@@ -938,10 +1149,20 @@ def _w_CreateTopicsResponse__CreatableTopicResult_2(out: bytearray, o: CreateTop
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_ih.pack(o.num_partitions, o.replication_factor)
         x = o.configs
         if x is None:
@@ -956,64 +1177,12 @@ def _w_CreateTopicsResponse__CreatableTopicResult_2(out: bytearray, o: CreateTop
             x = o.topic_config_error_code
             t += _F_h.pack(x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_CreateTopicsResponse__CreatableTopicResult_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse.CreatableTopicResult, int]:
-    item: Any
-    v_configs: list[Any] | None
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        (v_num_partitions, v_replication_factor,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_configs = None
-        else:
-            v_configs = []
-            for _ in range(n):
-                item, pos = _r_CreateTopicsResponse__CreatableTopicConfigs_0(buf, pos)
-                v_configs.append(item)
-        v_topic_config_error_code = 0
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    (v_topic_config_error_code,) = _F_h.unpack_from(buf, pos)
-                    pos += 2
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CreatableTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_CreateTopicsResponse__CreatableTopicResult)
-    o.name = v_name
-    o.topic_id = v_topic_id
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.topic_config_error_code = v_topic_config_error_code
-    o.num_partitions = v_num_partitions
-    o.replication_factor = v_replication_factor
-    o.configs = v_configs
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_CreateTopicsResponse__CreatableTopicResult_3(out: bytearray, o: CreateTopicsResponse.CreatableTopicResult) -> None:
@@ -1023,12 +1192,22 @@ def _w_CreateTopicsResponse__CreatableTopicResult_3(out: bytearray, o: CreateTop
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_id
         _wire.write_uuid(out, x)
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_ih.pack(o.num_partitions, o.replication_factor)
         x = o.configs
         if x is None:
@@ -1043,8 +1222,8 @@ def _w_CreateTopicsResponse__CreatableTopicResult_3(out: bytearray, o: CreateTop
             x = o.topic_config_error_code
             t += _F_h.pack(x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,6 +14,7 @@ __all__ = ['DefaultPrincipalData']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
+_F_oB = struct.Struct(">?B")
 
 
 class DefaultPrincipalData(KafkaMessage):
@@ -23,7 +24,7 @@ class DefaultPrincipalData(KafkaMessage):
         self.type = type
         self.name = name
         self.token_authenticated = token_authenticated
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DefaultPrincipalData'
     MESSAGE_TYPE = 'data'
@@ -32,32 +33,45 @@ class DefaultPrincipalData(KafkaMessage):
 
 
 def _r_DefaultPrincipalData_0(buf: Any, pos: int) -> tuple[DefaultPrincipalData, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_type, pos = _wire.read_compact_string(buf, pos)
-        if v_type is None:
-            raise _wire.null_error("type", pos)
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_token_authenticated,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_type = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_type, pos = _wire.read_compact_text(buf, pos, "type")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_name, pos = _wire.read_compact_text(buf, pos, "name")
+        (s1_token_authenticated, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DefaultPrincipalData)
+        o1.type = s1_type
+        o1.name = s1_name
+        o1.token_authenticated = s1_token_authenticated
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DefaultPrincipalData: {exc}", offset=pos) from None
-    o = _new(DefaultPrincipalData)
-    o.type = v_type
-    o.name = v_name
-    o.token_authenticated = v_token_authenticated
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DefaultPrincipalData_0(out: bytearray, o: DefaultPrincipalData) -> None:
@@ -66,15 +80,24 @@ def _w_DefaultPrincipalData_0(out: bytearray, o: DefaultPrincipalData) -> None:
         x = o.type
         if x is None:
             raise EncodeError("field type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_o.pack(o.token_authenticated)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -27,7 +27,7 @@ class DelegationTokenRecord(KafkaMessage):
         self.max_timestamp = max_timestamp
         self.expiration_timestamp = expiration_timestamp
         self.token_id = token_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DelegationTokenRecord'
     API_KEY = 10
@@ -38,50 +38,80 @@ class DelegationTokenRecord(KafkaMessage):
 
 def _r_DelegationTokenRecord_0(buf: Any, pos: int) -> tuple[DelegationTokenRecord, int]:
     item: Any
-    v_renewers: list[Any]
+    s1_renewers: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_owner, pos = _wire.read_compact_string(buf, pos)
-        if v_owner is None:
-            raise _wire.null_error("owner", pos)
-        v_requester, pos = _wire.read_compact_string(buf, pos)
-        if v_requester is None:
-            raise _wire.null_error("requester", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_owner = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_owner, pos = _wire.read_compact_text(buf, pos, "owner")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_requester = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_requester, pos = _wire.read_compact_text(buf, pos, "requester")
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("renewers", pos)
         else:
-            v_renewers = []
+            s1_renewers = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("renewers[]", pos)
-                v_renewers.append(item)
-        (v_issue_timestamp, v_max_timestamp, v_expiration_timestamp,) = _F_qqq.unpack_from(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "renewers[]")
+                s1_renewers.append(item)
+        (s1_issue_timestamp, s1_max_timestamp, s1_expiration_timestamp,) = _F_qqq.unpack_from(buf, pos)
         pos += 24
-        v_token_id, pos = _wire.read_compact_string(buf, pos)
-        if v_token_id is None:
-            raise _wire.null_error("token_id", pos)
-        unknown = _wire.EMPTY_TAGS
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_token_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_token_id, pos = _wire.read_compact_text(buf, pos, "token_id")
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DelegationTokenRecord)
+        o1.owner = s1_owner
+        o1.requester = s1_requester
+        o1.renewers = s1_renewers
+        o1.issue_timestamp = s1_issue_timestamp
+        o1.max_timestamp = s1_max_timestamp
+        o1.expiration_timestamp = s1_expiration_timestamp
+        o1.token_id = s1_token_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DelegationTokenRecord: {exc}", offset=pos) from None
-    o = _new(DelegationTokenRecord)
-    o.owner = v_owner
-    o.requester = v_requester
-    o.renewers = v_renewers
-    o.issue_timestamp = v_issue_timestamp
-    o.max_timestamp = v_max_timestamp
-    o.expiration_timestamp = v_expiration_timestamp
-    o.token_id = v_token_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DelegationTokenRecord_0(out: bytearray, o: DelegationTokenRecord) -> None:
@@ -91,11 +121,21 @@ def _w_DelegationTokenRecord_0(out: bytearray, o: DelegationTokenRecord) -> None
         x = o.owner
         if x is None:
             raise EncodeError("field owner is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.requester
         if x is None:
             raise EncodeError("field requester is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.renewers
         if x is None:
             raise EncodeError("field renewers is None but not nullable at this version")
@@ -104,15 +144,24 @@ def _w_DelegationTokenRecord_0(out: bytearray, o: DelegationTokenRecord) -> None
             for item in x:
                 if item is None:
                     raise EncodeError("an element of renewers is None")
-                _wire.write_compact_string(out, item)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
         out += _F_qqq.pack(o.issue_timestamp, o.max_timestamp, o.expiration_timestamp)
         x = o.token_id
         if x is None:
             raise EncodeError("field token_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

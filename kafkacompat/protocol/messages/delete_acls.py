@@ -15,6 +15,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
 _F_bb = struct.Struct(">bb")
+_F_bbB = struct.Struct(">bbB")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 
@@ -24,7 +25,7 @@ class DeleteAclsRequest(KafkaMessage):
 
     def __init__(self, *, filters: list[DeleteAclsRequest.DeleteAclsFilter] = _wire.DEFAULT) -> None:
         self.filters = [] if filters is _wire.DEFAULT else filters
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DeleteAclsRequest'
     API_KEY = 31
@@ -45,7 +46,7 @@ class DeleteAclsRequest(KafkaMessage):
             self.host_filter = host_filter
             self.operation = operation
             self.permission_type = permission_type
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class DeleteAclsResponse(KafkaMessage):
@@ -54,7 +55,7 @@ class DeleteAclsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.filter_results = [] if filter_results is _wire.DEFAULT else filter_results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DeleteAclsResponse'
     API_KEY = 31
@@ -75,7 +76,7 @@ class DeleteAclsResponse(KafkaMessage):
             self.host = host
             self.operation = operation
             self.permission_type = permission_type
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DeleteAclsFilterResult(KafkaStruct):
@@ -85,28 +86,43 @@ class DeleteAclsResponse(KafkaMessage):
             self.error_code = error_code
             self.error_message = error_message
             self.matching_acls = [] if matching_acls is _wire.DEFAULT else matching_acls
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_DeleteAclsRequest_0(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
-    item: Any
-    v_filters: list[Any]
+    s1_filters: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("filters", pos)
         else:
-            v_filters = []
+            s1_filters = []
+            add2 = s1_filters.append
             for _ in range(n):
-                item, pos = _r_DeleteAclsRequest__DeleteAclsFilter_0(buf, pos)
-                v_filters.append(item)
+                (s3_resource_type_filter,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name_filter, pos = _wire.read_string(buf, pos)
+                s3_principal_filter, pos = _wire.read_string(buf, pos)
+                s3_host_filter, pos = _wire.read_string(buf, pos)
+                (s3_operation, s3_permission_type,) = _F_bb.unpack_from(buf, pos)
+                pos += 2
+                o3 = _new(_C_DeleteAclsRequest__DeleteAclsFilter)
+                o3.resource_type_filter = s3_resource_type_filter
+                o3.resource_name_filter = s3_resource_name_filter
+                o3.pattern_type_filter = 3
+                o3.principal_filter = s3_principal_filter
+                o3.host_filter = s3_host_filter
+                o3.operation = s3_operation
+                o3.permission_type = s3_permission_type
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DeleteAclsRequest)
+        o1.filters = s1_filters
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteAclsRequest: {exc}", offset=pos) from None
-    o = _new(DeleteAclsRequest)
-    o.filters = v_filters
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteAclsRequest_0(out: bytearray, o: DeleteAclsRequest) -> None:
@@ -125,23 +141,40 @@ def _w_DeleteAclsRequest_0(out: bytearray, o: DeleteAclsRequest) -> None:
 
 
 def _r_DeleteAclsRequest_1(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
-    item: Any
-    v_filters: list[Any]
+    s1_filters: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("filters", pos)
         else:
-            v_filters = []
+            s1_filters = []
+            add2 = s1_filters.append
             for _ in range(n):
-                item, pos = _r_DeleteAclsRequest__DeleteAclsFilter_1(buf, pos)
-                v_filters.append(item)
+                (s3_resource_type_filter,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name_filter, pos = _wire.read_string(buf, pos)
+                (s3_pattern_type_filter,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_principal_filter, pos = _wire.read_string(buf, pos)
+                s3_host_filter, pos = _wire.read_string(buf, pos)
+                (s3_operation, s3_permission_type,) = _F_bb.unpack_from(buf, pos)
+                pos += 2
+                o3 = _new(_C_DeleteAclsRequest__DeleteAclsFilter)
+                o3.resource_type_filter = s3_resource_type_filter
+                o3.resource_name_filter = s3_resource_name_filter
+                o3.pattern_type_filter = s3_pattern_type_filter
+                o3.principal_filter = s3_principal_filter
+                o3.host_filter = s3_host_filter
+                o3.operation = s3_operation
+                o3.permission_type = s3_permission_type
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DeleteAclsRequest)
+        o1.filters = s1_filters
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteAclsRequest: {exc}", offset=pos) from None
-    o = _new(DeleteAclsRequest)
-    o.filters = v_filters
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteAclsRequest_1(out: bytearray, o: DeleteAclsRequest) -> None:
@@ -160,32 +193,91 @@ def _w_DeleteAclsRequest_1(out: bytearray, o: DeleteAclsRequest) -> None:
 
 
 def _r_DeleteAclsRequest_2(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
-    item: Any
-    v_filters: list[Any]
+    s1_filters: list[Any]
+    s3_host_filter: str | None
+    s3_principal_filter: str | None
+    s3_resource_name_filter: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("filters", pos)
         else:
-            v_filters = []
+            s1_filters = []
+            add2 = s1_filters.append
             for _ in range(n):
-                item, pos = _r_DeleteAclsRequest__DeleteAclsFilter_2(buf, pos)
-                v_filters.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_resource_type_filter,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_resource_name_filter = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_resource_name_filter, pos = _wire.read_compact_string(buf, pos)
+                (s3_pattern_type_filter,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_principal_filter = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_principal_filter, pos = _wire.read_compact_string(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host_filter = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host_filter, pos = _wire.read_compact_string(buf, pos)
+                (s3_operation, s3_permission_type, t3,) = _F_bbB.unpack_from(buf, pos)
+                pos += 3
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DeleteAclsRequest__DeleteAclsFilter)
+                o3.resource_type_filter = s3_resource_type_filter
+                o3.resource_name_filter = s3_resource_name_filter
+                o3.pattern_type_filter = s3_pattern_type_filter
+                o3.principal_filter = s3_principal_filter
+                o3.host_filter = s3_host_filter
+                o3.operation = s3_operation
+                o3.permission_type = s3_permission_type
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DeleteAclsRequest)
+        o1.filters = s1_filters
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteAclsRequest: {exc}", offset=pos) from None
-    o = _new(DeleteAclsRequest)
-    o.filters = v_filters
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteAclsRequest_2(out: bytearray, o: DeleteAclsRequest) -> None:
@@ -199,36 +291,12 @@ def _w_DeleteAclsRequest_2(out: bytearray, o: DeleteAclsRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteAclsRequest__DeleteAclsFilter_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DeleteAclsRequest__DeleteAclsFilter_0(buf: Any, pos: int) -> tuple[DeleteAclsRequest.DeleteAclsFilter, int]:
-    try:
-        (v_resource_type_filter,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name_filter, pos = _wire.read_string(buf, pos)
-        v_principal_filter, pos = _wire.read_string(buf, pos)
-        v_host_filter, pos = _wire.read_string(buf, pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteAclsFilter: {exc}", offset=pos) from None
-    o = _new(_C_DeleteAclsRequest__DeleteAclsFilter)
-    o.resource_type_filter = v_resource_type_filter
-    o.resource_name_filter = v_resource_name_filter
-    o.pattern_type_filter = 3
-    o.principal_filter = v_principal_filter
-    o.host_filter = v_host_filter
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DeleteAclsRequest__DeleteAclsFilter_0(out: bytearray, o: DeleteAclsRequest.DeleteAclsFilter) -> None:
@@ -248,31 +316,6 @@ def _w_DeleteAclsRequest__DeleteAclsFilter_0(out: bytearray, o: DeleteAclsReques
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteAclsRequest__DeleteAclsFilter_1(buf: Any, pos: int) -> tuple[DeleteAclsRequest.DeleteAclsFilter, int]:
-    try:
-        (v_resource_type_filter,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name_filter, pos = _wire.read_string(buf, pos)
-        (v_pattern_type_filter,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_principal_filter, pos = _wire.read_string(buf, pos)
-        v_host_filter, pos = _wire.read_string(buf, pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteAclsFilter: {exc}", offset=pos) from None
-    o = _new(_C_DeleteAclsRequest__DeleteAclsFilter)
-    o.resource_type_filter = v_resource_type_filter
-    o.resource_name_filter = v_resource_name_filter
-    o.pattern_type_filter = v_pattern_type_filter
-    o.principal_filter = v_principal_filter
-    o.host_filter = v_host_filter
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_DeleteAclsRequest__DeleteAclsFilter_1(out: bytearray, o: DeleteAclsRequest.DeleteAclsFilter) -> None:
     x: Any
     try:
@@ -289,55 +332,35 @@ def _w_DeleteAclsRequest__DeleteAclsFilter_1(out: bytearray, o: DeleteAclsReques
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteAclsRequest__DeleteAclsFilter_2(buf: Any, pos: int) -> tuple[DeleteAclsRequest.DeleteAclsFilter, int]:
-    try:
-        (v_resource_type_filter,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name_filter, pos = _wire.read_compact_string(buf, pos)
-        (v_pattern_type_filter,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_principal_filter, pos = _wire.read_compact_string(buf, pos)
-        v_host_filter, pos = _wire.read_compact_string(buf, pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteAclsFilter: {exc}", offset=pos) from None
-    o = _new(_C_DeleteAclsRequest__DeleteAclsFilter)
-    o.resource_type_filter = v_resource_type_filter
-    o.resource_name_filter = v_resource_name_filter
-    o.pattern_type_filter = v_pattern_type_filter
-    o.principal_filter = v_principal_filter
-    o.host_filter = v_host_filter
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DeleteAclsRequest__DeleteAclsFilter_2(out: bytearray, o: DeleteAclsRequest.DeleteAclsFilter) -> None:
     x: Any
     try:
         out += _F_b.pack(o.resource_type_filter)
         x = o.resource_name_filter
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.pattern_type_filter)
         x = o.principal_filter
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host_filter
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -345,26 +368,69 @@ def _w_DeleteAclsRequest__DeleteAclsFilter_2(out: bytearray, o: DeleteAclsReques
 
 
 def _r_DeleteAclsResponse_0(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
-    item: Any
-    v_filter_results: list[Any]
+    s1_filter_results: list[Any]
+    s3_matching_acls: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("filter_results", pos)
         else:
-            v_filter_results = []
+            s1_filter_results = []
+            add2 = s1_filter_results.append
             for _ in range(n):
-                item, pos = _r_DeleteAclsResponse__DeleteAclsFilterResult_0(buf, pos)
-                v_filter_results.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_error_message, pos = _wire.read_string(buf, pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("matching_acls", pos)
+                else:
+                    s3_matching_acls = []
+                    add4 = s3_matching_acls.append
+                    for _ in range(n):
+                        (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        s5_error_message, pos = _wire.read_string(buf, pos)
+                        (s5_resource_type,) = _F_b.unpack_from(buf, pos)
+                        pos += 1
+                        s5_resource_name, pos = _wire.read_string(buf, pos)
+                        if s5_resource_name is None:
+                            raise _wire.null_error("resource_name", pos)
+                        s5_principal, pos = _wire.read_string(buf, pos)
+                        if s5_principal is None:
+                            raise _wire.null_error("principal", pos)
+                        s5_host, pos = _wire.read_string(buf, pos)
+                        if s5_host is None:
+                            raise _wire.null_error("host", pos)
+                        (s5_operation, s5_permission_type,) = _F_bb.unpack_from(buf, pos)
+                        pos += 2
+                        o5 = _new(_C_DeleteAclsResponse__DeleteAclsMatchingAcl)
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5.resource_type = s5_resource_type
+                        o5.resource_name = s5_resource_name
+                        o5.pattern_type = 3
+                        o5.principal = s5_principal
+                        o5.host = s5_host
+                        o5.operation = s5_operation
+                        o5.permission_type = s5_permission_type
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_DeleteAclsResponse__DeleteAclsFilterResult)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.matching_acls = s3_matching_acls
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DeleteAclsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.filter_results = s1_filter_results
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteAclsResponse: {exc}", offset=pos) from None
-    o = _new(DeleteAclsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.filter_results = v_filter_results
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteAclsResponse_0(out: bytearray, o: DeleteAclsResponse) -> None:
@@ -384,26 +450,71 @@ def _w_DeleteAclsResponse_0(out: bytearray, o: DeleteAclsResponse) -> None:
 
 
 def _r_DeleteAclsResponse_1(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
-    item: Any
-    v_filter_results: list[Any]
+    s1_filter_results: list[Any]
+    s3_matching_acls: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("filter_results", pos)
         else:
-            v_filter_results = []
+            s1_filter_results = []
+            add2 = s1_filter_results.append
             for _ in range(n):
-                item, pos = _r_DeleteAclsResponse__DeleteAclsFilterResult_1(buf, pos)
-                v_filter_results.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_error_message, pos = _wire.read_string(buf, pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("matching_acls", pos)
+                else:
+                    s3_matching_acls = []
+                    add4 = s3_matching_acls.append
+                    for _ in range(n):
+                        (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        s5_error_message, pos = _wire.read_string(buf, pos)
+                        (s5_resource_type,) = _F_b.unpack_from(buf, pos)
+                        pos += 1
+                        s5_resource_name, pos = _wire.read_string(buf, pos)
+                        if s5_resource_name is None:
+                            raise _wire.null_error("resource_name", pos)
+                        (s5_pattern_type,) = _F_b.unpack_from(buf, pos)
+                        pos += 1
+                        s5_principal, pos = _wire.read_string(buf, pos)
+                        if s5_principal is None:
+                            raise _wire.null_error("principal", pos)
+                        s5_host, pos = _wire.read_string(buf, pos)
+                        if s5_host is None:
+                            raise _wire.null_error("host", pos)
+                        (s5_operation, s5_permission_type,) = _F_bb.unpack_from(buf, pos)
+                        pos += 2
+                        o5 = _new(_C_DeleteAclsResponse__DeleteAclsMatchingAcl)
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5.resource_type = s5_resource_type
+                        o5.resource_name = s5_resource_name
+                        o5.pattern_type = s5_pattern_type
+                        o5.principal = s5_principal
+                        o5.host = s5_host
+                        o5.operation = s5_operation
+                        o5.permission_type = s5_permission_type
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_DeleteAclsResponse__DeleteAclsFilterResult)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.matching_acls = s3_matching_acls
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DeleteAclsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.filter_results = s1_filter_results
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteAclsResponse: {exc}", offset=pos) from None
-    o = _new(DeleteAclsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.filter_results = v_filter_results
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteAclsResponse_1(out: bytearray, o: DeleteAclsResponse) -> None:
@@ -423,35 +534,145 @@ def _w_DeleteAclsResponse_1(out: bytearray, o: DeleteAclsResponse) -> None:
 
 
 def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
-    item: Any
-    v_filter_results: list[Any]
+    s1_filter_results: list[Any]
+    s3_error_message: str | None
+    s3_matching_acls: list[Any]
+    s5_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("filter_results", pos)
         else:
-            v_filter_results = []
+            s1_filter_results = []
+            add2 = s1_filter_results.append
             for _ in range(n):
-                item, pos = _r_DeleteAclsResponse__DeleteAclsFilterResult_2(buf, pos)
-                v_filter_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("matching_acls", pos)
+                else:
+                    s3_matching_acls = []
+                    add4 = s3_matching_acls.append
+                    for _ in range(n):
+                        (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        (s5_resource_type,) = _F_b.unpack_from(buf, pos)
+                        pos += 1
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
+                        (s5_pattern_type,) = _F_b.unpack_from(buf, pos)
+                        pos += 1
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_principal = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_principal, pos = _wire.read_compact_text(buf, pos, "principal")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_host = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_host, pos = _wire.read_compact_text(buf, pos, "host")
+                        (s5_operation, s5_permission_type, t5,) = _F_bbB.unpack_from(buf, pos)
+                        pos += 3
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DeleteAclsResponse__DeleteAclsMatchingAcl)
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5.resource_type = s5_resource_type
+                        o5.resource_name = s5_resource_name
+                        o5.pattern_type = s5_pattern_type
+                        o5.principal = s5_principal
+                        o5.host = s5_host
+                        o5.operation = s5_operation
+                        o5.permission_type = s5_permission_type
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DeleteAclsResponse__DeleteAclsFilterResult)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.matching_acls = s3_matching_acls
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DeleteAclsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.filter_results = s1_filter_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteAclsResponse: {exc}", offset=pos) from None
-    o = _new(DeleteAclsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.filter_results = v_filter_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteAclsResponse_2(out: bytearray, o: DeleteAclsResponse) -> None:
@@ -466,47 +687,12 @@ def _w_DeleteAclsResponse_2(out: bytearray, o: DeleteAclsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteAclsResponse__DeleteAclsFilterResult_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DeleteAclsResponse__DeleteAclsMatchingAcl_0(buf: Any, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsMatchingAcl, int]:
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        v_principal, pos = _wire.read_string(buf, pos)
-        if v_principal is None:
-            raise _wire.null_error("principal", pos)
-        v_host, pos = _wire.read_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteAclsMatchingAcl: {exc}", offset=pos) from None
-    o = _new(_C_DeleteAclsResponse__DeleteAclsMatchingAcl)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.pattern_type = 3
-    o.principal = v_principal
-    o.host = v_host
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_0(out: bytearray, o: DeleteAclsResponse.DeleteAclsMatchingAcl) -> None:
@@ -535,42 +721,6 @@ def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_0(out: bytearray, o: DeleteAcls
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteAclsResponse__DeleteAclsMatchingAcl_1(buf: Any, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsMatchingAcl, int]:
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        (v_pattern_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_principal, pos = _wire.read_string(buf, pos)
-        if v_principal is None:
-            raise _wire.null_error("principal", pos)
-        v_host, pos = _wire.read_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteAclsMatchingAcl: {exc}", offset=pos) from None
-    o = _new(_C_DeleteAclsResponse__DeleteAclsMatchingAcl)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.pattern_type = v_pattern_type
-    o.principal = v_principal
-    o.host = v_host
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_1(out: bytearray, o: DeleteAclsResponse.DeleteAclsMatchingAcl) -> None:
     x: Any
     try:
@@ -596,104 +746,53 @@ def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_1(out: bytearray, o: DeleteAcls
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteAclsResponse__DeleteAclsMatchingAcl_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsMatchingAcl, int]:
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_compact_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        (v_pattern_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_principal, pos = _wire.read_compact_string(buf, pos)
-        if v_principal is None:
-            raise _wire.null_error("principal", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteAclsMatchingAcl: {exc}", offset=pos) from None
-    o = _new(_C_DeleteAclsResponse__DeleteAclsMatchingAcl)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.pattern_type = v_pattern_type
-    o.principal = v_principal
-    o.host = v_host
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_2(out: bytearray, o: DeleteAclsResponse.DeleteAclsMatchingAcl) -> None:
     x: Any
     try:
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.resource_type)
         x = o.resource_name
         if x is None:
             raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.pattern_type)
         x = o.principal
         if x is None:
             raise EncodeError("field principal is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DeleteAclsResponse__DeleteAclsFilterResult_0(buf: Any, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsFilterResult, int]:
-    item: Any
-    v_matching_acls: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("matching_acls", pos)
-        else:
-            v_matching_acls = []
-            for _ in range(n):
-                item, pos = _r_DeleteAclsResponse__DeleteAclsMatchingAcl_0(buf, pos)
-                v_matching_acls.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteAclsFilterResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteAclsResponse__DeleteAclsFilterResult)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.matching_acls = v_matching_acls
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DeleteAclsResponse__DeleteAclsFilterResult_0(out: bytearray, o: DeleteAclsResponse.DeleteAclsFilterResult) -> None:
@@ -714,31 +813,6 @@ def _w_DeleteAclsResponse__DeleteAclsFilterResult_0(out: bytearray, o: DeleteAcl
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteAclsResponse__DeleteAclsFilterResult_1(buf: Any, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsFilterResult, int]:
-    item: Any
-    v_matching_acls: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("matching_acls", pos)
-        else:
-            v_matching_acls = []
-            for _ in range(n):
-                item, pos = _r_DeleteAclsResponse__DeleteAclsMatchingAcl_1(buf, pos)
-                v_matching_acls.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteAclsFilterResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteAclsResponse__DeleteAclsFilterResult)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.matching_acls = v_matching_acls
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_DeleteAclsResponse__DeleteAclsFilterResult_1(out: bytearray, o: DeleteAclsResponse.DeleteAclsFilterResult) -> None:
     x: Any
     item: Any
@@ -757,47 +831,18 @@ def _w_DeleteAclsResponse__DeleteAclsFilterResult_1(out: bytearray, o: DeleteAcl
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteAclsResponse__DeleteAclsFilterResult_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse.DeleteAclsFilterResult, int]:
-    item: Any
-    v_matching_acls: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("matching_acls", pos)
-        else:
-            v_matching_acls = []
-            for _ in range(n):
-                item, pos = _r_DeleteAclsResponse__DeleteAclsMatchingAcl_2(buf, pos)
-                v_matching_acls.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteAclsFilterResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteAclsResponse__DeleteAclsFilterResult)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.matching_acls = v_matching_acls
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DeleteAclsResponse__DeleteAclsFilterResult_2(out: bytearray, o: DeleteAclsResponse.DeleteAclsFilterResult) -> None:
     x: Any
     item: Any
     try:
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.matching_acls
         if x is None:
             raise EncodeError("field matching_acls is None but not nullable at this version")
@@ -805,9 +850,8 @@ def _w_DeleteAclsResponse__DeleteAclsFilterResult_2(out: bytearray, o: DeleteAcl
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteAclsResponse__DeleteAclsMatchingAcl_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,6 +14,7 @@ __all__ = ['DeleteGroupsRequest', 'DeleteGroupsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
+_F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
 
 
@@ -22,7 +23,7 @@ class DeleteGroupsRequest(KafkaMessage):
 
     def __init__(self, *, groups_names: list[str] = _wire.DEFAULT) -> None:
         self.groups_names = [] if groups_names is _wire.DEFAULT else groups_names
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DeleteGroupsRequest'
     API_KEY = 42
@@ -38,7 +39,7 @@ class DeleteGroupsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, results: list[DeleteGroupsResponse.DeletableGroupResult] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = _wire.KeyedList() if results is _wire.DEFAULT else results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DeleteGroupsResponse'
     API_KEY = 42
@@ -52,31 +53,31 @@ class DeleteGroupsResponse(KafkaMessage):
         def __init__(self, *, group_id: str = "", error_code: int = 0) -> None:
             self.group_id = group_id
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('group_id',)
 
 
 def _r_DeleteGroupsRequest_0(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:
     item: Any
-    v_groups_names: list[Any]
+    s1_groups_names: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups_names", pos)
         else:
-            v_groups_names = []
+            s1_groups_names = []
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("groups_names[]", pos)
-                v_groups_names.append(item)
+                s1_groups_names.append(item)
+        o1 = _new(DeleteGroupsRequest)
+        o1.groups_names = s1_groups_names
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteGroupsRequest: {exc}", offset=pos) from None
-    o = _new(DeleteGroupsRequest)
-    o.groups_names = v_groups_names
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteGroupsRequest_0(out: bytearray, o: DeleteGroupsRequest) -> None:
@@ -98,33 +99,45 @@ def _w_DeleteGroupsRequest_0(out: bytearray, o: DeleteGroupsRequest) -> None:
 
 def _r_DeleteGroupsRequest_1(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:
     item: Any
-    v_groups_names: list[Any]
+    s1_groups_names: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups_names", pos)
         else:
-            v_groups_names = []
+            s1_groups_names = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("groups_names[]", pos)
-                v_groups_names.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "groups_names[]")
+                s1_groups_names.append(item)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DeleteGroupsRequest)
+        o1.groups_names = s1_groups_names
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteGroupsRequest: {exc}", offset=pos) from None
-    o = _new(DeleteGroupsRequest)
-    o.groups_names = v_groups_names
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteGroupsRequest_1(out: bytearray, o: DeleteGroupsRequest) -> None:
@@ -139,10 +152,14 @@ def _w_DeleteGroupsRequest_1(out: bytearray, o: DeleteGroupsRequest) -> None:
             for item in x:
                 if item is None:
                     raise EncodeError("an element of groups_names is None")
-                _wire.write_compact_string(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -150,26 +167,34 @@ def _w_DeleteGroupsRequest_1(out: bytearray, o: DeleteGroupsRequest) -> None:
 
 
 def _r_DeleteGroupsResponse_0(buf: Any, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = _wire.KeyedList()
+            s1_results = _wire.KeyedList()
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_DeleteGroupsResponse__DeletableGroupResult_0(buf, pos)
-                v_results.append(item)
+                s3_group_id, pos = _wire.read_string(buf, pos)
+                if s3_group_id is None:
+                    raise _wire.null_error("group_id", pos)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                o3 = _new(_C_DeleteGroupsResponse__DeletableGroupResult)
+                o3.group_id = s3_group_id
+                o3.error_code = s3_error_code
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DeleteGroupsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteGroupsResponse: {exc}", offset=pos) from None
-    o = _new(DeleteGroupsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteGroupsResponse_0(out: bytearray, o: DeleteGroupsResponse) -> None:
@@ -189,35 +214,64 @@ def _w_DeleteGroupsResponse_0(out: bytearray, o: DeleteGroupsResponse) -> None:
 
 
 def _r_DeleteGroupsResponse_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = _wire.KeyedList()
+            s1_results = _wire.KeyedList()
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_DeleteGroupsResponse__DeletableGroupResult_1(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+                (s3_error_code, t3,) = _F_hB.unpack_from(buf, pos)
+                pos += 3
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DeleteGroupsResponse__DeletableGroupResult)
+                o3.group_id = s3_group_id
+                o3.error_code = s3_error_code
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DeleteGroupsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteGroupsResponse: {exc}", offset=pos) from None
-    o = _new(DeleteGroupsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteGroupsResponse_1(out: bytearray, o: DeleteGroupsResponse) -> None:
@@ -232,29 +286,12 @@ def _w_DeleteGroupsResponse_1(out: bytearray, o: DeleteGroupsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteGroupsResponse__DeletableGroupResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DeleteGroupsResponse__DeletableGroupResult_0(buf: Any, pos: int) -> tuple[DeleteGroupsResponse.DeletableGroupResult, int]:
-    try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeletableGroupResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteGroupsResponse__DeletableGroupResult)
-    o.group_id = v_group_id
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DeleteGroupsResponse__DeletableGroupResult_0(out: bytearray, o: DeleteGroupsResponse.DeletableGroupResult) -> None:
@@ -269,42 +306,21 @@ def _w_DeleteGroupsResponse__DeletableGroupResult_0(out: bytearray, o: DeleteGro
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteGroupsResponse__DeletableGroupResult_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse.DeletableGroupResult, int]:
-    try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeletableGroupResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteGroupsResponse__DeletableGroupResult)
-    o.group_id = v_group_id
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DeleteGroupsResponse__DeletableGroupResult_1(out: bytearray, o: DeleteGroupsResponse.DeletableGroupResult) -> None:
     x: Any
     try:
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

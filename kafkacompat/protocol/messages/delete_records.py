@@ -14,8 +14,11 @@ __all__ = ['DeleteRecordsRequest', 'DeleteRecordsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_iq = struct.Struct(">iq")
+_F_iqB = struct.Struct(">iqB")
 _F_iqh = struct.Struct(">iqh")
+_F_iqhB = struct.Struct(">iqhB")
 
 
 class DeleteRecordsRequest(KafkaMessage):
@@ -24,7 +27,7 @@ class DeleteRecordsRequest(KafkaMessage):
     def __init__(self, *, topics: list[DeleteRecordsRequest.DeleteRecordsTopic] = _wire.DEFAULT, timeout_ms: int = 0) -> None:
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.timeout_ms = timeout_ms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DeleteRecordsRequest'
     API_KEY = 21
@@ -39,7 +42,7 @@ class DeleteRecordsRequest(KafkaMessage):
         def __init__(self, *, partition_index: int = 0, offset: int = 0) -> None:
             self.partition_index = partition_index
             self.offset = offset
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DeleteRecordsTopic(KafkaStruct):
@@ -48,7 +51,7 @@ class DeleteRecordsRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[DeleteRecordsRequest.DeleteRecordsPartition] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class DeleteRecordsResponse(KafkaMessage):
@@ -57,7 +60,7 @@ class DeleteRecordsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DeleteRecordsResponse'
     API_KEY = 21
@@ -72,7 +75,7 @@ class DeleteRecordsResponse(KafkaMessage):
             self.partition_index = partition_index
             self.low_watermark = low_watermark
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('partition_index',)
 
@@ -82,32 +85,68 @@ class DeleteRecordsResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[DeleteRecordsResponse.DeleteRecordsPartitionResult] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = _wire.KeyedList() if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
 
 def _r_DeleteRecordsRequest_0(buf: Any, pos: int) -> tuple[DeleteRecordsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DeleteRecordsRequest__DeleteRecordsTopic_0(buf, pos)
-                v_topics.append(item)
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 12 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_offset,) in _F_iq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_DeleteRecordsRequest__DeleteRecordsPartition)
+                            o5.partition_index = s5_partition_index
+                            o5.offset = s5_offset
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_offset,) = _F_iq.unpack_from(buf, pos)
+                            pos += 12
+                            o6 = _new(_C_DeleteRecordsRequest__DeleteRecordsPartition)
+                            o6.partition_index = s6_partition_index
+                            o6.offset = s6_offset
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_DeleteRecordsRequest__DeleteRecordsTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(DeleteRecordsRequest)
+        o1.topics = s1_topics
+        o1.timeout_ms = s1_timeout_ms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteRecordsRequest: {exc}", offset=pos) from None
-    o = _new(DeleteRecordsRequest)
-    o.topics = v_topics
-    o.timeout_ms = v_timeout_ms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteRecordsRequest_0(out: bytearray, o: DeleteRecordsRequest) -> None:
@@ -127,35 +166,106 @@ def _w_DeleteRecordsRequest_0(out: bytearray, o: DeleteRecordsRequest) -> None:
 
 
 def _r_DeleteRecordsRequest_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DeleteRecordsRequest__DeleteRecordsTopic_1(buf, pos)
-                v_topics.append(item)
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 13 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_offset, t5,) in _F_iqB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_DeleteRecordsRequest__DeleteRecordsPartition)
+                            o5.partition_index = s5_partition_index
+                            o5.offset = s5_offset
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_offset, t6,) = _F_iqB.unpack_from(buf, pos)
+                            pos += 13
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_DeleteRecordsRequest__DeleteRecordsPartition)
+                            o6.partition_index = s6_partition_index
+                            o6.offset = s6_offset
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DeleteRecordsRequest__DeleteRecordsTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DeleteRecordsRequest)
+        o1.topics = s1_topics
+        o1.timeout_ms = s1_timeout_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteRecordsRequest: {exc}", offset=pos) from None
-    o = _new(DeleteRecordsRequest)
-    o.topics = v_topics
-    o.timeout_ms = v_timeout_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteRecordsRequest_1(out: bytearray, o: DeleteRecordsRequest) -> None:
@@ -170,26 +280,12 @@ def _w_DeleteRecordsRequest_1(out: bytearray, o: DeleteRecordsRequest) -> None:
             for item in x:
                 _w_DeleteRecordsRequest__DeleteRecordsTopic_1(out, item)
         out += _F_i.pack(o.timeout_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DeleteRecordsRequest__DeleteRecordsPartition_0(buf: Any, pos: int) -> tuple[DeleteRecordsRequest.DeleteRecordsPartition, int]:
-    try:
-        (v_partition_index, v_offset,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteRecordsPartition: {exc}", offset=pos) from None
-    o = _new(_C_DeleteRecordsRequest__DeleteRecordsPartition)
-    o.partition_index = v_partition_index
-    o.offset = v_offset
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DeleteRecordsRequest__DeleteRecordsPartition_0(out: bytearray, o: DeleteRecordsRequest.DeleteRecordsPartition) -> None:
@@ -199,62 +295,15 @@ def _w_DeleteRecordsRequest__DeleteRecordsPartition_0(out: bytearray, o: DeleteR
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteRecordsRequest__DeleteRecordsPartition_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest.DeleteRecordsPartition, int]:
-    try:
-        (v_partition_index, v_offset,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteRecordsPartition: {exc}", offset=pos) from None
-    o = _new(_C_DeleteRecordsRequest__DeleteRecordsPartition)
-    o.partition_index = v_partition_index
-    o.offset = v_offset
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DeleteRecordsRequest__DeleteRecordsPartition_1(out: bytearray, o: DeleteRecordsRequest.DeleteRecordsPartition) -> None:
     try:
         out += _F_iq.pack(o.partition_index, o.offset)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DeleteRecordsRequest__DeleteRecordsTopic_0(buf: Any, pos: int) -> tuple[DeleteRecordsRequest.DeleteRecordsTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_DeleteRecordsRequest__DeleteRecordsPartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteRecordsTopic: {exc}", offset=pos) from None
-    o = _new(_C_DeleteRecordsRequest__DeleteRecordsTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DeleteRecordsRequest__DeleteRecordsTopic_0(out: bytearray, o: DeleteRecordsRequest.DeleteRecordsTopic) -> None:
@@ -276,39 +325,6 @@ def _w_DeleteRecordsRequest__DeleteRecordsTopic_0(out: bytearray, o: DeleteRecor
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteRecordsRequest__DeleteRecordsTopic_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest.DeleteRecordsTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_DeleteRecordsRequest__DeleteRecordsPartition_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteRecordsTopic: {exc}", offset=pos) from None
-    o = _new(_C_DeleteRecordsRequest__DeleteRecordsTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DeleteRecordsRequest__DeleteRecordsTopic_1(out: bytearray, o: DeleteRecordsRequest.DeleteRecordsTopic) -> None:
     x: Any
     item: Any
@@ -316,7 +332,12 @@ def _w_DeleteRecordsRequest__DeleteRecordsTopic_1(out: bytearray, o: DeleteRecor
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -324,9 +345,8 @@ def _w_DeleteRecordsRequest__DeleteRecordsTopic_1(out: bytearray, o: DeleteRecor
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteRecordsRequest__DeleteRecordsPartition_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -334,26 +354,64 @@ def _w_DeleteRecordsRequest__DeleteRecordsTopic_1(out: bytearray, o: DeleteRecor
 
 
 def _r_DeleteRecordsResponse_0(buf: Any, pos: int) -> tuple[DeleteRecordsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DeleteRecordsResponse__DeleteRecordsTopicResult_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 14 * n
+                    s3_partitions = _wire.KeyedList()
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_low_watermark, s5_error_code,) in _F_iqh.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_DeleteRecordsResponse__DeleteRecordsPartitionResult)
+                            o5.partition_index = s5_partition_index
+                            o5.low_watermark = s5_low_watermark
+                            o5.error_code = s5_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = _wire.KeyedList()
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_low_watermark, s6_error_code,) = _F_iqh.unpack_from(buf, pos)
+                            pos += 14
+                            o6 = _new(_C_DeleteRecordsResponse__DeleteRecordsPartitionResult)
+                            o6.partition_index = s6_partition_index
+                            o6.low_watermark = s6_low_watermark
+                            o6.error_code = s6_error_code
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_DeleteRecordsResponse__DeleteRecordsTopicResult)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DeleteRecordsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteRecordsResponse: {exc}", offset=pos) from None
-    o = _new(DeleteRecordsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteRecordsResponse_0(out: bytearray, o: DeleteRecordsResponse) -> None:
@@ -373,35 +431,109 @@ def _w_DeleteRecordsResponse_0(out: bytearray, o: DeleteRecordsResponse) -> None
 
 
 def _r_DeleteRecordsResponse_1(buf: Any, pos: int) -> tuple[DeleteRecordsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DeleteRecordsResponse__DeleteRecordsTopicResult_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 15 * n
+                    s3_partitions = _wire.KeyedList()
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_low_watermark, s5_error_code, t5,) in _F_iqhB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_DeleteRecordsResponse__DeleteRecordsPartitionResult)
+                            o5.partition_index = s5_partition_index
+                            o5.low_watermark = s5_low_watermark
+                            o5.error_code = s5_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = _wire.KeyedList()
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_low_watermark, s6_error_code, t6,) = _F_iqhB.unpack_from(buf, pos)
+                            pos += 15
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_DeleteRecordsResponse__DeleteRecordsPartitionResult)
+                            o6.partition_index = s6_partition_index
+                            o6.low_watermark = s6_low_watermark
+                            o6.error_code = s6_error_code
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DeleteRecordsResponse__DeleteRecordsTopicResult)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DeleteRecordsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteRecordsResponse: {exc}", offset=pos) from None
-    o = _new(DeleteRecordsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteRecordsResponse_1(out: bytearray, o: DeleteRecordsResponse) -> None:
@@ -416,27 +548,12 @@ def _w_DeleteRecordsResponse_1(out: bytearray, o: DeleteRecordsResponse) -> None
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteRecordsResponse__DeleteRecordsTopicResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DeleteRecordsResponse__DeleteRecordsPartitionResult_0(buf: Any, pos: int) -> tuple[DeleteRecordsResponse.DeleteRecordsPartitionResult, int]:
-    try:
-        (v_partition_index, v_low_watermark, v_error_code,) = _F_iqh.unpack_from(buf, pos)
-        pos += 14
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteRecordsPartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteRecordsResponse__DeleteRecordsPartitionResult)
-    o.partition_index = v_partition_index
-    o.low_watermark = v_low_watermark
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_0(out: bytearray, o: DeleteRecordsResponse.DeleteRecordsPartitionResult) -> None:
@@ -446,63 +563,15 @@ def _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_0(out: bytearray, o: 
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteRecordsResponse__DeleteRecordsPartitionResult_1(buf: Any, pos: int) -> tuple[DeleteRecordsResponse.DeleteRecordsPartitionResult, int]:
-    try:
-        (v_partition_index, v_low_watermark, v_error_code,) = _F_iqh.unpack_from(buf, pos)
-        pos += 14
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteRecordsPartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteRecordsResponse__DeleteRecordsPartitionResult)
-    o.partition_index = v_partition_index
-    o.low_watermark = v_low_watermark
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_1(out: bytearray, o: DeleteRecordsResponse.DeleteRecordsPartitionResult) -> None:
     try:
         out += _F_iqh.pack(o.partition_index, o.low_watermark, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DeleteRecordsResponse__DeleteRecordsTopicResult_0(buf: Any, pos: int) -> tuple[DeleteRecordsResponse.DeleteRecordsTopicResult, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_DeleteRecordsResponse__DeleteRecordsPartitionResult_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteRecordsTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteRecordsResponse__DeleteRecordsTopicResult)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DeleteRecordsResponse__DeleteRecordsTopicResult_0(out: bytearray, o: DeleteRecordsResponse.DeleteRecordsTopicResult) -> None:
@@ -524,39 +593,6 @@ def _w_DeleteRecordsResponse__DeleteRecordsTopicResult_0(out: bytearray, o: Dele
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteRecordsResponse__DeleteRecordsTopicResult_1(buf: Any, pos: int) -> tuple[DeleteRecordsResponse.DeleteRecordsTopicResult, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_DeleteRecordsResponse__DeleteRecordsPartitionResult_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteRecordsTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteRecordsResponse__DeleteRecordsTopicResult)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DeleteRecordsResponse__DeleteRecordsTopicResult_1(out: bytearray, o: DeleteRecordsResponse.DeleteRecordsTopicResult) -> None:
     x: Any
     item: Any
@@ -564,7 +600,12 @@ def _w_DeleteRecordsResponse__DeleteRecordsTopicResult_1(out: bytearray, o: Dele
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -572,9 +613,8 @@ def _w_DeleteRecordsResponse__DeleteRecordsTopicResult_1(out: bytearray, o: Dele
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,7 +15,9 @@ __all__ = ['DeleteTopicsRequest', 'DeleteTopicsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
+_F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 
 
 class DeleteTopicsRequest(KafkaMessage):
@@ -25,7 +27,7 @@ class DeleteTopicsRequest(KafkaMessage):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.topic_names = [] if topic_names is _wire.DEFAULT else topic_names
         self.timeout_ms = timeout_ms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DeleteTopicsRequest'
     API_KEY = 20
@@ -41,7 +43,7 @@ class DeleteTopicsRequest(KafkaMessage):
         def __init__(self, *, name: str | None = None, topic_id: uuid.UUID = _wire.ZERO_UUID) -> None:
             self.name = name
             self.topic_id = topic_id
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class DeleteTopicsResponse(KafkaMessage):
@@ -50,7 +52,7 @@ class DeleteTopicsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, responses: list[DeleteTopicsResponse.DeletableTopicResult] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.responses = _wire.KeyedList() if responses is _wire.DEFAULT else responses
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DeleteTopicsResponse'
     API_KEY = 20
@@ -66,35 +68,35 @@ class DeleteTopicsResponse(KafkaMessage):
             self.topic_id = topic_id
             self.error_code = error_code
             self.error_message = error_message
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
 
 def _r_DeleteTopicsRequest_0(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
     item: Any
-    v_topic_names: list[Any]
+    s1_topic_names: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_names", pos)
         else:
-            v_topic_names = []
+            s1_topic_names = []
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("topic_names[]", pos)
-                v_topic_names.append(item)
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
+                s1_topic_names.append(item)
+        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(DeleteTopicsRequest)
+        o1.topics = []
+        o1.topic_names = s1_topic_names
+        o1.timeout_ms = s1_timeout_ms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteTopicsRequest: {exc}", offset=pos) from None
-    o = _new(DeleteTopicsRequest)
-    o.topics = []
-    o.topic_names = v_topic_names
-    o.timeout_ms = v_timeout_ms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteTopicsRequest_0(out: bytearray, o: DeleteTopicsRequest) -> None:
@@ -119,37 +121,48 @@ def _w_DeleteTopicsRequest_0(out: bytearray, o: DeleteTopicsRequest) -> None:
 
 def _r_DeleteTopicsRequest_1(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
     item: Any
-    v_topic_names: list[Any]
+    s1_topic_names: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_names", pos)
         else:
-            v_topic_names = []
+            s1_topic_names = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("topic_names[]", pos)
-                v_topic_names.append(item)
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "topic_names[]")
+                s1_topic_names.append(item)
+        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DeleteTopicsRequest)
+        o1.topics = []
+        o1.topic_names = s1_topic_names
+        o1.timeout_ms = s1_timeout_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteTopicsRequest: {exc}", offset=pos) from None
-    o = _new(DeleteTopicsRequest)
-    o.topics = []
-    o.topic_names = v_topic_names
-    o.timeout_ms = v_timeout_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteTopicsRequest_1(out: bytearray, o: DeleteTopicsRequest) -> None:
@@ -166,11 +179,15 @@ def _w_DeleteTopicsRequest_1(out: bytearray, o: DeleteTopicsRequest) -> None:
             for item in x:
                 if item is None:
                     raise EncodeError("an element of topic_names is None")
-                _wire.write_compact_string(out, item)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
         out += _F_i.pack(o.timeout_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -178,36 +195,65 @@ def _w_DeleteTopicsRequest_1(out: bytearray, o: DeleteTopicsRequest) -> None:
 
 
 def _r_DeleteTopicsRequest_2(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_name: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DeleteTopicsRequest__DeleteTopicState_0(buf, pos)
-                v_topics.append(item)
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_string(buf, pos)
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DeleteTopicsRequest__DeleteTopicState)
+                o3.name = s3_name
+                o3.topic_id = s3_topic_id
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DeleteTopicsRequest)
+        o1.topics = s1_topics
+        o1.topic_names = []
+        o1.timeout_ms = s1_timeout_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteTopicsRequest: {exc}", offset=pos) from None
-    o = _new(DeleteTopicsRequest)
-    o.topics = v_topics
-    o.topic_names = []
-    o.timeout_ms = v_timeout_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteTopicsRequest_2(out: bytearray, o: DeleteTopicsRequest) -> None:
@@ -222,47 +268,28 @@ def _w_DeleteTopicsRequest_2(out: bytearray, o: DeleteTopicsRequest) -> None:
             for item in x:
                 _w_DeleteTopicsRequest__DeleteTopicState_0(out, item)
         out += _F_i.pack(o.timeout_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteTopicsRequest__DeleteTopicState_0(buf: Any, pos: int) -> tuple[DeleteTopicsRequest.DeleteTopicState, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeleteTopicState: {exc}", offset=pos) from None
-    o = _new(_C_DeleteTopicsRequest__DeleteTopicState)
-    o.name = v_name
-    o.topic_id = v_topic_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DeleteTopicsRequest__DeleteTopicState_0(out: bytearray, o: DeleteTopicsRequest.DeleteTopicState) -> None:
     x: Any
     try:
         x = o.name
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_id
         _wire.write_uuid(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -270,24 +297,34 @@ def _w_DeleteTopicsRequest__DeleteTopicState_0(out: bytearray, o: DeleteTopicsRe
 
 
 def _r_DeleteTopicsResponse_0(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = _wire.KeyedList()
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_DeleteTopicsResponse__DeletableTopicResult_0(buf, pos)
-                v_responses.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                o3 = _new(_C_DeleteTopicsResponse__DeletableTopicResult)
+                o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.error_code = s3_error_code
+                o3.error_message = None
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DeleteTopicsResponse)
+        o1.throttle_time_ms = 0
+        o1.responses = s1_responses
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteTopicsResponse: {exc}", offset=pos) from None
-    o = _new(DeleteTopicsResponse)
-    o.throttle_time_ms = 0
-    o.responses = v_responses
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteTopicsResponse_0(out: bytearray, o: DeleteTopicsResponse) -> None:
@@ -306,26 +343,36 @@ def _w_DeleteTopicsResponse_0(out: bytearray, o: DeleteTopicsResponse) -> None:
 
 
 def _r_DeleteTopicsResponse_1(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = _wire.KeyedList()
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_DeleteTopicsResponse__DeletableTopicResult_0(buf, pos)
-                v_responses.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                o3 = _new(_C_DeleteTopicsResponse__DeletableTopicResult)
+                o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.error_code = s3_error_code
+                o3.error_message = None
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DeleteTopicsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.responses = s1_responses
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteTopicsResponse: {exc}", offset=pos) from None
-    o = _new(DeleteTopicsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.responses = v_responses
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteTopicsResponse_1(out: bytearray, o: DeleteTopicsResponse) -> None:
@@ -345,35 +392,66 @@ def _w_DeleteTopicsResponse_1(out: bytearray, o: DeleteTopicsResponse) -> None:
 
 
 def _r_DeleteTopicsResponse_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = _wire.KeyedList()
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_DeleteTopicsResponse__DeletableTopicResult_1(buf, pos)
-                v_responses.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s3_error_code, t3,) = _F_hB.unpack_from(buf, pos)
+                pos += 3
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DeleteTopicsResponse__DeletableTopicResult)
+                o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.error_code = s3_error_code
+                o3.error_message = None
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DeleteTopicsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.responses = s1_responses
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteTopicsResponse: {exc}", offset=pos) from None
-    o = _new(DeleteTopicsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.responses = v_responses
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteTopicsResponse_2(out: bytearray, o: DeleteTopicsResponse) -> None:
@@ -388,9 +466,8 @@ def _w_DeleteTopicsResponse_2(out: bytearray, o: DeleteTopicsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteTopicsResponse__DeletableTopicResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -398,35 +475,77 @@ def _w_DeleteTopicsResponse_2(out: bytearray, o: DeleteTopicsResponse) -> None:
 
 
 def _r_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = _wire.KeyedList()
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_DeleteTopicsResponse__DeletableTopicResult_2(buf, pos)
-                v_responses.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DeleteTopicsResponse__DeletableTopicResult)
+                o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DeleteTopicsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.responses = s1_responses
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteTopicsResponse: {exc}", offset=pos) from None
-    o = _new(DeleteTopicsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.responses = v_responses
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteTopicsResponse_3(out: bytearray, o: DeleteTopicsResponse) -> None:
@@ -441,9 +560,8 @@ def _w_DeleteTopicsResponse_3(out: bytearray, o: DeleteTopicsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteTopicsResponse__DeletableTopicResult_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -451,35 +569,79 @@ def _w_DeleteTopicsResponse_3(out: bytearray, o: DeleteTopicsResponse) -> None:
 
 
 def _r_DeleteTopicsResponse_4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_error_message: str | None
+    s3_name: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = _wire.KeyedList()
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_DeleteTopicsResponse__DeletableTopicResult_3(buf, pos)
-                v_responses.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_string(buf, pos)
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DeleteTopicsResponse__DeletableTopicResult)
+                o3.name = s3_name
+                o3.topic_id = s3_topic_id
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DeleteTopicsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.responses = s1_responses
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DeleteTopicsResponse: {exc}", offset=pos) from None
-    o = _new(DeleteTopicsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.responses = v_responses
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DeleteTopicsResponse_4(out: bytearray, o: DeleteTopicsResponse) -> None:
@@ -494,31 +656,12 @@ def _w_DeleteTopicsResponse_4(out: bytearray, o: DeleteTopicsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteTopicsResponse__DeletableTopicResult_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DeleteTopicsResponse__DeletableTopicResult_0(buf: Any, pos: int) -> tuple[DeleteTopicsResponse.DeletableTopicResult, int]:
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeletableTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteTopicsResponse__DeletableTopicResult)
-    o.name = v_name
-    o.topic_id = _wire.ZERO_UUID
-    o.error_code = v_error_code
-    o.error_message = None
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DeleteTopicsResponse__DeletableTopicResult_0(out: bytearray, o: DeleteTopicsResponse.DeletableTopicResult) -> None:
@@ -533,76 +676,25 @@ def _w_DeleteTopicsResponse__DeletableTopicResult_0(out: bytearray, o: DeleteTop
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteTopicsResponse__DeletableTopicResult_1(buf: Any, pos: int) -> tuple[DeleteTopicsResponse.DeletableTopicResult, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeletableTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteTopicsResponse__DeletableTopicResult)
-    o.name = v_name
-    o.topic_id = _wire.ZERO_UUID
-    o.error_code = v_error_code
-    o.error_message = None
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DeleteTopicsResponse__DeletableTopicResult_1(out: bytearray, o: DeleteTopicsResponse.DeletableTopicResult) -> None:
     x: Any
     try:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DeleteTopicsResponse__DeletableTopicResult_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse.DeletableTopicResult, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeletableTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteTopicsResponse__DeletableTopicResult)
-    o.name = v_name
-    o.topic_id = _wire.ZERO_UUID
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DeleteTopicsResponse__DeletableTopicResult_2(out: bytearray, o: DeleteTopicsResponse.DeletableTopicResult) -> None:
@@ -611,59 +703,50 @@ def _w_DeleteTopicsResponse__DeletableTopicResult_2(out: bytearray, o: DeleteTop
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DeleteTopicsResponse__DeletableTopicResult_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse.DeletableTopicResult, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DeletableTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_DeleteTopicsResponse__DeletableTopicResult)
-    o.name = v_name
-    o.topic_id = v_topic_id
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DeleteTopicsResponse__DeletableTopicResult_3(out: bytearray, o: DeleteTopicsResponse.DeletableTopicResult) -> None:
     x: Any
     try:
         x = o.name
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_id
         _wire.write_uuid(out, x)
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

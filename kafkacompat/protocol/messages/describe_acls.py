@@ -15,6 +15,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
 _F_bb = struct.Struct(">bb")
+_F_bbB = struct.Struct(">bbB")
 _F_ih = struct.Struct(">ih")
 
 
@@ -29,7 +30,7 @@ class DescribeAclsRequest(KafkaMessage):
         self.host_filter = host_filter
         self.operation = operation
         self.permission_type = permission_type
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeAclsRequest'
     API_KEY = 29
@@ -47,7 +48,7 @@ class DescribeAclsResponse(KafkaMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.resources = [] if resources is _wire.DEFAULT else resources
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeAclsResponse'
     API_KEY = 29
@@ -63,7 +64,7 @@ class DescribeAclsResponse(KafkaMessage):
             self.host = host
             self.operation = operation
             self.permission_type = permission_type
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DescribeAclsResource(KafkaStruct):
@@ -74,31 +75,31 @@ class DescribeAclsResponse(KafkaMessage):
             self.resource_name = resource_name
             self.pattern_type = pattern_type
             self.acls = [] if acls is _wire.DEFAULT else acls
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_DescribeAclsRequest_0(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
     try:
-        (v_resource_type_filter,) = _F_b.unpack_from(buf, pos)
+        (s1_resource_type_filter,) = _F_b.unpack_from(buf, pos)
         pos += 1
-        v_resource_name_filter, pos = _wire.read_string(buf, pos)
-        v_principal_filter, pos = _wire.read_string(buf, pos)
-        v_host_filter, pos = _wire.read_string(buf, pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
+        s1_resource_name_filter, pos = _wire.read_string(buf, pos)
+        s1_principal_filter, pos = _wire.read_string(buf, pos)
+        s1_host_filter, pos = _wire.read_string(buf, pos)
+        (s1_operation, s1_permission_type,) = _F_bb.unpack_from(buf, pos)
         pos += 2
+        o1 = _new(DescribeAclsRequest)
+        o1.resource_type_filter = s1_resource_type_filter
+        o1.resource_name_filter = s1_resource_name_filter
+        o1.pattern_type_filter = 3
+        o1.principal_filter = s1_principal_filter
+        o1.host_filter = s1_host_filter
+        o1.operation = s1_operation
+        o1.permission_type = s1_permission_type
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeAclsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeAclsRequest)
-    o.resource_type_filter = v_resource_type_filter
-    o.resource_name_filter = v_resource_name_filter
-    o.pattern_type_filter = 3
-    o.principal_filter = v_principal_filter
-    o.host_filter = v_host_filter
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeAclsRequest_0(out: bytearray, o: DescribeAclsRequest) -> None:
@@ -120,27 +121,27 @@ def _w_DescribeAclsRequest_0(out: bytearray, o: DescribeAclsRequest) -> None:
 
 def _r_DescribeAclsRequest_1(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
     try:
-        (v_resource_type_filter,) = _F_b.unpack_from(buf, pos)
+        (s1_resource_type_filter,) = _F_b.unpack_from(buf, pos)
         pos += 1
-        v_resource_name_filter, pos = _wire.read_string(buf, pos)
-        (v_pattern_type_filter,) = _F_b.unpack_from(buf, pos)
+        s1_resource_name_filter, pos = _wire.read_string(buf, pos)
+        (s1_pattern_type_filter,) = _F_b.unpack_from(buf, pos)
         pos += 1
-        v_principal_filter, pos = _wire.read_string(buf, pos)
-        v_host_filter, pos = _wire.read_string(buf, pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
+        s1_principal_filter, pos = _wire.read_string(buf, pos)
+        s1_host_filter, pos = _wire.read_string(buf, pos)
+        (s1_operation, s1_permission_type,) = _F_bb.unpack_from(buf, pos)
         pos += 2
+        o1 = _new(DescribeAclsRequest)
+        o1.resource_type_filter = s1_resource_type_filter
+        o1.resource_name_filter = s1_resource_name_filter
+        o1.pattern_type_filter = s1_pattern_type_filter
+        o1.principal_filter = s1_principal_filter
+        o1.host_filter = s1_host_filter
+        o1.operation = s1_operation
+        o1.permission_type = s1_permission_type
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeAclsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeAclsRequest)
-    o.resource_type_filter = v_resource_type_filter
-    o.resource_name_filter = v_resource_name_filter
-    o.pattern_type_filter = v_pattern_type_filter
-    o.principal_filter = v_principal_filter
-    o.host_filter = v_host_filter
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeAclsRequest_1(out: bytearray, o: DescribeAclsRequest) -> None:
@@ -160,37 +161,65 @@ def _w_DescribeAclsRequest_1(out: bytearray, o: DescribeAclsRequest) -> None:
 
 
 def _r_DescribeAclsRequest_2(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
+    s1_host_filter: str | None
+    s1_principal_filter: str | None
+    s1_resource_name_filter: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_resource_type_filter,) = _F_b.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_resource_type_filter,) = _F_b.unpack_from(buf, pos)
         pos += 1
-        v_resource_name_filter, pos = _wire.read_compact_string(buf, pos)
-        (v_pattern_type_filter,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_principal_filter, pos = _wire.read_compact_string(buf, pos)
-        v_host_filter, pos = _wire.read_compact_string(buf, pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_resource_name_filter = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_resource_name_filter, pos = _wire.read_compact_string(buf, pos)
+        (s1_pattern_type_filter,) = _F_b.unpack_from(buf, pos)
+        pos += 1
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_principal_filter = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_principal_filter, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_host_filter = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_host_filter, pos = _wire.read_compact_string(buf, pos)
+        (s1_operation, s1_permission_type, t1,) = _F_bbB.unpack_from(buf, pos)
+        pos += 3
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeAclsRequest)
+        o1.resource_type_filter = s1_resource_type_filter
+        o1.resource_name_filter = s1_resource_name_filter
+        o1.pattern_type_filter = s1_pattern_type_filter
+        o1.principal_filter = s1_principal_filter
+        o1.host_filter = s1_host_filter
+        o1.operation = s1_operation
+        o1.permission_type = s1_permission_type
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeAclsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeAclsRequest)
-    o.resource_type_filter = v_resource_type_filter
-    o.resource_name_filter = v_resource_name_filter
-    o.pattern_type_filter = v_pattern_type_filter
-    o.principal_filter = v_principal_filter
-    o.host_filter = v_host_filter
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeAclsRequest_2(out: bytearray, o: DescribeAclsRequest) -> None:
@@ -198,16 +227,30 @@ def _w_DescribeAclsRequest_2(out: bytearray, o: DescribeAclsRequest) -> None:
     try:
         out += _F_b.pack(o.resource_type_filter)
         x = o.resource_name_filter
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.pattern_type_filter)
         x = o.principal_filter
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host_filter
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -215,29 +258,62 @@ def _w_DescribeAclsRequest_2(out: bytearray, o: DescribeAclsRequest) -> None:
 
 
 def _r_DescribeAclsResponse_0(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
-    item: Any
-    v_resources: list[Any]
+    s1_resources: list[Any]
+    s3_acls: list[Any]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_string(buf, pos)
+        s1_error_message, pos = _wire.read_string(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("resources", pos)
         else:
-            v_resources = []
+            s1_resources = []
+            add2 = s1_resources.append
             for _ in range(n):
-                item, pos = _r_DescribeAclsResponse__DescribeAclsResource_0(buf, pos)
-                v_resources.append(item)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name, pos = _wire.read_string(buf, pos)
+                if s3_resource_name is None:
+                    raise _wire.null_error("resource_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("acls", pos)
+                else:
+                    s3_acls = []
+                    add4 = s3_acls.append
+                    for _ in range(n):
+                        s5_principal, pos = _wire.read_string(buf, pos)
+                        if s5_principal is None:
+                            raise _wire.null_error("principal", pos)
+                        s5_host, pos = _wire.read_string(buf, pos)
+                        if s5_host is None:
+                            raise _wire.null_error("host", pos)
+                        (s5_operation, s5_permission_type,) = _F_bb.unpack_from(buf, pos)
+                        pos += 2
+                        o5 = _new(_C_DescribeAclsResponse__AclDescription)
+                        o5.principal = s5_principal
+                        o5.host = s5_host
+                        o5.operation = s5_operation
+                        o5.permission_type = s5_permission_type
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_DescribeAclsResponse__DescribeAclsResource)
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.pattern_type = 3
+                o3.acls = s3_acls
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeAclsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.resources = s1_resources
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeAclsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeAclsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.resources = v_resources
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeAclsResponse_0(out: bytearray, o: DescribeAclsResponse) -> None:
@@ -259,29 +335,64 @@ def _w_DescribeAclsResponse_0(out: bytearray, o: DescribeAclsResponse) -> None:
 
 
 def _r_DescribeAclsResponse_1(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
-    item: Any
-    v_resources: list[Any]
+    s1_resources: list[Any]
+    s3_acls: list[Any]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_string(buf, pos)
+        s1_error_message, pos = _wire.read_string(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("resources", pos)
         else:
-            v_resources = []
+            s1_resources = []
+            add2 = s1_resources.append
             for _ in range(n):
-                item, pos = _r_DescribeAclsResponse__DescribeAclsResource_1(buf, pos)
-                v_resources.append(item)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name, pos = _wire.read_string(buf, pos)
+                if s3_resource_name is None:
+                    raise _wire.null_error("resource_name", pos)
+                (s3_pattern_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("acls", pos)
+                else:
+                    s3_acls = []
+                    add4 = s3_acls.append
+                    for _ in range(n):
+                        s5_principal, pos = _wire.read_string(buf, pos)
+                        if s5_principal is None:
+                            raise _wire.null_error("principal", pos)
+                        s5_host, pos = _wire.read_string(buf, pos)
+                        if s5_host is None:
+                            raise _wire.null_error("host", pos)
+                        (s5_operation, s5_permission_type,) = _F_bb.unpack_from(buf, pos)
+                        pos += 2
+                        o5 = _new(_C_DescribeAclsResponse__AclDescription)
+                        o5.principal = s5_principal
+                        o5.host = s5_host
+                        o5.operation = s5_operation
+                        o5.permission_type = s5_permission_type
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_DescribeAclsResponse__DescribeAclsResource)
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.pattern_type = s3_pattern_type
+                o3.acls = s3_acls
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeAclsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.resources = s1_resources
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeAclsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeAclsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.resources = v_resources
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeAclsResponse_1(out: bytearray, o: DescribeAclsResponse) -> None:
@@ -303,38 +414,129 @@ def _w_DescribeAclsResponse_1(out: bytearray, o: DescribeAclsResponse) -> None:
 
 
 def _r_DescribeAclsResponse_2(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
-    item: Any
-    v_resources: list[Any]
+    s1_error_message: str | None
+    s1_resources: list[Any]
+    s3_acls: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("resources", pos)
         else:
-            v_resources = []
+            s1_resources = []
+            add2 = s1_resources.append
             for _ in range(n):
-                item, pos = _r_DescribeAclsResponse__DescribeAclsResource_2(buf, pos)
-                v_resources.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
+                (s3_pattern_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("acls", pos)
+                else:
+                    s3_acls = []
+                    add4 = s3_acls.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_principal = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_principal, pos = _wire.read_compact_text(buf, pos, "principal")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_host = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_host, pos = _wire.read_compact_text(buf, pos, "host")
+                        (s5_operation, s5_permission_type, t5,) = _F_bbB.unpack_from(buf, pos)
+                        pos += 3
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeAclsResponse__AclDescription)
+                        o5.principal = s5_principal
+                        o5.host = s5_host
+                        o5.operation = s5_operation
+                        o5.permission_type = s5_permission_type
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeAclsResponse__DescribeAclsResource)
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.pattern_type = s3_pattern_type
+                o3.acls = s3_acls
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeAclsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.resources = s1_resources
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeAclsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeAclsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.resources = v_resources
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeAclsResponse_2(out: bytearray, o: DescribeAclsResponse) -> None:
@@ -343,7 +545,12 @@ def _w_DescribeAclsResponse_2(out: bytearray, o: DescribeAclsResponse) -> None:
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.resources
         if x is None:
             raise EncodeError("field resources is None but not nullable at this version")
@@ -351,34 +558,12 @@ def _w_DescribeAclsResponse_2(out: bytearray, o: DescribeAclsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeAclsResponse__DescribeAclsResource_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeAclsResponse__AclDescription_0(buf: Any, pos: int) -> tuple[DescribeAclsResponse.AclDescription, int]:
-    try:
-        v_principal, pos = _wire.read_string(buf, pos)
-        if v_principal is None:
-            raise _wire.null_error("principal", pos)
-        v_host, pos = _wire.read_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AclDescription: {exc}", offset=pos) from None
-    o = _new(_C_DescribeAclsResponse__AclDescription)
-    o.principal = v_principal
-    o.host = v_host
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeAclsResponse__AclDescription_0(out: bytearray, o: DescribeAclsResponse.AclDescription) -> None:
@@ -397,83 +582,34 @@ def _w_DescribeAclsResponse__AclDescription_0(out: bytearray, o: DescribeAclsRes
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeAclsResponse__AclDescription_1(buf: Any, pos: int) -> tuple[DescribeAclsResponse.AclDescription, int]:
-    try:
-        v_principal, pos = _wire.read_compact_string(buf, pos)
-        if v_principal is None:
-            raise _wire.null_error("principal", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_operation, v_permission_type,) = _F_bb.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AclDescription: {exc}", offset=pos) from None
-    o = _new(_C_DescribeAclsResponse__AclDescription)
-    o.principal = v_principal
-    o.host = v_host
-    o.operation = v_operation
-    o.permission_type = v_permission_type
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeAclsResponse__AclDescription_1(out: bytearray, o: DescribeAclsResponse.AclDescription) -> None:
     x: Any
     try:
         x = o.principal
         if x is None:
             raise EncodeError("field principal is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeAclsResponse__DescribeAclsResource_0(buf: Any, pos: int) -> tuple[DescribeAclsResponse.DescribeAclsResource, int]:
-    item: Any
-    v_acls: list[Any]
-    try:
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("acls", pos)
-        else:
-            v_acls = []
-            for _ in range(n):
-                item, pos = _r_DescribeAclsResponse__AclDescription_0(buf, pos)
-                v_acls.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeAclsResource: {exc}", offset=pos) from None
-    o = _new(_C_DescribeAclsResponse__DescribeAclsResource)
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.pattern_type = 3
-    o.acls = v_acls
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeAclsResponse__DescribeAclsResource_0(out: bytearray, o: DescribeAclsResponse.DescribeAclsResource) -> None:
@@ -498,36 +634,6 @@ def _w_DescribeAclsResponse__DescribeAclsResource_0(out: bytearray, o: DescribeA
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeAclsResponse__DescribeAclsResource_1(buf: Any, pos: int) -> tuple[DescribeAclsResponse.DescribeAclsResource, int]:
-    item: Any
-    v_acls: list[Any]
-    try:
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        (v_pattern_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("acls", pos)
-        else:
-            v_acls = []
-            for _ in range(n):
-                item, pos = _r_DescribeAclsResponse__AclDescription_0(buf, pos)
-                v_acls.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeAclsResource: {exc}", offset=pos) from None
-    o = _new(_C_DescribeAclsResponse__DescribeAclsResource)
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.pattern_type = v_pattern_type
-    o.acls = v_acls
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_DescribeAclsResponse__DescribeAclsResource_1(out: bytearray, o: DescribeAclsResponse.DescribeAclsResource) -> None:
     x: Any
     item: Any
@@ -549,45 +655,6 @@ def _w_DescribeAclsResponse__DescribeAclsResource_1(out: bytearray, o: DescribeA
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeAclsResponse__DescribeAclsResource_2(buf: Any, pos: int) -> tuple[DescribeAclsResponse.DescribeAclsResource, int]:
-    item: Any
-    v_acls: list[Any]
-    try:
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_compact_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        (v_pattern_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("acls", pos)
-        else:
-            v_acls = []
-            for _ in range(n):
-                item, pos = _r_DescribeAclsResponse__AclDescription_1(buf, pos)
-                v_acls.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeAclsResource: {exc}", offset=pos) from None
-    o = _new(_C_DescribeAclsResponse__DescribeAclsResource)
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.pattern_type = v_pattern_type
-    o.acls = v_acls
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeAclsResponse__DescribeAclsResource_2(out: bytearray, o: DescribeAclsResponse.DescribeAclsResource) -> None:
     x: Any
     item: Any
@@ -596,7 +663,12 @@ def _w_DescribeAclsResponse__DescribeAclsResource_2(out: bytearray, o: DescribeA
         x = o.resource_name
         if x is None:
             raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.pattern_type)
         x = o.acls
         if x is None:
@@ -605,9 +677,8 @@ def _w_DescribeAclsResponse__DescribeAclsResource_2(out: bytearray, o: DescribeA
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeAclsResponse__AclDescription_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,8 +14,10 @@ __all__ = ['DescribeClientQuotasRequest', 'DescribeClientQuotasResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
+_F_oB = struct.Struct(">?B")
 _F_b = struct.Struct(">b")
 _F_d = struct.Struct(">d")
+_F_dB = struct.Struct(">dB")
 _F_ih = struct.Struct(">ih")
 
 
@@ -25,7 +27,7 @@ class DescribeClientQuotasRequest(KafkaMessage):
     def __init__(self, *, components: list[DescribeClientQuotasRequest.ComponentData] = _wire.DEFAULT, strict: bool = False) -> None:
         self.components = [] if components is _wire.DEFAULT else components
         self.strict = strict
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeClientQuotasRequest'
     API_KEY = 48
@@ -41,7 +43,7 @@ class DescribeClientQuotasRequest(KafkaMessage):
             self.entity_type = entity_type
             self.match_type = match_type
             self.match = match
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class DescribeClientQuotasResponse(KafkaMessage):
@@ -52,7 +54,7 @@ class DescribeClientQuotasResponse(KafkaMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.entries = [] if entries is _wire.DEFAULT else entries
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeClientQuotasResponse'
     API_KEY = 48
@@ -66,7 +68,7 @@ class DescribeClientQuotasResponse(KafkaMessage):
         def __init__(self, *, entity_type: str = "", entity_name: str | None = "") -> None:
             self.entity_type = entity_type
             self.entity_name = entity_name
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ValueData(KafkaStruct):
@@ -75,7 +77,7 @@ class DescribeClientQuotasResponse(KafkaMessage):
         def __init__(self, *, key: str = "", value: float = 0.0) -> None:
             self.key = key
             self.value = value
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class EntryData(KafkaStruct):
@@ -84,31 +86,41 @@ class DescribeClientQuotasResponse(KafkaMessage):
         def __init__(self, *, entity: list[DescribeClientQuotasResponse.EntityData] = _wire.DEFAULT, values: list[DescribeClientQuotasResponse.ValueData] = _wire.DEFAULT) -> None:
             self.entity = [] if entity is _wire.DEFAULT else entity
             self.values = [] if values is _wire.DEFAULT else values
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_DescribeClientQuotasRequest_0(buf: Any, pos: int) -> tuple[DescribeClientQuotasRequest, int]:
-    item: Any
-    v_components: list[Any]
+    s1_components: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("components", pos)
         else:
-            v_components = []
+            s1_components = []
+            add2 = s1_components.append
             for _ in range(n):
-                item, pos = _r_DescribeClientQuotasRequest__ComponentData_0(buf, pos)
-                v_components.append(item)
-        (v_strict,) = _F_o.unpack_from(buf, pos)
+                s3_entity_type, pos = _wire.read_string(buf, pos)
+                if s3_entity_type is None:
+                    raise _wire.null_error("entity_type", pos)
+                (s3_match_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_match, pos = _wire.read_string(buf, pos)
+                o3 = _new(_C_DescribeClientQuotasRequest__ComponentData)
+                o3.entity_type = s3_entity_type
+                o3.match_type = s3_match_type
+                o3.match = s3_match
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_strict,) = _F_o.unpack_from(buf, pos)
         pos += 1
+        o1 = _new(DescribeClientQuotasRequest)
+        o1.components = s1_components
+        o1.strict = s1_strict
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeClientQuotasRequest: {exc}", offset=pos) from None
-    o = _new(DescribeClientQuotasRequest)
-    o.components = v_components
-    o.strict = v_strict
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeClientQuotasRequest_0(out: bytearray, o: DescribeClientQuotasRequest) -> None:
@@ -128,35 +140,75 @@ def _w_DescribeClientQuotasRequest_0(out: bytearray, o: DescribeClientQuotasRequ
 
 
 def _r_DescribeClientQuotasRequest_1(buf: Any, pos: int) -> tuple[DescribeClientQuotasRequest, int]:
-    item: Any
-    v_components: list[Any]
+    s1_components: list[Any]
+    s3_match: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("components", pos)
         else:
-            v_components = []
+            s1_components = []
+            add2 = s1_components.append
             for _ in range(n):
-                item, pos = _r_DescribeClientQuotasRequest__ComponentData_1(buf, pos)
-                v_components.append(item)
-        (v_strict,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_entity_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
+                (s3_match_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_match = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_match, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeClientQuotasRequest__ComponentData)
+                o3.entity_type = s3_entity_type
+                o3.match_type = s3_match_type
+                o3.match = s3_match
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_strict, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeClientQuotasRequest)
+        o1.components = s1_components
+        o1.strict = s1_strict
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeClientQuotasRequest: {exc}", offset=pos) from None
-    o = _new(DescribeClientQuotasRequest)
-    o.components = v_components
-    o.strict = v_strict
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeClientQuotasRequest_1(out: bytearray, o: DescribeClientQuotasRequest) -> None:
@@ -171,31 +223,12 @@ def _w_DescribeClientQuotasRequest_1(out: bytearray, o: DescribeClientQuotasRequ
             for item in x:
                 _w_DescribeClientQuotasRequest__ComponentData_1(out, item)
         out += _F_o.pack(o.strict)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeClientQuotasRequest__ComponentData_0(buf: Any, pos: int) -> tuple[DescribeClientQuotasRequest.ComponentData, int]:
-    try:
-        v_entity_type, pos = _wire.read_string(buf, pos)
-        if v_entity_type is None:
-            raise _wire.null_error("entity_type", pos)
-        (v_match_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_match, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ComponentData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeClientQuotasRequest__ComponentData)
-    o.entity_type = v_entity_type
-    o.match_type = v_match_type
-    o.match = v_match
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeClientQuotasRequest__ComponentData_0(out: bytearray, o: DescribeClientQuotasRequest.ComponentData) -> None:
@@ -212,46 +245,28 @@ def _w_DescribeClientQuotasRequest__ComponentData_0(out: bytearray, o: DescribeC
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeClientQuotasRequest__ComponentData_1(buf: Any, pos: int) -> tuple[DescribeClientQuotasRequest.ComponentData, int]:
-    try:
-        v_entity_type, pos = _wire.read_compact_string(buf, pos)
-        if v_entity_type is None:
-            raise _wire.null_error("entity_type", pos)
-        (v_match_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_match, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ComponentData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeClientQuotasRequest__ComponentData)
-    o.entity_type = v_entity_type
-    o.match_type = v_match_type
-    o.match = v_match
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeClientQuotasRequest__ComponentData_1(out: bytearray, o: DescribeClientQuotasRequest.ComponentData) -> None:
     x: Any
     try:
         x = o.entity_type
         if x is None:
             raise EncodeError("field entity_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.match_type)
         x = o.match
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -259,29 +274,67 @@ def _w_DescribeClientQuotasRequest__ComponentData_1(out: bytearray, o: DescribeC
 
 
 def _r_DescribeClientQuotasResponse_0(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse, int]:
-    item: Any
-    v_entries: list[Any] | None
+    s1_entries: list[Any] | None
+    s3_entity: list[Any]
+    s3_values: list[Any]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_string(buf, pos)
+        s1_error_message, pos = _wire.read_string(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
-            v_entries = None
+            s1_entries = None
         else:
-            v_entries = []
+            s1_entries = []
+            add2 = s1_entries.append
             for _ in range(n):
-                item, pos = _r_DescribeClientQuotasResponse__EntryData_0(buf, pos)
-                v_entries.append(item)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("entity", pos)
+                else:
+                    s3_entity = []
+                    add4 = s3_entity.append
+                    for _ in range(n):
+                        s5_entity_type, pos = _wire.read_string(buf, pos)
+                        if s5_entity_type is None:
+                            raise _wire.null_error("entity_type", pos)
+                        s5_entity_name, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_DescribeClientQuotasResponse__EntityData)
+                        o5.entity_type = s5_entity_type
+                        o5.entity_name = s5_entity_name
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("values", pos)
+                else:
+                    s3_values = []
+                    add6 = s3_values.append
+                    for _ in range(n):
+                        s7_key, pos = _wire.read_string(buf, pos)
+                        if s7_key is None:
+                            raise _wire.null_error("key", pos)
+                        (s7_value,) = _F_d.unpack_from(buf, pos)
+                        pos += 8
+                        o7 = _new(_C_DescribeClientQuotasResponse__ValueData)
+                        o7.key = s7_key
+                        o7.value = s7_value
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                o3 = _new(_C_DescribeClientQuotasResponse__EntryData)
+                o3.entity = s3_entity
+                o3.values = s3_values
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeClientQuotasResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.entries = s1_entries
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeClientQuotasResponse: {exc}", offset=pos) from None
-    o = _new(DescribeClientQuotasResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.entries = v_entries
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeClientQuotasResponse_0(out: bytearray, o: DescribeClientQuotasResponse) -> None:
@@ -303,38 +356,149 @@ def _w_DescribeClientQuotasResponse_0(out: bytearray, o: DescribeClientQuotasRes
 
 
 def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse, int]:
-    item: Any
-    v_entries: list[Any] | None
+    s1_entries: list[Any] | None
+    s1_error_message: str | None
+    s3_entity: list[Any]
+    s3_values: list[Any]
+    s5_entity_name: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_entries = None
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            v_entries = []
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_entries = None
+        else:
+            s1_entries = []
+            add2 = s1_entries.append
             for _ in range(n):
-                item, pos = _r_DescribeClientQuotasResponse__EntryData_1(buf, pos)
-                v_entries.append(item)
-        unknown = _wire.EMPTY_TAGS
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("entity", pos)
+                else:
+                    s3_entity = []
+                    add4 = s3_entity.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_entity_type = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_entity_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_entity_name, pos = _wire.read_compact_string(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeClientQuotasResponse__EntityData)
+                        o5.entity_type = s5_entity_type
+                        o5.entity_name = s5_entity_name
+                        o5._unknown_tags = u5
+                        add4(o5)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("values", pos)
+                else:
+                    s3_values = []
+                    add6 = s3_values.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s7_key = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s7_key, pos = _wire.read_compact_text(buf, pos, "key")
+                        (s7_value, t7,) = _F_dB.unpack_from(buf, pos)
+                        pos += 9
+                        u7 = _wire.EMPTY_TAGS
+                        if t7:
+                            pos -= 1
+                            count7, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count7):
+                                tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                pos = end7
+                        o7 = _new(_C_DescribeClientQuotasResponse__ValueData)
+                        o7.key = s7_key
+                        o7.value = s7_value
+                        o7._unknown_tags = u7
+                        add6(o7)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeClientQuotasResponse__EntryData)
+                o3.entity = s3_entity
+                o3.values = s3_values
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeClientQuotasResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.entries = s1_entries
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeClientQuotasResponse: {exc}", offset=pos) from None
-    o = _new(DescribeClientQuotasResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.entries = v_entries
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeClientQuotasResponse_1(out: bytearray, o: DescribeClientQuotasResponse) -> None:
@@ -343,7 +507,12 @@ def _w_DescribeClientQuotasResponse_1(out: bytearray, o: DescribeClientQuotasRes
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.entries
         if x is None:
             out += b'\x00'
@@ -351,28 +520,12 @@ def _w_DescribeClientQuotasResponse_1(out: bytearray, o: DescribeClientQuotasRes
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeClientQuotasResponse__EntryData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeClientQuotasResponse__EntityData_0(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse.EntityData, int]:
-    try:
-        v_entity_type, pos = _wire.read_string(buf, pos)
-        if v_entity_type is None:
-            raise _wire.null_error("entity_type", pos)
-        v_entity_name, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntityData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeClientQuotasResponse__EntityData)
-    o.entity_type = v_entity_type
-    o.entity_name = v_entity_name
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeClientQuotasResponse__EntityData_0(out: bytearray, o: DescribeClientQuotasResponse.EntityData) -> None:
@@ -388,62 +541,31 @@ def _w_DescribeClientQuotasResponse__EntityData_0(out: bytearray, o: DescribeCli
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeClientQuotasResponse__EntityData_1(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse.EntityData, int]:
-    try:
-        v_entity_type, pos = _wire.read_compact_string(buf, pos)
-        if v_entity_type is None:
-            raise _wire.null_error("entity_type", pos)
-        v_entity_name, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntityData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeClientQuotasResponse__EntityData)
-    o.entity_type = v_entity_type
-    o.entity_name = v_entity_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeClientQuotasResponse__EntityData_1(out: bytearray, o: DescribeClientQuotasResponse.EntityData) -> None:
     x: Any
     try:
         x = o.entity_type
         if x is None:
             raise EncodeError("field entity_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.entity_name
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeClientQuotasResponse__ValueData_0(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse.ValueData, int]:
-    try:
-        v_key, pos = _wire.read_string(buf, pos)
-        if v_key is None:
-            raise _wire.null_error("key", pos)
-        (v_value,) = _F_d.unpack_from(buf, pos)
-        pos += 8
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ValueData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeClientQuotasResponse__ValueData)
-    o.key = v_key
-    o.value = v_value
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeClientQuotasResponse__ValueData_0(out: bytearray, o: DescribeClientQuotasResponse.ValueData) -> None:
@@ -458,76 +580,25 @@ def _w_DescribeClientQuotasResponse__ValueData_0(out: bytearray, o: DescribeClie
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeClientQuotasResponse__ValueData_1(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse.ValueData, int]:
-    try:
-        v_key, pos = _wire.read_compact_string(buf, pos)
-        if v_key is None:
-            raise _wire.null_error("key", pos)
-        (v_value,) = _F_d.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ValueData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeClientQuotasResponse__ValueData)
-    o.key = v_key
-    o.value = v_value
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeClientQuotasResponse__ValueData_1(out: bytearray, o: DescribeClientQuotasResponse.ValueData) -> None:
     x: Any
     try:
         x = o.key
         if x is None:
             raise EncodeError("field key is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_d.pack(o.value)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeClientQuotasResponse__EntryData_0(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse.EntryData, int]:
-    item: Any
-    v_entity: list[Any]
-    v_values: list[Any]
-    try:
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("entity", pos)
-        else:
-            v_entity = []
-            for _ in range(n):
-                item, pos = _r_DescribeClientQuotasResponse__EntityData_0(buf, pos)
-                v_entity.append(item)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("values", pos)
-        else:
-            v_values = []
-            for _ in range(n):
-                item, pos = _r_DescribeClientQuotasResponse__ValueData_0(buf, pos)
-                v_values.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntryData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeClientQuotasResponse__EntryData)
-    o.entity = v_entity
-    o.values = v_values
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeClientQuotasResponse__EntryData_0(out: bytearray, o: DescribeClientQuotasResponse.EntryData) -> None:
@@ -552,45 +623,6 @@ def _w_DescribeClientQuotasResponse__EntryData_0(out: bytearray, o: DescribeClie
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeClientQuotasResponse__EntryData_1(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse.EntryData, int]:
-    item: Any
-    v_entity: list[Any]
-    v_values: list[Any]
-    try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("entity", pos)
-        else:
-            v_entity = []
-            for _ in range(n):
-                item, pos = _r_DescribeClientQuotasResponse__EntityData_1(buf, pos)
-                v_entity.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("values", pos)
-        else:
-            v_values = []
-            for _ in range(n):
-                item, pos = _r_DescribeClientQuotasResponse__ValueData_1(buf, pos)
-                v_values.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EntryData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeClientQuotasResponse__EntryData)
-    o.entity = v_entity
-    o.values = v_values
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeClientQuotasResponse__EntryData_1(out: bytearray, o: DescribeClientQuotasResponse.EntryData) -> None:
     x: Any
     item: Any
@@ -609,9 +641,8 @@ def _w_DescribeClientQuotasResponse__EntryData_1(out: bytearray, o: DescribeClie
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeClientQuotasResponse__ValueData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

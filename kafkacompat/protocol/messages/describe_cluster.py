@@ -14,9 +14,12 @@ __all__ = ['DescribeClusterRequest', 'DescribeClusterResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
+_F_oB = struct.Struct(">?B")
 _F_ob = struct.Struct(">?b")
+_F_obB = struct.Struct(">?bB")
 _F_b = struct.Struct(">b")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 
 
@@ -26,7 +29,7 @@ class DescribeClusterRequest(KafkaMessage):
     def __init__(self, *, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1) -> None:
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.endpoint_type = endpoint_type
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeClusterRequest'
     API_KEY = 60
@@ -47,7 +50,7 @@ class DescribeClusterResponse(KafkaMessage):
         self.controller_id = controller_id
         self.brokers = _wire.KeyedList() if brokers is _wire.DEFAULT else brokers
         self.cluster_authorized_operations = cluster_authorized_operations
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeClusterResponse'
     API_KEY = 60
@@ -63,31 +66,31 @@ class DescribeClusterResponse(KafkaMessage):
             self.host = host
             self.port = port
             self.rack = rack
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('broker_id',)
 
 
 def _r_DescribeClusterRequest_0(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_include_cluster_authorized_operations,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_include_cluster_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeClusterRequest)
+        o1.include_cluster_authorized_operations = s1_include_cluster_authorized_operations
+        o1.endpoint_type = 1
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeClusterRequest: {exc}", offset=pos) from None
-    o = _new(DescribeClusterRequest)
-    o.include_cluster_authorized_operations = v_include_cluster_authorized_operations
-    o.endpoint_type = 1
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeClusterRequest_0(out: bytearray, o: DescribeClusterRequest) -> None:
@@ -95,9 +98,8 @@ def _w_DescribeClusterRequest_0(out: bytearray, o: DescribeClusterRequest) -> No
         if o.endpoint_type != 1:
             raise EncodeError("field endpoint_type has a non-default value but does not exist at this version")
         out += _F_o.pack(o.include_cluster_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -105,33 +107,32 @@ def _w_DescribeClusterRequest_0(out: bytearray, o: DescribeClusterRequest) -> No
 
 
 def _r_DescribeClusterRequest_1(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_include_cluster_authorized_operations, v_endpoint_type,) = _F_ob.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_include_cluster_authorized_operations, s1_endpoint_type, t1,) = _F_obB.unpack_from(buf, pos)
+        pos += 3
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeClusterRequest)
+        o1.include_cluster_authorized_operations = s1_include_cluster_authorized_operations
+        o1.endpoint_type = s1_endpoint_type
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeClusterRequest: {exc}", offset=pos) from None
-    o = _new(DescribeClusterRequest)
-    o.include_cluster_authorized_operations = v_include_cluster_authorized_operations
-    o.endpoint_type = v_endpoint_type
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeClusterRequest_1(out: bytearray, o: DescribeClusterRequest) -> None:
     try:
         out += _F_ob.pack(o.include_cluster_authorized_operations, o.endpoint_type)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -139,49 +140,107 @@ def _w_DescribeClusterRequest_1(out: bytearray, o: DescribeClusterRequest) -> No
 
 
 def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
-    item: Any
-    v_brokers: list[Any]
+    s1_brokers: list[Any]
+    s1_error_message: str | None
+    s3_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        if v_cluster_id is None:
-            raise _wire.null_error("cluster_id", pos)
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_text(buf, pos, "cluster_id")
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_DescribeClusterResponse__DescribeClusterBroker_0(buf, pos)
-                v_brokers.append(item)
-        (v_cluster_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                (s3_broker_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_rack = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_rack, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeClusterResponse__DescribeClusterBroker)
+                o3.broker_id = s3_broker_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = s3_rack
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_cluster_authorized_operations, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeClusterResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.endpoint_type = 1
+        o1.cluster_id = s1_cluster_id
+        o1.controller_id = s1_controller_id
+        o1.brokers = s1_brokers
+        o1.cluster_authorized_operations = s1_cluster_authorized_operations
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeClusterResponse: {exc}", offset=pos) from None
-    o = _new(DescribeClusterResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.endpoint_type = 1
-    o.cluster_id = v_cluster_id
-    o.controller_id = v_controller_id
-    o.brokers = v_brokers
-    o.cluster_authorized_operations = v_cluster_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeClusterResponse_0(out: bytearray, o: DescribeClusterResponse) -> None:
@@ -192,11 +251,21 @@ def _w_DescribeClusterResponse_0(out: bytearray, o: DescribeClusterResponse) -> 
             raise EncodeError("field endpoint_type has a non-default value but does not exist at this version")
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.cluster_id
         if x is None:
             raise EncodeError("field cluster_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.controller_id)
         x = o.brokers
         if x is None:
@@ -206,9 +275,8 @@ def _w_DescribeClusterResponse_0(out: bytearray, o: DescribeClusterResponse) -> 
             for item in x:
                 _w_DescribeClusterResponse__DescribeClusterBroker_0(out, item)
         out += _F_i.pack(o.cluster_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -216,51 +284,109 @@ def _w_DescribeClusterResponse_0(out: bytearray, o: DescribeClusterResponse) -> 
 
 
 def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
-    item: Any
-    v_brokers: list[Any]
+    s1_brokers: list[Any]
+    s1_error_message: str | None
+    s3_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        (v_endpoint_type,) = _F_b.unpack_from(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        (s1_endpoint_type,) = _F_b.unpack_from(buf, pos)
         pos += 1
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        if v_cluster_id is None:
-            raise _wire.null_error("cluster_id", pos)
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_text(buf, pos, "cluster_id")
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_DescribeClusterResponse__DescribeClusterBroker_0(buf, pos)
-                v_brokers.append(item)
-        (v_cluster_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                (s3_broker_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_rack = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_rack, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeClusterResponse__DescribeClusterBroker)
+                o3.broker_id = s3_broker_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = s3_rack
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_cluster_authorized_operations, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeClusterResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.endpoint_type = s1_endpoint_type
+        o1.cluster_id = s1_cluster_id
+        o1.controller_id = s1_controller_id
+        o1.brokers = s1_brokers
+        o1.cluster_authorized_operations = s1_cluster_authorized_operations
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeClusterResponse: {exc}", offset=pos) from None
-    o = _new(DescribeClusterResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.endpoint_type = v_endpoint_type
-    o.cluster_id = v_cluster_id
-    o.controller_id = v_controller_id
-    o.brokers = v_brokers
-    o.cluster_authorized_operations = v_cluster_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeClusterResponse_1(out: bytearray, o: DescribeClusterResponse) -> None:
@@ -269,12 +395,22 @@ def _w_DescribeClusterResponse_1(out: bytearray, o: DescribeClusterResponse) -> 
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.endpoint_type)
         x = o.cluster_id
         if x is None:
             raise EncodeError("field cluster_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.controller_id)
         x = o.brokers
         if x is None:
@@ -284,43 +420,12 @@ def _w_DescribeClusterResponse_1(out: bytearray, o: DescribeClusterResponse) -> 
             for item in x:
                 _w_DescribeClusterResponse__DescribeClusterBroker_0(out, item)
         out += _F_i.pack(o.cluster_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeClusterResponse__DescribeClusterBroker_0(buf: Any, pos: int) -> tuple[DescribeClusterResponse.DescribeClusterBroker, int]:
-    try:
-        (v_broker_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeClusterBroker: {exc}", offset=pos) from None
-    o = _new(_C_DescribeClusterResponse__DescribeClusterBroker)
-    o.broker_id = v_broker_id
-    o.host = v_host
-    o.port = v_port
-    o.rack = v_rack
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeClusterResponse__DescribeClusterBroker_0(out: bytearray, o: DescribeClusterResponse.DescribeClusterBroker) -> None:
@@ -330,13 +435,22 @@ def _w_DescribeClusterResponse__DescribeClusterBroker_0(out: bytearray, o: Descr
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.port)
         x = o.rack
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

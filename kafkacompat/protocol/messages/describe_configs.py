@@ -16,8 +16,10 @@ _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
 _F_oo = struct.Struct(">??")
 _F_ooo = struct.Struct(">???")
+_F_ooB = struct.Struct(">??B")
 _F_obo = struct.Struct(">?b?")
 _F_b = struct.Struct(">b")
+_F_bB = struct.Struct(">bB")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 
@@ -29,7 +31,7 @@ class DescribeConfigsRequest(KafkaMessage):
         self.resources = [] if resources is _wire.DEFAULT else resources
         self.include_synonyms = include_synonyms
         self.include_documentation = include_documentation
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeConfigsRequest'
     API_KEY = 32
@@ -46,7 +48,7 @@ class DescribeConfigsRequest(KafkaMessage):
             self.resource_type = resource_type
             self.resource_name = resource_name
             self.configuration_keys = [] if configuration_keys is _wire.DEFAULT else configuration_keys
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class DescribeConfigsResponse(KafkaMessage):
@@ -55,7 +57,7 @@ class DescribeConfigsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, results: list[DescribeConfigsResponse.DescribeConfigsResult] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _wire.DEFAULT else results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeConfigsResponse'
     API_KEY = 32
@@ -70,7 +72,7 @@ class DescribeConfigsResponse(KafkaMessage):
             self.name = name
             self.value = value
             self.source = source
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DescribeConfigsResourceResult(KafkaStruct):
@@ -86,7 +88,7 @@ class DescribeConfigsResponse(KafkaMessage):
             self.synonyms = [] if synonyms is _wire.DEFAULT else synonyms
             self.config_type = config_type
             self.documentation = documentation
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DescribeConfigsResult(KafkaStruct):
@@ -98,30 +100,51 @@ class DescribeConfigsResponse(KafkaMessage):
             self.resource_type = resource_type
             self.resource_name = resource_name
             self.configs = [] if configs is _wire.DEFAULT else configs
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_DescribeConfigsRequest_0(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
     item: Any
-    v_resources: list[Any]
+    s1_resources: list[Any]
+    s3_configuration_keys: list[Any] | None
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("resources", pos)
         else:
-            v_resources = []
+            s1_resources = []
+            add2 = s1_resources.append
             for _ in range(n):
-                item, pos = _r_DescribeConfigsRequest__DescribeConfigsResource_0(buf, pos)
-                v_resources.append(item)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name, pos = _wire.read_string(buf, pos)
+                if s3_resource_name is None:
+                    raise _wire.null_error("resource_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    s3_configuration_keys = None
+                else:
+                    s3_configuration_keys = []
+                    for _ in range(n):
+                        item, pos = _wire.read_string(buf, pos)
+                        if item is None:
+                            raise _wire.null_error("configuration_keys[]", pos)
+                        s3_configuration_keys.append(item)
+                o3 = _new(_C_DescribeConfigsRequest__DescribeConfigsResource)
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.configuration_keys = s3_configuration_keys
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeConfigsRequest)
+        o1.resources = s1_resources
+        o1.include_synonyms = False
+        o1.include_documentation = False
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeConfigsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeConfigsRequest)
-    o.resources = v_resources
-    o.include_synonyms = False
-    o.include_documentation = False
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeConfigsRequest_0(out: bytearray, o: DescribeConfigsRequest) -> None:
@@ -145,26 +168,47 @@ def _w_DescribeConfigsRequest_0(out: bytearray, o: DescribeConfigsRequest) -> No
 
 def _r_DescribeConfigsRequest_1(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
     item: Any
-    v_resources: list[Any]
+    s1_resources: list[Any]
+    s3_configuration_keys: list[Any] | None
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("resources", pos)
         else:
-            v_resources = []
+            s1_resources = []
+            add2 = s1_resources.append
             for _ in range(n):
-                item, pos = _r_DescribeConfigsRequest__DescribeConfigsResource_0(buf, pos)
-                v_resources.append(item)
-        (v_include_synonyms,) = _F_o.unpack_from(buf, pos)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name, pos = _wire.read_string(buf, pos)
+                if s3_resource_name is None:
+                    raise _wire.null_error("resource_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    s3_configuration_keys = None
+                else:
+                    s3_configuration_keys = []
+                    for _ in range(n):
+                        item, pos = _wire.read_string(buf, pos)
+                        if item is None:
+                            raise _wire.null_error("configuration_keys[]", pos)
+                        s3_configuration_keys.append(item)
+                o3 = _new(_C_DescribeConfigsRequest__DescribeConfigsResource)
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.configuration_keys = s3_configuration_keys
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_include_synonyms,) = _F_o.unpack_from(buf, pos)
         pos += 1
+        o1 = _new(DescribeConfigsRequest)
+        o1.resources = s1_resources
+        o1.include_synonyms = s1_include_synonyms
+        o1.include_documentation = False
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeConfigsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeConfigsRequest)
-    o.resources = v_resources
-    o.include_synonyms = v_include_synonyms
-    o.include_documentation = False
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeConfigsRequest_1(out: bytearray, o: DescribeConfigsRequest) -> None:
@@ -187,26 +231,47 @@ def _w_DescribeConfigsRequest_1(out: bytearray, o: DescribeConfigsRequest) -> No
 
 def _r_DescribeConfigsRequest_2(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
     item: Any
-    v_resources: list[Any]
+    s1_resources: list[Any]
+    s3_configuration_keys: list[Any] | None
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("resources", pos)
         else:
-            v_resources = []
+            s1_resources = []
+            add2 = s1_resources.append
             for _ in range(n):
-                item, pos = _r_DescribeConfigsRequest__DescribeConfigsResource_0(buf, pos)
-                v_resources.append(item)
-        (v_include_synonyms, v_include_documentation,) = _F_oo.unpack_from(buf, pos)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name, pos = _wire.read_string(buf, pos)
+                if s3_resource_name is None:
+                    raise _wire.null_error("resource_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    s3_configuration_keys = None
+                else:
+                    s3_configuration_keys = []
+                    for _ in range(n):
+                        item, pos = _wire.read_string(buf, pos)
+                        if item is None:
+                            raise _wire.null_error("configuration_keys[]", pos)
+                        s3_configuration_keys.append(item)
+                o3 = _new(_C_DescribeConfigsRequest__DescribeConfigsResource)
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.configuration_keys = s3_configuration_keys
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_include_synonyms, s1_include_documentation,) = _F_oo.unpack_from(buf, pos)
         pos += 2
+        o1 = _new(DescribeConfigsRequest)
+        o1.resources = s1_resources
+        o1.include_synonyms = s1_include_synonyms
+        o1.include_documentation = s1_include_documentation
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeConfigsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeConfigsRequest)
-    o.resources = v_resources
-    o.include_synonyms = v_include_synonyms
-    o.include_documentation = v_include_documentation
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeConfigsRequest_2(out: bytearray, o: DescribeConfigsRequest) -> None:
@@ -227,35 +292,87 @@ def _w_DescribeConfigsRequest_2(out: bytearray, o: DescribeConfigsRequest) -> No
 
 def _r_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
     item: Any
-    v_resources: list[Any]
+    s1_resources: list[Any]
+    s3_configuration_keys: list[Any] | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("resources", pos)
         else:
-            v_resources = []
+            s1_resources = []
+            add2 = s1_resources.append
             for _ in range(n):
-                item, pos = _r_DescribeConfigsRequest__DescribeConfigsResource_1(buf, pos)
-                v_resources.append(item)
-        (v_include_synonyms, v_include_documentation,) = _F_oo.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    s3_configuration_keys = None
+                else:
+                    s3_configuration_keys = []
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            item = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            item, pos = _wire.read_compact_text(buf, pos, "configuration_keys[]")
+                        s3_configuration_keys.append(item)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeConfigsRequest__DescribeConfigsResource)
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.configuration_keys = s3_configuration_keys
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_include_synonyms, s1_include_documentation, t1,) = _F_ooB.unpack_from(buf, pos)
+        pos += 3
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeConfigsRequest)
+        o1.resources = s1_resources
+        o1.include_synonyms = s1_include_synonyms
+        o1.include_documentation = s1_include_documentation
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeConfigsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeConfigsRequest)
-    o.resources = v_resources
-    o.include_synonyms = v_include_synonyms
-    o.include_documentation = v_include_documentation
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeConfigsRequest_3(out: bytearray, o: DescribeConfigsRequest) -> None:
@@ -270,42 +387,12 @@ def _w_DescribeConfigsRequest_3(out: bytearray, o: DescribeConfigsRequest) -> No
             for item in x:
                 _w_DescribeConfigsRequest__DescribeConfigsResource_1(out, item)
         out += _F_oo.pack(o.include_synonyms, o.include_documentation)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeConfigsRequest__DescribeConfigsResource_0(buf: Any, pos: int) -> tuple[DescribeConfigsRequest.DescribeConfigsResource, int]:
-    item: Any
-    v_configuration_keys: list[Any] | None
-    try:
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            v_configuration_keys = None
-        else:
-            v_configuration_keys = []
-            for _ in range(n):
-                item, pos = _wire.read_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("configuration_keys[]", pos)
-                v_configuration_keys.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsResource: {exc}", offset=pos) from None
-    o = _new(_C_DescribeConfigsRequest__DescribeConfigsResource)
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.configuration_keys = v_configuration_keys
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeConfigsRequest__DescribeConfigsResource_0(out: bytearray, o: DescribeConfigsRequest.DescribeConfigsResource) -> None:
@@ -330,44 +417,6 @@ def _w_DescribeConfigsRequest__DescribeConfigsResource_0(out: bytearray, o: Desc
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeConfigsRequest__DescribeConfigsResource_1(buf: Any, pos: int) -> tuple[DescribeConfigsRequest.DescribeConfigsResource, int]:
-    item: Any
-    v_configuration_keys: list[Any] | None
-    try:
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_compact_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_configuration_keys = None
-        else:
-            v_configuration_keys = []
-            for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("configuration_keys[]", pos)
-                v_configuration_keys.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsResource: {exc}", offset=pos) from None
-    o = _new(_C_DescribeConfigsRequest__DescribeConfigsResource)
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.configuration_keys = v_configuration_keys
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeConfigsRequest__DescribeConfigsResource_1(out: bytearray, o: DescribeConfigsRequest.DescribeConfigsResource) -> None:
     x: Any
     item: Any
@@ -376,7 +425,12 @@ def _w_DescribeConfigsRequest__DescribeConfigsResource_1(out: bytearray, o: Desc
         x = o.resource_name
         if x is None:
             raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.configuration_keys
         if x is None:
             out += b'\x00'
@@ -385,10 +439,14 @@ def _w_DescribeConfigsRequest__DescribeConfigsResource_1(out: bytearray, o: Desc
             for item in x:
                 if item is None:
                     raise EncodeError("an element of configuration_keys is None")
-                _wire.write_compact_string(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -396,26 +454,66 @@ def _w_DescribeConfigsRequest__DescribeConfigsResource_1(out: bytearray, o: Desc
 
 
 def _r_DescribeConfigsResponse_0(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_configs: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_DescribeConfigsResponse__DescribeConfigsResult_0(buf, pos)
-                v_results.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_error_message, pos = _wire.read_string(buf, pos)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name, pos = _wire.read_string(buf, pos)
+                if s3_resource_name is None:
+                    raise _wire.null_error("resource_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("configs", pos)
+                else:
+                    s3_configs = []
+                    add4 = s3_configs.append
+                    for _ in range(n):
+                        s5_name, pos = _wire.read_string(buf, pos)
+                        if s5_name is None:
+                            raise _wire.null_error("name", pos)
+                        s5_value, pos = _wire.read_string(buf, pos)
+                        (s5_read_only, s5_is_default, s5_is_sensitive,) = _F_ooo.unpack_from(buf, pos)
+                        pos += 3
+                        o5 = _new(_C_DescribeConfigsResponse__DescribeConfigsResourceResult)
+                        o5.name = s5_name
+                        o5.value = s5_value
+                        o5.read_only = s5_read_only
+                        o5.is_default = s5_is_default
+                        o5.config_source = -1
+                        o5.is_sensitive = s5_is_sensitive
+                        o5.synonyms = []
+                        o5.config_type = 0
+                        o5.documentation = ""
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_DescribeConfigsResponse__DescribeConfigsResult)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.configs = s3_configs
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeConfigsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeConfigsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeConfigsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeConfigsResponse_0(out: bytearray, o: DescribeConfigsResponse) -> None:
@@ -435,26 +533,86 @@ def _w_DescribeConfigsResponse_0(out: bytearray, o: DescribeConfigsResponse) -> 
 
 
 def _r_DescribeConfigsResponse_1(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_configs: list[Any]
+    s5_synonyms: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_DescribeConfigsResponse__DescribeConfigsResult_1(buf, pos)
-                v_results.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_error_message, pos = _wire.read_string(buf, pos)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name, pos = _wire.read_string(buf, pos)
+                if s3_resource_name is None:
+                    raise _wire.null_error("resource_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("configs", pos)
+                else:
+                    s3_configs = []
+                    add4 = s3_configs.append
+                    for _ in range(n):
+                        s5_name, pos = _wire.read_string(buf, pos)
+                        if s5_name is None:
+                            raise _wire.null_error("name", pos)
+                        s5_value, pos = _wire.read_string(buf, pos)
+                        (s5_read_only, s5_config_source, s5_is_sensitive,) = _F_obo.unpack_from(buf, pos)
+                        pos += 3
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("synonyms", pos)
+                        else:
+                            s5_synonyms = []
+                            add6 = s5_synonyms.append
+                            for _ in range(n):
+                                s7_name, pos = _wire.read_string(buf, pos)
+                                if s7_name is None:
+                                    raise _wire.null_error("name", pos)
+                                s7_value, pos = _wire.read_string(buf, pos)
+                                (s7_source,) = _F_b.unpack_from(buf, pos)
+                                pos += 1
+                                o7 = _new(_C_DescribeConfigsResponse__DescribeConfigsSynonym)
+                                o7.name = s7_name
+                                o7.value = s7_value
+                                o7.source = s7_source
+                                o7._unknown_tags = _wire.EMPTY_TAGS
+                                add6(o7)
+                        o5 = _new(_C_DescribeConfigsResponse__DescribeConfigsResourceResult)
+                        o5.name = s5_name
+                        o5.value = s5_value
+                        o5.read_only = s5_read_only
+                        o5.is_default = False
+                        o5.config_source = s5_config_source
+                        o5.is_sensitive = s5_is_sensitive
+                        o5.synonyms = s5_synonyms
+                        o5.config_type = 0
+                        o5.documentation = ""
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_DescribeConfigsResponse__DescribeConfigsResult)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.configs = s3_configs
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeConfigsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeConfigsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeConfigsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeConfigsResponse_1(out: bytearray, o: DescribeConfigsResponse) -> None:
@@ -474,26 +632,89 @@ def _w_DescribeConfigsResponse_1(out: bytearray, o: DescribeConfigsResponse) -> 
 
 
 def _r_DescribeConfigsResponse_2(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_configs: list[Any]
+    s5_synonyms: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_DescribeConfigsResponse__DescribeConfigsResult_2(buf, pos)
-                v_results.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_error_message, pos = _wire.read_string(buf, pos)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name, pos = _wire.read_string(buf, pos)
+                if s3_resource_name is None:
+                    raise _wire.null_error("resource_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("configs", pos)
+                else:
+                    s3_configs = []
+                    add4 = s3_configs.append
+                    for _ in range(n):
+                        s5_name, pos = _wire.read_string(buf, pos)
+                        if s5_name is None:
+                            raise _wire.null_error("name", pos)
+                        s5_value, pos = _wire.read_string(buf, pos)
+                        (s5_read_only, s5_config_source, s5_is_sensitive,) = _F_obo.unpack_from(buf, pos)
+                        pos += 3
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("synonyms", pos)
+                        else:
+                            s5_synonyms = []
+                            add6 = s5_synonyms.append
+                            for _ in range(n):
+                                s7_name, pos = _wire.read_string(buf, pos)
+                                if s7_name is None:
+                                    raise _wire.null_error("name", pos)
+                                s7_value, pos = _wire.read_string(buf, pos)
+                                (s7_source,) = _F_b.unpack_from(buf, pos)
+                                pos += 1
+                                o7 = _new(_C_DescribeConfigsResponse__DescribeConfigsSynonym)
+                                o7.name = s7_name
+                                o7.value = s7_value
+                                o7.source = s7_source
+                                o7._unknown_tags = _wire.EMPTY_TAGS
+                                add6(o7)
+                        (s5_config_type,) = _F_b.unpack_from(buf, pos)
+                        pos += 1
+                        s5_documentation, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_DescribeConfigsResponse__DescribeConfigsResourceResult)
+                        o5.name = s5_name
+                        o5.value = s5_value
+                        o5.read_only = s5_read_only
+                        o5.is_default = False
+                        o5.config_source = s5_config_source
+                        o5.is_sensitive = s5_is_sensitive
+                        o5.synonyms = s5_synonyms
+                        o5.config_type = s5_config_type
+                        o5.documentation = s5_documentation
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_DescribeConfigsResponse__DescribeConfigsResult)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.configs = s3_configs
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeConfigsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeConfigsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeConfigsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeConfigsResponse_2(out: bytearray, o: DescribeConfigsResponse) -> None:
@@ -513,35 +734,195 @@ def _w_DescribeConfigsResponse_2(out: bytearray, o: DescribeConfigsResponse) -> 
 
 
 def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_configs: list[Any]
+    s3_error_message: str | None
+    s5_documentation: str | None
+    s5_synonyms: list[Any]
+    s5_value: str | None
+    s7_value: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_DescribeConfigsResponse__DescribeConfigsResult_3(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("configs", pos)
+                else:
+                    s3_configs = []
+                    add4 = s3_configs.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_value = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_value, pos = _wire.read_compact_string(buf, pos)
+                        (s5_read_only, s5_config_source, s5_is_sensitive,) = _F_obo.unpack_from(buf, pos)
+                        pos += 3
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("synonyms", pos)
+                        else:
+                            s5_synonyms = []
+                            add6 = s5_synonyms.append
+                            for _ in range(n):
+                                size = buf[pos]
+                                if 0 < size < 0x80:
+                                    stop = pos + size
+                                    if stop > buflen:
+                                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                    s7_name = str(buf[pos + 1 : stop], "utf-8")
+                                    pos = stop
+                                else:
+                                    s7_name, pos = _wire.read_compact_text(buf, pos, "name")
+                                size = buf[pos]
+                                if 0 < size < 0x80:
+                                    stop = pos + size
+                                    if stop > buflen:
+                                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                    s7_value = str(buf[pos + 1 : stop], "utf-8")
+                                    pos = stop
+                                else:
+                                    s7_value, pos = _wire.read_compact_string(buf, pos)
+                                (s7_source, t7,) = _F_bB.unpack_from(buf, pos)
+                                pos += 2
+                                u7 = _wire.EMPTY_TAGS
+                                if t7:
+                                    pos -= 1
+                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count7):
+                                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        pos = end7
+                                o7 = _new(_C_DescribeConfigsResponse__DescribeConfigsSynonym)
+                                o7.name = s7_name
+                                o7.value = s7_value
+                                o7.source = s7_source
+                                o7._unknown_tags = u7
+                                add6(o7)
+                        (s5_config_type,) = _F_b.unpack_from(buf, pos)
+                        pos += 1
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_documentation = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_documentation, pos = _wire.read_compact_string(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeConfigsResponse__DescribeConfigsResourceResult)
+                        o5.name = s5_name
+                        o5.value = s5_value
+                        o5.read_only = s5_read_only
+                        o5.is_default = False
+                        o5.config_source = s5_config_source
+                        o5.is_sensitive = s5_is_sensitive
+                        o5.synonyms = s5_synonyms
+                        o5.config_type = s5_config_type
+                        o5.documentation = s5_documentation
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeConfigsResponse__DescribeConfigsResult)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.configs = s3_configs
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeConfigsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeConfigsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeConfigsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeConfigsResponse_3(out: bytearray, o: DescribeConfigsResponse) -> None:
@@ -556,31 +937,12 @@ def _w_DescribeConfigsResponse_3(out: bytearray, o: DescribeConfigsResponse) -> 
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeConfigsResponse__DescribeConfigsResult_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeConfigsResponse__DescribeConfigsSynonym_0(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsSynonym, int]:
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_value, pos = _wire.read_string(buf, pos)
-        (v_source,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsSynonym: {exc}", offset=pos) from None
-    o = _new(_C_DescribeConfigsResponse__DescribeConfigsSynonym)
-    o.name = v_name
-    o.value = v_value
-    o.source = v_source
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsSynonym_0(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsSynonym) -> None:
@@ -597,74 +959,32 @@ def _w_DescribeConfigsResponse__DescribeConfigsSynonym_0(out: bytearray, o: Desc
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeConfigsResponse__DescribeConfigsSynonym_1(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsSynonym, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_value, pos = _wire.read_compact_string(buf, pos)
-        (v_source,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsSynonym: {exc}", offset=pos) from None
-    o = _new(_C_DescribeConfigsResponse__DescribeConfigsSynonym)
-    o.name = v_name
-    o.value = v_value
-    o.source = v_source
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeConfigsResponse__DescribeConfigsSynonym_1(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsSynonym) -> None:
     x: Any
     try:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.value
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.source)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeConfigsResponse__DescribeConfigsResourceResult_0(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResourceResult, int]:
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_value, pos = _wire.read_string(buf, pos)
-        (v_read_only, v_is_default, v_is_sensitive,) = _F_ooo.unpack_from(buf, pos)
-        pos += 3
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsResourceResult: {exc}", offset=pos) from None
-    o = _new(_C_DescribeConfigsResponse__DescribeConfigsResourceResult)
-    o.name = v_name
-    o.value = v_value
-    o.read_only = v_read_only
-    o.is_default = v_is_default
-    o.config_source = -1
-    o.is_sensitive = v_is_sensitive
-    o.synonyms = []
-    o.config_type = 0
-    o.documentation = ""
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_0(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResourceResult) -> None:
@@ -679,40 +999,6 @@ def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_0(out: bytearray, 
         out += _F_ooo.pack(o.read_only, o.is_default, o.is_sensitive)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeConfigsResponse__DescribeConfigsResourceResult_1(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResourceResult, int]:
-    item: Any
-    v_synonyms: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_value, pos = _wire.read_string(buf, pos)
-        (v_read_only, v_config_source, v_is_sensitive,) = _F_obo.unpack_from(buf, pos)
-        pos += 3
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("synonyms", pos)
-        else:
-            v_synonyms = []
-            for _ in range(n):
-                item, pos = _r_DescribeConfigsResponse__DescribeConfigsSynonym_0(buf, pos)
-                v_synonyms.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsResourceResult: {exc}", offset=pos) from None
-    o = _new(_C_DescribeConfigsResponse__DescribeConfigsResourceResult)
-    o.name = v_name
-    o.value = v_value
-    o.read_only = v_read_only
-    o.is_default = False
-    o.config_source = v_config_source
-    o.is_sensitive = v_is_sensitive
-    o.synonyms = v_synonyms
-    o.config_type = 0
-    o.documentation = ""
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_1(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResourceResult) -> None:
@@ -737,43 +1023,6 @@ def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_1(out: bytearray, 
                 _w_DescribeConfigsResponse__DescribeConfigsSynonym_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeConfigsResponse__DescribeConfigsResourceResult_2(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResourceResult, int]:
-    item: Any
-    v_synonyms: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_value, pos = _wire.read_string(buf, pos)
-        (v_read_only, v_config_source, v_is_sensitive,) = _F_obo.unpack_from(buf, pos)
-        pos += 3
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("synonyms", pos)
-        else:
-            v_synonyms = []
-            for _ in range(n):
-                item, pos = _r_DescribeConfigsResponse__DescribeConfigsSynonym_0(buf, pos)
-                v_synonyms.append(item)
-        (v_config_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_documentation, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsResourceResult: {exc}", offset=pos) from None
-    o = _new(_C_DescribeConfigsResponse__DescribeConfigsResourceResult)
-    o.name = v_name
-    o.value = v_value
-    o.read_only = v_read_only
-    o.is_default = False
-    o.config_source = v_config_source
-    o.is_sensitive = v_is_sensitive
-    o.synonyms = v_synonyms
-    o.config_type = v_config_type
-    o.documentation = v_documentation
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_2(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResourceResult) -> None:
@@ -803,52 +1052,6 @@ def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_2(out: bytearray, 
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeConfigsResponse__DescribeConfigsResourceResult_3(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResourceResult, int]:
-    item: Any
-    v_synonyms: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_value, pos = _wire.read_compact_string(buf, pos)
-        (v_read_only, v_config_source, v_is_sensitive,) = _F_obo.unpack_from(buf, pos)
-        pos += 3
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("synonyms", pos)
-        else:
-            v_synonyms = []
-            for _ in range(n):
-                item, pos = _r_DescribeConfigsResponse__DescribeConfigsSynonym_1(buf, pos)
-                v_synonyms.append(item)
-        (v_config_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_documentation, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsResourceResult: {exc}", offset=pos) from None
-    o = _new(_C_DescribeConfigsResponse__DescribeConfigsResourceResult)
-    o.name = v_name
-    o.value = v_value
-    o.read_only = v_read_only
-    o.is_default = False
-    o.config_source = v_config_source
-    o.is_sensitive = v_is_sensitive
-    o.synonyms = v_synonyms
-    o.config_type = v_config_type
-    o.documentation = v_documentation
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_3(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResourceResult) -> None:
     x: Any
     item: Any
@@ -858,9 +1061,19 @@ def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_3(out: bytearray, 
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.value
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_obo.pack(o.read_only, o.config_source, o.is_sensitive)
         x = o.synonyms
         if x is None:
@@ -871,46 +1084,18 @@ def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_3(out: bytearray, 
                 _w_DescribeConfigsResponse__DescribeConfigsSynonym_1(out, item)
         out += _F_b.pack(o.config_type)
         x = o.documentation
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeConfigsResponse__DescribeConfigsResult_0(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResult, int]:
-    item: Any
-    v_configs: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("configs", pos)
-        else:
-            v_configs = []
-            for _ in range(n):
-                item, pos = _r_DescribeConfigsResponse__DescribeConfigsResourceResult_0(buf, pos)
-                v_configs.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsResult: {exc}", offset=pos) from None
-    o = _new(_C_DescribeConfigsResponse__DescribeConfigsResult)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.configs = v_configs
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResult_0(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResult) -> None:
@@ -936,38 +1121,6 @@ def _w_DescribeConfigsResponse__DescribeConfigsResult_0(out: bytearray, o: Descr
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeConfigsResponse__DescribeConfigsResult_1(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResult, int]:
-    item: Any
-    v_configs: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("configs", pos)
-        else:
-            v_configs = []
-            for _ in range(n):
-                item, pos = _r_DescribeConfigsResponse__DescribeConfigsResourceResult_1(buf, pos)
-                v_configs.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsResult: {exc}", offset=pos) from None
-    o = _new(_C_DescribeConfigsResponse__DescribeConfigsResult)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.configs = v_configs
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_DescribeConfigsResponse__DescribeConfigsResult_1(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResult) -> None:
     x: Any
     item: Any
@@ -989,38 +1142,6 @@ def _w_DescribeConfigsResponse__DescribeConfigsResult_1(out: bytearray, o: Descr
                 _w_DescribeConfigsResponse__DescribeConfigsResourceResult_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeConfigsResponse__DescribeConfigsResult_2(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResult, int]:
-    item: Any
-    v_configs: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("configs", pos)
-        else:
-            v_configs = []
-            for _ in range(n):
-                item, pos = _r_DescribeConfigsResponse__DescribeConfigsResourceResult_2(buf, pos)
-                v_configs.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsResult: {exc}", offset=pos) from None
-    o = _new(_C_DescribeConfigsResponse__DescribeConfigsResult)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.configs = v_configs
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResult_2(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResult) -> None:
@@ -1046,59 +1167,28 @@ def _w_DescribeConfigsResponse__DescribeConfigsResult_2(out: bytearray, o: Descr
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeConfigsResponse__DescribeConfigsResult_3(buf: Any, pos: int) -> tuple[DescribeConfigsResponse.DescribeConfigsResult, int]:
-    item: Any
-    v_configs: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_compact_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("configs", pos)
-        else:
-            v_configs = []
-            for _ in range(n):
-                item, pos = _r_DescribeConfigsResponse__DescribeConfigsResourceResult_3(buf, pos)
-                v_configs.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeConfigsResult: {exc}", offset=pos) from None
-    o = _new(_C_DescribeConfigsResponse__DescribeConfigsResult)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.configs = v_configs
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeConfigsResponse__DescribeConfigsResult_3(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResult) -> None:
     x: Any
     item: Any
     try:
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.resource_type)
         x = o.resource_name
         if x is None:
             raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.configs
         if x is None:
             raise EncodeError("field configs is None but not nullable at this version")
@@ -1106,9 +1196,8 @@ def _w_DescribeConfigsResponse__DescribeConfigsResult_3(out: bytearray, o: Descr
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeConfigsResponse__DescribeConfigsResourceResult_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,6 +15,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_qqq = struct.Struct(">qqq")
 
 
@@ -23,7 +24,7 @@ class DescribeDelegationTokenRequest(KafkaMessage):
 
     def __init__(self, *, owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None = _wire.DEFAULT) -> None:
         self.owners = [] if owners is _wire.DEFAULT else owners
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeDelegationTokenRequest'
     API_KEY = 41
@@ -39,7 +40,7 @@ class DescribeDelegationTokenRequest(KafkaMessage):
         def __init__(self, *, principal_type: str = "", principal_name: str = "") -> None:
             self.principal_type = principal_type
             self.principal_name = principal_name
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class DescribeDelegationTokenResponse(KafkaMessage):
@@ -49,7 +50,7 @@ class DescribeDelegationTokenResponse(KafkaMessage):
         self.error_code = error_code
         self.tokens = [] if tokens is _wire.DEFAULT else tokens
         self.throttle_time_ms = throttle_time_ms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeDelegationTokenResponse'
     API_KEY = 41
@@ -63,7 +64,7 @@ class DescribeDelegationTokenResponse(KafkaMessage):
         def __init__(self, *, principal_type: str = "", principal_name: str = "") -> None:
             self.principal_type = principal_type
             self.principal_name = principal_name
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DescribedDelegationToken(KafkaStruct):
@@ -80,28 +81,37 @@ class DescribeDelegationTokenResponse(KafkaMessage):
             self.token_id = token_id
             self.hmac = hmac
             self.renewers = [] if renewers is _wire.DEFAULT else renewers
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_DescribeDelegationTokenRequest_0(buf: Any, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:
-    item: Any
-    v_owners: list[Any] | None
+    s1_owners: list[Any] | None
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
-            v_owners = None
+            s1_owners = None
         else:
-            v_owners = []
+            s1_owners = []
+            add2 = s1_owners.append
             for _ in range(n):
-                item, pos = _r_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_0(buf, pos)
-                v_owners.append(item)
+                s3_principal_type, pos = _wire.read_string(buf, pos)
+                if s3_principal_type is None:
+                    raise _wire.null_error("principal_type", pos)
+                s3_principal_name, pos = _wire.read_string(buf, pos)
+                if s3_principal_name is None:
+                    raise _wire.null_error("principal_name", pos)
+                o3 = _new(_C_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner)
+                o3.principal_type = s3_principal_type
+                o3.principal_name = s3_principal_name
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeDelegationTokenRequest)
+        o1.owners = s1_owners
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeDelegationTokenRequest: {exc}", offset=pos) from None
-    o = _new(DescribeDelegationTokenRequest)
-    o.owners = v_owners
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeDelegationTokenRequest_0(out: bytearray, o: DescribeDelegationTokenRequest) -> None:
@@ -120,32 +130,69 @@ def _w_DescribeDelegationTokenRequest_0(out: bytearray, o: DescribeDelegationTok
 
 
 def _r_DescribeDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:
-    item: Any
-    v_owners: list[Any] | None
+    s1_owners: list[Any] | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_owners = None
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
         else:
-            v_owners = []
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_owners = None
+        else:
+            s1_owners = []
+            add2 = s1_owners.append
             for _ in range(n):
-                item, pos = _r_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_1(buf, pos)
-                v_owners.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner)
+                o3.principal_type = s3_principal_type
+                o3.principal_name = s3_principal_name
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeDelegationTokenRequest)
+        o1.owners = s1_owners
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeDelegationTokenRequest: {exc}", offset=pos) from None
-    o = _new(DescribeDelegationTokenRequest)
-    o.owners = v_owners
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeDelegationTokenRequest_1(out: bytearray, o: DescribeDelegationTokenRequest) -> None:
@@ -159,30 +206,12 @@ def _w_DescribeDelegationTokenRequest_1(out: bytearray, o: DescribeDelegationTok
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_0(buf: Any, pos: int) -> tuple[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner, int]:
-    try:
-        v_principal_type, pos = _wire.read_string(buf, pos)
-        if v_principal_type is None:
-            raise _wire.null_error("principal_type", pos)
-        v_principal_name, pos = _wire.read_string(buf, pos)
-        if v_principal_name is None:
-            raise _wire.null_error("principal_name", pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeDelegationTokenOwner: {exc}", offset=pos) from None
-    o = _new(_C_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner)
-    o.principal_type = v_principal_type
-    o.principal_name = v_principal_name
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_0(out: bytearray, o: DescribeDelegationTokenRequest.DescribeDelegationTokenOwner) -> None:
@@ -200,46 +229,29 @@ def _w_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_0(out: bytea
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner, int]:
-    try:
-        v_principal_type, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_type is None:
-            raise _wire.null_error("principal_type", pos)
-        v_principal_name, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_name is None:
-            raise _wire.null_error("principal_name", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeDelegationTokenOwner: {exc}", offset=pos) from None
-    o = _new(_C_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner)
-    o.principal_type = v_principal_type
-    o.principal_name = v_principal_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_1(out: bytearray, o: DescribeDelegationTokenRequest.DescribeDelegationTokenOwner) -> None:
     x: Any
     try:
         x = o.principal_type
         if x is None:
             raise EncodeError("field principal_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.principal_name
         if x is None:
             raise EncodeError("field principal_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -247,29 +259,73 @@ def _w_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_1(out: bytea
 
 
 def _r_DescribeDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
-    item: Any
-    v_tokens: list[Any]
+    s1_tokens: list[Any]
+    s3_renewers: list[Any]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("tokens", pos)
         else:
-            v_tokens = []
+            s1_tokens = []
+            add2 = s1_tokens.append
             for _ in range(n):
-                item, pos = _r_DescribeDelegationTokenResponse__DescribedDelegationToken_0(buf, pos)
-                v_tokens.append(item)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+                s3_principal_type, pos = _wire.read_string(buf, pos)
+                if s3_principal_type is None:
+                    raise _wire.null_error("principal_type", pos)
+                s3_principal_name, pos = _wire.read_string(buf, pos)
+                if s3_principal_name is None:
+                    raise _wire.null_error("principal_name", pos)
+                (s3_issue_timestamp, s3_expiry_timestamp, s3_max_timestamp,) = _F_qqq.unpack_from(buf, pos)
+                pos += 24
+                s3_token_id, pos = _wire.read_string(buf, pos)
+                if s3_token_id is None:
+                    raise _wire.null_error("token_id", pos)
+                s3_hmac, pos = _wire.read_bytes(buf, pos)
+                if s3_hmac is None:
+                    raise _wire.null_error("hmac", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("renewers", pos)
+                else:
+                    s3_renewers = []
+                    add4 = s3_renewers.append
+                    for _ in range(n):
+                        s5_principal_type, pos = _wire.read_string(buf, pos)
+                        if s5_principal_type is None:
+                            raise _wire.null_error("principal_type", pos)
+                        s5_principal_name, pos = _wire.read_string(buf, pos)
+                        if s5_principal_name is None:
+                            raise _wire.null_error("principal_name", pos)
+                        o5 = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer)
+                        o5.principal_type = s5_principal_type
+                        o5.principal_name = s5_principal_name
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationToken)
+                o3.principal_type = s3_principal_type
+                o3.principal_name = s3_principal_name
+                o3.token_requester_principal_type = ""
+                o3.token_requester_principal_name = ""
+                o3.issue_timestamp = s3_issue_timestamp
+                o3.expiry_timestamp = s3_expiry_timestamp
+                o3.max_timestamp = s3_max_timestamp
+                o3.token_id = s3_token_id
+                o3.hmac = s3_hmac
+                o3.renewers = s3_renewers
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(DescribeDelegationTokenResponse)
+        o1.error_code = s1_error_code
+        o1.tokens = s1_tokens
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeDelegationTokenResponse: {exc}", offset=pos) from None
-    o = _new(DescribeDelegationTokenResponse)
-    o.error_code = v_error_code
-    o.tokens = v_tokens
-    o.throttle_time_ms = v_throttle_time_ms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeDelegationTokenResponse_0(out: bytearray, o: DescribeDelegationTokenResponse) -> None:
@@ -290,38 +346,141 @@ def _w_DescribeDelegationTokenResponse_0(out: bytearray, o: DescribeDelegationTo
 
 
 def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
-    item: Any
-    v_tokens: list[Any]
+    s1_tokens: list[Any]
+    s3_renewers: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("tokens", pos)
         else:
-            v_tokens = []
+            s1_tokens = []
+            add2 = s1_tokens.append
             for _ in range(n):
-                item, pos = _r_DescribeDelegationTokenResponse__DescribedDelegationToken_1(buf, pos)
-                v_tokens.append(item)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
+                (s3_issue_timestamp, s3_expiry_timestamp, s3_max_timestamp,) = _F_qqq.unpack_from(buf, pos)
+                pos += 24
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_token_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_token_id, pos = _wire.read_compact_text(buf, pos, "token_id")
+                s3_hmac, pos = _wire.read_compact_bytes(buf, pos)
+                if s3_hmac is None:
+                    raise _wire.null_error("hmac", pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("renewers", pos)
+                else:
+                    s3_renewers = []
+                    add4 = s3_renewers.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer)
+                        o5.principal_type = s5_principal_type
+                        o5.principal_name = s5_principal_name
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationToken)
+                o3.principal_type = s3_principal_type
+                o3.principal_name = s3_principal_name
+                o3.token_requester_principal_type = ""
+                o3.token_requester_principal_name = ""
+                o3.issue_timestamp = s3_issue_timestamp
+                o3.expiry_timestamp = s3_expiry_timestamp
+                o3.max_timestamp = s3_max_timestamp
+                o3.token_id = s3_token_id
+                o3.hmac = s3_hmac
+                o3.renewers = s3_renewers
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_throttle_time_ms, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeDelegationTokenResponse)
+        o1.error_code = s1_error_code
+        o1.tokens = s1_tokens
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeDelegationTokenResponse: {exc}", offset=pos) from None
-    o = _new(DescribeDelegationTokenResponse)
-    o.error_code = v_error_code
-    o.tokens = v_tokens
-    o.throttle_time_ms = v_throttle_time_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeDelegationTokenResponse_1(out: bytearray, o: DescribeDelegationTokenResponse) -> None:
@@ -337,9 +496,8 @@ def _w_DescribeDelegationTokenResponse_1(out: bytearray, o: DescribeDelegationTo
             for item in x:
                 _w_DescribeDelegationTokenResponse__DescribedDelegationToken_1(out, item)
         out += _F_i.pack(o.throttle_time_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -347,38 +505,159 @@ def _w_DescribeDelegationTokenResponse_1(out: bytearray, o: DescribeDelegationTo
 
 
 def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
-    item: Any
-    v_tokens: list[Any]
+    s1_tokens: list[Any]
+    s3_renewers: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("tokens", pos)
         else:
-            v_tokens = []
+            s1_tokens = []
+            add2 = s1_tokens.append
             for _ in range(n):
-                item, pos = _r_DescribeDelegationTokenResponse__DescribedDelegationToken_2(buf, pos)
-                v_tokens.append(item)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_token_requester_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_token_requester_principal_type, pos = _wire.read_compact_text(buf, pos, "token_requester_principal_type")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_token_requester_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_token_requester_principal_name, pos = _wire.read_compact_text(buf, pos, "token_requester_principal_name")
+                (s3_issue_timestamp, s3_expiry_timestamp, s3_max_timestamp,) = _F_qqq.unpack_from(buf, pos)
+                pos += 24
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_token_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_token_id, pos = _wire.read_compact_text(buf, pos, "token_id")
+                s3_hmac, pos = _wire.read_compact_bytes(buf, pos)
+                if s3_hmac is None:
+                    raise _wire.null_error("hmac", pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("renewers", pos)
+                else:
+                    s3_renewers = []
+                    add4 = s3_renewers.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer)
+                        o5.principal_type = s5_principal_type
+                        o5.principal_name = s5_principal_name
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationToken)
+                o3.principal_type = s3_principal_type
+                o3.principal_name = s3_principal_name
+                o3.token_requester_principal_type = s3_token_requester_principal_type
+                o3.token_requester_principal_name = s3_token_requester_principal_name
+                o3.issue_timestamp = s3_issue_timestamp
+                o3.expiry_timestamp = s3_expiry_timestamp
+                o3.max_timestamp = s3_max_timestamp
+                o3.token_id = s3_token_id
+                o3.hmac = s3_hmac
+                o3.renewers = s3_renewers
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_throttle_time_ms, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeDelegationTokenResponse)
+        o1.error_code = s1_error_code
+        o1.tokens = s1_tokens
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeDelegationTokenResponse: {exc}", offset=pos) from None
-    o = _new(DescribeDelegationTokenResponse)
-    o.error_code = v_error_code
-    o.tokens = v_tokens
-    o.throttle_time_ms = v_throttle_time_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeDelegationTokenResponse_2(out: bytearray, o: DescribeDelegationTokenResponse) -> None:
@@ -394,30 +673,12 @@ def _w_DescribeDelegationTokenResponse_2(out: bytearray, o: DescribeDelegationTo
             for item in x:
                 _w_DescribeDelegationTokenResponse__DescribedDelegationToken_2(out, item)
         out += _F_i.pack(o.throttle_time_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_0(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer, int]:
-    try:
-        v_principal_type, pos = _wire.read_string(buf, pos)
-        if v_principal_type is None:
-            raise _wire.null_error("principal_type", pos)
-        v_principal_name, pos = _wire.read_string(buf, pos)
-        if v_principal_name is None:
-            raise _wire.null_error("principal_name", pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedDelegationTokenRenewer: {exc}", offset=pos) from None
-    o = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer)
-    o.principal_type = v_principal_type
-    o.principal_name = v_principal_name
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_0(out: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer) -> None:
@@ -435,93 +696,33 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_0(out: b
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer, int]:
-    try:
-        v_principal_type, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_type is None:
-            raise _wire.null_error("principal_type", pos)
-        v_principal_name, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_name is None:
-            raise _wire.null_error("principal_name", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedDelegationTokenRenewer: {exc}", offset=pos) from None
-    o = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer)
-    o.principal_type = v_principal_type
-    o.principal_name = v_principal_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(out: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer) -> None:
     x: Any
     try:
         x = o.principal_type
         if x is None:
             raise EncodeError("field principal_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.principal_name
         if x is None:
             raise EncodeError("field principal_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeDelegationTokenResponse__DescribedDelegationToken_0(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse.DescribedDelegationToken, int]:
-    item: Any
-    v_renewers: list[Any]
-    try:
-        v_principal_type, pos = _wire.read_string(buf, pos)
-        if v_principal_type is None:
-            raise _wire.null_error("principal_type", pos)
-        v_principal_name, pos = _wire.read_string(buf, pos)
-        if v_principal_name is None:
-            raise _wire.null_error("principal_name", pos)
-        (v_issue_timestamp, v_expiry_timestamp, v_max_timestamp,) = _F_qqq.unpack_from(buf, pos)
-        pos += 24
-        v_token_id, pos = _wire.read_string(buf, pos)
-        if v_token_id is None:
-            raise _wire.null_error("token_id", pos)
-        v_hmac, pos = _wire.read_bytes(buf, pos)
-        if v_hmac is None:
-            raise _wire.null_error("hmac", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("renewers", pos)
-        else:
-            v_renewers = []
-            for _ in range(n):
-                item, pos = _r_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_0(buf, pos)
-                v_renewers.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedDelegationToken: {exc}", offset=pos) from None
-    o = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationToken)
-    o.principal_type = v_principal_type
-    o.principal_name = v_principal_name
-    o.token_requester_principal_type = ""
-    o.token_requester_principal_name = ""
-    o.issue_timestamp = v_issue_timestamp
-    o.expiry_timestamp = v_expiry_timestamp
-    o.max_timestamp = v_max_timestamp
-    o.token_id = v_token_id
-    o.hmac = v_hmac
-    o.renewers = v_renewers
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_0(out: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationToken) -> None:
@@ -560,58 +761,6 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_0(out: bytearra
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeDelegationTokenResponse__DescribedDelegationToken_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse.DescribedDelegationToken, int]:
-    item: Any
-    v_renewers: list[Any]
-    try:
-        v_principal_type, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_type is None:
-            raise _wire.null_error("principal_type", pos)
-        v_principal_name, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_name is None:
-            raise _wire.null_error("principal_name", pos)
-        (v_issue_timestamp, v_expiry_timestamp, v_max_timestamp,) = _F_qqq.unpack_from(buf, pos)
-        pos += 24
-        v_token_id, pos = _wire.read_compact_string(buf, pos)
-        if v_token_id is None:
-            raise _wire.null_error("token_id", pos)
-        v_hmac, pos = _wire.read_compact_bytes(buf, pos)
-        if v_hmac is None:
-            raise _wire.null_error("hmac", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("renewers", pos)
-        else:
-            v_renewers = []
-            for _ in range(n):
-                item, pos = _r_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(buf, pos)
-                v_renewers.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedDelegationToken: {exc}", offset=pos) from None
-    o = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationToken)
-    o.principal_type = v_principal_type
-    o.principal_name = v_principal_name
-    o.token_requester_principal_type = ""
-    o.token_requester_principal_name = ""
-    o.issue_timestamp = v_issue_timestamp
-    o.expiry_timestamp = v_expiry_timestamp
-    o.max_timestamp = v_max_timestamp
-    o.token_id = v_token_id
-    o.hmac = v_hmac
-    o.renewers = v_renewers
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_1(out: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationToken) -> None:
     x: Any
     item: Any
@@ -623,16 +772,31 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_1(out: bytearra
         x = o.principal_type
         if x is None:
             raise EncodeError("field principal_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.principal_name
         if x is None:
             raise EncodeError("field principal_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
         x = o.token_id
         if x is None:
             raise EncodeError("field token_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.hmac
         if x is None:
             raise EncodeError("field hmac is None but not nullable at this version")
@@ -644,71 +808,12 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_1(out: bytearra
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeDelegationTokenResponse__DescribedDelegationToken_2(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse.DescribedDelegationToken, int]:
-    item: Any
-    v_renewers: list[Any]
-    try:
-        v_principal_type, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_type is None:
-            raise _wire.null_error("principal_type", pos)
-        v_principal_name, pos = _wire.read_compact_string(buf, pos)
-        if v_principal_name is None:
-            raise _wire.null_error("principal_name", pos)
-        v_token_requester_principal_type, pos = _wire.read_compact_string(buf, pos)
-        if v_token_requester_principal_type is None:
-            raise _wire.null_error("token_requester_principal_type", pos)
-        v_token_requester_principal_name, pos = _wire.read_compact_string(buf, pos)
-        if v_token_requester_principal_name is None:
-            raise _wire.null_error("token_requester_principal_name", pos)
-        (v_issue_timestamp, v_expiry_timestamp, v_max_timestamp,) = _F_qqq.unpack_from(buf, pos)
-        pos += 24
-        v_token_id, pos = _wire.read_compact_string(buf, pos)
-        if v_token_id is None:
-            raise _wire.null_error("token_id", pos)
-        v_hmac, pos = _wire.read_compact_bytes(buf, pos)
-        if v_hmac is None:
-            raise _wire.null_error("hmac", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("renewers", pos)
-        else:
-            v_renewers = []
-            for _ in range(n):
-                item, pos = _r_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(buf, pos)
-                v_renewers.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedDelegationToken: {exc}", offset=pos) from None
-    o = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationToken)
-    o.principal_type = v_principal_type
-    o.principal_name = v_principal_name
-    o.token_requester_principal_type = v_token_requester_principal_type
-    o.token_requester_principal_name = v_token_requester_principal_name
-    o.issue_timestamp = v_issue_timestamp
-    o.expiry_timestamp = v_expiry_timestamp
-    o.max_timestamp = v_max_timestamp
-    o.token_id = v_token_id
-    o.hmac = v_hmac
-    o.renewers = v_renewers
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_2(out: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationToken) -> None:
@@ -718,24 +823,49 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_2(out: bytearra
         x = o.principal_type
         if x is None:
             raise EncodeError("field principal_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.principal_name
         if x is None:
             raise EncodeError("field principal_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.token_requester_principal_type
         if x is None:
             raise EncodeError("field token_requester_principal_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.token_requester_principal_name
         if x is None:
             raise EncodeError("field token_requester_principal_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
         x = o.token_id
         if x is None:
             raise EncodeError("field token_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.hmac
         if x is None:
             raise EncodeError("field hmac is None but not nullable at this version")
@@ -747,9 +877,8 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_2(out: bytearra
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,8 +14,10 @@ __all__ = ['DescribeGroupsRequest', 'DescribeGroupsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
+_F_oB = struct.Struct(">?B")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 
 
 class DescribeGroupsRequest(KafkaMessage):
@@ -24,7 +26,7 @@ class DescribeGroupsRequest(KafkaMessage):
     def __init__(self, *, groups: list[str] = _wire.DEFAULT, include_authorized_operations: bool = False) -> None:
         self.groups = [] if groups is _wire.DEFAULT else groups
         self.include_authorized_operations = include_authorized_operations
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeGroupsRequest'
     API_KEY = 15
@@ -39,7 +41,7 @@ class DescribeGroupsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, groups: list[DescribeGroupsResponse.DescribedGroup] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is _wire.DEFAULT else groups
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeGroupsResponse'
     API_KEY = 15
@@ -57,7 +59,7 @@ class DescribeGroupsResponse(KafkaMessage):
             self.client_host = client_host
             self.member_metadata = member_metadata
             self.member_assignment = member_assignment
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DescribedGroup(KafkaStruct):
@@ -71,31 +73,31 @@ class DescribeGroupsResponse(KafkaMessage):
             self.protocol_data = protocol_data
             self.members = [] if members is _wire.DEFAULT else members
             self.authorized_operations = authorized_operations
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_DescribeGroupsRequest_0(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
     item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("groups[]", pos)
-                v_groups.append(item)
+                s1_groups.append(item)
+        o1 = _new(DescribeGroupsRequest)
+        o1.groups = s1_groups
+        o1.include_authorized_operations = False
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeGroupsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeGroupsRequest)
-    o.groups = v_groups
-    o.include_authorized_operations = False
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeGroupsRequest_0(out: bytearray, o: DescribeGroupsRequest) -> None:
@@ -119,27 +121,27 @@ def _w_DescribeGroupsRequest_0(out: bytearray, o: DescribeGroupsRequest) -> None
 
 def _r_DescribeGroupsRequest_1(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
     item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("groups[]", pos)
-                v_groups.append(item)
-        (v_include_authorized_operations,) = _F_o.unpack_from(buf, pos)
+                s1_groups.append(item)
+        (s1_include_authorized_operations,) = _F_o.unpack_from(buf, pos)
         pos += 1
+        o1 = _new(DescribeGroupsRequest)
+        o1.groups = s1_groups
+        o1.include_authorized_operations = s1_include_authorized_operations
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeGroupsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeGroupsRequest)
-    o.groups = v_groups
-    o.include_authorized_operations = v_include_authorized_operations
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeGroupsRequest_1(out: bytearray, o: DescribeGroupsRequest) -> None:
@@ -162,36 +164,47 @@ def _w_DescribeGroupsRequest_1(out: bytearray, o: DescribeGroupsRequest) -> None
 
 def _r_DescribeGroupsRequest_2(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
     item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("groups[]", pos)
-                v_groups.append(item)
-        (v_include_authorized_operations,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "groups[]")
+                s1_groups.append(item)
+        (s1_include_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeGroupsRequest)
+        o1.groups = s1_groups
+        o1.include_authorized_operations = s1_include_authorized_operations
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeGroupsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeGroupsRequest)
-    o.groups = v_groups
-    o.include_authorized_operations = v_include_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeGroupsRequest_2(out: bytearray, o: DescribeGroupsRequest) -> None:
@@ -206,11 +219,15 @@ def _w_DescribeGroupsRequest_2(out: bytearray, o: DescribeGroupsRequest) -> None
             for item in x:
                 if item is None:
                     raise EncodeError("an element of groups is None")
-                _wire.write_compact_string(out, item)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
         out += _F_o.pack(o.include_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -218,24 +235,78 @@ def _w_DescribeGroupsRequest_2(out: bytearray, o: DescribeGroupsRequest) -> None
 
 
 def _r_DescribeGroupsResponse_0(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
+    s3_members: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_DescribeGroupsResponse__DescribedGroup_0(buf, pos)
-                v_groups.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_group_id, pos = _wire.read_string(buf, pos)
+                if s3_group_id is None:
+                    raise _wire.null_error("group_id", pos)
+                s3_group_state, pos = _wire.read_string(buf, pos)
+                if s3_group_state is None:
+                    raise _wire.null_error("group_state", pos)
+                s3_protocol_type, pos = _wire.read_string(buf, pos)
+                if s3_protocol_type is None:
+                    raise _wire.null_error("protocol_type", pos)
+                s3_protocol_data, pos = _wire.read_string(buf, pos)
+                if s3_protocol_data is None:
+                    raise _wire.null_error("protocol_data", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("members", pos)
+                else:
+                    s3_members = []
+                    add4 = s3_members.append
+                    for _ in range(n):
+                        s5_member_id, pos = _wire.read_string(buf, pos)
+                        if s5_member_id is None:
+                            raise _wire.null_error("member_id", pos)
+                        s5_client_id, pos = _wire.read_string(buf, pos)
+                        if s5_client_id is None:
+                            raise _wire.null_error("client_id", pos)
+                        s5_client_host, pos = _wire.read_string(buf, pos)
+                        if s5_client_host is None:
+                            raise _wire.null_error("client_host", pos)
+                        s5_member_metadata, pos = _wire.read_bytes(buf, pos)
+                        if s5_member_metadata is None:
+                            raise _wire.null_error("member_metadata", pos)
+                        s5_member_assignment, pos = _wire.read_bytes(buf, pos)
+                        if s5_member_assignment is None:
+                            raise _wire.null_error("member_assignment", pos)
+                        o5 = _new(_C_DescribeGroupsResponse__DescribedGroupMember)
+                        o5.member_id = s5_member_id
+                        o5.group_instance_id = None
+                        o5.client_id = s5_client_id
+                        o5.client_host = s5_client_host
+                        o5.member_metadata = s5_member_metadata
+                        o5.member_assignment = s5_member_assignment
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_DescribeGroupsResponse__DescribedGroup)
+                o3.error_code = s3_error_code
+                o3.group_id = s3_group_id
+                o3.group_state = s3_group_state
+                o3.protocol_type = s3_protocol_type
+                o3.protocol_data = s3_protocol_data
+                o3.members = s3_members
+                o3.authorized_operations = -2147483648
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeGroupsResponse)
+        o1.throttle_time_ms = 0
+        o1.groups = s1_groups
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeGroupsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeGroupsResponse)
-    o.throttle_time_ms = 0
-    o.groups = v_groups
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeGroupsResponse_0(out: bytearray, o: DescribeGroupsResponse) -> None:
@@ -254,26 +325,80 @@ def _w_DescribeGroupsResponse_0(out: bytearray, o: DescribeGroupsResponse) -> No
 
 
 def _r_DescribeGroupsResponse_1(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
+    s3_members: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_DescribeGroupsResponse__DescribedGroup_0(buf, pos)
-                v_groups.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_group_id, pos = _wire.read_string(buf, pos)
+                if s3_group_id is None:
+                    raise _wire.null_error("group_id", pos)
+                s3_group_state, pos = _wire.read_string(buf, pos)
+                if s3_group_state is None:
+                    raise _wire.null_error("group_state", pos)
+                s3_protocol_type, pos = _wire.read_string(buf, pos)
+                if s3_protocol_type is None:
+                    raise _wire.null_error("protocol_type", pos)
+                s3_protocol_data, pos = _wire.read_string(buf, pos)
+                if s3_protocol_data is None:
+                    raise _wire.null_error("protocol_data", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("members", pos)
+                else:
+                    s3_members = []
+                    add4 = s3_members.append
+                    for _ in range(n):
+                        s5_member_id, pos = _wire.read_string(buf, pos)
+                        if s5_member_id is None:
+                            raise _wire.null_error("member_id", pos)
+                        s5_client_id, pos = _wire.read_string(buf, pos)
+                        if s5_client_id is None:
+                            raise _wire.null_error("client_id", pos)
+                        s5_client_host, pos = _wire.read_string(buf, pos)
+                        if s5_client_host is None:
+                            raise _wire.null_error("client_host", pos)
+                        s5_member_metadata, pos = _wire.read_bytes(buf, pos)
+                        if s5_member_metadata is None:
+                            raise _wire.null_error("member_metadata", pos)
+                        s5_member_assignment, pos = _wire.read_bytes(buf, pos)
+                        if s5_member_assignment is None:
+                            raise _wire.null_error("member_assignment", pos)
+                        o5 = _new(_C_DescribeGroupsResponse__DescribedGroupMember)
+                        o5.member_id = s5_member_id
+                        o5.group_instance_id = None
+                        o5.client_id = s5_client_id
+                        o5.client_host = s5_client_host
+                        o5.member_metadata = s5_member_metadata
+                        o5.member_assignment = s5_member_assignment
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_DescribeGroupsResponse__DescribedGroup)
+                o3.error_code = s3_error_code
+                o3.group_id = s3_group_id
+                o3.group_state = s3_group_state
+                o3.protocol_type = s3_protocol_type
+                o3.protocol_data = s3_protocol_data
+                o3.members = s3_members
+                o3.authorized_operations = -2147483648
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeGroupsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.groups = s1_groups
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeGroupsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeGroupsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.groups = v_groups
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeGroupsResponse_1(out: bytearray, o: DescribeGroupsResponse) -> None:
@@ -293,26 +418,82 @@ def _w_DescribeGroupsResponse_1(out: bytearray, o: DescribeGroupsResponse) -> No
 
 
 def _r_DescribeGroupsResponse_2(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
+    s3_members: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_DescribeGroupsResponse__DescribedGroup_1(buf, pos)
-                v_groups.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_group_id, pos = _wire.read_string(buf, pos)
+                if s3_group_id is None:
+                    raise _wire.null_error("group_id", pos)
+                s3_group_state, pos = _wire.read_string(buf, pos)
+                if s3_group_state is None:
+                    raise _wire.null_error("group_state", pos)
+                s3_protocol_type, pos = _wire.read_string(buf, pos)
+                if s3_protocol_type is None:
+                    raise _wire.null_error("protocol_type", pos)
+                s3_protocol_data, pos = _wire.read_string(buf, pos)
+                if s3_protocol_data is None:
+                    raise _wire.null_error("protocol_data", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("members", pos)
+                else:
+                    s3_members = []
+                    add4 = s3_members.append
+                    for _ in range(n):
+                        s5_member_id, pos = _wire.read_string(buf, pos)
+                        if s5_member_id is None:
+                            raise _wire.null_error("member_id", pos)
+                        s5_client_id, pos = _wire.read_string(buf, pos)
+                        if s5_client_id is None:
+                            raise _wire.null_error("client_id", pos)
+                        s5_client_host, pos = _wire.read_string(buf, pos)
+                        if s5_client_host is None:
+                            raise _wire.null_error("client_host", pos)
+                        s5_member_metadata, pos = _wire.read_bytes(buf, pos)
+                        if s5_member_metadata is None:
+                            raise _wire.null_error("member_metadata", pos)
+                        s5_member_assignment, pos = _wire.read_bytes(buf, pos)
+                        if s5_member_assignment is None:
+                            raise _wire.null_error("member_assignment", pos)
+                        o5 = _new(_C_DescribeGroupsResponse__DescribedGroupMember)
+                        o5.member_id = s5_member_id
+                        o5.group_instance_id = None
+                        o5.client_id = s5_client_id
+                        o5.client_host = s5_client_host
+                        o5.member_metadata = s5_member_metadata
+                        o5.member_assignment = s5_member_assignment
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                (s3_authorized_operations,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                o3 = _new(_C_DescribeGroupsResponse__DescribedGroup)
+                o3.error_code = s3_error_code
+                o3.group_id = s3_group_id
+                o3.group_state = s3_group_state
+                o3.protocol_type = s3_protocol_type
+                o3.protocol_data = s3_protocol_data
+                o3.members = s3_members
+                o3.authorized_operations = s3_authorized_operations
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeGroupsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.groups = s1_groups
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeGroupsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeGroupsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.groups = v_groups
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeGroupsResponse_2(out: bytearray, o: DescribeGroupsResponse) -> None:
@@ -332,26 +513,83 @@ def _w_DescribeGroupsResponse_2(out: bytearray, o: DescribeGroupsResponse) -> No
 
 
 def _r_DescribeGroupsResponse_3(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
+    s3_members: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_DescribeGroupsResponse__DescribedGroup_2(buf, pos)
-                v_groups.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_group_id, pos = _wire.read_string(buf, pos)
+                if s3_group_id is None:
+                    raise _wire.null_error("group_id", pos)
+                s3_group_state, pos = _wire.read_string(buf, pos)
+                if s3_group_state is None:
+                    raise _wire.null_error("group_state", pos)
+                s3_protocol_type, pos = _wire.read_string(buf, pos)
+                if s3_protocol_type is None:
+                    raise _wire.null_error("protocol_type", pos)
+                s3_protocol_data, pos = _wire.read_string(buf, pos)
+                if s3_protocol_data is None:
+                    raise _wire.null_error("protocol_data", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("members", pos)
+                else:
+                    s3_members = []
+                    add4 = s3_members.append
+                    for _ in range(n):
+                        s5_member_id, pos = _wire.read_string(buf, pos)
+                        if s5_member_id is None:
+                            raise _wire.null_error("member_id", pos)
+                        s5_group_instance_id, pos = _wire.read_string(buf, pos)
+                        s5_client_id, pos = _wire.read_string(buf, pos)
+                        if s5_client_id is None:
+                            raise _wire.null_error("client_id", pos)
+                        s5_client_host, pos = _wire.read_string(buf, pos)
+                        if s5_client_host is None:
+                            raise _wire.null_error("client_host", pos)
+                        s5_member_metadata, pos = _wire.read_bytes(buf, pos)
+                        if s5_member_metadata is None:
+                            raise _wire.null_error("member_metadata", pos)
+                        s5_member_assignment, pos = _wire.read_bytes(buf, pos)
+                        if s5_member_assignment is None:
+                            raise _wire.null_error("member_assignment", pos)
+                        o5 = _new(_C_DescribeGroupsResponse__DescribedGroupMember)
+                        o5.member_id = s5_member_id
+                        o5.group_instance_id = s5_group_instance_id
+                        o5.client_id = s5_client_id
+                        o5.client_host = s5_client_host
+                        o5.member_metadata = s5_member_metadata
+                        o5.member_assignment = s5_member_assignment
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                (s3_authorized_operations,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                o3 = _new(_C_DescribeGroupsResponse__DescribedGroup)
+                o3.error_code = s3_error_code
+                o3.group_id = s3_group_id
+                o3.group_state = s3_group_state
+                o3.protocol_type = s3_protocol_type
+                o3.protocol_data = s3_protocol_data
+                o3.members = s3_members
+                o3.authorized_operations = s3_authorized_operations
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeGroupsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.groups = s1_groups
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeGroupsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeGroupsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.groups = v_groups
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeGroupsResponse_3(out: bytearray, o: DescribeGroupsResponse) -> None:
@@ -371,35 +609,172 @@ def _w_DescribeGroupsResponse_3(out: bytearray, o: DescribeGroupsResponse) -> No
 
 
 def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
+    s3_members: list[Any]
+    s5_group_instance_id: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_DescribeGroupsResponse__DescribedGroup_3(buf, pos)
-                v_groups.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_state = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_protocol_data = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_protocol_data, pos = _wire.read_compact_text(buf, pos, "protocol_data")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("members", pos)
+                else:
+                    s3_members = []
+                    add4 = s3_members.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_member_id = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_client_id = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_client_id, pos = _wire.read_compact_text(buf, pos, "client_id")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_client_host = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_client_host, pos = _wire.read_compact_text(buf, pos, "client_host")
+                        s5_member_metadata, pos = _wire.read_compact_bytes(buf, pos)
+                        if s5_member_metadata is None:
+                            raise _wire.null_error("member_metadata", pos)
+                        s5_member_assignment, pos = _wire.read_compact_bytes(buf, pos)
+                        if s5_member_assignment is None:
+                            raise _wire.null_error("member_assignment", pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeGroupsResponse__DescribedGroupMember)
+                        o5.member_id = s5_member_id
+                        o5.group_instance_id = s5_group_instance_id
+                        o5.client_id = s5_client_id
+                        o5.client_host = s5_client_host
+                        o5.member_metadata = s5_member_metadata
+                        o5.member_assignment = s5_member_assignment
+                        o5._unknown_tags = u5
+                        add4(o5)
+                (s3_authorized_operations, t3,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeGroupsResponse__DescribedGroup)
+                o3.error_code = s3_error_code
+                o3.group_id = s3_group_id
+                o3.group_state = s3_group_state
+                o3.protocol_type = s3_protocol_type
+                o3.protocol_data = s3_protocol_data
+                o3.members = s3_members
+                o3.authorized_operations = s3_authorized_operations
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeGroupsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.groups = s1_groups
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeGroupsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeGroupsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.groups = v_groups
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeGroupsResponse_4(out: bytearray, o: DescribeGroupsResponse) -> None:
@@ -414,43 +789,12 @@ def _w_DescribeGroupsResponse_4(out: bytearray, o: DescribeGroupsResponse) -> No
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeGroupsResponse__DescribedGroup_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeGroupsResponse__DescribedGroupMember_0(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroupMember, int]:
-    try:
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_client_id, pos = _wire.read_string(buf, pos)
-        if v_client_id is None:
-            raise _wire.null_error("client_id", pos)
-        v_client_host, pos = _wire.read_string(buf, pos)
-        if v_client_host is None:
-            raise _wire.null_error("client_host", pos)
-        v_member_metadata, pos = _wire.read_bytes(buf, pos)
-        if v_member_metadata is None:
-            raise _wire.null_error("member_metadata", pos)
-        v_member_assignment, pos = _wire.read_bytes(buf, pos)
-        if v_member_assignment is None:
-            raise _wire.null_error("member_assignment", pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedGroupMember: {exc}", offset=pos) from None
-    o = _new(_C_DescribeGroupsResponse__DescribedGroupMember)
-    o.member_id = v_member_id
-    o.group_instance_id = None
-    o.client_id = v_client_id
-    o.client_host = v_client_host
-    o.member_metadata = v_member_metadata
-    o.member_assignment = v_member_assignment
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeGroupsResponse__DescribedGroupMember_0(out: bytearray, o: DescribeGroupsResponse.DescribedGroupMember) -> None:
@@ -478,37 +822,6 @@ def _w_DescribeGroupsResponse__DescribedGroupMember_0(out: bytearray, o: Describ
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeGroupsResponse__DescribedGroupMember_1(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroupMember, int]:
-    try:
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_string(buf, pos)
-        v_client_id, pos = _wire.read_string(buf, pos)
-        if v_client_id is None:
-            raise _wire.null_error("client_id", pos)
-        v_client_host, pos = _wire.read_string(buf, pos)
-        if v_client_host is None:
-            raise _wire.null_error("client_host", pos)
-        v_member_metadata, pos = _wire.read_bytes(buf, pos)
-        if v_member_metadata is None:
-            raise _wire.null_error("member_metadata", pos)
-        v_member_assignment, pos = _wire.read_bytes(buf, pos)
-        if v_member_assignment is None:
-            raise _wire.null_error("member_assignment", pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedGroupMember: {exc}", offset=pos) from None
-    o = _new(_C_DescribeGroupsResponse__DescribedGroupMember)
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.client_id = v_client_id
-    o.client_host = v_client_host
-    o.member_metadata = v_member_metadata
-    o.member_assignment = v_member_assignment
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeGroupsResponse__DescribedGroupMember_1(out: bytearray, o: DescribeGroupsResponse.DescribedGroupMember) -> None:
@@ -540,63 +853,43 @@ def _w_DescribeGroupsResponse__DescribedGroupMember_1(out: bytearray, o: Describ
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeGroupsResponse__DescribedGroupMember_2(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroupMember, int]:
-    try:
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        v_client_id, pos = _wire.read_compact_string(buf, pos)
-        if v_client_id is None:
-            raise _wire.null_error("client_id", pos)
-        v_client_host, pos = _wire.read_compact_string(buf, pos)
-        if v_client_host is None:
-            raise _wire.null_error("client_host", pos)
-        v_member_metadata, pos = _wire.read_compact_bytes(buf, pos)
-        if v_member_metadata is None:
-            raise _wire.null_error("member_metadata", pos)
-        v_member_assignment, pos = _wire.read_compact_bytes(buf, pos)
-        if v_member_assignment is None:
-            raise _wire.null_error("member_assignment", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedGroupMember: {exc}", offset=pos) from None
-    o = _new(_C_DescribeGroupsResponse__DescribedGroupMember)
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.client_id = v_client_id
-    o.client_host = v_client_host
-    o.member_metadata = v_member_metadata
-    o.member_assignment = v_member_assignment
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeGroupsResponse__DescribedGroupMember_2(out: bytearray, o: DescribeGroupsResponse.DescribedGroupMember) -> None:
     x: Any
     try:
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.client_id
         if x is None:
             raise EncodeError("field client_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.client_host
         if x is None:
             raise EncodeError("field client_host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.member_metadata
         if x is None:
             raise EncodeError("field member_metadata is None but not nullable at this version")
@@ -605,53 +898,12 @@ def _w_DescribeGroupsResponse__DescribedGroupMember_2(out: bytearray, o: Describ
         if x is None:
             raise EncodeError("field member_assignment is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeGroupsResponse__DescribedGroup_0(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroup, int]:
-    item: Any
-    v_members: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        v_group_state, pos = _wire.read_string(buf, pos)
-        if v_group_state is None:
-            raise _wire.null_error("group_state", pos)
-        v_protocol_type, pos = _wire.read_string(buf, pos)
-        if v_protocol_type is None:
-            raise _wire.null_error("protocol_type", pos)
-        v_protocol_data, pos = _wire.read_string(buf, pos)
-        if v_protocol_data is None:
-            raise _wire.null_error("protocol_data", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("members", pos)
-        else:
-            v_members = []
-            for _ in range(n):
-                item, pos = _r_DescribeGroupsResponse__DescribedGroupMember_0(buf, pos)
-                v_members.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedGroup: {exc}", offset=pos) from None
-    o = _new(_C_DescribeGroupsResponse__DescribedGroup)
-    o.error_code = v_error_code
-    o.group_id = v_group_id
-    o.group_state = v_group_state
-    o.protocol_type = v_protocol_type
-    o.protocol_data = v_protocol_data
-    o.members = v_members
-    o.authorized_operations = -2147483648
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeGroupsResponse__DescribedGroup_0(out: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
@@ -688,48 +940,6 @@ def _w_DescribeGroupsResponse__DescribedGroup_0(out: bytearray, o: DescribeGroup
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeGroupsResponse__DescribedGroup_1(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroup, int]:
-    item: Any
-    v_members: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        v_group_state, pos = _wire.read_string(buf, pos)
-        if v_group_state is None:
-            raise _wire.null_error("group_state", pos)
-        v_protocol_type, pos = _wire.read_string(buf, pos)
-        if v_protocol_type is None:
-            raise _wire.null_error("protocol_type", pos)
-        v_protocol_data, pos = _wire.read_string(buf, pos)
-        if v_protocol_data is None:
-            raise _wire.null_error("protocol_data", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("members", pos)
-        else:
-            v_members = []
-            for _ in range(n):
-                item, pos = _r_DescribeGroupsResponse__DescribedGroupMember_0(buf, pos)
-                v_members.append(item)
-        (v_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedGroup: {exc}", offset=pos) from None
-    o = _new(_C_DescribeGroupsResponse__DescribedGroup)
-    o.error_code = v_error_code
-    o.group_id = v_group_id
-    o.group_state = v_group_state
-    o.protocol_type = v_protocol_type
-    o.protocol_data = v_protocol_data
-    o.members = v_members
-    o.authorized_operations = v_authorized_operations
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_DescribeGroupsResponse__DescribedGroup_1(out: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
     x: Any
     item: Any
@@ -761,48 +971,6 @@ def _w_DescribeGroupsResponse__DescribedGroup_1(out: bytearray, o: DescribeGroup
         out += _F_i.pack(o.authorized_operations)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeGroupsResponse__DescribedGroup_2(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroup, int]:
-    item: Any
-    v_members: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        v_group_state, pos = _wire.read_string(buf, pos)
-        if v_group_state is None:
-            raise _wire.null_error("group_state", pos)
-        v_protocol_type, pos = _wire.read_string(buf, pos)
-        if v_protocol_type is None:
-            raise _wire.null_error("protocol_type", pos)
-        v_protocol_data, pos = _wire.read_string(buf, pos)
-        if v_protocol_data is None:
-            raise _wire.null_error("protocol_data", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("members", pos)
-        else:
-            v_members = []
-            for _ in range(n):
-                item, pos = _r_DescribeGroupsResponse__DescribedGroupMember_1(buf, pos)
-                v_members.append(item)
-        (v_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedGroup: {exc}", offset=pos) from None
-    o = _new(_C_DescribeGroupsResponse__DescribedGroup)
-    o.error_code = v_error_code
-    o.group_id = v_group_id
-    o.group_state = v_group_state
-    o.protocol_type = v_protocol_type
-    o.protocol_data = v_protocol_data
-    o.members = v_members
-    o.authorized_operations = v_authorized_operations
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeGroupsResponse__DescribedGroup_2(out: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
@@ -838,57 +1006,6 @@ def _w_DescribeGroupsResponse__DescribedGroup_2(out: bytearray, o: DescribeGroup
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeGroupsResponse__DescribedGroup_3(buf: Any, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroup, int]:
-    item: Any
-    v_members: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        v_group_state, pos = _wire.read_compact_string(buf, pos)
-        if v_group_state is None:
-            raise _wire.null_error("group_state", pos)
-        v_protocol_type, pos = _wire.read_compact_string(buf, pos)
-        if v_protocol_type is None:
-            raise _wire.null_error("protocol_type", pos)
-        v_protocol_data, pos = _wire.read_compact_string(buf, pos)
-        if v_protocol_data is None:
-            raise _wire.null_error("protocol_data", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("members", pos)
-        else:
-            v_members = []
-            for _ in range(n):
-                item, pos = _r_DescribeGroupsResponse__DescribedGroupMember_2(buf, pos)
-                v_members.append(item)
-        (v_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribedGroup: {exc}", offset=pos) from None
-    o = _new(_C_DescribeGroupsResponse__DescribedGroup)
-    o.error_code = v_error_code
-    o.group_id = v_group_id
-    o.group_state = v_group_state
-    o.protocol_type = v_protocol_type
-    o.protocol_data = v_protocol_data
-    o.members = v_members
-    o.authorized_operations = v_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeGroupsResponse__DescribedGroup_3(out: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
     x: Any
     item: Any
@@ -897,19 +1014,39 @@ def _w_DescribeGroupsResponse__DescribedGroup_3(out: bytearray, o: DescribeGroup
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_state
         if x is None:
             raise EncodeError("field group_state is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocol_type
         if x is None:
             raise EncodeError("field protocol_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocol_data
         if x is None:
             raise EncodeError("field protocol_data is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.members
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
@@ -918,9 +1055,8 @@ def _w_DescribeGroupsResponse__DescribedGroup_3(out: bytearray, o: DescribeGroup
             for item in x:
                 _w_DescribeGroupsResponse__DescribedGroupMember_2(out, item)
         out += _F_i.pack(o.authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

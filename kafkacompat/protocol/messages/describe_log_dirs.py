@@ -17,7 +17,9 @@ _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 _F_iqqo = struct.Struct(">iqq?")
+_F_iqqoB = struct.Struct(">iqq?B")
 _F_qq = struct.Struct(">qq")
+_F_qqB = struct.Struct(">qqB")
 
 
 class DescribeLogDirsRequest(KafkaMessage):
@@ -25,7 +27,7 @@ class DescribeLogDirsRequest(KafkaMessage):
 
     def __init__(self, *, topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = _wire.DEFAULT) -> None:
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeLogDirsRequest'
     API_KEY = 35
@@ -41,7 +43,7 @@ class DescribeLogDirsRequest(KafkaMessage):
         def __init__(self, *, topic: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('topic',)
 
@@ -52,7 +54,7 @@ class DescribeLogDirsResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.results = [] if results is _wire.DEFAULT else results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeLogDirsResponse'
     API_KEY = 35
@@ -68,7 +70,7 @@ class DescribeLogDirsResponse(KafkaMessage):
             self.partition_size = partition_size
             self.offset_lag = offset_lag
             self.is_future_key = is_future_key
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DescribeLogDirsTopic(KafkaStruct):
@@ -77,7 +79,7 @@ class DescribeLogDirsResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DescribeLogDirsResult(KafkaStruct):
@@ -89,28 +91,46 @@ class DescribeLogDirsResponse(KafkaMessage):
             self.topics = [] if topics is _wire.DEFAULT else topics
             self.total_bytes = total_bytes
             self.usable_bytes = usable_bytes
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_DescribeLogDirsRequest_0(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
-    item: Any
-    v_topics: list[Any] | None
+    s1_topics: list[Any] | None
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
-            v_topics = None
+            s1_topics = None
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DescribeLogDirsRequest__DescribableLogDirTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_DescribeLogDirsRequest__DescribableLogDirTopic)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeLogDirsRequest)
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeLogDirsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeLogDirsRequest)
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeLogDirsRequest_0(out: bytearray, o: DescribeLogDirsRequest) -> None:
@@ -129,32 +149,75 @@ def _w_DescribeLogDirsRequest_0(out: bytearray, o: DescribeLogDirsRequest) -> No
 
 
 def _r_DescribeLogDirsRequest_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
-    item: Any
-    v_topics: list[Any] | None
+    s1_topics: list[Any] | None
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_topics = None
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
         else:
-            v_topics = _wire.KeyedList()
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_topics = None
+        else:
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DescribeLogDirsRequest__DescribableLogDirTopic_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeLogDirsRequest__DescribableLogDirTopic)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeLogDirsRequest)
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeLogDirsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeLogDirsRequest)
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeLogDirsRequest_1(out: bytearray, o: DescribeLogDirsRequest) -> None:
@@ -168,33 +231,12 @@ def _w_DescribeLogDirsRequest_1(out: bytearray, o: DescribeLogDirsRequest) -> No
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsRequest__DescribableLogDirTopic_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeLogDirsRequest__DescribableLogDirTopic_0(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest.DescribableLogDirTopic, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribableLogDirTopic: {exc}", offset=pos) from None
-    o = _new(_C_DescribeLogDirsRequest__DescribableLogDirTopic)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeLogDirsRequest__DescribableLogDirTopic_0(out: bytearray, o: DescribeLogDirsRequest.DescribableLogDirTopic) -> None:
@@ -214,51 +256,26 @@ def _w_DescribeLogDirsRequest__DescribableLogDirTopic_0(out: bytearray, o: Descr
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeLogDirsRequest__DescribableLogDirTopic_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest.DescribableLogDirTopic, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_compact_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribableLogDirTopic: {exc}", offset=pos) from None
-    o = _new(_C_DescribeLogDirsRequest__DescribableLogDirTopic)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeLogDirsRequest__DescribableLogDirTopic_1(out: bytearray, o: DescribeLogDirsRequest.DescribableLogDirTopic) -> None:
     x: Any
     try:
         x = o.topic
         if x is None:
             raise EncodeError("field topic is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -266,27 +283,88 @@ def _w_DescribeLogDirsRequest__DescribableLogDirTopic_1(out: bytearray, o: Descr
 
 
 def _r_DescribeLogDirsResponse_0(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_DescribeLogDirsResponse__DescribeLogDirsResult_0(buf, pos)
-                v_results.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_log_dir, pos = _wire.read_string(buf, pos)
+                if s3_log_dir is None:
+                    raise _wire.null_error("log_dir", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        s5_name, pos = _wire.read_string(buf, pos)
+                        if s5_name is None:
+                            raise _wire.null_error("name", pos)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            stop7 = pos + 21 * n
+                            s5_partitions = []
+                            add6 = s5_partitions.append
+                            if stop7 <= buflen:
+                                for (s7_partition_index, s7_partition_size, s7_offset_lag, s7_is_future_key,) in _F_iqqo.iter_unpack(buf[pos:stop7]):
+                                    o7 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
+                                    o7.partition_index = s7_partition_index
+                                    o7.partition_size = s7_partition_size
+                                    o7.offset_lag = s7_offset_lag
+                                    o7.is_future_key = s7_is_future_key
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_partitions = []
+                                add6 = s5_partitions.append
+                                for _ in range(n):
+                                    (s8_partition_index, s8_partition_size, s8_offset_lag, s8_is_future_key,) = _F_iqqo.unpack_from(buf, pos)
+                                    pos += 21
+                                    o8 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
+                                    o8.partition_index = s8_partition_index
+                                    o8.partition_size = s8_partition_size
+                                    o8.offset_lag = s8_offset_lag
+                                    o8.is_future_key = s8_is_future_key
+                                    o8._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o8)
+                        o5 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsTopic)
+                        o5.name = s5_name
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsResult)
+                o3.error_code = s3_error_code
+                o3.log_dir = s3_log_dir
+                o3.topics = s3_topics
+                o3.total_bytes = -1
+                o3.usable_bytes = -1
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(DescribeLogDirsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = 0
+        o1.results = s1_results
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeLogDirsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeLogDirsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = 0
-    o.results = v_results
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeLogDirsResponse_0(out: bytearray, o: DescribeLogDirsResponse) -> None:
@@ -306,36 +384,153 @@ def _w_DescribeLogDirsResponse_0(out: bytearray, o: DescribeLogDirsResponse) -> 
 
 
 def _r_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_DescribeLogDirsResponse__DescribeLogDirsResult_1(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_log_dir = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_log_dir, pos = _wire.read_compact_text(buf, pos, "log_dir")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            stop7 = pos + 22 * n
+                            s5_partitions = []
+                            add6 = s5_partitions.append
+                            if stop7 <= buflen:
+                                for (s7_partition_index, s7_partition_size, s7_offset_lag, s7_is_future_key, t7,) in _F_iqqoB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
+                                    o7.partition_index = s7_partition_index
+                                    o7.partition_size = s7_partition_size
+                                    o7.offset_lag = s7_offset_lag
+                                    o7.is_future_key = s7_is_future_key
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_partitions = []
+                                add6 = s5_partitions.append
+                                for _ in range(n):
+                                    (s8_partition_index, s8_partition_size, s8_offset_lag, s8_is_future_key, t8,) = _F_iqqoB.unpack_from(buf, pos)
+                                    pos += 22
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
+                                    o8.partition_index = s8_partition_index
+                                    o8.partition_size = s8_partition_size
+                                    o8.offset_lag = s8_offset_lag
+                                    o8.is_future_key = s8_is_future_key
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsTopic)
+                        o5.name = s5_name
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsResult)
+                o3.error_code = s3_error_code
+                o3.log_dir = s3_log_dir
+                o3.topics = s3_topics
+                o3.total_bytes = -1
+                o3.usable_bytes = -1
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeLogDirsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = 0
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeLogDirsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeLogDirsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = 0
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeLogDirsResponse_1(out: bytearray, o: DescribeLogDirsResponse) -> None:
@@ -350,9 +545,8 @@ def _w_DescribeLogDirsResponse_1(out: bytearray, o: DescribeLogDirsResponse) -> 
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -360,36 +554,153 @@ def _w_DescribeLogDirsResponse_1(out: bytearray, o: DescribeLogDirsResponse) -> 
 
 
 def _r_DescribeLogDirsResponse_2(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_DescribeLogDirsResponse__DescribeLogDirsResult_1(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_log_dir = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_log_dir, pos = _wire.read_compact_text(buf, pos, "log_dir")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            stop7 = pos + 22 * n
+                            s5_partitions = []
+                            add6 = s5_partitions.append
+                            if stop7 <= buflen:
+                                for (s7_partition_index, s7_partition_size, s7_offset_lag, s7_is_future_key, t7,) in _F_iqqoB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
+                                    o7.partition_index = s7_partition_index
+                                    o7.partition_size = s7_partition_size
+                                    o7.offset_lag = s7_offset_lag
+                                    o7.is_future_key = s7_is_future_key
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_partitions = []
+                                add6 = s5_partitions.append
+                                for _ in range(n):
+                                    (s8_partition_index, s8_partition_size, s8_offset_lag, s8_is_future_key, t8,) = _F_iqqoB.unpack_from(buf, pos)
+                                    pos += 22
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
+                                    o8.partition_index = s8_partition_index
+                                    o8.partition_size = s8_partition_size
+                                    o8.offset_lag = s8_offset_lag
+                                    o8.is_future_key = s8_is_future_key
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsTopic)
+                        o5.name = s5_name
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsResult)
+                o3.error_code = s3_error_code
+                o3.log_dir = s3_log_dir
+                o3.topics = s3_topics
+                o3.total_bytes = -1
+                o3.usable_bytes = -1
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeLogDirsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeLogDirsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeLogDirsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeLogDirsResponse_2(out: bytearray, o: DescribeLogDirsResponse) -> None:
@@ -404,9 +715,8 @@ def _w_DescribeLogDirsResponse_2(out: bytearray, o: DescribeLogDirsResponse) -> 
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -414,36 +724,154 @@ def _w_DescribeLogDirsResponse_2(out: bytearray, o: DescribeLogDirsResponse) -> 
 
 
 def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_DescribeLogDirsResponse__DescribeLogDirsResult_2(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_log_dir = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_log_dir, pos = _wire.read_compact_text(buf, pos, "log_dir")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            stop7 = pos + 22 * n
+                            s5_partitions = []
+                            add6 = s5_partitions.append
+                            if stop7 <= buflen:
+                                for (s7_partition_index, s7_partition_size, s7_offset_lag, s7_is_future_key, t7,) in _F_iqqoB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
+                                    o7.partition_index = s7_partition_index
+                                    o7.partition_size = s7_partition_size
+                                    o7.offset_lag = s7_offset_lag
+                                    o7.is_future_key = s7_is_future_key
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_partitions = []
+                                add6 = s5_partitions.append
+                                for _ in range(n):
+                                    (s8_partition_index, s8_partition_size, s8_offset_lag, s8_is_future_key, t8,) = _F_iqqoB.unpack_from(buf, pos)
+                                    pos += 22
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
+                                    o8.partition_index = s8_partition_index
+                                    o8.partition_size = s8_partition_size
+                                    o8.offset_lag = s8_offset_lag
+                                    o8.is_future_key = s8_is_future_key
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsTopic)
+                        o5.name = s5_name
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = u5
+                        add4(o5)
+                (s3_total_bytes, s3_usable_bytes, t3,) = _F_qqB.unpack_from(buf, pos)
+                pos += 17
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsResult)
+                o3.error_code = s3_error_code
+                o3.log_dir = s3_log_dir
+                o3.topics = s3_topics
+                o3.total_bytes = s3_total_bytes
+                o3.usable_bytes = s3_usable_bytes
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeLogDirsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeLogDirsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeLogDirsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeLogDirsResponse_3(out: bytearray, o: DescribeLogDirsResponse) -> None:
@@ -458,28 +886,12 @@ def _w_DescribeLogDirsResponse_3(out: bytearray, o: DescribeLogDirsResponse) -> 
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsResult_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeLogDirsResponse__DescribeLogDirsPartition_0(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsPartition, int]:
-    try:
-        (v_partition_index, v_partition_size, v_offset_lag, v_is_future_key,) = _F_iqqo.unpack_from(buf, pos)
-        pos += 21
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeLogDirsPartition: {exc}", offset=pos) from None
-    o = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
-    o.partition_index = v_partition_index
-    o.partition_size = v_partition_size
-    o.offset_lag = v_offset_lag
-    o.is_future_key = v_is_future_key
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeLogDirsResponse__DescribeLogDirsPartition_0(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsPartition) -> None:
@@ -489,64 +901,15 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsPartition_0(out: bytearray, o: De
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeLogDirsResponse__DescribeLogDirsPartition_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsPartition, int]:
-    try:
-        (v_partition_index, v_partition_size, v_offset_lag, v_is_future_key,) = _F_iqqo.unpack_from(buf, pos)
-        pos += 21
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeLogDirsPartition: {exc}", offset=pos) from None
-    o = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
-    o.partition_index = v_partition_index
-    o.partition_size = v_partition_size
-    o.offset_lag = v_offset_lag
-    o.is_future_key = v_is_future_key
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeLogDirsResponse__DescribeLogDirsPartition_1(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsPartition) -> None:
     try:
         out += _F_iqqo.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeLogDirsResponse__DescribeLogDirsTopic_0(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_DescribeLogDirsResponse__DescribeLogDirsPartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeLogDirsTopic: {exc}", offset=pos) from None
-    o = _new(_C_DescribeLogDirsResponse__DescribeLogDirsTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeLogDirsResponse__DescribeLogDirsTopic_0(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsTopic) -> None:
@@ -568,39 +931,6 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsTopic_0(out: bytearray, o: Descri
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeLogDirsResponse__DescribeLogDirsTopic_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_DescribeLogDirsResponse__DescribeLogDirsPartition_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeLogDirsTopic: {exc}", offset=pos) from None
-    o = _new(_C_DescribeLogDirsResponse__DescribeLogDirsTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsTopic) -> None:
     x: Any
     item: Any
@@ -608,7 +938,12 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out: bytearray, o: Descri
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -616,42 +951,12 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out: bytearray, o: Descri
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsPartition_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeLogDirsResponse__DescribeLogDirsResult_0(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsResult, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_log_dir, pos = _wire.read_string(buf, pos)
-        if v_log_dir is None:
-            raise _wire.null_error("log_dir", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_DescribeLogDirsResponse__DescribeLogDirsTopic_0(buf, pos)
-                v_topics.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeLogDirsResult: {exc}", offset=pos) from None
-    o = _new(_C_DescribeLogDirsResponse__DescribeLogDirsResult)
-    o.error_code = v_error_code
-    o.log_dir = v_log_dir
-    o.topics = v_topics
-    o.total_bytes = -1
-    o.usable_bytes = -1
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_DescribeLogDirsResponse__DescribeLogDirsResult_0(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsResult) -> None:
@@ -674,44 +979,6 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsResult_0(out: bytearray, o: Descr
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_DescribeLogDirsResponse__DescribeLogDirsResult_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsResult, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_log_dir, pos = _wire.read_compact_string(buf, pos)
-        if v_log_dir is None:
-            raise _wire.null_error("log_dir", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_DescribeLogDirsResponse__DescribeLogDirsTopic_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeLogDirsResult: {exc}", offset=pos) from None
-    o = _new(_C_DescribeLogDirsResponse__DescribeLogDirsResult)
-    o.error_code = v_error_code
-    o.log_dir = v_log_dir
-    o.topics = v_topics
-    o.total_bytes = -1
-    o.usable_bytes = -1
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsResult) -> None:
     x: Any
     item: Any
@@ -720,7 +987,12 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(out: bytearray, o: Descr
         x = o.log_dir
         if x is None:
             raise EncodeError("field log_dir is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -728,53 +1000,12 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(out: bytearray, o: Descr
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeLogDirsResponse__DescribeLogDirsResult_2(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse.DescribeLogDirsResult, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_log_dir, pos = _wire.read_compact_string(buf, pos)
-        if v_log_dir is None:
-            raise _wire.null_error("log_dir", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_DescribeLogDirsResponse__DescribeLogDirsTopic_1(buf, pos)
-                v_topics.append(item)
-        (v_total_bytes, v_usable_bytes,) = _F_qq.unpack_from(buf, pos)
-        pos += 16
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeLogDirsResult: {exc}", offset=pos) from None
-    o = _new(_C_DescribeLogDirsResponse__DescribeLogDirsResult)
-    o.error_code = v_error_code
-    o.log_dir = v_log_dir
-    o.topics = v_topics
-    o.total_bytes = v_total_bytes
-    o.usable_bytes = v_usable_bytes
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeLogDirsResponse__DescribeLogDirsResult_2(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsResult) -> None:
@@ -785,7 +1016,12 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsResult_2(out: bytearray, o: Descr
         x = o.log_dir
         if x is None:
             raise EncodeError("field log_dir is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -794,9 +1030,8 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsResult_2(out: bytearray, o: Descr
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out, item)
         out += _F_qq.pack(o.total_bytes, o.usable_bytes)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -16,6 +16,7 @@ _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 _F_qiiqiq = struct.Struct(">qiiqiq")
+_F_qiiqiqB = struct.Struct(">qiiqiqB")
 
 
 class DescribeProducersRequest(KafkaMessage):
@@ -23,7 +24,7 @@ class DescribeProducersRequest(KafkaMessage):
 
     def __init__(self, *, topics: list[DescribeProducersRequest.TopicRequest] = _wire.DEFAULT) -> None:
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeProducersRequest'
     API_KEY = 61
@@ -38,7 +39,7 @@ class DescribeProducersRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partition_indexes: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _wire.DEFAULT else partition_indexes
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class DescribeProducersResponse(KafkaMessage):
@@ -47,7 +48,7 @@ class DescribeProducersResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, topics: list[DescribeProducersResponse.TopicResponse] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeProducersResponse'
     API_KEY = 61
@@ -65,7 +66,7 @@ class DescribeProducersResponse(KafkaMessage):
             self.last_timestamp = last_timestamp
             self.coordinator_epoch = coordinator_epoch
             self.current_txn_start_offset = current_txn_start_offset
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class PartitionResponse(KafkaStruct):
@@ -76,7 +77,7 @@ class DescribeProducersResponse(KafkaMessage):
             self.error_code = error_code
             self.error_message = error_message
             self.active_producers = [] if active_producers is _wire.DEFAULT else active_producers
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicResponse(KafkaStruct):
@@ -85,37 +86,80 @@ class DescribeProducersResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[DescribeProducersResponse.PartitionResponse] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_DescribeProducersRequest_0(buf: Any, pos: int) -> tuple[DescribeProducersRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partition_indexes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DescribeProducersRequest__TopicRequest_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_indexes", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partition_indexes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeProducersRequest__TopicRequest)
+                o3.name = s3_name
+                o3.partition_indexes = s3_partition_indexes
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeProducersRequest)
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeProducersRequest: {exc}", offset=pos) from None
-    o = _new(DescribeProducersRequest)
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeProducersRequest_0(out: bytearray, o: DescribeProducersRequest) -> None:
@@ -129,42 +173,12 @@ def _w_DescribeProducersRequest_0(out: bytearray, o: DescribeProducersRequest) -
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeProducersRequest__TopicRequest_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeProducersRequest__TopicRequest_0(buf: Any, pos: int) -> tuple[DescribeProducersRequest.TopicRequest, int]:
-    v_partition_indexes: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_indexes", pos)
-        else:
-            v_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicRequest: {exc}", offset=pos) from None
-    o = _new(_C_DescribeProducersRequest__TopicRequest)
-    o.name = v_name
-    o.partition_indexes = v_partition_indexes
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeProducersRequest__TopicRequest_0(out: bytearray, o: DescribeProducersRequest.TopicRequest) -> None:
@@ -173,16 +187,20 @@ def _w_DescribeProducersRequest__TopicRequest_0(out: bytearray, o: DescribeProdu
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_indexes
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -190,35 +208,156 @@ def _w_DescribeProducersRequest__TopicRequest_0(out: bytearray, o: DescribeProdu
 
 
 def _r_DescribeProducersResponse_0(buf: Any, pos: int) -> tuple[DescribeProducersResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_active_producers: list[Any]
+    s5_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DescribeProducersResponse__TopicResponse_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("active_producers", pos)
+                        else:
+                            stop7 = pos + 37 * n
+                            s5_active_producers = []
+                            add6 = s5_active_producers.append
+                            if stop7 <= buflen:
+                                for (s7_producer_id, s7_producer_epoch, s7_last_sequence, s7_last_timestamp, s7_coordinator_epoch, s7_current_txn_start_offset, t7,) in _F_qiiqiqB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_DescribeProducersResponse__ProducerState)
+                                    o7.producer_id = s7_producer_id
+                                    o7.producer_epoch = s7_producer_epoch
+                                    o7.last_sequence = s7_last_sequence
+                                    o7.last_timestamp = s7_last_timestamp
+                                    o7.coordinator_epoch = s7_coordinator_epoch
+                                    o7.current_txn_start_offset = s7_current_txn_start_offset
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_active_producers = []
+                                add6 = s5_active_producers.append
+                                for _ in range(n):
+                                    (s8_producer_id, s8_producer_epoch, s8_last_sequence, s8_last_timestamp, s8_coordinator_epoch, s8_current_txn_start_offset, t8,) = _F_qiiqiqB.unpack_from(buf, pos)
+                                    pos += 37
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_DescribeProducersResponse__ProducerState)
+                                    o8.producer_id = s8_producer_id
+                                    o8.producer_epoch = s8_producer_epoch
+                                    o8.last_sequence = s8_last_sequence
+                                    o8.last_timestamp = s8_last_timestamp
+                                    o8.coordinator_epoch = s8_coordinator_epoch
+                                    o8.current_txn_start_offset = s8_current_txn_start_offset
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeProducersResponse__PartitionResponse)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5.active_producers = s5_active_producers
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeProducersResponse__TopicResponse)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeProducersResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeProducersResponse: {exc}", offset=pos) from None
-    o = _new(DescribeProducersResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeProducersResponse_0(out: bytearray, o: DescribeProducersResponse) -> None:
@@ -233,86 +372,23 @@ def _w_DescribeProducersResponse_0(out: bytearray, o: DescribeProducersResponse)
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeProducersResponse__TopicResponse_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeProducersResponse__ProducerState_0(buf: Any, pos: int) -> tuple[DescribeProducersResponse.ProducerState, int]:
-    try:
-        (v_producer_id, v_producer_epoch, v_last_sequence, v_last_timestamp, v_coordinator_epoch, v_current_txn_start_offset,) = _F_qiiqiq.unpack_from(buf, pos)
-        pos += 36
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ProducerState: {exc}", offset=pos) from None
-    o = _new(_C_DescribeProducersResponse__ProducerState)
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.last_sequence = v_last_sequence
-    o.last_timestamp = v_last_timestamp
-    o.coordinator_epoch = v_coordinator_epoch
-    o.current_txn_start_offset = v_current_txn_start_offset
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeProducersResponse__ProducerState_0(out: bytearray, o: DescribeProducersResponse.ProducerState) -> None:
     try:
         out += _F_qiiqiq.pack(o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeProducersResponse__PartitionResponse_0(buf: Any, pos: int) -> tuple[DescribeProducersResponse.PartitionResponse, int]:
-    item: Any
-    v_active_producers: list[Any]
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("active_producers", pos)
-        else:
-            v_active_producers = []
-            for _ in range(n):
-                item, pos = _r_DescribeProducersResponse__ProducerState_0(buf, pos)
-                v_active_producers.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionResponse: {exc}", offset=pos) from None
-    o = _new(_C_DescribeProducersResponse__PartitionResponse)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.active_producers = v_active_producers
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeProducersResponse__PartitionResponse_0(out: bytearray, o: DescribeProducersResponse.PartitionResponse) -> None:
@@ -321,7 +397,12 @@ def _w_DescribeProducersResponse__PartitionResponse_0(out: bytearray, o: Describ
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.active_producers
         if x is None:
             raise EncodeError("field active_producers is None but not nullable at this version")
@@ -329,46 +410,12 @@ def _w_DescribeProducersResponse__PartitionResponse_0(out: bytearray, o: Describ
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeProducersResponse__ProducerState_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeProducersResponse__TopicResponse_0(buf: Any, pos: int) -> tuple[DescribeProducersResponse.TopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_DescribeProducersResponse__PartitionResponse_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_DescribeProducersResponse__TopicResponse)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeProducersResponse__TopicResponse_0(out: bytearray, o: DescribeProducersResponse.TopicResponse) -> None:
@@ -378,7 +425,12 @@ def _w_DescribeProducersResponse__TopicResponse_0(out: bytearray, o: DescribePro
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -386,9 +438,8 @@ def _w_DescribeProducersResponse__TopicResponse_0(out: bytearray, o: DescribePro
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeProducersResponse__PartitionResponse_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

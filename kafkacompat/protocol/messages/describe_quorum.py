@@ -15,14 +15,19 @@ __all__ = ['DescribeQuorumRequest', 'DescribeQuorumResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_H = struct.Struct(">H")
+_F_HB = struct.Struct(">HB")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 _F_ihiiq = struct.Struct(">ihiiq")
 _F_iiq = struct.Struct(">iiq")
 _F_iq = struct.Struct(">iq")
+_F_iqB = struct.Struct(">iqB")
 _F_iqqq = struct.Struct(">iqqq")
+_F_iqqqB = struct.Struct(">iqqqB")
 _F_qqq = struct.Struct(">qqq")
+_F_qqqB = struct.Struct(">qqqB")
 
 
 class DescribeQuorumRequest(KafkaMessage):
@@ -30,7 +35,7 @@ class DescribeQuorumRequest(KafkaMessage):
 
     def __init__(self, *, topics: list[DescribeQuorumRequest.TopicData] = _wire.DEFAULT) -> None:
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeQuorumRequest'
     API_KEY = 55
@@ -44,7 +49,7 @@ class DescribeQuorumRequest(KafkaMessage):
 
         def __init__(self, *, partition_index: int = 0) -> None:
             self.partition_index = partition_index
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicData(KafkaStruct):
@@ -53,7 +58,7 @@ class DescribeQuorumRequest(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partitions: list[DescribeQuorumRequest.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class DescribeQuorumResponse(KafkaMessage):
@@ -64,7 +69,7 @@ class DescribeQuorumResponse(KafkaMessage):
         self.error_message = error_message
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.nodes = _wire.KeyedList() if nodes is _wire.DEFAULT else nodes
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeQuorumResponse'
     API_KEY = 55
@@ -81,7 +86,7 @@ class DescribeQuorumResponse(KafkaMessage):
             self.log_end_offset = log_end_offset
             self.last_fetch_timestamp = last_fetch_timestamp
             self.last_caught_up_timestamp = last_caught_up_timestamp
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class PartitionData(KafkaStruct):
@@ -96,7 +101,7 @@ class DescribeQuorumResponse(KafkaMessage):
             self.high_watermark = high_watermark
             self.current_voters = [] if current_voters is _wire.DEFAULT else current_voters
             self.observers = [] if observers is _wire.DEFAULT else observers
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicData(KafkaStruct):
@@ -105,7 +110,7 @@ class DescribeQuorumResponse(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partitions: list[DescribeQuorumResponse.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class Listener(KafkaStruct):
@@ -115,7 +120,7 @@ class DescribeQuorumResponse(KafkaMessage):
             self.name = name
             self.host = host
             self.port = port
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -125,38 +130,108 @@ class DescribeQuorumResponse(KafkaMessage):
         def __init__(self, *, node_id: int = 0, listeners: list[DescribeQuorumResponse.Listener] = _wire.DEFAULT) -> None:
             self.node_id = node_id
             self.listeners = _wire.KeyedList() if listeners is _wire.DEFAULT else listeners
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
 
 
 def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DescribeQuorumRequest__TopicData_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 5 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, t5,) in _F_iB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_DescribeQuorumRequest__PartitionData)
+                            o5.partition_index = s5_partition_index
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, t6,) = _F_iB.unpack_from(buf, pos)
+                            pos += 5
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_DescribeQuorumRequest__PartitionData)
+                            o6.partition_index = s6_partition_index
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeQuorumRequest__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeQuorumRequest)
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeQuorumRequest: {exc}", offset=pos) from None
-    o = _new(DescribeQuorumRequest)
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeQuorumRequest_0(out: bytearray, o: DescribeQuorumRequest) -> None:
@@ -170,79 +245,23 @@ def _w_DescribeQuorumRequest_0(out: bytearray, o: DescribeQuorumRequest) -> None
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumRequest__TopicData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumRequest__PartitionData_0(buf: Any, pos: int) -> tuple[DescribeQuorumRequest.PartitionData, int]:
-    try:
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumRequest__PartitionData)
-    o.partition_index = v_partition_index
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumRequest__PartitionData_0(out: bytearray, o: DescribeQuorumRequest.PartitionData) -> None:
     try:
         out += _F_i.pack(o.partition_index)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumRequest__TopicData_0(buf: Any, pos: int) -> tuple[DescribeQuorumRequest.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_DescribeQuorumRequest__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumRequest__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumRequest__TopicData_0(out: bytearray, o: DescribeQuorumRequest.TopicData) -> None:
@@ -252,7 +271,12 @@ def _w_DescribeQuorumRequest__TopicData_0(out: bytearray, o: DescribeQuorumReque
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -260,9 +284,8 @@ def _w_DescribeQuorumRequest__TopicData_0(out: bytearray, o: DescribeQuorumReque
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumRequest__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -270,37 +293,200 @@ def _w_DescribeQuorumRequest__TopicData_0(out: bytearray, o: DescribeQuorumReque
 
 
 def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_current_voters: list[Any]
+    s5_observers: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u11: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__TopicData_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_leader_id, s5_leader_epoch, s5_high_watermark,) = _F_ihiiq.unpack_from(buf, pos)
+                        pos += 22
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("current_voters", pos)
+                        else:
+                            stop7 = pos + 13 * n
+                            s5_current_voters = []
+                            add6 = s5_current_voters.append
+                            if stop7 <= buflen:
+                                for (s7_replica_id, s7_log_end_offset, t7,) in _F_iqB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_DescribeQuorumResponse__ReplicaState)
+                                    o7.replica_id = s7_replica_id
+                                    o7.log_end_offset = s7_log_end_offset
+                                    o7.replica_directory_id = _wire.ZERO_UUID
+                                    o7.last_fetch_timestamp = -1
+                                    o7.last_caught_up_timestamp = -1
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_current_voters = []
+                                add6 = s5_current_voters.append
+                                for _ in range(n):
+                                    (s8_replica_id, s8_log_end_offset, t8,) = _F_iqB.unpack_from(buf, pos)
+                                    pos += 13
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_DescribeQuorumResponse__ReplicaState)
+                                    o8.replica_id = s8_replica_id
+                                    o8.replica_directory_id = _wire.ZERO_UUID
+                                    o8.log_end_offset = s8_log_end_offset
+                                    o8.last_fetch_timestamp = -1
+                                    o8.last_caught_up_timestamp = -1
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("observers", pos)
+                        else:
+                            stop10 = pos + 13 * n
+                            s5_observers = []
+                            add9 = s5_observers.append
+                            if stop10 <= buflen:
+                                for (s10_replica_id, s10_log_end_offset, t10,) in _F_iqB.iter_unpack(buf[pos:stop10]):
+                                    if t10:
+                                        break
+                                    o10 = _new(_C_DescribeQuorumResponse__ReplicaState)
+                                    o10.replica_id = s10_replica_id
+                                    o10.log_end_offset = s10_log_end_offset
+                                    o10.replica_directory_id = _wire.ZERO_UUID
+                                    o10.last_fetch_timestamp = -1
+                                    o10.last_caught_up_timestamp = -1
+                                    o10._unknown_tags = _wire.EMPTY_TAGS
+                                    add9(o10)
+                                else:
+                                    pos = stop10
+                                    stop10 = -1
+                            if stop10 >= 0:  # some element carries tags, or the data is short
+                                s5_observers = []
+                                add9 = s5_observers.append
+                                for _ in range(n):
+                                    (s11_replica_id, s11_log_end_offset, t11,) = _F_iqB.unpack_from(buf, pos)
+                                    pos += 13
+                                    u11 = _wire.EMPTY_TAGS
+                                    if t11:
+                                        pos -= 1
+                                        count11, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count11):
+                                            tag11, pos, end11 = _wire.read_tag_header(buf, pos)
+                                            u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                                            pos = end11
+                                    o11 = _new(_C_DescribeQuorumResponse__ReplicaState)
+                                    o11.replica_id = s11_replica_id
+                                    o11.replica_directory_id = _wire.ZERO_UUID
+                                    o11.log_end_offset = s11_log_end_offset
+                                    o11.last_fetch_timestamp = -1
+                                    o11.last_caught_up_timestamp = -1
+                                    o11._unknown_tags = u11
+                                    add9(o11)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeQuorumResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.error_message = ""
+                        o5.leader_id = s5_leader_id
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.high_watermark = s5_high_watermark
+                        o5.current_voters = s5_current_voters
+                        o5.observers = s5_observers
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeQuorumResponse__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeQuorumResponse)
+        o1.error_code = s1_error_code
+        o1.error_message = ""
+        o1.topics = s1_topics
+        o1.nodes = _wire.KeyedList()
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeQuorumResponse: {exc}", offset=pos) from None
-    o = _new(DescribeQuorumResponse)
-    o.error_code = v_error_code
-    o.error_message = ""
-    o.topics = v_topics
-    o.nodes = _wire.KeyedList()
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeQuorumResponse_0(out: bytearray, o: DescribeQuorumResponse) -> None:
@@ -317,9 +503,8 @@ def _w_DescribeQuorumResponse_0(out: bytearray, o: DescribeQuorumResponse) -> No
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__TopicData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -327,37 +512,200 @@ def _w_DescribeQuorumResponse_0(out: bytearray, o: DescribeQuorumResponse) -> No
 
 
 def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_current_voters: list[Any]
+    s5_observers: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u11: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__TopicData_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_leader_id, s5_leader_epoch, s5_high_watermark,) = _F_ihiiq.unpack_from(buf, pos)
+                        pos += 22
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("current_voters", pos)
+                        else:
+                            stop7 = pos + 29 * n
+                            s5_current_voters = []
+                            add6 = s5_current_voters.append
+                            if stop7 <= buflen:
+                                for (s7_replica_id, s7_log_end_offset, s7_last_fetch_timestamp, s7_last_caught_up_timestamp, t7,) in _F_iqqqB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_DescribeQuorumResponse__ReplicaState)
+                                    o7.replica_id = s7_replica_id
+                                    o7.log_end_offset = s7_log_end_offset
+                                    o7.last_fetch_timestamp = s7_last_fetch_timestamp
+                                    o7.last_caught_up_timestamp = s7_last_caught_up_timestamp
+                                    o7.replica_directory_id = _wire.ZERO_UUID
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_current_voters = []
+                                add6 = s5_current_voters.append
+                                for _ in range(n):
+                                    (s8_replica_id, s8_log_end_offset, s8_last_fetch_timestamp, s8_last_caught_up_timestamp, t8,) = _F_iqqqB.unpack_from(buf, pos)
+                                    pos += 29
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_DescribeQuorumResponse__ReplicaState)
+                                    o8.replica_id = s8_replica_id
+                                    o8.replica_directory_id = _wire.ZERO_UUID
+                                    o8.log_end_offset = s8_log_end_offset
+                                    o8.last_fetch_timestamp = s8_last_fetch_timestamp
+                                    o8.last_caught_up_timestamp = s8_last_caught_up_timestamp
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("observers", pos)
+                        else:
+                            stop10 = pos + 29 * n
+                            s5_observers = []
+                            add9 = s5_observers.append
+                            if stop10 <= buflen:
+                                for (s10_replica_id, s10_log_end_offset, s10_last_fetch_timestamp, s10_last_caught_up_timestamp, t10,) in _F_iqqqB.iter_unpack(buf[pos:stop10]):
+                                    if t10:
+                                        break
+                                    o10 = _new(_C_DescribeQuorumResponse__ReplicaState)
+                                    o10.replica_id = s10_replica_id
+                                    o10.log_end_offset = s10_log_end_offset
+                                    o10.last_fetch_timestamp = s10_last_fetch_timestamp
+                                    o10.last_caught_up_timestamp = s10_last_caught_up_timestamp
+                                    o10.replica_directory_id = _wire.ZERO_UUID
+                                    o10._unknown_tags = _wire.EMPTY_TAGS
+                                    add9(o10)
+                                else:
+                                    pos = stop10
+                                    stop10 = -1
+                            if stop10 >= 0:  # some element carries tags, or the data is short
+                                s5_observers = []
+                                add9 = s5_observers.append
+                                for _ in range(n):
+                                    (s11_replica_id, s11_log_end_offset, s11_last_fetch_timestamp, s11_last_caught_up_timestamp, t11,) = _F_iqqqB.unpack_from(buf, pos)
+                                    pos += 29
+                                    u11 = _wire.EMPTY_TAGS
+                                    if t11:
+                                        pos -= 1
+                                        count11, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count11):
+                                            tag11, pos, end11 = _wire.read_tag_header(buf, pos)
+                                            u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                                            pos = end11
+                                    o11 = _new(_C_DescribeQuorumResponse__ReplicaState)
+                                    o11.replica_id = s11_replica_id
+                                    o11.replica_directory_id = _wire.ZERO_UUID
+                                    o11.log_end_offset = s11_log_end_offset
+                                    o11.last_fetch_timestamp = s11_last_fetch_timestamp
+                                    o11.last_caught_up_timestamp = s11_last_caught_up_timestamp
+                                    o11._unknown_tags = u11
+                                    add9(o11)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeQuorumResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.error_message = ""
+                        o5.leader_id = s5_leader_id
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.high_watermark = s5_high_watermark
+                        o5.current_voters = s5_current_voters
+                        o5.observers = s5_observers
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeQuorumResponse__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeQuorumResponse)
+        o1.error_code = s1_error_code
+        o1.error_message = ""
+        o1.topics = s1_topics
+        o1.nodes = _wire.KeyedList()
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeQuorumResponse: {exc}", offset=pos) from None
-    o = _new(DescribeQuorumResponse)
-    o.error_code = v_error_code
-    o.error_message = ""
-    o.topics = v_topics
-    o.nodes = _wire.KeyedList()
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeQuorumResponse_1(out: bytearray, o: DescribeQuorumResponse) -> None:
@@ -374,9 +722,8 @@ def _w_DescribeQuorumResponse_1(out: bytearray, o: DescribeQuorumResponse) -> No
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__TopicData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -384,47 +731,266 @@ def _w_DescribeQuorumResponse_1(out: bytearray, o: DescribeQuorumResponse) -> No
 
 
 def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
-    item: Any
-    v_topics: list[Any]
-    v_nodes: list[Any]
+    s11_listeners: list[Any]
+    s1_error_message: str | None
+    s1_nodes: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_current_voters: list[Any]
+    s5_error_message: str | None
+    s5_observers: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u11: tuple[tuple[int, bytes], ...]
+    u13: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__TopicData_2(buf, pos)
-                v_topics.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        (s5_leader_id, s5_leader_epoch, s5_high_watermark,) = _F_iiq.unpack_from(buf, pos)
+                        pos += 16
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("current_voters", pos)
+                        else:
+                            s5_current_voters = []
+                            add6 = s5_current_voters.append
+                            for _ in range(n):
+                                (s7_replica_id,) = _F_i.unpack_from(buf, pos)
+                                pos += 4
+                                s7_replica_directory_id, pos = _wire.read_uuid(buf, pos)
+                                (s7_log_end_offset, s7_last_fetch_timestamp, s7_last_caught_up_timestamp, t7,) = _F_qqqB.unpack_from(buf, pos)
+                                pos += 25
+                                u7 = _wire.EMPTY_TAGS
+                                if t7:
+                                    pos -= 1
+                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count7):
+                                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        pos = end7
+                                o7 = _new(_C_DescribeQuorumResponse__ReplicaState)
+                                o7.replica_id = s7_replica_id
+                                o7.replica_directory_id = s7_replica_directory_id
+                                o7.log_end_offset = s7_log_end_offset
+                                o7.last_fetch_timestamp = s7_last_fetch_timestamp
+                                o7.last_caught_up_timestamp = s7_last_caught_up_timestamp
+                                o7._unknown_tags = u7
+                                add6(o7)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("observers", pos)
+                        else:
+                            s5_observers = []
+                            add8 = s5_observers.append
+                            for _ in range(n):
+                                (s9_replica_id,) = _F_i.unpack_from(buf, pos)
+                                pos += 4
+                                s9_replica_directory_id, pos = _wire.read_uuid(buf, pos)
+                                (s9_log_end_offset, s9_last_fetch_timestamp, s9_last_caught_up_timestamp, t9,) = _F_qqqB.unpack_from(buf, pos)
+                                pos += 25
+                                u9 = _wire.EMPTY_TAGS
+                                if t9:
+                                    pos -= 1
+                                    count9, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count9):
+                                        tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                        u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                        pos = end9
+                                o9 = _new(_C_DescribeQuorumResponse__ReplicaState)
+                                o9.replica_id = s9_replica_id
+                                o9.replica_directory_id = s9_replica_directory_id
+                                o9.log_end_offset = s9_log_end_offset
+                                o9.last_fetch_timestamp = s9_last_fetch_timestamp
+                                o9.last_caught_up_timestamp = s9_last_caught_up_timestamp
+                                o9._unknown_tags = u9
+                                add8(o9)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeQuorumResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5.leader_id = s5_leader_id
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.high_watermark = s5_high_watermark
+                        o5.current_voters = s5_current_voters
+                        o5.observers = s5_observers
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeQuorumResponse__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("nodes", pos)
         else:
-            v_nodes = _wire.KeyedList()
+            s1_nodes = _wire.KeyedList()
+            add10 = s1_nodes.append
             for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__Node_0(buf, pos)
-                v_nodes.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s11_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("listeners", pos)
+                else:
+                    s11_listeners = _wire.KeyedList()
+                    add12 = s11_listeners.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s13_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s13_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s13_host = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s13_host, pos = _wire.read_compact_text(buf, pos, "host")
+                        (s13_port, t13,) = _F_HB.unpack_from(buf, pos)
+                        pos += 3
+                        u13 = _wire.EMPTY_TAGS
+                        if t13:
+                            pos -= 1
+                            count13, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count13):
+                                tag13, pos, end13 = _wire.read_tag_header(buf, pos)
+                                u13 = (*u13, (tag13, bytes(buf[pos:end13])))
+                                pos = end13
+                        o13 = _new(_C_DescribeQuorumResponse__Listener)
+                        o13.name = s13_name
+                        o13.host = s13_host
+                        o13.port = s13_port
+                        o13._unknown_tags = u13
+                        add12(o13)
+                u11 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count11, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count11):
+                        tag11, pos, end11 = _wire.read_tag_header(buf, pos)
+                        u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                        pos = end11
+                o11 = _new(_C_DescribeQuorumResponse__Node)
+                o11.node_id = s11_node_id
+                o11.listeners = s11_listeners
+                o11._unknown_tags = u11
+                add10(o11)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeQuorumResponse)
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.topics = s1_topics
+        o1.nodes = s1_nodes
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeQuorumResponse: {exc}", offset=pos) from None
-    o = _new(DescribeQuorumResponse)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.topics = v_topics
-    o.nodes = v_nodes
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeQuorumResponse_2(out: bytearray, o: DescribeQuorumResponse) -> None:
@@ -433,7 +999,12 @@ def _w_DescribeQuorumResponse_2(out: bytearray, o: DescribeQuorumResponse) -> No
     try:
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -448,38 +1019,12 @@ def _w_DescribeQuorumResponse_2(out: bytearray, o: DescribeQuorumResponse) -> No
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__Node_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumResponse__ReplicaState_0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.ReplicaState, int]:
-    try:
-        (v_replica_id, v_log_end_offset,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReplicaState: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumResponse__ReplicaState)
-    o.replica_id = v_replica_id
-    o.replica_directory_id = _wire.ZERO_UUID
-    o.log_end_offset = v_log_end_offset
-    o.last_fetch_timestamp = -1
-    o.last_caught_up_timestamp = -1
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumResponse__ReplicaState_0(out: bytearray, o: DescribeQuorumResponse.ReplicaState) -> None:
@@ -487,38 +1032,12 @@ def _w_DescribeQuorumResponse__ReplicaState_0(out: bytearray, o: DescribeQuorumR
         if o.replica_directory_id != _wire.ZERO_UUID:
             raise EncodeError("field replica_directory_id has a non-default value but does not exist at this version")
         out += _F_iq.pack(o.replica_id, o.log_end_offset)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumResponse__ReplicaState_1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.ReplicaState, int]:
-    try:
-        (v_replica_id, v_log_end_offset, v_last_fetch_timestamp, v_last_caught_up_timestamp,) = _F_iqqq.unpack_from(buf, pos)
-        pos += 28
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReplicaState: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumResponse__ReplicaState)
-    o.replica_id = v_replica_id
-    o.replica_directory_id = _wire.ZERO_UUID
-    o.log_end_offset = v_log_end_offset
-    o.last_fetch_timestamp = v_last_fetch_timestamp
-    o.last_caught_up_timestamp = v_last_caught_up_timestamp
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumResponse__ReplicaState_1(out: bytearray, o: DescribeQuorumResponse.ReplicaState) -> None:
@@ -526,41 +1045,12 @@ def _w_DescribeQuorumResponse__ReplicaState_1(out: bytearray, o: DescribeQuorumR
         if o.replica_directory_id != _wire.ZERO_UUID:
             raise EncodeError("field replica_directory_id has a non-default value but does not exist at this version")
         out += _F_iqqq.pack(o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumResponse__ReplicaState_2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.ReplicaState, int]:
-    try:
-        (v_replica_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_replica_directory_id, pos = _wire.read_uuid(buf, pos)
-        (v_log_end_offset, v_last_fetch_timestamp, v_last_caught_up_timestamp,) = _F_qqq.unpack_from(buf, pos)
-        pos += 24
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReplicaState: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumResponse__ReplicaState)
-    o.replica_id = v_replica_id
-    o.replica_directory_id = v_replica_directory_id
-    o.log_end_offset = v_log_end_offset
-    o.last_fetch_timestamp = v_last_fetch_timestamp
-    o.last_caught_up_timestamp = v_last_caught_up_timestamp
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumResponse__ReplicaState_2(out: bytearray, o: DescribeQuorumResponse.ReplicaState) -> None:
@@ -570,60 +1060,12 @@ def _w_DescribeQuorumResponse__ReplicaState_2(out: bytearray, o: DescribeQuorumR
         x = o.replica_directory_id
         _wire.write_uuid(out, x)
         out += _F_qqq.pack(o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumResponse__PartitionData_0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.PartitionData, int]:
-    item: Any
-    v_current_voters: list[Any]
-    v_observers: list[Any]
-    try:
-        (v_partition_index, v_error_code, v_leader_id, v_leader_epoch, v_high_watermark,) = _F_ihiiq.unpack_from(buf, pos)
-        pos += 22
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("current_voters", pos)
-        else:
-            v_current_voters = []
-            for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__ReplicaState_0(buf, pos)
-                v_current_voters.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("observers", pos)
-        else:
-            v_observers = []
-            for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__ReplicaState_0(buf, pos)
-                v_observers.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.error_message = ""
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.high_watermark = v_high_watermark
-    o.current_voters = v_current_voters
-    o.observers = v_observers
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumResponse__PartitionData_0(out: bytearray, o: DescribeQuorumResponse.PartitionData) -> None:
@@ -645,60 +1087,12 @@ def _w_DescribeQuorumResponse__PartitionData_0(out: bytearray, o: DescribeQuorum
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__ReplicaState_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumResponse__PartitionData_1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.PartitionData, int]:
-    item: Any
-    v_current_voters: list[Any]
-    v_observers: list[Any]
-    try:
-        (v_partition_index, v_error_code, v_leader_id, v_leader_epoch, v_high_watermark,) = _F_ihiiq.unpack_from(buf, pos)
-        pos += 22
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("current_voters", pos)
-        else:
-            v_current_voters = []
-            for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__ReplicaState_1(buf, pos)
-                v_current_voters.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("observers", pos)
-        else:
-            v_observers = []
-            for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__ReplicaState_1(buf, pos)
-                v_observers.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.error_message = ""
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.high_watermark = v_high_watermark
-    o.current_voters = v_current_voters
-    o.observers = v_observers
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumResponse__PartitionData_1(out: bytearray, o: DescribeQuorumResponse.PartitionData) -> None:
@@ -720,63 +1114,12 @@ def _w_DescribeQuorumResponse__PartitionData_1(out: bytearray, o: DescribeQuorum
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__ReplicaState_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumResponse__PartitionData_2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.PartitionData, int]:
-    item: Any
-    v_current_voters: list[Any]
-    v_observers: list[Any]
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        (v_leader_id, v_leader_epoch, v_high_watermark,) = _F_iiq.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("current_voters", pos)
-        else:
-            v_current_voters = []
-            for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__ReplicaState_2(buf, pos)
-                v_current_voters.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("observers", pos)
-        else:
-            v_observers = []
-            for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__ReplicaState_2(buf, pos)
-                v_observers.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.high_watermark = v_high_watermark
-    o.current_voters = v_current_voters
-    o.observers = v_observers
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumResponse__PartitionData_2(out: bytearray, o: DescribeQuorumResponse.PartitionData) -> None:
@@ -785,7 +1128,12 @@ def _w_DescribeQuorumResponse__PartitionData_2(out: bytearray, o: DescribeQuorum
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_iiq.pack(o.leader_id, o.leader_epoch, o.high_watermark)
         x = o.current_voters
         if x is None:
@@ -801,46 +1149,12 @@ def _w_DescribeQuorumResponse__PartitionData_2(out: bytearray, o: DescribeQuorum
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__ReplicaState_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumResponse__TopicData_0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumResponse__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumResponse__TopicData_0(out: bytearray, o: DescribeQuorumResponse.TopicData) -> None:
@@ -850,7 +1164,12 @@ def _w_DescribeQuorumResponse__TopicData_0(out: bytearray, o: DescribeQuorumResp
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -858,46 +1177,12 @@ def _w_DescribeQuorumResponse__TopicData_0(out: bytearray, o: DescribeQuorumResp
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumResponse__TopicData_1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__PartitionData_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumResponse__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumResponse__TopicData_1(out: bytearray, o: DescribeQuorumResponse.TopicData) -> None:
@@ -907,7 +1192,12 @@ def _w_DescribeQuorumResponse__TopicData_1(out: bytearray, o: DescribeQuorumResp
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -915,46 +1205,12 @@ def _w_DescribeQuorumResponse__TopicData_1(out: bytearray, o: DescribeQuorumResp
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__PartitionData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumResponse__TopicData_2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__PartitionData_2(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumResponse__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumResponse__TopicData_2(out: bytearray, o: DescribeQuorumResponse.TopicData) -> None:
@@ -964,7 +1220,12 @@ def _w_DescribeQuorumResponse__TopicData_2(out: bytearray, o: DescribeQuorumResp
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -972,42 +1233,12 @@ def _w_DescribeQuorumResponse__TopicData_2(out: bytearray, o: DescribeQuorumResp
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__PartitionData_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumResponse__Listener_0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.Listener, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_H.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Listener: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumResponse__Listener)
-    o.name = v_name
-    o.host = v_host
-    o.port = v_port
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumResponse__Listener_0(out: bytearray, o: DescribeQuorumResponse.Listener) -> None:
@@ -1016,51 +1247,28 @@ def _w_DescribeQuorumResponse__Listener_0(out: bytearray, o: DescribeQuorumRespo
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_H.pack(o.port)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeQuorumResponse__Node_0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse.Node, int]:
-    item: Any
-    v_listeners: list[Any]
-    try:
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("listeners", pos)
-        else:
-            v_listeners = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_DescribeQuorumResponse__Listener_0(buf, pos)
-                v_listeners.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Node: {exc}", offset=pos) from None
-    o = _new(_C_DescribeQuorumResponse__Node)
-    o.node_id = v_node_id
-    o.listeners = v_listeners
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeQuorumResponse__Node_0(out: bytearray, o: DescribeQuorumResponse.Node) -> None:
@@ -1075,9 +1283,8 @@ def _w_DescribeQuorumResponse__Node_0(out: bytearray, o: DescribeQuorumResponse.
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__Listener_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -18,6 +18,7 @@ _F_o = struct.Struct(">?")
 _F_h = struct.Struct(">h")
 _F_hiii = struct.Struct(">hiii")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 
 
 class DescribeTopicPartitionsRequest(KafkaMessage):
@@ -27,7 +28,7 @@ class DescribeTopicPartitionsRequest(KafkaMessage):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.response_partition_limit = response_partition_limit
         self.cursor = cursor
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeTopicPartitionsRequest'
     API_KEY = 75
@@ -41,7 +42,7 @@ class DescribeTopicPartitionsRequest(KafkaMessage):
 
         def __init__(self, *, name: str = "") -> None:
             self.name = name
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class Cursor(KafkaStruct):
@@ -50,7 +51,7 @@ class DescribeTopicPartitionsRequest(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partition_index: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class DescribeTopicPartitionsResponse(KafkaMessage):
@@ -60,7 +61,7 @@ class DescribeTopicPartitionsResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self.next_cursor = next_cursor
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeTopicPartitionsResponse'
     API_KEY = 75
@@ -81,7 +82,7 @@ class DescribeTopicPartitionsResponse(KafkaMessage):
             self.eligible_leader_replicas = eligible_leader_replicas
             self.last_known_elr = last_known_elr
             self.offline_replicas = [] if offline_replicas is _wire.DEFAULT else offline_replicas
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DescribeTopicPartitionsResponseTopic(KafkaStruct):
@@ -94,7 +95,7 @@ class DescribeTopicPartitionsResponse(KafkaMessage):
             self.is_internal = is_internal
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self.topic_authorized_operations = topic_authorized_operations
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -104,48 +105,99 @@ class DescribeTopicPartitionsResponse(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partition_index: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_DescribeTopicPartitionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsRequest, int]:
-    item: Any
-    v_topics: list[Any]
-    v_cursor: DescribeTopicPartitionsRequest.Cursor | None
+    s1_cursor: DescribeTopicPartitionsRequest.Cursor | None
+    s1_topics: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u4: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DescribeTopicPartitionsRequest__TopicRequest_0(buf, pos)
-                v_topics.append(item)
-        (v_response_partition_limit,) = _F_i.unpack_from(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeTopicPartitionsRequest__TopicRequest)
+                o3.name = s3_name
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_response_partition_limit,) = _F_i.unpack_from(buf, pos)
         pos += 4
         (flag,) = _wire.INT8.unpack_from(buf, pos)
         pos += 1
         if flag < 0:
-            v_cursor = None
+            s1_cursor = None
         else:
-            v_cursor, pos = _r_DescribeTopicPartitionsRequest__Cursor_0(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+            size = buf[pos]
+            if 0 < size < 0x80:
+                stop = pos + size
+                if stop > buflen:
+                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                s4_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                pos = stop
+            else:
+                s4_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+            (s4_partition_index, t4,) = _F_iB.unpack_from(buf, pos)
+            pos += 5
+            u4 = _wire.EMPTY_TAGS
+            if t4:
+                pos -= 1
+                count4, pos = _wire.read_uvarint(buf, pos)
+                for _ in range(count4):
+                    tag4, pos, end4 = _wire.read_tag_header(buf, pos)
+                    u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                    pos = end4
+            o4 = _new(_C_DescribeTopicPartitionsRequest__Cursor)
+            o4.topic_name = s4_topic_name
+            o4.partition_index = s4_partition_index
+            o4._unknown_tags = u4
+            s1_cursor = o4
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeTopicPartitionsRequest)
+        o1.topics = s1_topics
+        o1.response_partition_limit = s1_response_partition_limit
+        o1.cursor = s1_cursor
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeTopicPartitionsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeTopicPartitionsRequest)
-    o.topics = v_topics
-    o.response_partition_limit = v_response_partition_limit
-    o.cursor = v_cursor
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeTopicPartitionsRequest_0(out: bytearray, o: DescribeTopicPartitionsRequest) -> None:
@@ -166,35 +218,12 @@ def _w_DescribeTopicPartitionsRequest_0(out: bytearray, o: DescribeTopicPartitio
         else:
             out += b'\x01'
             _w_DescribeTopicPartitionsRequest__Cursor_0(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeTopicPartitionsRequest__TopicRequest_0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsRequest.TopicRequest, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicRequest: {exc}", offset=pos) from None
-    o = _new(_C_DescribeTopicPartitionsRequest__TopicRequest)
-    o.name = v_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeTopicPartitionsRequest__TopicRequest_0(out: bytearray, o: DescribeTopicPartitionsRequest.TopicRequest) -> None:
@@ -203,39 +232,18 @@ def _w_DescribeTopicPartitionsRequest__TopicRequest_0(out: bytearray, o: Describ
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeTopicPartitionsRequest__Cursor_0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsRequest.Cursor, int]:
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Cursor: {exc}", offset=pos) from None
-    o = _new(_C_DescribeTopicPartitionsRequest__Cursor)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeTopicPartitionsRequest__Cursor_0(out: bytearray, o: DescribeTopicPartitionsRequest.Cursor) -> None:
@@ -244,11 +252,15 @@ def _w_DescribeTopicPartitionsRequest__Cursor_0(out: bytearray, o: DescribeTopic
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.partition_index)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -256,43 +268,217 @@ def _w_DescribeTopicPartitionsRequest__Cursor_0(out: bytearray, o: DescribeTopic
 
 
 def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsResponse, int]:
-    item: Any
-    v_topics: list[Any]
-    v_next_cursor: DescribeTopicPartitionsResponse.Cursor | None
+    s1_next_cursor: DescribeTopicPartitionsResponse.Cursor | None
+    s1_topics: list[Any]
+    s3_name: str | None
+    s3_partitions: list[Any]
+    s5_eligible_leader_replicas: list[Any] | None
+    s5_isr_nodes: list[Any]
+    s5_last_known_elr: list[Any] | None
+    s5_offline_replicas: list[Any]
+    s5_replica_nodes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0(buf, pos)
-                v_topics.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_string(buf, pos)
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                (s3_is_internal,) = _F_o.unpack_from(buf, pos)
+                pos += 1
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_error_code, s5_partition_index, s5_leader_id, s5_leader_epoch,) = _F_hiii.unpack_from(buf, pos)
+                        pos += 14
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replica_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replica_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            s5_eligible_leader_replicas = None
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_eligible_leader_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_eligible_leader_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            s5_last_known_elr = None
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_last_known_elr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_last_known_elr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("offline_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition)
+                        o5.error_code = s5_error_code
+                        o5.partition_index = s5_partition_index
+                        o5.leader_id = s5_leader_id
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.replica_nodes = s5_replica_nodes
+                        o5.isr_nodes = s5_isr_nodes
+                        o5.eligible_leader_replicas = s5_eligible_leader_replicas
+                        o5.last_known_elr = s5_last_known_elr
+                        o5.offline_replicas = s5_offline_replicas
+                        o5._unknown_tags = u5
+                        add4(o5)
+                (s3_topic_authorized_operations, t3,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic)
+                o3.error_code = s3_error_code
+                o3.name = s3_name
+                o3.topic_id = s3_topic_id
+                o3.is_internal = s3_is_internal
+                o3.partitions = s3_partitions
+                o3.topic_authorized_operations = s3_topic_authorized_operations
+                o3._unknown_tags = u3
+                add2(o3)
         (flag,) = _wire.INT8.unpack_from(buf, pos)
         pos += 1
         if flag < 0:
-            v_next_cursor = None
+            s1_next_cursor = None
         else:
-            v_next_cursor, pos = _r_DescribeTopicPartitionsResponse__Cursor_0(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+            size = buf[pos]
+            if 0 < size < 0x80:
+                stop = pos + size
+                if stop > buflen:
+                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                s6_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                pos = stop
+            else:
+                s6_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+            (s6_partition_index, t6,) = _F_iB.unpack_from(buf, pos)
+            pos += 5
+            u6 = _wire.EMPTY_TAGS
+            if t6:
+                pos -= 1
+                count6, pos = _wire.read_uvarint(buf, pos)
+                for _ in range(count6):
+                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                    pos = end6
+            o6 = _new(_C_DescribeTopicPartitionsResponse__Cursor)
+            o6.topic_name = s6_topic_name
+            o6.partition_index = s6_partition_index
+            o6._unknown_tags = u6
+            s1_next_cursor = o6
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeTopicPartitionsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1.next_cursor = s1_next_cursor
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeTopicPartitionsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeTopicPartitionsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.next_cursor = v_next_cursor
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeTopicPartitionsResponse_0(out: bytearray, o: DescribeTopicPartitionsResponse) -> None:
@@ -313,72 +499,12 @@ def _w_DescribeTopicPartitionsResponse_0(out: bytearray, o: DescribeTopicPartiti
         else:
             out += b'\x01'
             _w_DescribeTopicPartitionsResponse__Cursor_0(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition_0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition, int]:
-    v_replica_nodes: list[Any]
-    v_isr_nodes: list[Any]
-    v_eligible_leader_replicas: list[Any] | None
-    v_last_known_elr: list[Any] | None
-    v_offline_replicas: list[Any]
-    try:
-        (v_error_code, v_partition_index, v_leader_id, v_leader_epoch,) = _F_hiii.unpack_from(buf, pos)
-        pos += 14
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replica_nodes", pos)
-        else:
-            v_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr_nodes", pos)
-        else:
-            v_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_eligible_leader_replicas = None
-        else:
-            v_eligible_leader_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_last_known_elr = None
-        else:
-            v_last_known_elr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("offline_replicas", pos)
-        else:
-            v_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeTopicPartitionsResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition)
-    o.error_code = v_error_code
-    o.partition_index = v_partition_index
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.replica_nodes = v_replica_nodes
-    o.isr_nodes = v_isr_nodes
-    o.eligible_leader_replicas = v_eligible_leader_replicas
-    o.last_known_elr = v_last_known_elr
-    o.offline_replicas = v_offline_replicas
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition_0(out: bytearray, o: DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition) -> None:
@@ -415,55 +541,12 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        (v_is_internal,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition_0(buf, pos)
-                v_partitions.append(item)
-        (v_topic_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeTopicPartitionsResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic)
-    o.error_code = v_error_code
-    o.name = v_name
-    o.topic_id = v_topic_id
-    o.is_internal = v_is_internal
-    o.partitions = v_partitions
-    o.topic_authorized_operations = v_topic_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0(out: bytearray, o: DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic) -> None:
@@ -472,7 +555,12 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0(o
     try:
         out += _F_h.pack(o.error_code)
         x = o.name
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_id
         _wire.write_uuid(out, x)
         out += _F_o.pack(o.is_internal)
@@ -484,38 +572,12 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0(o
             for item in x:
                 _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition_0(out, item)
         out += _F_i.pack(o.topic_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeTopicPartitionsResponse__Cursor_0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsResponse.Cursor, int]:
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Cursor: {exc}", offset=pos) from None
-    o = _new(_C_DescribeTopicPartitionsResponse__Cursor)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeTopicPartitionsResponse__Cursor_0(out: bytearray, o: DescribeTopicPartitionsResponse.Cursor) -> None:
@@ -524,11 +586,15 @@ def _w_DescribeTopicPartitionsResponse__Cursor_0(out: bytearray, o: DescribeTopi
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.partition_index)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -23,7 +23,7 @@ class DescribeTransactionsRequest(KafkaMessage):
 
     def __init__(self, *, transactional_ids: list[str] = _wire.DEFAULT) -> None:
         self.transactional_ids = [] if transactional_ids is _wire.DEFAULT else transactional_ids
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeTransactionsRequest'
     API_KEY = 65
@@ -38,7 +38,7 @@ class DescribeTransactionsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, transaction_states: list[DescribeTransactionsResponse.TransactionState] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.transaction_states = [] if transaction_states is _wire.DEFAULT else transaction_states
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeTransactionsResponse'
     API_KEY = 65
@@ -52,7 +52,7 @@ class DescribeTransactionsResponse(KafkaMessage):
         def __init__(self, *, topic: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('topic',)
 
@@ -68,39 +68,51 @@ class DescribeTransactionsResponse(KafkaMessage):
             self.producer_id = producer_id
             self.producer_epoch = producer_epoch
             self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_DescribeTransactionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTransactionsRequest, int]:
     item: Any
-    v_transactional_ids: list[Any]
+    s1_transactional_ids: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("transactional_ids", pos)
         else:
-            v_transactional_ids = []
+            s1_transactional_ids = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("transactional_ids[]", pos)
-                v_transactional_ids.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "transactional_ids[]")
+                s1_transactional_ids.append(item)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeTransactionsRequest)
+        o1.transactional_ids = s1_transactional_ids
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeTransactionsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeTransactionsRequest)
-    o.transactional_ids = v_transactional_ids
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeTransactionsRequest_0(out: bytearray, o: DescribeTransactionsRequest) -> None:
@@ -115,10 +127,14 @@ def _w_DescribeTransactionsRequest_0(out: bytearray, o: DescribeTransactionsRequ
             for item in x:
                 if item is None:
                     raise EncodeError("an element of transactional_ids is None")
-                _wire.write_compact_string(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -126,35 +142,133 @@ def _w_DescribeTransactionsRequest_0(out: bytearray, o: DescribeTransactionsRequ
 
 
 def _r_DescribeTransactionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTransactionsResponse, int]:
-    item: Any
-    v_transaction_states: list[Any]
+    s1_transaction_states: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("transaction_states", pos)
         else:
-            v_transaction_states = []
+            s1_transaction_states = []
+            add2 = s1_transaction_states.append
             for _ in range(n):
-                item, pos = _r_DescribeTransactionsResponse__TransactionState_0(buf, pos)
-                v_transaction_states.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_transaction_state = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_transaction_state, pos = _wire.read_compact_text(buf, pos, "transaction_state")
+                (s3_transaction_timeout_ms, s3_transaction_start_time_ms, s3_producer_id, s3_producer_epoch,) = _F_iqqh.unpack_from(buf, pos)
+                pos += 22
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = _wire.KeyedList()
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_topic = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_topic, pos = _wire.read_compact_text(buf, pos, "topic")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_DescribeTransactionsResponse__TopicData)
+                        o5.topic = s5_topic
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeTransactionsResponse__TransactionState)
+                o3.error_code = s3_error_code
+                o3.transactional_id = s3_transactional_id
+                o3.transaction_state = s3_transaction_state
+                o3.transaction_timeout_ms = s3_transaction_timeout_ms
+                o3.transaction_start_time_ms = s3_transaction_start_time_ms
+                o3.producer_id = s3_producer_id
+                o3.producer_epoch = s3_producer_epoch
+                o3.topics = s3_topics
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeTransactionsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.transaction_states = s1_transaction_states
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeTransactionsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeTransactionsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.transaction_states = v_transaction_states
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeTransactionsResponse_0(out: bytearray, o: DescribeTransactionsResponse) -> None:
@@ -169,42 +283,12 @@ def _w_DescribeTransactionsResponse_0(out: bytearray, o: DescribeTransactionsRes
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeTransactionsResponse__TransactionState_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeTransactionsResponse__TopicData_0(buf: Any, pos: int) -> tuple[DescribeTransactionsResponse.TopicData, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_compact_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_DescribeTransactionsResponse__TopicData)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeTransactionsResponse__TopicData_0(out: bytearray, o: DescribeTransactionsResponse.TopicData) -> None:
@@ -213,66 +297,24 @@ def _w_DescribeTransactionsResponse__TopicData_0(out: bytearray, o: DescribeTran
         x = o.topic
         if x is None:
             raise EncodeError("field topic is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeTransactionsResponse__TransactionState_0(buf: Any, pos: int) -> tuple[DescribeTransactionsResponse.TransactionState, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        if v_transactional_id is None:
-            raise _wire.null_error("transactional_id", pos)
-        v_transaction_state, pos = _wire.read_compact_string(buf, pos)
-        if v_transaction_state is None:
-            raise _wire.null_error("transaction_state", pos)
-        (v_transaction_timeout_ms, v_transaction_start_time_ms, v_producer_id, v_producer_epoch,) = _F_iqqh.unpack_from(buf, pos)
-        pos += 22
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_DescribeTransactionsResponse__TopicData_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TransactionState: {exc}", offset=pos) from None
-    o = _new(_C_DescribeTransactionsResponse__TransactionState)
-    o.error_code = v_error_code
-    o.transactional_id = v_transactional_id
-    o.transaction_state = v_transaction_state
-    o.transaction_timeout_ms = v_transaction_timeout_ms
-    o.transaction_start_time_ms = v_transaction_start_time_ms
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeTransactionsResponse__TransactionState_0(out: bytearray, o: DescribeTransactionsResponse.TransactionState) -> None:
@@ -283,11 +325,21 @@ def _w_DescribeTransactionsResponse__TransactionState_0(out: bytearray, o: Descr
         x = o.transactional_id
         if x is None:
             raise EncodeError("field transactional_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.transaction_state
         if x is None:
             raise EncodeError("field transaction_state is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_iqqh.pack(o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch)
         x = o.topics
         if x is None:
@@ -296,9 +348,8 @@ def _w_DescribeTransactionsResponse__TransactionState_0(out: bytearray, o: Descr
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeTransactionsResponse__TopicData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,6 +14,7 @@ __all__ = ['DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsR
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_bi = struct.Struct(">bi")
+_F_biB = struct.Struct(">biB")
 _F_h = struct.Struct(">h")
 _F_ih = struct.Struct(">ih")
 
@@ -23,7 +24,7 @@ class DescribeUserScramCredentialsRequest(KafkaMessage):
 
     def __init__(self, *, users: list[DescribeUserScramCredentialsRequest.UserName] | None = _wire.DEFAULT) -> None:
         self.users = [] if users is _wire.DEFAULT else users
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeUserScramCredentialsRequest'
     API_KEY = 50
@@ -37,7 +38,7 @@ class DescribeUserScramCredentialsRequest(KafkaMessage):
 
         def __init__(self, *, name: str = "") -> None:
             self.name = name
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class DescribeUserScramCredentialsResponse(KafkaMessage):
@@ -48,7 +49,7 @@ class DescribeUserScramCredentialsResponse(KafkaMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.results = [] if results is _wire.DEFAULT else results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeUserScramCredentialsResponse'
     API_KEY = 50
@@ -62,7 +63,7 @@ class DescribeUserScramCredentialsResponse(KafkaMessage):
         def __init__(self, *, mechanism: int = 0, iterations: int = 0) -> None:
             self.mechanism = mechanism
             self.iterations = iterations
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class DescribeUserScramCredentialsResult(KafkaStruct):
@@ -73,37 +74,64 @@ class DescribeUserScramCredentialsResponse(KafkaMessage):
             self.error_code = error_code
             self.error_message = error_message
             self.credential_infos = [] if credential_infos is _wire.DEFAULT else credential_infos
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_DescribeUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[DescribeUserScramCredentialsRequest, int]:
-    item: Any
-    v_users: list[Any] | None
+    s1_users: list[Any] | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_users = None
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
         else:
-            v_users = []
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_users = None
+        else:
+            s1_users = []
+            add2 = s1_users.append
             for _ in range(n):
-                item, pos = _r_DescribeUserScramCredentialsRequest__UserName_0(buf, pos)
-                v_users.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeUserScramCredentialsRequest__UserName)
+                o3.name = s3_name
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeUserScramCredentialsRequest)
+        o1.users = s1_users
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeUserScramCredentialsRequest: {exc}", offset=pos) from None
-    o = _new(DescribeUserScramCredentialsRequest)
-    o.users = v_users
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeUserScramCredentialsRequest_0(out: bytearray, o: DescribeUserScramCredentialsRequest) -> None:
@@ -117,35 +145,12 @@ def _w_DescribeUserScramCredentialsRequest_0(out: bytearray, o: DescribeUserScra
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeUserScramCredentialsRequest__UserName_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeUserScramCredentialsRequest__UserName_0(buf: Any, pos: int) -> tuple[DescribeUserScramCredentialsRequest.UserName, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UserName: {exc}", offset=pos) from None
-    o = _new(_C_DescribeUserScramCredentialsRequest__UserName)
-    o.name = v_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeUserScramCredentialsRequest__UserName_0(out: bytearray, o: DescribeUserScramCredentialsRequest.UserName) -> None:
@@ -154,10 +159,14 @@ def _w_DescribeUserScramCredentialsRequest__UserName_0(out: bytearray, o: Descri
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -165,38 +174,133 @@ def _w_DescribeUserScramCredentialsRequest__UserName_0(out: bytearray, o: Descri
 
 
 def _r_DescribeUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[DescribeUserScramCredentialsResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_error_message: str | None
+    s1_results: list[Any]
+    s3_credential_infos: list[Any]
+    s3_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_0(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_user = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_user, pos = _wire.read_compact_text(buf, pos, "user")
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("credential_infos", pos)
+                else:
+                    stop5 = pos + 6 * n
+                    s3_credential_infos = []
+                    add4 = s3_credential_infos.append
+                    if stop5 <= buflen:
+                        for (s5_mechanism, s5_iterations, t5,) in _F_biB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_DescribeUserScramCredentialsResponse__CredentialInfo)
+                            o5.mechanism = s5_mechanism
+                            o5.iterations = s5_iterations
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_credential_infos = []
+                        add4 = s3_credential_infos.append
+                        for _ in range(n):
+                            (s6_mechanism, s6_iterations, t6,) = _F_biB.unpack_from(buf, pos)
+                            pos += 6
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_DescribeUserScramCredentialsResponse__CredentialInfo)
+                            o6.mechanism = s6_mechanism
+                            o6.iterations = s6_iterations
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult)
+                o3.user = s3_user
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.credential_infos = s3_credential_infos
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(DescribeUserScramCredentialsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read DescribeUserScramCredentialsResponse: {exc}", offset=pos) from None
-    o = _new(DescribeUserScramCredentialsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_DescribeUserScramCredentialsResponse_0(out: bytearray, o: DescribeUserScramCredentialsResponse) -> None:
@@ -205,7 +309,12 @@ def _w_DescribeUserScramCredentialsResponse_0(out: bytearray, o: DescribeUserScr
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.results
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
@@ -213,85 +322,23 @@ def _w_DescribeUserScramCredentialsResponse_0(out: bytearray, o: DescribeUserScr
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeUserScramCredentialsResponse__CredentialInfo_0(buf: Any, pos: int) -> tuple[DescribeUserScramCredentialsResponse.CredentialInfo, int]:
-    try:
-        (v_mechanism, v_iterations,) = _F_bi.unpack_from(buf, pos)
-        pos += 5
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CredentialInfo: {exc}", offset=pos) from None
-    o = _new(_C_DescribeUserScramCredentialsResponse__CredentialInfo)
-    o.mechanism = v_mechanism
-    o.iterations = v_iterations
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeUserScramCredentialsResponse__CredentialInfo_0(out: bytearray, o: DescribeUserScramCredentialsResponse.CredentialInfo) -> None:
     try:
         out += _F_bi.pack(o.mechanism, o.iterations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_0(buf: Any, pos: int) -> tuple[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult, int]:
-    item: Any
-    v_credential_infos: list[Any]
-    try:
-        v_user, pos = _wire.read_compact_string(buf, pos)
-        if v_user is None:
-            raise _wire.null_error("user", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("credential_infos", pos)
-        else:
-            v_credential_infos = []
-            for _ in range(n):
-                item, pos = _r_DescribeUserScramCredentialsResponse__CredentialInfo_0(buf, pos)
-                v_credential_infos.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read DescribeUserScramCredentialsResult: {exc}", offset=pos) from None
-    o = _new(_C_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult)
-    o.user = v_user
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.credential_infos = v_credential_infos
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_0(out: bytearray, o: DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult) -> None:
@@ -301,10 +348,20 @@ def _w_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_
         x = o.user
         if x is None:
             raise EncodeError("field user is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.credential_infos
         if x is None:
             raise EncodeError("field credential_infos is None but not nullable at this version")
@@ -312,9 +369,8 @@ def _w_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeUserScramCredentialsResponse__CredentialInfo_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

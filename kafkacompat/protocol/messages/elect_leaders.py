@@ -15,6 +15,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 
 
@@ -25,7 +26,7 @@ class ElectLeadersRequest(KafkaMessage):
         self.election_type = election_type
         self.topic_partitions = _wire.KeyedList() if topic_partitions is _wire.DEFAULT else topic_partitions
         self.timeout_ms = timeout_ms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ElectLeadersRequest'
     API_KEY = 43
@@ -40,7 +41,7 @@ class ElectLeadersRequest(KafkaMessage):
         def __init__(self, *, topic: str = "", partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('topic',)
 
@@ -51,7 +52,7 @@ class ElectLeadersResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.replica_election_results = [] if replica_election_results is _wire.DEFAULT else replica_election_results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ElectLeadersResponse'
     API_KEY = 43
@@ -66,7 +67,7 @@ class ElectLeadersResponse(KafkaMessage):
             self.partition_id = partition_id
             self.error_code = error_code
             self.error_message = error_message
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ReplicaElectionResult(KafkaStruct):
@@ -75,32 +76,50 @@ class ElectLeadersResponse(KafkaMessage):
         def __init__(self, *, topic: str = "", partition_result: list[ElectLeadersResponse.PartitionResult] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partition_result = [] if partition_result is _wire.DEFAULT else partition_result
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_ElectLeadersRequest_0(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
-    item: Any
-    v_topic_partitions: list[Any] | None
+    s1_topic_partitions: list[Any] | None
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
-            v_topic_partitions = None
+            s1_topic_partitions = None
         else:
-            v_topic_partitions = _wire.KeyedList()
+            s1_topic_partitions = _wire.KeyedList()
+            add2 = s1_topic_partitions.append
             for _ in range(n):
-                item, pos = _r_ElectLeadersRequest__TopicPartitions_0(buf, pos)
-                v_topic_partitions.append(item)
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_ElectLeadersRequest__TopicPartitions)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(ElectLeadersRequest)
+        o1.election_type = 0
+        o1.topic_partitions = s1_topic_partitions
+        o1.timeout_ms = s1_timeout_ms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ElectLeadersRequest: {exc}", offset=pos) from None
-    o = _new(ElectLeadersRequest)
-    o.election_type = 0
-    o.topic_partitions = v_topic_partitions
-    o.timeout_ms = v_timeout_ms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ElectLeadersRequest_0(out: bytearray, o: ElectLeadersRequest) -> None:
@@ -122,29 +141,47 @@ def _w_ElectLeadersRequest_0(out: bytearray, o: ElectLeadersRequest) -> None:
 
 
 def _r_ElectLeadersRequest_1(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
-    item: Any
-    v_topic_partitions: list[Any] | None
+    s1_topic_partitions: list[Any] | None
+    s3_partitions: list[Any]
     try:
-        (v_election_type,) = _F_b.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_election_type,) = _F_b.unpack_from(buf, pos)
         pos += 1
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
-            v_topic_partitions = None
+            s1_topic_partitions = None
         else:
-            v_topic_partitions = _wire.KeyedList()
+            s1_topic_partitions = _wire.KeyedList()
+            add2 = s1_topic_partitions.append
             for _ in range(n):
-                item, pos = _r_ElectLeadersRequest__TopicPartitions_0(buf, pos)
-                v_topic_partitions.append(item)
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_ElectLeadersRequest__TopicPartitions)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(ElectLeadersRequest)
+        o1.election_type = s1_election_type
+        o1.topic_partitions = s1_topic_partitions
+        o1.timeout_ms = s1_timeout_ms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ElectLeadersRequest: {exc}", offset=pos) from None
-    o = _new(ElectLeadersRequest)
-    o.election_type = v_election_type
-    o.topic_partitions = v_topic_partitions
-    o.timeout_ms = v_timeout_ms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ElectLeadersRequest_1(out: bytearray, o: ElectLeadersRequest) -> None:
@@ -165,38 +202,80 @@ def _w_ElectLeadersRequest_1(out: bytearray, o: ElectLeadersRequest) -> None:
 
 
 def _r_ElectLeadersRequest_2(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
-    item: Any
-    v_topic_partitions: list[Any] | None
+    s1_topic_partitions: list[Any] | None
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_election_type,) = _F_b.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_election_type,) = _F_b.unpack_from(buf, pos)
         pos += 1
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_topic_partitions = None
-        else:
-            v_topic_partitions = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_ElectLeadersRequest__TopicPartitions_1(buf, pos)
-                v_topic_partitions.append(item)
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
+        n = buf[pos] - 1
+        if n < 0x7F:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_topic_partitions = None
+        else:
+            s1_topic_partitions = _wire.KeyedList()
+            add2 = s1_topic_partitions.append
+            for _ in range(n):
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ElectLeadersRequest__TopicPartitions)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ElectLeadersRequest)
+        o1.election_type = s1_election_type
+        o1.topic_partitions = s1_topic_partitions
+        o1.timeout_ms = s1_timeout_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ElectLeadersRequest: {exc}", offset=pos) from None
-    o = _new(ElectLeadersRequest)
-    o.election_type = v_election_type
-    o.topic_partitions = v_topic_partitions
-    o.timeout_ms = v_timeout_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ElectLeadersRequest_2(out: bytearray, o: ElectLeadersRequest) -> None:
@@ -212,33 +291,12 @@ def _w_ElectLeadersRequest_2(out: bytearray, o: ElectLeadersRequest) -> None:
             for item in x:
                 _w_ElectLeadersRequest__TopicPartitions_1(out, item)
         out += _F_i.pack(o.timeout_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ElectLeadersRequest__TopicPartitions_0(buf: Any, pos: int) -> tuple[ElectLeadersRequest.TopicPartitions, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicPartitions: {exc}", offset=pos) from None
-    o = _new(_C_ElectLeadersRequest__TopicPartitions)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ElectLeadersRequest__TopicPartitions_0(out: bytearray, o: ElectLeadersRequest.TopicPartitions) -> None:
@@ -258,51 +316,26 @@ def _w_ElectLeadersRequest__TopicPartitions_0(out: bytearray, o: ElectLeadersReq
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ElectLeadersRequest__TopicPartitions_1(buf: Any, pos: int) -> tuple[ElectLeadersRequest.TopicPartitions, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_compact_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicPartitions: {exc}", offset=pos) from None
-    o = _new(_C_ElectLeadersRequest__TopicPartitions)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ElectLeadersRequest__TopicPartitions_1(out: bytearray, o: ElectLeadersRequest.TopicPartitions) -> None:
     x: Any
     try:
         x = o.topic
         if x is None:
             raise EncodeError("field topic is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -310,27 +343,50 @@ def _w_ElectLeadersRequest__TopicPartitions_1(out: bytearray, o: ElectLeadersReq
 
 
 def _r_ElectLeadersResponse_0(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
-    item: Any
-    v_replica_election_results: list[Any]
+    s1_replica_election_results: list[Any]
+    s3_partition_result: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("replica_election_results", pos)
         else:
-            v_replica_election_results = []
+            s1_replica_election_results = []
+            add2 = s1_replica_election_results.append
             for _ in range(n):
-                item, pos = _r_ElectLeadersResponse__ReplicaElectionResult_0(buf, pos)
-                v_replica_election_results.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_result", pos)
+                else:
+                    s3_partition_result = []
+                    add4 = s3_partition_result.append
+                    for _ in range(n):
+                        (s5_partition_id, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        s5_error_message, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_ElectLeadersResponse__PartitionResult)
+                        o5.partition_id = s5_partition_id
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_ElectLeadersResponse__ReplicaElectionResult)
+                o3.topic = s3_topic
+                o3.partition_result = s3_partition_result
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ElectLeadersResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = 0
+        o1.replica_election_results = s1_replica_election_results
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ElectLeadersResponse: {exc}", offset=pos) from None
-    o = _new(ElectLeadersResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = 0
-    o.replica_election_results = v_replica_election_results
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ElectLeadersResponse_0(out: bytearray, o: ElectLeadersResponse) -> None:
@@ -352,27 +408,50 @@ def _w_ElectLeadersResponse_0(out: bytearray, o: ElectLeadersResponse) -> None:
 
 
 def _r_ElectLeadersResponse_1(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
-    item: Any
-    v_replica_election_results: list[Any]
+    s1_replica_election_results: list[Any]
+    s3_partition_result: list[Any]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("replica_election_results", pos)
         else:
-            v_replica_election_results = []
+            s1_replica_election_results = []
+            add2 = s1_replica_election_results.append
             for _ in range(n):
-                item, pos = _r_ElectLeadersResponse__ReplicaElectionResult_0(buf, pos)
-                v_replica_election_results.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_result", pos)
+                else:
+                    s3_partition_result = []
+                    add4 = s3_partition_result.append
+                    for _ in range(n):
+                        (s5_partition_id, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        s5_error_message, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_ElectLeadersResponse__PartitionResult)
+                        o5.partition_id = s5_partition_id
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_ElectLeadersResponse__ReplicaElectionResult)
+                o3.topic = s3_topic
+                o3.partition_result = s3_partition_result
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ElectLeadersResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.replica_election_results = s1_replica_election_results
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ElectLeadersResponse: {exc}", offset=pos) from None
-    o = _new(ElectLeadersResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.replica_election_results = v_replica_election_results
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ElectLeadersResponse_1(out: bytearray, o: ElectLeadersResponse) -> None:
@@ -392,36 +471,104 @@ def _w_ElectLeadersResponse_1(out: bytearray, o: ElectLeadersResponse) -> None:
 
 
 def _r_ElectLeadersResponse_2(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
-    item: Any
-    v_replica_election_results: list[Any]
+    s1_replica_election_results: list[Any]
+    s3_partition_result: list[Any]
+    s5_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("replica_election_results", pos)
         else:
-            v_replica_election_results = []
+            s1_replica_election_results = []
+            add2 = s1_replica_election_results.append
             for _ in range(n):
-                item, pos = _r_ElectLeadersResponse__ReplicaElectionResult_1(buf, pos)
-                v_replica_election_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_result", pos)
+                else:
+                    s3_partition_result = []
+                    add4 = s3_partition_result.append
+                    for _ in range(n):
+                        (s5_partition_id, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_ElectLeadersResponse__PartitionResult)
+                        o5.partition_id = s5_partition_id
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ElectLeadersResponse__ReplicaElectionResult)
+                o3.topic = s3_topic
+                o3.partition_result = s3_partition_result
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ElectLeadersResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.replica_election_results = s1_replica_election_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ElectLeadersResponse: {exc}", offset=pos) from None
-    o = _new(ElectLeadersResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.replica_election_results = v_replica_election_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ElectLeadersResponse_2(out: bytearray, o: ElectLeadersResponse) -> None:
@@ -436,28 +583,12 @@ def _w_ElectLeadersResponse_2(out: bytearray, o: ElectLeadersResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ElectLeadersResponse__ReplicaElectionResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ElectLeadersResponse__PartitionResult_0(buf: Any, pos: int) -> tuple[ElectLeadersResponse.PartitionResult, int]:
-    try:
-        (v_partition_id, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        v_error_message, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_ElectLeadersResponse__PartitionResult)
-    o.partition_id = v_partition_id
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ElectLeadersResponse__PartitionResult_0(out: bytearray, o: ElectLeadersResponse.PartitionResult) -> None:
@@ -470,67 +601,23 @@ def _w_ElectLeadersResponse__PartitionResult_0(out: bytearray, o: ElectLeadersRe
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ElectLeadersResponse__PartitionResult_1(buf: Any, pos: int) -> tuple[ElectLeadersResponse.PartitionResult, int]:
-    try:
-        (v_partition_id, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_ElectLeadersResponse__PartitionResult)
-    o.partition_id = v_partition_id
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ElectLeadersResponse__PartitionResult_1(out: bytearray, o: ElectLeadersResponse.PartitionResult) -> None:
     x: Any
     try:
         out += _F_ih.pack(o.partition_id, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ElectLeadersResponse__ReplicaElectionResult_0(buf: Any, pos: int) -> tuple[ElectLeadersResponse.ReplicaElectionResult, int]:
-    item: Any
-    v_partition_result: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_result", pos)
-        else:
-            v_partition_result = []
-            for _ in range(n):
-                item, pos = _r_ElectLeadersResponse__PartitionResult_0(buf, pos)
-                v_partition_result.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReplicaElectionResult: {exc}", offset=pos) from None
-    o = _new(_C_ElectLeadersResponse__ReplicaElectionResult)
-    o.topic = v_topic
-    o.partition_result = v_partition_result
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ElectLeadersResponse__ReplicaElectionResult_0(out: bytearray, o: ElectLeadersResponse.ReplicaElectionResult) -> None:
@@ -552,39 +639,6 @@ def _w_ElectLeadersResponse__ReplicaElectionResult_0(out: bytearray, o: ElectLea
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ElectLeadersResponse__ReplicaElectionResult_1(buf: Any, pos: int) -> tuple[ElectLeadersResponse.ReplicaElectionResult, int]:
-    item: Any
-    v_partition_result: list[Any]
-    try:
-        v_topic, pos = _wire.read_compact_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_result", pos)
-        else:
-            v_partition_result = []
-            for _ in range(n):
-                item, pos = _r_ElectLeadersResponse__PartitionResult_1(buf, pos)
-                v_partition_result.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReplicaElectionResult: {exc}", offset=pos) from None
-    o = _new(_C_ElectLeadersResponse__ReplicaElectionResult)
-    o.topic = v_topic
-    o.partition_result = v_partition_result
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ElectLeadersResponse__ReplicaElectionResult_1(out: bytearray, o: ElectLeadersResponse.ReplicaElectionResult) -> None:
     x: Any
     item: Any
@@ -592,7 +646,12 @@ def _w_ElectLeadersResponse__ReplicaElectionResult_1(out: bytearray, o: ElectLea
         x = o.topic
         if x is None:
             raise EncodeError("field topic is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_result
         if x is None:
             raise EncodeError("field partition_result is None but not nullable at this version")
@@ -600,9 +659,8 @@ def _w_ElectLeadersResponse__ReplicaElectionResult_1(out: bytearray, o: ElectLea
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ElectLeadersResponse__PartitionResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

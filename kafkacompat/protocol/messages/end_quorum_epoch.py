@@ -15,9 +15,11 @@ __all__ = ['EndQuorumEpochRequest', 'EndQuorumEpochResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_H = struct.Struct(">H")
+_F_HB = struct.Struct(">HB")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_ihii = struct.Struct(">ihii")
+_F_ihiiB = struct.Struct(">ihiiB")
 _F_iii = struct.Struct(">iii")
 
 
@@ -28,7 +30,7 @@ class EndQuorumEpochRequest(KafkaMessage):
         self.cluster_id = cluster_id
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.leader_endpoints = _wire.KeyedList() if leader_endpoints is _wire.DEFAULT else leader_endpoints
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'EndQuorumEpochRequest'
     API_KEY = 54
@@ -43,7 +45,7 @@ class EndQuorumEpochRequest(KafkaMessage):
         def __init__(self, *, candidate_id: int = 0, candidate_directory_id: uuid.UUID = _wire.ZERO_UUID) -> None:
             self.candidate_id = candidate_id
             self.candidate_directory_id = candidate_directory_id
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class PartitionData(KafkaStruct):
@@ -55,7 +57,7 @@ class EndQuorumEpochRequest(KafkaMessage):
             self.leader_epoch = leader_epoch
             self.preferred_successors = [] if preferred_successors is _wire.DEFAULT else preferred_successors
             self.preferred_candidates = [] if preferred_candidates is _wire.DEFAULT else preferred_candidates
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicData(KafkaStruct):
@@ -64,7 +66,7 @@ class EndQuorumEpochRequest(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partitions: list[EndQuorumEpochRequest.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class LeaderEndpoint(KafkaStruct):
@@ -74,7 +76,7 @@ class EndQuorumEpochRequest(KafkaMessage):
             self.name = name
             self.host = host
             self.port = port
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -85,7 +87,7 @@ class EndQuorumEpochResponse(KafkaMessage):
         self.error_code = error_code
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'EndQuorumEpochResponse'
     API_KEY = 54
@@ -101,7 +103,7 @@ class EndQuorumEpochResponse(KafkaMessage):
             self.error_code = error_code
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicData(KafkaStruct):
@@ -110,7 +112,7 @@ class EndQuorumEpochResponse(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partitions: list[EndQuorumEpochResponse.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class NodeEndpoint(KafkaStruct):
@@ -120,32 +122,68 @@ class EndQuorumEpochResponse(KafkaMessage):
             self.node_id = node_id
             self.host = host
             self.port = port
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
 
 
 def _r_EndQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_preferred_successors: list[Any]
     try:
-        v_cluster_id, pos = _wire.read_string(buf, pos)
+        buflen = len(buf)
+        s1_cluster_id, pos = _wire.read_string(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_EndQuorumEpochRequest__TopicData_0(buf, pos)
-                v_topics.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_leader_id, s5_leader_epoch,) = _F_iii.unpack_from(buf, pos)
+                        pos += 12
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("preferred_successors", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_preferred_successors = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_preferred_successors, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o5 = _new(_C_EndQuorumEpochRequest__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.leader_id = s5_leader_id
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.preferred_successors = s5_preferred_successors
+                        o5.preferred_candidates = []
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_EndQuorumEpochRequest__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(EndQuorumEpochRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.topics = s1_topics
+        o1.leader_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EndQuorumEpochRequest: {exc}", offset=pos) from None
-    o = _new(EndQuorumEpochRequest)
-    o.cluster_id = v_cluster_id
-    o.topics = v_topics
-    o.leader_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_EndQuorumEpochRequest_0(out: bytearray, o: EndQuorumEpochRequest) -> None:
@@ -166,44 +204,181 @@ def _w_EndQuorumEpochRequest_0(out: bytearray, o: EndQuorumEpochRequest) -> None
 
 
 def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest, int]:
-    item: Any
-    v_topics: list[Any]
-    v_leader_endpoints: list[Any]
+    s1_cluster_id: str | None
+    s1_leader_endpoints: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_preferred_candidates: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_EndQuorumEpochRequest__TopicData_1(buf, pos)
-                v_topics.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_leader_id, s5_leader_epoch,) = _F_iii.unpack_from(buf, pos)
+                        pos += 12
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("preferred_candidates", pos)
+                        else:
+                            s5_preferred_candidates = []
+                            add6 = s5_preferred_candidates.append
+                            for _ in range(n):
+                                (s7_candidate_id,) = _F_i.unpack_from(buf, pos)
+                                pos += 4
+                                s7_candidate_directory_id, pos = _wire.read_uuid(buf, pos)
+                                u7 = _wire.EMPTY_TAGS
+                                if buf[pos] == 0:
+                                    pos += 1
+                                else:
+                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count7):
+                                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        pos = end7
+                                o7 = _new(_C_EndQuorumEpochRequest__ReplicaInfo)
+                                o7.candidate_id = s7_candidate_id
+                                o7.candidate_directory_id = s7_candidate_directory_id
+                                o7._unknown_tags = u7
+                                add6(o7)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_EndQuorumEpochRequest__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.leader_id = s5_leader_id
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.preferred_successors = []
+                        o5.preferred_candidates = s5_preferred_candidates
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_EndQuorumEpochRequest__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("leader_endpoints", pos)
         else:
-            v_leader_endpoints = _wire.KeyedList()
+            s1_leader_endpoints = _wire.KeyedList()
+            add8 = s1_leader_endpoints.append
             for _ in range(n):
-                item, pos = _r_EndQuorumEpochRequest__LeaderEndpoint_0(buf, pos)
-                v_leader_endpoints.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s9_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s9_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s9_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s9_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s9_port, t9,) = _F_HB.unpack_from(buf, pos)
+                pos += 3
+                u9 = _wire.EMPTY_TAGS
+                if t9:
+                    pos -= 1
+                    count9, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count9):
+                        tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                        u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                        pos = end9
+                o9 = _new(_C_EndQuorumEpochRequest__LeaderEndpoint)
+                o9.name = s9_name
+                o9.host = s9_host
+                o9.port = s9_port
+                o9._unknown_tags = u9
+                add8(o9)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(EndQuorumEpochRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.topics = s1_topics
+        o1.leader_endpoints = s1_leader_endpoints
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EndQuorumEpochRequest: {exc}", offset=pos) from None
-    o = _new(EndQuorumEpochRequest)
-    o.cluster_id = v_cluster_id
-    o.topics = v_topics
-    o.leader_endpoints = v_leader_endpoints
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None:
@@ -211,7 +386,12 @@ def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None
     item: Any
     try:
         x = o.cluster_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -226,36 +406,12 @@ def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_EndQuorumEpochRequest__LeaderEndpoint_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_EndQuorumEpochRequest__ReplicaInfo_0(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.ReplicaInfo, int]:
-    try:
-        (v_candidate_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_candidate_directory_id, pos = _wire.read_uuid(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReplicaInfo: {exc}", offset=pos) from None
-    o = _new(_C_EndQuorumEpochRequest__ReplicaInfo)
-    o.candidate_id = v_candidate_id
-    o.candidate_directory_id = v_candidate_directory_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_EndQuorumEpochRequest__ReplicaInfo_0(out: bytearray, o: EndQuorumEpochRequest.ReplicaInfo) -> None:
@@ -264,35 +420,12 @@ def _w_EndQuorumEpochRequest__ReplicaInfo_0(out: bytearray, o: EndQuorumEpochReq
         out += _F_i.pack(o.candidate_id)
         x = o.candidate_directory_id
         _wire.write_uuid(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_EndQuorumEpochRequest__PartitionData_0(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.PartitionData, int]:
-    v_preferred_successors: list[Any]
-    try:
-        (v_partition_index, v_leader_id, v_leader_epoch,) = _F_iii.unpack_from(buf, pos)
-        pos += 12
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("preferred_successors", pos)
-        else:
-            v_preferred_successors, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_EndQuorumEpochRequest__PartitionData)
-    o.partition_index = v_partition_index
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.preferred_successors = v_preferred_successors
-    o.preferred_candidates = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_EndQuorumEpochRequest__PartitionData_0(out: bytearray, o: EndQuorumEpochRequest.PartitionData) -> None:
@@ -309,41 +442,6 @@ def _w_EndQuorumEpochRequest__PartitionData_0(out: bytearray, o: EndQuorumEpochR
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_EndQuorumEpochRequest__PartitionData_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.PartitionData, int]:
-    item: Any
-    v_preferred_candidates: list[Any]
-    try:
-        (v_partition_index, v_leader_id, v_leader_epoch,) = _F_iii.unpack_from(buf, pos)
-        pos += 12
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("preferred_candidates", pos)
-        else:
-            v_preferred_candidates = []
-            for _ in range(n):
-                item, pos = _r_EndQuorumEpochRequest__ReplicaInfo_0(buf, pos)
-                v_preferred_candidates.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_EndQuorumEpochRequest__PartitionData)
-    o.partition_index = v_partition_index
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.preferred_successors = []
-    o.preferred_candidates = v_preferred_candidates
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_EndQuorumEpochRequest__PartitionData_1(out: bytearray, o: EndQuorumEpochRequest.PartitionData) -> None:
     x: Any
     item: Any
@@ -356,37 +454,12 @@ def _w_EndQuorumEpochRequest__PartitionData_1(out: bytearray, o: EndQuorumEpochR
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_EndQuorumEpochRequest__ReplicaInfo_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_EndQuorumEpochRequest__TopicData_0(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_EndQuorumEpochRequest__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_EndQuorumEpochRequest__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_EndQuorumEpochRequest__TopicData_0(out: bytearray, o: EndQuorumEpochRequest.TopicData) -> None:
@@ -408,39 +481,6 @@ def _w_EndQuorumEpochRequest__TopicData_0(out: bytearray, o: EndQuorumEpochReque
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_EndQuorumEpochRequest__TopicData_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_EndQuorumEpochRequest__PartitionData_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_EndQuorumEpochRequest__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_EndQuorumEpochRequest__TopicData_1(out: bytearray, o: EndQuorumEpochRequest.TopicData) -> None:
     x: Any
     item: Any
@@ -448,7 +488,12 @@ def _w_EndQuorumEpochRequest__TopicData_1(out: bytearray, o: EndQuorumEpochReque
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -456,42 +501,12 @@ def _w_EndQuorumEpochRequest__TopicData_1(out: bytearray, o: EndQuorumEpochReque
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_EndQuorumEpochRequest__PartitionData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_EndQuorumEpochRequest__LeaderEndpoint_0(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest.LeaderEndpoint, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_H.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_EndQuorumEpochRequest__LeaderEndpoint)
-    o.name = v_name
-    o.host = v_host
-    o.port = v_port
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_EndQuorumEpochRequest__LeaderEndpoint_0(out: bytearray, o: EndQuorumEpochRequest.LeaderEndpoint) -> None:
@@ -500,15 +515,24 @@ def _w_EndQuorumEpochRequest__LeaderEndpoint_0(out: bytearray, o: EndQuorumEpoch
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_H.pack(o.port)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -516,27 +540,67 @@ def _w_EndQuorumEpochRequest__LeaderEndpoint_0(out: bytearray, o: EndQuorumEpoch
 
 
 def _r_EndQuorumEpochResponse_0(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_EndQuorumEpochResponse__TopicData_0(buf, pos)
-                v_topics.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 14 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, s5_leader_id, s5_leader_epoch,) in _F_ihii.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_EndQuorumEpochResponse__PartitionData)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5.leader_id = s5_leader_id
+                            o5.leader_epoch = s5_leader_epoch
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, s6_leader_id, s6_leader_epoch,) = _F_ihii.unpack_from(buf, pos)
+                            pos += 14
+                            o6 = _new(_C_EndQuorumEpochResponse__PartitionData)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6.leader_id = s6_leader_id
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_EndQuorumEpochResponse__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(EndQuorumEpochResponse)
+        o1.error_code = s1_error_code
+        o1.topics = s1_topics
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EndQuorumEpochResponse: {exc}", offset=pos) from None
-    o = _new(EndQuorumEpochResponse)
-    o.error_code = v_error_code
-    o.topics = v_topics
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_EndQuorumEpochResponse_0(out: bytearray, o: EndQuorumEpochResponse) -> None:
@@ -558,50 +622,157 @@ def _w_EndQuorumEpochResponse_0(out: bytearray, o: EndQuorumEpochResponse) -> No
 
 
 def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse, int]:
-    item: Any
-    v_topics: list[Any]
-    v_node_endpoints: list[Any]
+    s1_node_endpoints: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_EndQuorumEpochResponse__TopicData_1(buf, pos)
-                v_topics.append(item)
-        v_node_endpoints = _wire.KeyedList()
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 15 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, s5_leader_id, s5_leader_epoch, t5,) in _F_ihiiB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_EndQuorumEpochResponse__PartitionData)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5.leader_id = s5_leader_id
+                            o5.leader_epoch = s5_leader_epoch
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, s6_leader_id, s6_leader_epoch, t6,) = _F_ihiiB.unpack_from(buf, pos)
+                            pos += 15
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_EndQuorumEpochResponse__PartitionData)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6.leader_id = s6_leader_id
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_EndQuorumEpochResponse__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        s1_node_endpoints = _wire.KeyedList()
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
                         raise _wire.null_error("node_endpoints", pos)
                     else:
-                        v_node_endpoints = _wire.KeyedList()
+                        s1_node_endpoints = _wire.KeyedList()
+                        add7 = s1_node_endpoints.append
                         for _ in range(n):
-                            item, pos = _r_EndQuorumEpochResponse__NodeEndpoint_0(buf, pos)
-                            v_node_endpoints.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+                            (s8_node_id,) = _F_i.unpack_from(buf, pos)
+                            pos += 4
+                            size = buf[pos]
+                            if 0 < size < 0x80:
+                                stop = pos + size
+                                if stop > buflen:
+                                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                s8_host = str(buf[pos + 1 : stop], "utf-8")
+                                pos = stop
+                            else:
+                                s8_host, pos = _wire.read_compact_text(buf, pos, "host")
+                            (s8_port, t8,) = _F_HB.unpack_from(buf, pos)
+                            pos += 3
+                            u8 = _wire.EMPTY_TAGS
+                            if t8:
+                                pos -= 1
+                                count8, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count8):
+                                    tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                    u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                    pos = end8
+                            o8 = _new(_C_EndQuorumEpochResponse__NodeEndpoint)
+                            o8.node_id = s8_node_id
+                            o8.host = s8_host
+                            o8.port = s8_port
+                            o8._unknown_tags = u8
+                            add7(o8)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(EndQuorumEpochResponse)
+        o1.error_code = s1_error_code
+        o1.topics = s1_topics
+        o1.node_endpoints = s1_node_endpoints
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EndQuorumEpochResponse: {exc}", offset=pos) from None
-    o = _new(EndQuorumEpochResponse)
-    o.error_code = v_error_code
-    o.topics = v_topics
-    o.node_endpoints = v_node_endpoints
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_EndQuorumEpochResponse_1(out: bytearray, o: EndQuorumEpochResponse) -> None:
@@ -627,27 +798,12 @@ def _w_EndQuorumEpochResponse_1(out: bytearray, o: EndQuorumEpochResponse) -> No
                 for item in x:
                     _w_EndQuorumEpochResponse__NodeEndpoint_0(t, item)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_EndQuorumEpochResponse__PartitionData_0(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse.PartitionData, int]:
-    try:
-        (v_partition_index, v_error_code, v_leader_id, v_leader_epoch,) = _F_ihii.unpack_from(buf, pos)
-        pos += 14
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_EndQuorumEpochResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_EndQuorumEpochResponse__PartitionData_0(out: bytearray, o: EndQuorumEpochResponse.PartitionData) -> None:
@@ -657,64 +813,15 @@ def _w_EndQuorumEpochResponse__PartitionData_0(out: bytearray, o: EndQuorumEpoch
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_EndQuorumEpochResponse__PartitionData_1(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse.PartitionData, int]:
-    try:
-        (v_partition_index, v_error_code, v_leader_id, v_leader_epoch,) = _F_ihii.unpack_from(buf, pos)
-        pos += 14
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_EndQuorumEpochResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_EndQuorumEpochResponse__PartitionData_1(out: bytearray, o: EndQuorumEpochResponse.PartitionData) -> None:
     try:
         out += _F_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_EndQuorumEpochResponse__TopicData_0(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_EndQuorumEpochResponse__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_EndQuorumEpochResponse__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_EndQuorumEpochResponse__TopicData_0(out: bytearray, o: EndQuorumEpochResponse.TopicData) -> None:
@@ -736,39 +843,6 @@ def _w_EndQuorumEpochResponse__TopicData_0(out: bytearray, o: EndQuorumEpochResp
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_EndQuorumEpochResponse__TopicData_1(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_EndQuorumEpochResponse__PartitionData_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_EndQuorumEpochResponse__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_EndQuorumEpochResponse__TopicData_1(out: bytearray, o: EndQuorumEpochResponse.TopicData) -> None:
     x: Any
     item: Any
@@ -776,7 +850,12 @@ def _w_EndQuorumEpochResponse__TopicData_1(out: bytearray, o: EndQuorumEpochResp
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -784,41 +863,12 @@ def _w_EndQuorumEpochResponse__TopicData_1(out: bytearray, o: EndQuorumEpochResp
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_EndQuorumEpochResponse__PartitionData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_EndQuorumEpochResponse__NodeEndpoint_0(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse.NodeEndpoint, int]:
-    try:
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_H.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read NodeEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_EndQuorumEpochResponse__NodeEndpoint)
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_EndQuorumEpochResponse__NodeEndpoint_0(out: bytearray, o: EndQuorumEpochResponse.NodeEndpoint) -> None:
@@ -828,11 +878,15 @@ def _w_EndQuorumEpochResponse__NodeEndpoint_0(out: bytearray, o: EndQuorumEpochR
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_H.pack(o.port)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -17,9 +17,6 @@ _NONE = VersionRange.NONE
 class EndTransactionRecord(KafkaMessage):
     __slots__ = ()
 
-    def __init__(self) -> None:
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
-
     NAME = 'EndTransactionRecord'
     API_KEY = 24
     MESSAGE_TYPE = 'metadata'
@@ -28,28 +25,28 @@ class EndTransactionRecord(KafkaMessage):
 
 
 def _r_EndTransactionRecord_0(buf: Any, pos: int) -> tuple[EndTransactionRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        unknown = _wire.EMPTY_TAGS
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(EndTransactionRecord)
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EndTransactionRecord: {exc}", offset=pos) from None
-    o = _new(EndTransactionRecord)
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_EndTransactionRecord_0(out: bytearray, o: EndTransactionRecord) -> None:
     try:
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

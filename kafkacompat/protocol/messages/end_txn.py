@@ -14,8 +14,11 @@ __all__ = ['EndTxnRequest', 'EndTxnResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_ih = struct.Struct(">ih")
+_F_ihB = struct.Struct(">ihB")
 _F_ihqh = struct.Struct(">ihqh")
+_F_ihqhB = struct.Struct(">ihqhB")
 _F_qho = struct.Struct(">qh?")
+_F_qhoB = struct.Struct(">qh?B")
 
 
 class EndTxnRequest(KafkaMessage):
@@ -26,7 +29,7 @@ class EndTxnRequest(KafkaMessage):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.committed = committed
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'EndTxnRequest'
     API_KEY = 26
@@ -44,7 +47,7 @@ class EndTxnResponse(KafkaMessage):
         self.error_code = error_code
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'EndTxnResponse'
     API_KEY = 26
@@ -55,20 +58,20 @@ class EndTxnResponse(KafkaMessage):
 
 def _r_EndTxnRequest_0(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
     try:
-        v_transactional_id, pos = _wire.read_string(buf, pos)
-        if v_transactional_id is None:
+        s1_transactional_id, pos = _wire.read_string(buf, pos)
+        if s1_transactional_id is None:
             raise _wire.null_error("transactional_id", pos)
-        (v_producer_id, v_producer_epoch, v_committed,) = _F_qho.unpack_from(buf, pos)
+        (s1_producer_id, s1_producer_epoch, s1_committed,) = _F_qho.unpack_from(buf, pos)
         pos += 11
+        o1 = _new(EndTxnRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.producer_id = s1_producer_id
+        o1.producer_epoch = s1_producer_epoch
+        o1.committed = s1_committed
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EndTxnRequest: {exc}", offset=pos) from None
-    o = _new(EndTxnRequest)
-    o.transactional_id = v_transactional_id
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.committed = v_committed
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_EndTxnRequest_0(out: bytearray, o: EndTxnRequest) -> None:
@@ -84,30 +87,37 @@ def _w_EndTxnRequest_0(out: bytearray, o: EndTxnRequest) -> None:
 
 
 def _r_EndTxnRequest_1(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        if v_transactional_id is None:
-            raise _wire.null_error("transactional_id", pos)
-        (v_producer_id, v_producer_epoch, v_committed,) = _F_qho.unpack_from(buf, pos)
-        pos += 11
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
+        (s1_producer_id, s1_producer_epoch, s1_committed, t1,) = _F_qhoB.unpack_from(buf, pos)
+        pos += 12
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(EndTxnRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.producer_id = s1_producer_id
+        o1.producer_epoch = s1_producer_epoch
+        o1.committed = s1_committed
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EndTxnRequest: {exc}", offset=pos) from None
-    o = _new(EndTxnRequest)
-    o.transactional_id = v_transactional_id
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.committed = v_committed
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_EndTxnRequest_1(out: bytearray, o: EndTxnRequest) -> None:
@@ -116,11 +126,15 @@ def _w_EndTxnRequest_1(out: bytearray, o: EndTxnRequest) -> None:
         x = o.transactional_id
         if x is None:
             raise EncodeError("field transactional_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_qho.pack(o.producer_id, o.producer_epoch, o.committed)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -129,17 +143,17 @@ def _w_EndTxnRequest_1(out: bytearray, o: EndTxnRequest) -> None:
 
 def _r_EndTxnResponse_0(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
+        o1 = _new(EndTxnResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.producer_id = -1
+        o1.producer_epoch = -1
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EndTxnResponse: {exc}", offset=pos) from None
-    o = _new(EndTxnResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.producer_id = -1
-    o.producer_epoch = -1
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_EndTxnResponse_0(out: bytearray, o: EndTxnResponse) -> None:
@@ -150,35 +164,34 @@ def _w_EndTxnResponse_0(out: bytearray, o: EndTxnResponse) -> None:
 
 
 def _r_EndTxnResponse_1(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_throttle_time_ms, s1_error_code, t1,) = _F_ihB.unpack_from(buf, pos)
+        pos += 7
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(EndTxnResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.producer_id = -1
+        o1.producer_epoch = -1
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EndTxnResponse: {exc}", offset=pos) from None
-    o = _new(EndTxnResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.producer_id = -1
-    o.producer_epoch = -1
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_EndTxnResponse_1(out: bytearray, o: EndTxnResponse) -> None:
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -186,35 +199,34 @@ def _w_EndTxnResponse_1(out: bytearray, o: EndTxnResponse) -> None:
 
 
 def _r_EndTxnResponse_2(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code, v_producer_id, v_producer_epoch,) = _F_ihqh.unpack_from(buf, pos)
-        pos += 16
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_throttle_time_ms, s1_error_code, s1_producer_id, s1_producer_epoch, t1,) = _F_ihqhB.unpack_from(buf, pos)
+        pos += 17
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(EndTxnResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.producer_id = s1_producer_id
+        o1.producer_epoch = s1_producer_epoch
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EndTxnResponse: {exc}", offset=pos) from None
-    o = _new(EndTxnResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_EndTxnResponse_2(out: bytearray, o: EndTxnResponse) -> None:
     try:
         out += _F_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

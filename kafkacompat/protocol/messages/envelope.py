@@ -14,6 +14,7 @@ __all__ = ['EnvelopeRequest', 'EnvelopeResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
+_F_hB = struct.Struct(">hB")
 
 
 class EnvelopeRequest(KafkaMessage):
@@ -23,7 +24,7 @@ class EnvelopeRequest(KafkaMessage):
         self.request_data = request_data
         self.request_principal = request_principal
         self.client_host_address = client_host_address
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'EnvelopeRequest'
     API_KEY = 58
@@ -38,7 +39,7 @@ class EnvelopeResponse(KafkaMessage):
     def __init__(self, *, response_data: bytes | None = None, error_code: int = 0) -> None:
         self.response_data = response_data
         self.error_code = error_code
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'EnvelopeResponse'
     API_KEY = 58
@@ -48,31 +49,32 @@ class EnvelopeResponse(KafkaMessage):
 
 
 def _r_EnvelopeRequest_0(buf: Any, pos: int) -> tuple[EnvelopeRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_request_data, pos = _wire.read_compact_bytes(buf, pos)
-        if v_request_data is None:
+        s1_request_data, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_request_data is None:
             raise _wire.null_error("request_data", pos)
-        v_request_principal, pos = _wire.read_compact_bytes(buf, pos)
-        v_client_host_address, pos = _wire.read_compact_bytes(buf, pos)
-        if v_client_host_address is None:
+        s1_request_principal, pos = _wire.read_compact_bytes(buf, pos)
+        s1_client_host_address, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_client_host_address is None:
             raise _wire.null_error("client_host_address", pos)
-        unknown = _wire.EMPTY_TAGS
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(EnvelopeRequest)
+        o1.request_data = s1_request_data
+        o1.request_principal = s1_request_principal
+        o1.client_host_address = s1_client_host_address
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EnvelopeRequest: {exc}", offset=pos) from None
-    o = _new(EnvelopeRequest)
-    o.request_data = v_request_data
-    o.request_principal = v_request_principal
-    o.client_host_address = v_client_host_address
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_EnvelopeRequest_0(out: bytearray, o: EnvelopeRequest) -> None:
@@ -88,9 +90,8 @@ def _w_EnvelopeRequest_0(out: bytearray, o: EnvelopeRequest) -> None:
         if x is None:
             raise EncodeError("field client_host_address is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -98,26 +99,26 @@ def _w_EnvelopeRequest_0(out: bytearray, o: EnvelopeRequest) -> None:
 
 
 def _r_EnvelopeResponse_0(buf: Any, pos: int) -> tuple[EnvelopeResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_response_data, pos = _wire.read_compact_bytes(buf, pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        s1_response_data, pos = _wire.read_compact_bytes(buf, pos)
+        (s1_error_code, t1,) = _F_hB.unpack_from(buf, pos)
+        pos += 3
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(EnvelopeResponse)
+        o1.response_data = s1_response_data
+        o1.error_code = s1_error_code
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read EnvelopeResponse: {exc}", offset=pos) from None
-    o = _new(EnvelopeResponse)
-    o.response_data = v_response_data
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_EnvelopeResponse_0(out: bytearray, o: EnvelopeResponse) -> None:
@@ -126,9 +127,8 @@ def _w_EnvelopeResponse_0(out: bytearray, o: EnvelopeResponse) -> None:
         x = o.response_data
         _wire.write_compact_bytes(out, x)
         out += _F_h.pack(o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,7 +14,9 @@ __all__ = ['ExpireDelegationTokenRequest', 'ExpireDelegationTokenResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_hqi = struct.Struct(">hqi")
+_F_hqiB = struct.Struct(">hqiB")
 _F_q = struct.Struct(">q")
+_F_qB = struct.Struct(">qB")
 
 
 class ExpireDelegationTokenRequest(KafkaMessage):
@@ -23,7 +25,7 @@ class ExpireDelegationTokenRequest(KafkaMessage):
     def __init__(self, *, hmac: bytes = b"", expiry_time_period_ms: int = 0) -> None:
         self.hmac = hmac
         self.expiry_time_period_ms = expiry_time_period_ms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ExpireDelegationTokenRequest'
     API_KEY = 40
@@ -40,7 +42,7 @@ class ExpireDelegationTokenResponse(KafkaMessage):
         self.error_code = error_code
         self.expiry_timestamp_ms = expiry_timestamp_ms
         self.throttle_time_ms = throttle_time_ms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ExpireDelegationTokenResponse'
     API_KEY = 40
@@ -51,18 +53,18 @@ class ExpireDelegationTokenResponse(KafkaMessage):
 
 def _r_ExpireDelegationTokenRequest_0(buf: Any, pos: int) -> tuple[ExpireDelegationTokenRequest, int]:
     try:
-        v_hmac, pos = _wire.read_bytes(buf, pos)
-        if v_hmac is None:
+        s1_hmac, pos = _wire.read_bytes(buf, pos)
+        if s1_hmac is None:
             raise _wire.null_error("hmac", pos)
-        (v_expiry_time_period_ms,) = _F_q.unpack_from(buf, pos)
+        (s1_expiry_time_period_ms,) = _F_q.unpack_from(buf, pos)
         pos += 8
+        o1 = _new(ExpireDelegationTokenRequest)
+        o1.hmac = s1_hmac
+        o1.expiry_time_period_ms = s1_expiry_time_period_ms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ExpireDelegationTokenRequest: {exc}", offset=pos) from None
-    o = _new(ExpireDelegationTokenRequest)
-    o.hmac = v_hmac
-    o.expiry_time_period_ms = v_expiry_time_period_ms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ExpireDelegationTokenRequest_0(out: bytearray, o: ExpireDelegationTokenRequest) -> None:
@@ -78,28 +80,28 @@ def _w_ExpireDelegationTokenRequest_0(out: bytearray, o: ExpireDelegationTokenRe
 
 
 def _r_ExpireDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[ExpireDelegationTokenRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_hmac, pos = _wire.read_compact_bytes(buf, pos)
-        if v_hmac is None:
+        s1_hmac, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_hmac is None:
             raise _wire.null_error("hmac", pos)
-        (v_expiry_time_period_ms,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_expiry_time_period_ms, t1,) = _F_qB.unpack_from(buf, pos)
+        pos += 9
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ExpireDelegationTokenRequest)
+        o1.hmac = s1_hmac
+        o1.expiry_time_period_ms = s1_expiry_time_period_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ExpireDelegationTokenRequest: {exc}", offset=pos) from None
-    o = _new(ExpireDelegationTokenRequest)
-    o.hmac = v_hmac
-    o.expiry_time_period_ms = v_expiry_time_period_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ExpireDelegationTokenRequest_1(out: bytearray, o: ExpireDelegationTokenRequest) -> None:
@@ -110,9 +112,8 @@ def _w_ExpireDelegationTokenRequest_1(out: bytearray, o: ExpireDelegationTokenRe
             raise EncodeError("field hmac is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
         out += _F_q.pack(o.expiry_time_period_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -121,16 +122,16 @@ def _w_ExpireDelegationTokenRequest_1(out: bytearray, o: ExpireDelegationTokenRe
 
 def _r_ExpireDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[ExpireDelegationTokenResponse, int]:
     try:
-        (v_error_code, v_expiry_timestamp_ms, v_throttle_time_ms,) = _F_hqi.unpack_from(buf, pos)
+        (s1_error_code, s1_expiry_timestamp_ms, s1_throttle_time_ms,) = _F_hqi.unpack_from(buf, pos)
         pos += 14
+        o1 = _new(ExpireDelegationTokenResponse)
+        o1.error_code = s1_error_code
+        o1.expiry_timestamp_ms = s1_expiry_timestamp_ms
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ExpireDelegationTokenResponse: {exc}", offset=pos) from None
-    o = _new(ExpireDelegationTokenResponse)
-    o.error_code = v_error_code
-    o.expiry_timestamp_ms = v_expiry_timestamp_ms
-    o.throttle_time_ms = v_throttle_time_ms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ExpireDelegationTokenResponse_0(out: bytearray, o: ExpireDelegationTokenResponse) -> None:
@@ -141,34 +142,33 @@ def _w_ExpireDelegationTokenResponse_0(out: bytearray, o: ExpireDelegationTokenR
 
 
 def _r_ExpireDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[ExpireDelegationTokenResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code, v_expiry_timestamp_ms, v_throttle_time_ms,) = _F_hqi.unpack_from(buf, pos)
-        pos += 14
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_error_code, s1_expiry_timestamp_ms, s1_throttle_time_ms, t1,) = _F_hqiB.unpack_from(buf, pos)
+        pos += 15
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ExpireDelegationTokenResponse)
+        o1.error_code = s1_error_code
+        o1.expiry_timestamp_ms = s1_expiry_timestamp_ms
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ExpireDelegationTokenResponse: {exc}", offset=pos) from None
-    o = _new(ExpireDelegationTokenResponse)
-    o.error_code = v_error_code
-    o.expiry_timestamp_ms = v_expiry_timestamp_ms
-    o.throttle_time_ms = v_throttle_time_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ExpireDelegationTokenResponse_1(out: bytearray, o: ExpireDelegationTokenResponse) -> None:
     try:
         out += _F_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

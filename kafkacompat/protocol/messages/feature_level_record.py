@@ -14,6 +14,7 @@ __all__ = ['FeatureLevelRecord']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
+_F_hB = struct.Struct(">hB")
 
 
 class FeatureLevelRecord(KafkaMessage):
@@ -22,7 +23,7 @@ class FeatureLevelRecord(KafkaMessage):
     def __init__(self, *, name: str = "", feature_level: int = 0) -> None:
         self.name = name
         self.feature_level = feature_level
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'FeatureLevelRecord'
     API_KEY = 12
@@ -32,28 +33,35 @@ class FeatureLevelRecord(KafkaMessage):
 
 
 def _r_FeatureLevelRecord_0(buf: Any, pos: int) -> tuple[FeatureLevelRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_feature_level,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_name, pos = _wire.read_compact_text(buf, pos, "name")
+        (s1_feature_level, t1,) = _F_hB.unpack_from(buf, pos)
+        pos += 3
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(FeatureLevelRecord)
+        o1.name = s1_name
+        o1.feature_level = s1_feature_level
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FeatureLevelRecord: {exc}", offset=pos) from None
-    o = _new(FeatureLevelRecord)
-    o.name = v_name
-    o.feature_level = v_feature_level
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FeatureLevelRecord_0(out: bytearray, o: FeatureLevelRecord) -> None:
@@ -62,11 +70,15 @@ def _w_FeatureLevelRecord_0(out: bytearray, o: FeatureLevelRecord) -> None:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.feature_level)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

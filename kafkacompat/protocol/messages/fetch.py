@@ -20,18 +20,23 @@ _F_ihq = struct.Struct(">ihq")
 _F_ihqq = struct.Struct(">ihqq")
 _F_ihqqq = struct.Struct(">ihqqq")
 _F_ii = struct.Struct(">ii")
+_F_iiB = struct.Struct(">iiB")
 _F_iii = struct.Struct(">iii")
 _F_iiibii = struct.Struct(">iiibii")
 _F_iiii = struct.Struct(">iiii")
 _F_iiiib = struct.Struct(">iiiib")
 _F_iiiibii = struct.Struct(">iiiibii")
 _F_iiqiqi = struct.Struct(">iiqiqi")
+_F_iiqiqiB = struct.Struct(">iiqiqiB")
 _F_iiqqi = struct.Struct(">iiqqi")
 _F_iq = struct.Struct(">iq")
+_F_iqB = struct.Struct(">iqB")
 _F_iqi = struct.Struct(">iqi")
 _F_iqqi = struct.Struct(">iqqi")
 _F_qi = struct.Struct(">qi")
+_F_qiB = struct.Struct(">qiB")
 _F_qq = struct.Struct(">qq")
+_F_qqB = struct.Struct(">qqB")
 
 
 class FetchRequest(KafkaMessage):
@@ -50,7 +55,7 @@ class FetchRequest(KafkaMessage):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.forgotten_topics_data = [] if forgotten_topics_data is _wire.DEFAULT else forgotten_topics_data
         self.rack_id = rack_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'FetchRequest'
     API_KEY = 1
@@ -66,7 +71,7 @@ class FetchRequest(KafkaMessage):
         def __init__(self, *, replica_id: int = -1, replica_epoch: int = -1) -> None:
             self.replica_id = replica_id
             self.replica_epoch = replica_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class FetchPartition(KafkaStruct):
@@ -80,7 +85,7 @@ class FetchRequest(KafkaMessage):
             self.log_start_offset = log_start_offset
             self.partition_max_bytes = partition_max_bytes
             self.replica_directory_id = replica_directory_id
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class FetchTopic(KafkaStruct):
@@ -90,7 +95,7 @@ class FetchRequest(KafkaMessage):
             self.topic = topic
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ForgottenTopic(KafkaStruct):
@@ -100,7 +105,7 @@ class FetchRequest(KafkaMessage):
             self.topic = topic
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class FetchResponse(KafkaMessage):
@@ -112,7 +117,7 @@ class FetchResponse(KafkaMessage):
         self.session_id = session_id
         self.responses = [] if responses is _wire.DEFAULT else responses
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'FetchResponse'
     API_KEY = 1
@@ -126,7 +131,7 @@ class FetchResponse(KafkaMessage):
         def __init__(self, *, epoch: int = -1, end_offset: int = -1) -> None:
             self.epoch = epoch
             self.end_offset = end_offset
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class LeaderIdAndEpoch(KafkaStruct):
@@ -135,7 +140,7 @@ class FetchResponse(KafkaMessage):
         def __init__(self, *, leader_id: int = -1, leader_epoch: int = -1) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class SnapshotId(KafkaStruct):
@@ -144,7 +149,7 @@ class FetchResponse(KafkaMessage):
         def __init__(self, *, end_offset: int = -1, epoch: int = -1) -> None:
             self.end_offset = end_offset
             self.epoch = epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class AbortedTransaction(KafkaStruct):
@@ -153,7 +158,7 @@ class FetchResponse(KafkaMessage):
         def __init__(self, *, producer_id: int = 0, first_offset: int = 0) -> None:
             self.producer_id = producer_id
             self.first_offset = first_offset
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class PartitionData(KafkaStruct):
@@ -171,7 +176,7 @@ class FetchResponse(KafkaMessage):
             self.aborted_transactions = [] if aborted_transactions is _wire.DEFAULT else aborted_transactions
             self.preferred_read_replica = preferred_read_replica
             self.records = records
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class FetchableTopicResponse(KafkaStruct):
@@ -181,7 +186,7 @@ class FetchResponse(KafkaMessage):
             self.topic = topic
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class NodeEndpoint(KafkaStruct):
@@ -192,42 +197,89 @@ class FetchResponse(KafkaMessage):
             self.host = host
             self.port = port
             self.rack = rack
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
 
 
 def _r_FetchRequest_0(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_replica_id, v_max_wait_ms, v_min_bytes,) = _F_iii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_max_wait_ms, s1_min_bytes,) = _F_iii.unpack_from(buf, pos)
         pos += 12
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__FetchTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 16 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_fetch_offset, s5_partition_max_bytes,) in _F_iqi.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_FetchRequest__FetchPartition)
+                            o5.partition = s5_partition
+                            o5.fetch_offset = s5_fetch_offset
+                            o5.partition_max_bytes = s5_partition_max_bytes
+                            o5.current_leader_epoch = -1
+                            o5.last_fetched_epoch = -1
+                            o5.log_start_offset = -1
+                            o5.replica_directory_id = _wire.ZERO_UUID
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_fetch_offset, s6_partition_max_bytes,) = _F_iqi.unpack_from(buf, pos)
+                            pos += 16
+                            o6 = _new(_C_FetchRequest__FetchPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = -1
+                            o6.fetch_offset = s6_fetch_offset
+                            o6.last_fetched_epoch = -1
+                            o6.log_start_offset = -1
+                            o6.partition_max_bytes = s6_partition_max_bytes
+                            o6.replica_directory_id = _wire.ZERO_UUID
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_FetchRequest__FetchTopic)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(FetchRequest)
+        o1.cluster_id = None
+        o1.replica_id = s1_replica_id
+        o1.replica_state = FetchRequest.ReplicaState()
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = 2147483647
+        o1.isolation_level = 0
+        o1.session_id = 0
+        o1.session_epoch = -1
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = []
+        o1.rack_id = ''
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
-    o = _new(FetchRequest)
-    o.cluster_id = None
-    o.replica_id = v_replica_id
-    o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = v_max_wait_ms
-    o.min_bytes = v_min_bytes
-    o.max_bytes = 2147483647
-    o.isolation_level = 0
-    o.session_id = 0
-    o.session_epoch = -1
-    o.topics = v_topics
-    o.forgotten_topics_data = []
-    o.rack_id = ''
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchRequest_0(out: bytearray, o: FetchRequest) -> None:
@@ -251,36 +303,83 @@ def _w_FetchRequest_0(out: bytearray, o: FetchRequest) -> None:
 
 
 def _r_FetchRequest_1(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes,) = _F_iiii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_max_wait_ms, s1_min_bytes, s1_max_bytes,) = _F_iiii.unpack_from(buf, pos)
         pos += 16
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__FetchTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 16 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_fetch_offset, s5_partition_max_bytes,) in _F_iqi.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_FetchRequest__FetchPartition)
+                            o5.partition = s5_partition
+                            o5.fetch_offset = s5_fetch_offset
+                            o5.partition_max_bytes = s5_partition_max_bytes
+                            o5.current_leader_epoch = -1
+                            o5.last_fetched_epoch = -1
+                            o5.log_start_offset = -1
+                            o5.replica_directory_id = _wire.ZERO_UUID
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_fetch_offset, s6_partition_max_bytes,) = _F_iqi.unpack_from(buf, pos)
+                            pos += 16
+                            o6 = _new(_C_FetchRequest__FetchPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = -1
+                            o6.fetch_offset = s6_fetch_offset
+                            o6.last_fetched_epoch = -1
+                            o6.log_start_offset = -1
+                            o6.partition_max_bytes = s6_partition_max_bytes
+                            o6.replica_directory_id = _wire.ZERO_UUID
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_FetchRequest__FetchTopic)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(FetchRequest)
+        o1.cluster_id = None
+        o1.replica_id = s1_replica_id
+        o1.replica_state = FetchRequest.ReplicaState()
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = s1_max_bytes
+        o1.isolation_level = 0
+        o1.session_id = 0
+        o1.session_epoch = -1
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = []
+        o1.rack_id = ''
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
-    o = _new(FetchRequest)
-    o.cluster_id = None
-    o.replica_id = v_replica_id
-    o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = v_max_wait_ms
-    o.min_bytes = v_min_bytes
-    o.max_bytes = v_max_bytes
-    o.isolation_level = 0
-    o.session_id = 0
-    o.session_epoch = -1
-    o.topics = v_topics
-    o.forgotten_topics_data = []
-    o.rack_id = ''
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchRequest_1(out: bytearray, o: FetchRequest) -> None:
@@ -304,36 +403,83 @@ def _w_FetchRequest_1(out: bytearray, o: FetchRequest) -> None:
 
 
 def _r_FetchRequest_2(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level,) = _F_iiiib.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_max_wait_ms, s1_min_bytes, s1_max_bytes, s1_isolation_level,) = _F_iiiib.unpack_from(buf, pos)
         pos += 17
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__FetchTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 16 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_fetch_offset, s5_partition_max_bytes,) in _F_iqi.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_FetchRequest__FetchPartition)
+                            o5.partition = s5_partition
+                            o5.fetch_offset = s5_fetch_offset
+                            o5.partition_max_bytes = s5_partition_max_bytes
+                            o5.current_leader_epoch = -1
+                            o5.last_fetched_epoch = -1
+                            o5.log_start_offset = -1
+                            o5.replica_directory_id = _wire.ZERO_UUID
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_fetch_offset, s6_partition_max_bytes,) = _F_iqi.unpack_from(buf, pos)
+                            pos += 16
+                            o6 = _new(_C_FetchRequest__FetchPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = -1
+                            o6.fetch_offset = s6_fetch_offset
+                            o6.last_fetched_epoch = -1
+                            o6.log_start_offset = -1
+                            o6.partition_max_bytes = s6_partition_max_bytes
+                            o6.replica_directory_id = _wire.ZERO_UUID
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_FetchRequest__FetchTopic)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(FetchRequest)
+        o1.cluster_id = None
+        o1.replica_id = s1_replica_id
+        o1.replica_state = FetchRequest.ReplicaState()
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = s1_max_bytes
+        o1.isolation_level = s1_isolation_level
+        o1.session_id = 0
+        o1.session_epoch = -1
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = []
+        o1.rack_id = ''
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
-    o = _new(FetchRequest)
-    o.cluster_id = None
-    o.replica_id = v_replica_id
-    o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = v_max_wait_ms
-    o.min_bytes = v_min_bytes
-    o.max_bytes = v_max_bytes
-    o.isolation_level = v_isolation_level
-    o.session_id = 0
-    o.session_epoch = -1
-    o.topics = v_topics
-    o.forgotten_topics_data = []
-    o.rack_id = ''
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchRequest_2(out: bytearray, o: FetchRequest) -> None:
@@ -357,36 +503,83 @@ def _w_FetchRequest_2(out: bytearray, o: FetchRequest) -> None:
 
 
 def _r_FetchRequest_3(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level,) = _F_iiiib.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_max_wait_ms, s1_min_bytes, s1_max_bytes, s1_isolation_level,) = _F_iiiib.unpack_from(buf, pos)
         pos += 17
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__FetchTopic_1(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 24 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_fetch_offset, s5_log_start_offset, s5_partition_max_bytes,) in _F_iqqi.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_FetchRequest__FetchPartition)
+                            o5.partition = s5_partition
+                            o5.fetch_offset = s5_fetch_offset
+                            o5.log_start_offset = s5_log_start_offset
+                            o5.partition_max_bytes = s5_partition_max_bytes
+                            o5.current_leader_epoch = -1
+                            o5.last_fetched_epoch = -1
+                            o5.replica_directory_id = _wire.ZERO_UUID
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_fetch_offset, s6_log_start_offset, s6_partition_max_bytes,) = _F_iqqi.unpack_from(buf, pos)
+                            pos += 24
+                            o6 = _new(_C_FetchRequest__FetchPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = -1
+                            o6.fetch_offset = s6_fetch_offset
+                            o6.last_fetched_epoch = -1
+                            o6.log_start_offset = s6_log_start_offset
+                            o6.partition_max_bytes = s6_partition_max_bytes
+                            o6.replica_directory_id = _wire.ZERO_UUID
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_FetchRequest__FetchTopic)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(FetchRequest)
+        o1.cluster_id = None
+        o1.replica_id = s1_replica_id
+        o1.replica_state = FetchRequest.ReplicaState()
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = s1_max_bytes
+        o1.isolation_level = s1_isolation_level
+        o1.session_id = 0
+        o1.session_epoch = -1
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = []
+        o1.rack_id = ''
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
-    o = _new(FetchRequest)
-    o.cluster_id = None
-    o.replica_id = v_replica_id
-    o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = v_max_wait_ms
-    o.min_bytes = v_min_bytes
-    o.max_bytes = v_max_bytes
-    o.isolation_level = v_isolation_level
-    o.session_id = 0
-    o.session_epoch = -1
-    o.topics = v_topics
-    o.forgotten_topics_data = []
-    o.rack_id = ''
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchRequest_3(out: bytearray, o: FetchRequest) -> None:
@@ -410,45 +603,111 @@ def _w_FetchRequest_3(out: bytearray, o: FetchRequest) -> None:
 
 
 def _r_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    item: Any
-    v_topics: list[Any]
-    v_forgotten_topics_data: list[Any]
+    s1_forgotten_topics_data: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s8_partitions: list[Any]
     try:
-        (v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch,) = _F_iiiibii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_max_wait_ms, s1_min_bytes, s1_max_bytes, s1_isolation_level, s1_session_id, s1_session_epoch,) = _F_iiiibii.unpack_from(buf, pos)
         pos += 25
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__FetchTopic_1(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 24 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_fetch_offset, s5_log_start_offset, s5_partition_max_bytes,) in _F_iqqi.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_FetchRequest__FetchPartition)
+                            o5.partition = s5_partition
+                            o5.fetch_offset = s5_fetch_offset
+                            o5.log_start_offset = s5_log_start_offset
+                            o5.partition_max_bytes = s5_partition_max_bytes
+                            o5.current_leader_epoch = -1
+                            o5.last_fetched_epoch = -1
+                            o5.replica_directory_id = _wire.ZERO_UUID
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_fetch_offset, s6_log_start_offset, s6_partition_max_bytes,) = _F_iqqi.unpack_from(buf, pos)
+                            pos += 24
+                            o6 = _new(_C_FetchRequest__FetchPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = -1
+                            o6.fetch_offset = s6_fetch_offset
+                            o6.last_fetched_epoch = -1
+                            o6.log_start_offset = s6_log_start_offset
+                            o6.partition_max_bytes = s6_partition_max_bytes
+                            o6.replica_directory_id = _wire.ZERO_UUID
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_FetchRequest__FetchTopic)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("forgotten_topics_data", pos)
         else:
-            v_forgotten_topics_data = []
+            s1_forgotten_topics_data = []
+            add7 = s1_forgotten_topics_data.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__ForgottenTopic_0(buf, pos)
-                v_forgotten_topics_data.append(item)
+                s8_topic, pos = _wire.read_string(buf, pos)
+                if s8_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s8_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s8_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o8 = _new(_C_FetchRequest__ForgottenTopic)
+                o8.topic = s8_topic
+                o8.topic_id = _wire.ZERO_UUID
+                o8.partitions = s8_partitions
+                o8._unknown_tags = _wire.EMPTY_TAGS
+                add7(o8)
+        o1 = _new(FetchRequest)
+        o1.cluster_id = None
+        o1.replica_id = s1_replica_id
+        o1.replica_state = FetchRequest.ReplicaState()
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = s1_max_bytes
+        o1.isolation_level = s1_isolation_level
+        o1.session_id = s1_session_id
+        o1.session_epoch = s1_session_epoch
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = s1_forgotten_topics_data
+        o1.rack_id = ''
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
-    o = _new(FetchRequest)
-    o.cluster_id = None
-    o.replica_id = v_replica_id
-    o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = v_max_wait_ms
-    o.min_bytes = v_min_bytes
-    o.max_bytes = v_max_bytes
-    o.isolation_level = v_isolation_level
-    o.session_id = v_session_id
-    o.session_epoch = v_session_epoch
-    o.topics = v_topics
-    o.forgotten_topics_data = v_forgotten_topics_data
-    o.rack_id = ''
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchRequest_4(out: bytearray, o: FetchRequest) -> None:
@@ -477,45 +736,111 @@ def _w_FetchRequest_4(out: bytearray, o: FetchRequest) -> None:
 
 
 def _r_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    item: Any
-    v_topics: list[Any]
-    v_forgotten_topics_data: list[Any]
+    s1_forgotten_topics_data: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s8_partitions: list[Any]
     try:
-        (v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch,) = _F_iiiibii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_max_wait_ms, s1_min_bytes, s1_max_bytes, s1_isolation_level, s1_session_id, s1_session_epoch,) = _F_iiiibii.unpack_from(buf, pos)
         pos += 25
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__FetchTopic_2(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 28 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_current_leader_epoch, s5_fetch_offset, s5_log_start_offset, s5_partition_max_bytes,) in _F_iiqqi.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_FetchRequest__FetchPartition)
+                            o5.partition = s5_partition
+                            o5.current_leader_epoch = s5_current_leader_epoch
+                            o5.fetch_offset = s5_fetch_offset
+                            o5.log_start_offset = s5_log_start_offset
+                            o5.partition_max_bytes = s5_partition_max_bytes
+                            o5.last_fetched_epoch = -1
+                            o5.replica_directory_id = _wire.ZERO_UUID
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_current_leader_epoch, s6_fetch_offset, s6_log_start_offset, s6_partition_max_bytes,) = _F_iiqqi.unpack_from(buf, pos)
+                            pos += 28
+                            o6 = _new(_C_FetchRequest__FetchPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = s6_current_leader_epoch
+                            o6.fetch_offset = s6_fetch_offset
+                            o6.last_fetched_epoch = -1
+                            o6.log_start_offset = s6_log_start_offset
+                            o6.partition_max_bytes = s6_partition_max_bytes
+                            o6.replica_directory_id = _wire.ZERO_UUID
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_FetchRequest__FetchTopic)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("forgotten_topics_data", pos)
         else:
-            v_forgotten_topics_data = []
+            s1_forgotten_topics_data = []
+            add7 = s1_forgotten_topics_data.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__ForgottenTopic_0(buf, pos)
-                v_forgotten_topics_data.append(item)
+                s8_topic, pos = _wire.read_string(buf, pos)
+                if s8_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s8_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s8_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o8 = _new(_C_FetchRequest__ForgottenTopic)
+                o8.topic = s8_topic
+                o8.topic_id = _wire.ZERO_UUID
+                o8.partitions = s8_partitions
+                o8._unknown_tags = _wire.EMPTY_TAGS
+                add7(o8)
+        o1 = _new(FetchRequest)
+        o1.cluster_id = None
+        o1.replica_id = s1_replica_id
+        o1.replica_state = FetchRequest.ReplicaState()
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = s1_max_bytes
+        o1.isolation_level = s1_isolation_level
+        o1.session_id = s1_session_id
+        o1.session_epoch = s1_session_epoch
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = s1_forgotten_topics_data
+        o1.rack_id = ''
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
-    o = _new(FetchRequest)
-    o.cluster_id = None
-    o.replica_id = v_replica_id
-    o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = v_max_wait_ms
-    o.min_bytes = v_min_bytes
-    o.max_bytes = v_max_bytes
-    o.isolation_level = v_isolation_level
-    o.session_id = v_session_id
-    o.session_epoch = v_session_epoch
-    o.topics = v_topics
-    o.forgotten_topics_data = v_forgotten_topics_data
-    o.rack_id = ''
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchRequest_5(out: bytearray, o: FetchRequest) -> None:
@@ -544,48 +869,114 @@ def _w_FetchRequest_5(out: bytearray, o: FetchRequest) -> None:
 
 
 def _r_FetchRequest_6(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    item: Any
-    v_topics: list[Any]
-    v_forgotten_topics_data: list[Any]
+    s1_forgotten_topics_data: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s8_partitions: list[Any]
     try:
-        (v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch,) = _F_iiiibii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_max_wait_ms, s1_min_bytes, s1_max_bytes, s1_isolation_level, s1_session_id, s1_session_epoch,) = _F_iiiibii.unpack_from(buf, pos)
         pos += 25
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__FetchTopic_2(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 28 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_current_leader_epoch, s5_fetch_offset, s5_log_start_offset, s5_partition_max_bytes,) in _F_iiqqi.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_FetchRequest__FetchPartition)
+                            o5.partition = s5_partition
+                            o5.current_leader_epoch = s5_current_leader_epoch
+                            o5.fetch_offset = s5_fetch_offset
+                            o5.log_start_offset = s5_log_start_offset
+                            o5.partition_max_bytes = s5_partition_max_bytes
+                            o5.last_fetched_epoch = -1
+                            o5.replica_directory_id = _wire.ZERO_UUID
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_current_leader_epoch, s6_fetch_offset, s6_log_start_offset, s6_partition_max_bytes,) = _F_iiqqi.unpack_from(buf, pos)
+                            pos += 28
+                            o6 = _new(_C_FetchRequest__FetchPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = s6_current_leader_epoch
+                            o6.fetch_offset = s6_fetch_offset
+                            o6.last_fetched_epoch = -1
+                            o6.log_start_offset = s6_log_start_offset
+                            o6.partition_max_bytes = s6_partition_max_bytes
+                            o6.replica_directory_id = _wire.ZERO_UUID
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_FetchRequest__FetchTopic)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("forgotten_topics_data", pos)
         else:
-            v_forgotten_topics_data = []
+            s1_forgotten_topics_data = []
+            add7 = s1_forgotten_topics_data.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__ForgottenTopic_0(buf, pos)
-                v_forgotten_topics_data.append(item)
-        v_rack_id, pos = _wire.read_string(buf, pos)
-        if v_rack_id is None:
+                s8_topic, pos = _wire.read_string(buf, pos)
+                if s8_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s8_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s8_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o8 = _new(_C_FetchRequest__ForgottenTopic)
+                o8.topic = s8_topic
+                o8.topic_id = _wire.ZERO_UUID
+                o8.partitions = s8_partitions
+                o8._unknown_tags = _wire.EMPTY_TAGS
+                add7(o8)
+        s1_rack_id, pos = _wire.read_string(buf, pos)
+        if s1_rack_id is None:
             raise _wire.null_error("rack_id", pos)
+        o1 = _new(FetchRequest)
+        o1.cluster_id = None
+        o1.replica_id = s1_replica_id
+        o1.replica_state = FetchRequest.ReplicaState()
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = s1_max_bytes
+        o1.isolation_level = s1_isolation_level
+        o1.session_id = s1_session_id
+        o1.session_epoch = s1_session_epoch
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = s1_forgotten_topics_data
+        o1.rack_id = s1_rack_id
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
-    o = _new(FetchRequest)
-    o.cluster_id = None
-    o.replica_id = v_replica_id
-    o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = v_max_wait_ms
-    o.min_bytes = v_min_bytes
-    o.max_bytes = v_max_bytes
-    o.isolation_level = v_isolation_level
-    o.session_id = v_session_id
-    o.session_epoch = v_session_epoch
-    o.topics = v_topics
-    o.forgotten_topics_data = v_forgotten_topics_data
-    o.rack_id = v_rack_id
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchRequest_6(out: bytearray, o: FetchRequest) -> None:
@@ -618,63 +1009,204 @@ def _w_FetchRequest_6(out: bytearray, o: FetchRequest) -> None:
 
 
 def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    item: Any
-    v_topics: list[Any]
-    v_forgotten_topics_data: list[Any]
+    s1_cluster_id: str | None
+    s1_forgotten_topics_data: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s8_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch,) = _F_iiiibii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_max_wait_ms, s1_min_bytes, s1_max_bytes, s1_isolation_level, s1_session_id, s1_session_epoch,) = _F_iiiibii.unpack_from(buf, pos)
         pos += 25
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__FetchTopic_3(buf, pos)
-                v_topics.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 33 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_current_leader_epoch, s5_fetch_offset, s5_last_fetched_epoch, s5_log_start_offset, s5_partition_max_bytes, t5,) in _F_iiqiqiB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_FetchRequest__FetchPartition)
+                            o5.partition = s5_partition
+                            o5.current_leader_epoch = s5_current_leader_epoch
+                            o5.fetch_offset = s5_fetch_offset
+                            o5.last_fetched_epoch = s5_last_fetched_epoch
+                            o5.log_start_offset = s5_log_start_offset
+                            o5.partition_max_bytes = s5_partition_max_bytes
+                            o5.replica_directory_id = _wire.ZERO_UUID
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_current_leader_epoch, s6_fetch_offset, s6_last_fetched_epoch, s6_log_start_offset, s6_partition_max_bytes, t6,) = _F_iiqiqiB.unpack_from(buf, pos)
+                            pos += 33
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_FetchRequest__FetchPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = s6_current_leader_epoch
+                            o6.fetch_offset = s6_fetch_offset
+                            o6.last_fetched_epoch = s6_last_fetched_epoch
+                            o6.log_start_offset = s6_log_start_offset
+                            o6.partition_max_bytes = s6_partition_max_bytes
+                            o6.replica_directory_id = _wire.ZERO_UUID
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_FetchRequest__FetchTopic)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("forgotten_topics_data", pos)
         else:
-            v_forgotten_topics_data = []
+            s1_forgotten_topics_data = []
+            add7 = s1_forgotten_topics_data.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__ForgottenTopic_1(buf, pos)
-                v_forgotten_topics_data.append(item)
-        v_rack_id, pos = _wire.read_compact_string(buf, pos)
-        if v_rack_id is None:
-            raise _wire.null_error("rack_id", pos)
-        v_cluster_id = None
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s8_topic = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s8_topic, pos = _wire.read_compact_text(buf, pos, "topic")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s8_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s8_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u8 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count8, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count8):
+                        tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                        u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                        pos = end8
+                o8 = _new(_C_FetchRequest__ForgottenTopic)
+                o8.topic = s8_topic
+                o8.topic_id = _wire.ZERO_UUID
+                o8.partitions = s8_partitions
+                o8._unknown_tags = u8
+                add7(o8)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_rack_id, pos = _wire.read_compact_text(buf, pos, "rack_id")
+        s1_cluster_id = None
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    size = buf[pos]
+                    if 0 < size < 0x80:
+                        stop = pos + size
+                        if stop > buflen:
+                            raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                        s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+                        pos = stop
+                    else:
+                        s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(FetchRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.replica_id = s1_replica_id
+        o1.replica_state = FetchRequest.ReplicaState()
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = s1_max_bytes
+        o1.isolation_level = s1_isolation_level
+        o1.session_id = s1_session_id
+        o1.session_epoch = s1_session_epoch
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = s1_forgotten_topics_data
+        o1.rack_id = s1_rack_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
-    o = _new(FetchRequest)
-    o.cluster_id = v_cluster_id
-    o.replica_id = v_replica_id
-    o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = v_max_wait_ms
-    o.min_bytes = v_min_bytes
-    o.max_bytes = v_max_bytes
-    o.isolation_level = v_isolation_level
-    o.session_id = v_session_id
-    o.session_epoch = v_session_epoch
-    o.topics = v_topics
-    o.forgotten_topics_data = v_forgotten_topics_data
-    o.rack_id = v_rack_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchRequest_7(out: bytearray, o: FetchRequest) -> None:
@@ -701,15 +1233,25 @@ def _w_FetchRequest_7(out: bytearray, o: FetchRequest) -> None:
         x = o.rack_id
         if x is None:
             raise EncodeError("field rack_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         tags: list[tuple[int, bytearray]] = []
         if o.cluster_id is not None:
             t = bytearray()
             x = o.cluster_id
-            _wire.write_compact_string(t, x)
+            if x.__class__ is str and len(x) < 0x20:
+                data = x.encode()
+                t.append(len(data) + 1)
+                t += data
+            else:
+                _wire.write_compact_string(t, x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -717,63 +1259,188 @@ def _w_FetchRequest_7(out: bytearray, o: FetchRequest) -> None:
 
 
 def _r_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    item: Any
-    v_topics: list[Any]
-    v_forgotten_topics_data: list[Any]
+    s1_cluster_id: str | None
+    s1_forgotten_topics_data: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s8_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_replica_id, v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch,) = _F_iiiibii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_max_wait_ms, s1_min_bytes, s1_max_bytes, s1_isolation_level, s1_session_id, s1_session_epoch,) = _F_iiiibii.unpack_from(buf, pos)
         pos += 25
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__FetchTopic_4(buf, pos)
-                v_topics.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 33 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_current_leader_epoch, s5_fetch_offset, s5_last_fetched_epoch, s5_log_start_offset, s5_partition_max_bytes, t5,) in _F_iiqiqiB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_FetchRequest__FetchPartition)
+                            o5.partition = s5_partition
+                            o5.current_leader_epoch = s5_current_leader_epoch
+                            o5.fetch_offset = s5_fetch_offset
+                            o5.last_fetched_epoch = s5_last_fetched_epoch
+                            o5.log_start_offset = s5_log_start_offset
+                            o5.partition_max_bytes = s5_partition_max_bytes
+                            o5.replica_directory_id = _wire.ZERO_UUID
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_current_leader_epoch, s6_fetch_offset, s6_last_fetched_epoch, s6_log_start_offset, s6_partition_max_bytes, t6,) = _F_iiqiqiB.unpack_from(buf, pos)
+                            pos += 33
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_FetchRequest__FetchPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = s6_current_leader_epoch
+                            o6.fetch_offset = s6_fetch_offset
+                            o6.last_fetched_epoch = s6_last_fetched_epoch
+                            o6.log_start_offset = s6_log_start_offset
+                            o6.partition_max_bytes = s6_partition_max_bytes
+                            o6.replica_directory_id = _wire.ZERO_UUID
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_FetchRequest__FetchTopic)
+                o3.topic = ""
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("forgotten_topics_data", pos)
         else:
-            v_forgotten_topics_data = []
+            s1_forgotten_topics_data = []
+            add7 = s1_forgotten_topics_data.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__ForgottenTopic_2(buf, pos)
-                v_forgotten_topics_data.append(item)
-        v_rack_id, pos = _wire.read_compact_string(buf, pos)
-        if v_rack_id is None:
-            raise _wire.null_error("rack_id", pos)
-        v_cluster_id = None
-        unknown = _wire.EMPTY_TAGS
+                s8_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s8_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s8_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u8 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count8, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count8):
+                        tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                        u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                        pos = end8
+                o8 = _new(_C_FetchRequest__ForgottenTopic)
+                o8.topic = ""
+                o8.topic_id = s8_topic_id
+                o8.partitions = s8_partitions
+                o8._unknown_tags = u8
+                add7(o8)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_rack_id, pos = _wire.read_compact_text(buf, pos, "rack_id")
+        s1_cluster_id = None
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    size = buf[pos]
+                    if 0 < size < 0x80:
+                        stop = pos + size
+                        if stop > buflen:
+                            raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                        s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+                        pos = stop
+                    else:
+                        s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(FetchRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.replica_id = s1_replica_id
+        o1.replica_state = FetchRequest.ReplicaState()
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = s1_max_bytes
+        o1.isolation_level = s1_isolation_level
+        o1.session_id = s1_session_id
+        o1.session_epoch = s1_session_epoch
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = s1_forgotten_topics_data
+        o1.rack_id = s1_rack_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
-    o = _new(FetchRequest)
-    o.cluster_id = v_cluster_id
-    o.replica_id = v_replica_id
-    o.replica_state = FetchRequest.ReplicaState()
-    o.max_wait_ms = v_max_wait_ms
-    o.min_bytes = v_min_bytes
-    o.max_bytes = v_max_bytes
-    o.isolation_level = v_isolation_level
-    o.session_id = v_session_id
-    o.session_epoch = v_session_epoch
-    o.topics = v_topics
-    o.forgotten_topics_data = v_forgotten_topics_data
-    o.rack_id = v_rack_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchRequest_8(out: bytearray, o: FetchRequest) -> None:
@@ -800,15 +1467,25 @@ def _w_FetchRequest_8(out: bytearray, o: FetchRequest) -> None:
         x = o.rack_id
         if x is None:
             raise EncodeError("field rack_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         tags: list[tuple[int, bytearray]] = []
         if o.cluster_id is not None:
             t = bytearray()
             x = o.cluster_id
-            _wire.write_compact_string(t, x)
+            if x.__class__ is str and len(x) < 0x20:
+                data = x.encode()
+                t.append(len(data) + 1)
+                t += data
+            else:
+                _wire.write_compact_string(t, x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -816,69 +1493,209 @@ def _w_FetchRequest_8(out: bytearray, o: FetchRequest) -> None:
 
 
 def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    item: Any
-    v_replica_state: FetchRequest.ReplicaState
-    v_topics: list[Any]
-    v_forgotten_topics_data: list[Any]
+    s1_cluster_id: str | None
+    s1_forgotten_topics_data: list[Any]
+    s1_replica_state: FetchRequest.ReplicaState
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s8_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        (v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch,) = _F_iiibii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_max_wait_ms, s1_min_bytes, s1_max_bytes, s1_isolation_level, s1_session_id, s1_session_epoch,) = _F_iiibii.unpack_from(buf, pos)
         pos += 21
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__FetchTopic_4(buf, pos)
-                v_topics.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 33 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_current_leader_epoch, s5_fetch_offset, s5_last_fetched_epoch, s5_log_start_offset, s5_partition_max_bytes, t5,) in _F_iiqiqiB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_FetchRequest__FetchPartition)
+                            o5.partition = s5_partition
+                            o5.current_leader_epoch = s5_current_leader_epoch
+                            o5.fetch_offset = s5_fetch_offset
+                            o5.last_fetched_epoch = s5_last_fetched_epoch
+                            o5.log_start_offset = s5_log_start_offset
+                            o5.partition_max_bytes = s5_partition_max_bytes
+                            o5.replica_directory_id = _wire.ZERO_UUID
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_current_leader_epoch, s6_fetch_offset, s6_last_fetched_epoch, s6_log_start_offset, s6_partition_max_bytes, t6,) = _F_iiqiqiB.unpack_from(buf, pos)
+                            pos += 33
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_FetchRequest__FetchPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = s6_current_leader_epoch
+                            o6.fetch_offset = s6_fetch_offset
+                            o6.last_fetched_epoch = s6_last_fetched_epoch
+                            o6.log_start_offset = s6_log_start_offset
+                            o6.partition_max_bytes = s6_partition_max_bytes
+                            o6.replica_directory_id = _wire.ZERO_UUID
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_FetchRequest__FetchTopic)
+                o3.topic = ""
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("forgotten_topics_data", pos)
         else:
-            v_forgotten_topics_data = []
+            s1_forgotten_topics_data = []
+            add7 = s1_forgotten_topics_data.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__ForgottenTopic_2(buf, pos)
-                v_forgotten_topics_data.append(item)
-        v_rack_id, pos = _wire.read_compact_string(buf, pos)
-        if v_rack_id is None:
-            raise _wire.null_error("rack_id", pos)
-        v_cluster_id = None
-        v_replica_state = FetchRequest.ReplicaState()
-        unknown = _wire.EMPTY_TAGS
+                s8_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s8_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s8_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u8 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count8, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count8):
+                        tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                        u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                        pos = end8
+                o8 = _new(_C_FetchRequest__ForgottenTopic)
+                o8.topic = ""
+                o8.topic_id = s8_topic_id
+                o8.partitions = s8_partitions
+                o8._unknown_tags = u8
+                add7(o8)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_rack_id, pos = _wire.read_compact_text(buf, pos, "rack_id")
+        s1_cluster_id = None
+        s1_replica_state = FetchRequest.ReplicaState()
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 1:
-                    v_replica_state, pos = _r_FetchRequest__ReplicaState_0(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 1 should end at byte {end} but its value ends at {pos}", offset=pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    size = buf[pos]
+                    if 0 < size < 0x80:
+                        stop = pos + size
+                        if stop > buflen:
+                            raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                        s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+                        pos = stop
+                    else:
+                        s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 1:
+                    (s9_replica_id, s9_replica_epoch, t9,) = _F_iqB.unpack_from(buf, pos)
+                    pos += 13
+                    u9 = _wire.EMPTY_TAGS
+                    if t9:
+                        pos -= 1
+                        count9, pos = _wire.read_uvarint(buf, pos)
+                        for _ in range(count9):
+                            tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                            u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                            pos = end9
+                    o9 = _new(_C_FetchRequest__ReplicaState)
+                    o9.replica_id = s9_replica_id
+                    o9.replica_epoch = s9_replica_epoch
+                    o9._unknown_tags = u9
+                    s1_replica_state = o9
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(FetchRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.replica_id = -1
+        o1.replica_state = s1_replica_state
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = s1_max_bytes
+        o1.isolation_level = s1_isolation_level
+        o1.session_id = s1_session_id
+        o1.session_epoch = s1_session_epoch
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = s1_forgotten_topics_data
+        o1.rack_id = s1_rack_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
-    o = _new(FetchRequest)
-    o.cluster_id = v_cluster_id
-    o.replica_id = -1
-    o.replica_state = v_replica_state
-    o.max_wait_ms = v_max_wait_ms
-    o.min_bytes = v_min_bytes
-    o.max_bytes = v_max_bytes
-    o.isolation_level = v_isolation_level
-    o.session_id = v_session_id
-    o.session_epoch = v_session_epoch
-    o.topics = v_topics
-    o.forgotten_topics_data = v_forgotten_topics_data
-    o.rack_id = v_rack_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
@@ -905,20 +1722,30 @@ def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
         x = o.rack_id
         if x is None:
             raise EncodeError("field rack_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         tags: list[tuple[int, bytearray]] = []
         if o.cluster_id is not None:
             t = bytearray()
             x = o.cluster_id
-            _wire.write_compact_string(t, x)
+            if x.__class__ is str and len(x) < 0x20:
+                data = x.encode()
+                t.append(len(data) + 1)
+                t += data
+            else:
+                _wire.write_compact_string(t, x)
             tags.append((0, t))
         if o.replica_state != FetchRequest.ReplicaState():
             t = bytearray()
             x = o.replica_state
             _w_FetchRequest__ReplicaState_0(t, x)
             tags.append((1, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -926,69 +1753,195 @@ def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
 
 
 def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
-    item: Any
-    v_replica_state: FetchRequest.ReplicaState
-    v_topics: list[Any]
-    v_forgotten_topics_data: list[Any]
+    s1_cluster_id: str | None
+    s1_forgotten_topics_data: list[Any]
+    s1_replica_state: FetchRequest.ReplicaState
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s7_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_max_wait_ms, v_min_bytes, v_max_bytes, v_isolation_level, v_session_id, v_session_epoch,) = _F_iiibii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_max_wait_ms, s1_min_bytes, s1_max_bytes, s1_isolation_level, s1_session_id, s1_session_epoch,) = _F_iiibii.unpack_from(buf, pos)
         pos += 21
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__FetchTopic_5(buf, pos)
-                v_topics.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition, s5_current_leader_epoch, s5_fetch_offset, s5_last_fetched_epoch, s5_log_start_offset, s5_partition_max_bytes,) = _F_iiqiqi.unpack_from(buf, pos)
+                        pos += 32
+                        s5_replica_directory_id = _wire.ZERO_UUID
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                if tag5 == 0:
+                                    s5_replica_directory_id, pos = _wire.read_uuid(buf, pos)
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                else:
+                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    pos = end5
+                        o5 = _new(_C_FetchRequest__FetchPartition)
+                        o5.partition = s5_partition
+                        o5.current_leader_epoch = s5_current_leader_epoch
+                        o5.fetch_offset = s5_fetch_offset
+                        o5.last_fetched_epoch = s5_last_fetched_epoch
+                        o5.log_start_offset = s5_log_start_offset
+                        o5.partition_max_bytes = s5_partition_max_bytes
+                        o5.replica_directory_id = s5_replica_directory_id
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_FetchRequest__FetchTopic)
+                o3.topic = ""
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("forgotten_topics_data", pos)
         else:
-            v_forgotten_topics_data = []
+            s1_forgotten_topics_data = []
+            add6 = s1_forgotten_topics_data.append
             for _ in range(n):
-                item, pos = _r_FetchRequest__ForgottenTopic_2(buf, pos)
-                v_forgotten_topics_data.append(item)
-        v_rack_id, pos = _wire.read_compact_string(buf, pos)
-        if v_rack_id is None:
-            raise _wire.null_error("rack_id", pos)
-        v_cluster_id = None
-        v_replica_state = FetchRequest.ReplicaState()
-        unknown = _wire.EMPTY_TAGS
+                s7_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s7_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s7_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u7 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count7, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count7):
+                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        pos = end7
+                o7 = _new(_C_FetchRequest__ForgottenTopic)
+                o7.topic = ""
+                o7.topic_id = s7_topic_id
+                o7.partitions = s7_partitions
+                o7._unknown_tags = u7
+                add6(o7)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_rack_id, pos = _wire.read_compact_text(buf, pos, "rack_id")
+        s1_cluster_id = None
+        s1_replica_state = FetchRequest.ReplicaState()
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 1:
-                    v_replica_state, pos = _r_FetchRequest__ReplicaState_0(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 1 should end at byte {end} but its value ends at {pos}", offset=pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    size = buf[pos]
+                    if 0 < size < 0x80:
+                        stop = pos + size
+                        if stop > buflen:
+                            raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                        s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+                        pos = stop
+                    else:
+                        s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 1:
+                    (s8_replica_id, s8_replica_epoch, t8,) = _F_iqB.unpack_from(buf, pos)
+                    pos += 13
+                    u8 = _wire.EMPTY_TAGS
+                    if t8:
+                        pos -= 1
+                        count8, pos = _wire.read_uvarint(buf, pos)
+                        for _ in range(count8):
+                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                            pos = end8
+                    o8 = _new(_C_FetchRequest__ReplicaState)
+                    o8.replica_id = s8_replica_id
+                    o8.replica_epoch = s8_replica_epoch
+                    o8._unknown_tags = u8
+                    s1_replica_state = o8
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(FetchRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.replica_id = -1
+        o1.replica_state = s1_replica_state
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = s1_max_bytes
+        o1.isolation_level = s1_isolation_level
+        o1.session_id = s1_session_id
+        o1.session_epoch = s1_session_epoch
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = s1_forgotten_topics_data
+        o1.rack_id = s1_rack_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchRequest: {exc}", offset=pos) from None
-    o = _new(FetchRequest)
-    o.cluster_id = v_cluster_id
-    o.replica_id = -1
-    o.replica_state = v_replica_state
-    o.max_wait_ms = v_max_wait_ms
-    o.min_bytes = v_min_bytes
-    o.max_bytes = v_max_bytes
-    o.isolation_level = v_isolation_level
-    o.session_id = v_session_id
-    o.session_epoch = v_session_epoch
-    o.topics = v_topics
-    o.forgotten_topics_data = v_forgotten_topics_data
-    o.rack_id = v_rack_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchRequest_10(out: bytearray, o: FetchRequest) -> None:
@@ -1015,76 +1968,45 @@ def _w_FetchRequest_10(out: bytearray, o: FetchRequest) -> None:
         x = o.rack_id
         if x is None:
             raise EncodeError("field rack_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         tags: list[tuple[int, bytearray]] = []
         if o.cluster_id is not None:
             t = bytearray()
             x = o.cluster_id
-            _wire.write_compact_string(t, x)
+            if x.__class__ is str and len(x) < 0x20:
+                data = x.encode()
+                t.append(len(data) + 1)
+                t += data
+            else:
+                _wire.write_compact_string(t, x)
             tags.append((0, t))
         if o.replica_state != FetchRequest.ReplicaState():
             t = bytearray()
             x = o.replica_state
             _w_FetchRequest__ReplicaState_0(t, x)
             tags.append((1, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchRequest__ReplicaState_0(buf: Any, pos: int) -> tuple[FetchRequest.ReplicaState, int]:
-    try:
-        (v_replica_id, v_replica_epoch,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReplicaState: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__ReplicaState)
-    o.replica_id = v_replica_id
-    o.replica_epoch = v_replica_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchRequest__ReplicaState_0(out: bytearray, o: FetchRequest.ReplicaState) -> None:
     try:
         out += _F_iq.pack(o.replica_id, o.replica_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchRequest__FetchPartition_0(buf: Any, pos: int) -> tuple[FetchRequest.FetchPartition, int]:
-    try:
-        (v_partition, v_fetch_offset, v_partition_max_bytes,) = _F_iqi.unpack_from(buf, pos)
-        pos += 16
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchPartition: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__FetchPartition)
-    o.partition = v_partition
-    o.current_leader_epoch = -1
-    o.fetch_offset = v_fetch_offset
-    o.last_fetched_epoch = -1
-    o.log_start_offset = -1
-    o.partition_max_bytes = v_partition_max_bytes
-    o.replica_directory_id = _wire.ZERO_UUID
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_FetchRequest__FetchPartition_0(out: bytearray, o: FetchRequest.FetchPartition) -> None:
@@ -1096,24 +2018,6 @@ def _w_FetchRequest__FetchPartition_0(out: bytearray, o: FetchRequest.FetchParti
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_FetchRequest__FetchPartition_1(buf: Any, pos: int) -> tuple[FetchRequest.FetchPartition, int]:
-    try:
-        (v_partition, v_fetch_offset, v_log_start_offset, v_partition_max_bytes,) = _F_iqqi.unpack_from(buf, pos)
-        pos += 24
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchPartition: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__FetchPartition)
-    o.partition = v_partition
-    o.current_leader_epoch = -1
-    o.fetch_offset = v_fetch_offset
-    o.last_fetched_epoch = -1
-    o.log_start_offset = v_log_start_offset
-    o.partition_max_bytes = v_partition_max_bytes
-    o.replica_directory_id = _wire.ZERO_UUID
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_FetchRequest__FetchPartition_1(out: bytearray, o: FetchRequest.FetchPartition) -> None:
     try:
         if o.last_fetched_epoch != -1:
@@ -1121,24 +2025,6 @@ def _w_FetchRequest__FetchPartition_1(out: bytearray, o: FetchRequest.FetchParti
         out += _F_iqqi.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchRequest__FetchPartition_2(buf: Any, pos: int) -> tuple[FetchRequest.FetchPartition, int]:
-    try:
-        (v_partition, v_current_leader_epoch, v_fetch_offset, v_log_start_offset, v_partition_max_bytes,) = _F_iiqqi.unpack_from(buf, pos)
-        pos += 28
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchPartition: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__FetchPartition)
-    o.partition = v_partition
-    o.current_leader_epoch = v_current_leader_epoch
-    o.fetch_offset = v_fetch_offset
-    o.last_fetched_epoch = -1
-    o.log_start_offset = v_log_start_offset
-    o.partition_max_bytes = v_partition_max_bytes
-    o.replica_directory_id = _wire.ZERO_UUID
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_FetchRequest__FetchPartition_2(out: bytearray, o: FetchRequest.FetchPartition) -> None:
@@ -1150,76 +2036,15 @@ def _w_FetchRequest__FetchPartition_2(out: bytearray, o: FetchRequest.FetchParti
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_FetchRequest__FetchPartition_3(buf: Any, pos: int) -> tuple[FetchRequest.FetchPartition, int]:
-    try:
-        (v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes,) = _F_iiqiqi.unpack_from(buf, pos)
-        pos += 32
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchPartition: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__FetchPartition)
-    o.partition = v_partition
-    o.current_leader_epoch = v_current_leader_epoch
-    o.fetch_offset = v_fetch_offset
-    o.last_fetched_epoch = v_last_fetched_epoch
-    o.log_start_offset = v_log_start_offset
-    o.partition_max_bytes = v_partition_max_bytes
-    o.replica_directory_id = _wire.ZERO_UUID
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_FetchRequest__FetchPartition_3(out: bytearray, o: FetchRequest.FetchPartition) -> None:
     try:
         out += _F_iiqiqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchRequest__FetchPartition_4(buf: Any, pos: int) -> tuple[FetchRequest.FetchPartition, int]:
-    try:
-        (v_partition, v_current_leader_epoch, v_fetch_offset, v_last_fetched_epoch, v_log_start_offset, v_partition_max_bytes,) = _F_iiqiqi.unpack_from(buf, pos)
-        pos += 32
-        v_replica_directory_id = _wire.ZERO_UUID
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_replica_directory_id, pos = _wire.read_uuid(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchPartition: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__FetchPartition)
-    o.partition = v_partition
-    o.current_leader_epoch = v_current_leader_epoch
-    o.fetch_offset = v_fetch_offset
-    o.last_fetched_epoch = v_last_fetched_epoch
-    o.log_start_offset = v_log_start_offset
-    o.partition_max_bytes = v_partition_max_bytes
-    o.replica_directory_id = v_replica_directory_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchRequest__FetchPartition_4(out: bytearray, o: FetchRequest.FetchPartition) -> None:
@@ -1232,37 +2057,12 @@ def _w_FetchRequest__FetchPartition_4(out: bytearray, o: FetchRequest.FetchParti
             x = o.replica_directory_id
             _wire.write_uuid(t, x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchRequest__FetchTopic_0(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchRequest__FetchPartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchTopic: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__FetchTopic)
-    o.topic = v_topic
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_FetchRequest__FetchTopic_0(out: bytearray, o: FetchRequest.FetchTopic) -> None:
@@ -1284,31 +2084,6 @@ def _w_FetchRequest__FetchTopic_0(out: bytearray, o: FetchRequest.FetchTopic) ->
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_FetchRequest__FetchTopic_1(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchRequest__FetchPartition_1(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchTopic: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__FetchTopic)
-    o.topic = v_topic
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_FetchRequest__FetchTopic_1(out: bytearray, o: FetchRequest.FetchTopic) -> None:
     x: Any
     item: Any
@@ -1326,31 +2101,6 @@ def _w_FetchRequest__FetchTopic_1(out: bytearray, o: FetchRequest.FetchTopic) ->
                 _w_FetchRequest__FetchPartition_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchRequest__FetchTopic_2(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchRequest__FetchPartition_2(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchTopic: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__FetchTopic)
-    o.topic = v_topic
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_FetchRequest__FetchTopic_2(out: bytearray, o: FetchRequest.FetchTopic) -> None:
@@ -1372,40 +2122,6 @@ def _w_FetchRequest__FetchTopic_2(out: bytearray, o: FetchRequest.FetchTopic) ->
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_FetchRequest__FetchTopic_3(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_compact_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchRequest__FetchPartition_3(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchTopic: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__FetchTopic)
-    o.topic = v_topic
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_FetchRequest__FetchTopic_3(out: bytearray, o: FetchRequest.FetchTopic) -> None:
     x: Any
     item: Any
@@ -1413,7 +2129,12 @@ def _w_FetchRequest__FetchTopic_3(out: bytearray, o: FetchRequest.FetchTopic) ->
         x = o.topic
         if x is None:
             raise EncodeError("field topic is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -1421,45 +2142,12 @@ def _w_FetchRequest__FetchTopic_3(out: bytearray, o: FetchRequest.FetchTopic) ->
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__FetchPartition_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchRequest__FetchTopic_4(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchRequest__FetchPartition_3(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchTopic: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__FetchTopic)
-    o.topic = ""
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchRequest__FetchTopic_4(out: bytearray, o: FetchRequest.FetchTopic) -> None:
@@ -1475,45 +2163,12 @@ def _w_FetchRequest__FetchTopic_4(out: bytearray, o: FetchRequest.FetchTopic) ->
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__FetchPartition_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchRequest__FetchTopic_5(buf: Any, pos: int) -> tuple[FetchRequest.FetchTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchRequest__FetchPartition_4(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchTopic: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__FetchTopic)
-    o.topic = ""
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchRequest__FetchTopic_5(out: bytearray, o: FetchRequest.FetchTopic) -> None:
@@ -1529,34 +2184,12 @@ def _w_FetchRequest__FetchTopic_5(out: bytearray, o: FetchRequest.FetchTopic) ->
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__FetchPartition_4(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchRequest__ForgottenTopic_0(buf: Any, pos: int) -> tuple[FetchRequest.ForgottenTopic, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ForgottenTopic: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__ForgottenTopic)
-    o.topic = v_topic
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_FetchRequest__ForgottenTopic_0(out: bytearray, o: FetchRequest.ForgottenTopic) -> None:
@@ -1576,84 +2209,30 @@ def _w_FetchRequest__ForgottenTopic_0(out: bytearray, o: FetchRequest.ForgottenT
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_FetchRequest__ForgottenTopic_1(buf: Any, pos: int) -> tuple[FetchRequest.ForgottenTopic, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_compact_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ForgottenTopic: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__ForgottenTopic)
-    o.topic = v_topic
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_FetchRequest__ForgottenTopic_1(out: bytearray, o: FetchRequest.ForgottenTopic) -> None:
     x: Any
     try:
         x = o.topic
         if x is None:
             raise EncodeError("field topic is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchRequest__ForgottenTopic_2(buf: Any, pos: int) -> tuple[FetchRequest.ForgottenTopic, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ForgottenTopic: {exc}", offset=pos) from None
-    o = _new(_C_FetchRequest__ForgottenTopic)
-    o.topic = ""
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchRequest__ForgottenTopic_2(out: bytearray, o: FetchRequest.ForgottenTopic) -> None:
@@ -1667,9 +2246,8 @@ def _w_FetchRequest__ForgottenTopic_2(out: bytearray, o: FetchRequest.ForgottenT
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -1677,27 +2255,59 @@ def _w_FetchRequest__ForgottenTopic_2(out: bytearray, o: FetchRequest.ForgottenT
 
 
 def _r_FetchResponse_0(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_FetchResponse__FetchableTopicResponse_0(buf, pos)
-                v_responses.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_high_watermark,) = _F_ihq.unpack_from(buf, pos)
+                        pos += 14
+                        s5_records, pos = _wire.read_bytes(buf, pos)
+                        o5 = _new(_C_FetchResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.high_watermark = s5_high_watermark
+                        o5.last_stable_offset = -1
+                        o5.log_start_offset = -1
+                        o5.diverging_epoch = FetchResponse.EpochEndOffset()
+                        o5.current_leader = FetchResponse.LeaderIdAndEpoch()
+                        o5.snapshot_id = FetchResponse.SnapshotId()
+                        o5.aborted_transactions = []
+                        o5.preferred_read_replica = -1
+                        o5.records = s5_records
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_FetchResponse__FetchableTopicResponse)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(FetchResponse)
+        o1.throttle_time_ms = 0
+        o1.error_code = 0
+        o1.session_id = 0
+        o1.responses = s1_responses
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchResponse: {exc}", offset=pos) from None
-    o = _new(FetchResponse)
-    o.throttle_time_ms = 0
-    o.error_code = 0
-    o.session_id = 0
-    o.responses = v_responses
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchResponse_0(out: bytearray, o: FetchResponse) -> None:
@@ -1720,29 +2330,61 @@ def _w_FetchResponse_0(out: bytearray, o: FetchResponse) -> None:
 
 
 def _r_FetchResponse_1(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_FetchResponse__FetchableTopicResponse_0(buf, pos)
-                v_responses.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_high_watermark,) = _F_ihq.unpack_from(buf, pos)
+                        pos += 14
+                        s5_records, pos = _wire.read_bytes(buf, pos)
+                        o5 = _new(_C_FetchResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.high_watermark = s5_high_watermark
+                        o5.last_stable_offset = -1
+                        o5.log_start_offset = -1
+                        o5.diverging_epoch = FetchResponse.EpochEndOffset()
+                        o5.current_leader = FetchResponse.LeaderIdAndEpoch()
+                        o5.snapshot_id = FetchResponse.SnapshotId()
+                        o5.aborted_transactions = []
+                        o5.preferred_read_replica = -1
+                        o5.records = s5_records
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_FetchResponse__FetchableTopicResponse)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(FetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = 0
+        o1.session_id = 0
+        o1.responses = s1_responses
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchResponse: {exc}", offset=pos) from None
-    o = _new(FetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = 0
-    o.session_id = 0
-    o.responses = v_responses
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchResponse_1(out: bytearray, o: FetchResponse) -> None:
@@ -1766,29 +2408,91 @@ def _w_FetchResponse_1(out: bytearray, o: FetchResponse) -> None:
 
 
 def _r_FetchResponse_2(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
+    s5_aborted_transactions: list[Any] | None
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_FetchResponse__FetchableTopicResponse_1(buf, pos)
-                v_responses.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_high_watermark, s5_last_stable_offset,) = _F_ihqq.unpack_from(buf, pos)
+                        pos += 22
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            s5_aborted_transactions = None
+                        else:
+                            stop7 = pos + 16 * n
+                            s5_aborted_transactions = []
+                            add6 = s5_aborted_transactions.append
+                            if stop7 <= buflen:
+                                for (s7_producer_id, s7_first_offset,) in _F_qq.iter_unpack(buf[pos:stop7]):
+                                    o7 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o7.producer_id = s7_producer_id
+                                    o7.first_offset = s7_first_offset
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_aborted_transactions = []
+                                add6 = s5_aborted_transactions.append
+                                for _ in range(n):
+                                    (s8_producer_id, s8_first_offset,) = _F_qq.unpack_from(buf, pos)
+                                    pos += 16
+                                    o8 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o8.producer_id = s8_producer_id
+                                    o8.first_offset = s8_first_offset
+                                    o8._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o8)
+                        s5_records, pos = _wire.read_bytes(buf, pos)
+                        o5 = _new(_C_FetchResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.high_watermark = s5_high_watermark
+                        o5.last_stable_offset = s5_last_stable_offset
+                        o5.log_start_offset = -1
+                        o5.diverging_epoch = FetchResponse.EpochEndOffset()
+                        o5.current_leader = FetchResponse.LeaderIdAndEpoch()
+                        o5.snapshot_id = FetchResponse.SnapshotId()
+                        o5.aborted_transactions = s5_aborted_transactions
+                        o5.preferred_read_replica = -1
+                        o5.records = s5_records
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_FetchResponse__FetchableTopicResponse)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(FetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = 0
+        o1.session_id = 0
+        o1.responses = s1_responses
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchResponse: {exc}", offset=pos) from None
-    o = _new(FetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = 0
-    o.session_id = 0
-    o.responses = v_responses
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchResponse_2(out: bytearray, o: FetchResponse) -> None:
@@ -1812,29 +2516,91 @@ def _w_FetchResponse_2(out: bytearray, o: FetchResponse) -> None:
 
 
 def _r_FetchResponse_3(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
+    s5_aborted_transactions: list[Any] | None
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_FetchResponse__FetchableTopicResponse_2(buf, pos)
-                v_responses.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_high_watermark, s5_last_stable_offset, s5_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
+                        pos += 30
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            s5_aborted_transactions = None
+                        else:
+                            stop7 = pos + 16 * n
+                            s5_aborted_transactions = []
+                            add6 = s5_aborted_transactions.append
+                            if stop7 <= buflen:
+                                for (s7_producer_id, s7_first_offset,) in _F_qq.iter_unpack(buf[pos:stop7]):
+                                    o7 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o7.producer_id = s7_producer_id
+                                    o7.first_offset = s7_first_offset
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_aborted_transactions = []
+                                add6 = s5_aborted_transactions.append
+                                for _ in range(n):
+                                    (s8_producer_id, s8_first_offset,) = _F_qq.unpack_from(buf, pos)
+                                    pos += 16
+                                    o8 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o8.producer_id = s8_producer_id
+                                    o8.first_offset = s8_first_offset
+                                    o8._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o8)
+                        s5_records, pos = _wire.read_bytes(buf, pos)
+                        o5 = _new(_C_FetchResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.high_watermark = s5_high_watermark
+                        o5.last_stable_offset = s5_last_stable_offset
+                        o5.log_start_offset = s5_log_start_offset
+                        o5.diverging_epoch = FetchResponse.EpochEndOffset()
+                        o5.current_leader = FetchResponse.LeaderIdAndEpoch()
+                        o5.snapshot_id = FetchResponse.SnapshotId()
+                        o5.aborted_transactions = s5_aborted_transactions
+                        o5.preferred_read_replica = -1
+                        o5.records = s5_records
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_FetchResponse__FetchableTopicResponse)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(FetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = 0
+        o1.session_id = 0
+        o1.responses = s1_responses
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchResponse: {exc}", offset=pos) from None
-    o = _new(FetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = 0
-    o.session_id = 0
-    o.responses = v_responses
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchResponse_3(out: bytearray, o: FetchResponse) -> None:
@@ -1858,29 +2624,91 @@ def _w_FetchResponse_3(out: bytearray, o: FetchResponse) -> None:
 
 
 def _r_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
+    s5_aborted_transactions: list[Any] | None
     try:
-        (v_throttle_time_ms, v_error_code, v_session_id,) = _F_ihi.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code, s1_session_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_FetchResponse__FetchableTopicResponse_2(buf, pos)
-                v_responses.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_high_watermark, s5_last_stable_offset, s5_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
+                        pos += 30
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            s5_aborted_transactions = None
+                        else:
+                            stop7 = pos + 16 * n
+                            s5_aborted_transactions = []
+                            add6 = s5_aborted_transactions.append
+                            if stop7 <= buflen:
+                                for (s7_producer_id, s7_first_offset,) in _F_qq.iter_unpack(buf[pos:stop7]):
+                                    o7 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o7.producer_id = s7_producer_id
+                                    o7.first_offset = s7_first_offset
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_aborted_transactions = []
+                                add6 = s5_aborted_transactions.append
+                                for _ in range(n):
+                                    (s8_producer_id, s8_first_offset,) = _F_qq.unpack_from(buf, pos)
+                                    pos += 16
+                                    o8 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o8.producer_id = s8_producer_id
+                                    o8.first_offset = s8_first_offset
+                                    o8._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o8)
+                        s5_records, pos = _wire.read_bytes(buf, pos)
+                        o5 = _new(_C_FetchResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.high_watermark = s5_high_watermark
+                        o5.last_stable_offset = s5_last_stable_offset
+                        o5.log_start_offset = s5_log_start_offset
+                        o5.diverging_epoch = FetchResponse.EpochEndOffset()
+                        o5.current_leader = FetchResponse.LeaderIdAndEpoch()
+                        o5.snapshot_id = FetchResponse.SnapshotId()
+                        o5.aborted_transactions = s5_aborted_transactions
+                        o5.preferred_read_replica = -1
+                        o5.records = s5_records
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_FetchResponse__FetchableTopicResponse)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(FetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.session_id = s1_session_id
+        o1.responses = s1_responses
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchResponse: {exc}", offset=pos) from None
-    o = _new(FetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.session_id = v_session_id
-    o.responses = v_responses
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchResponse_4(out: bytearray, o: FetchResponse) -> None:
@@ -1902,29 +2730,93 @@ def _w_FetchResponse_4(out: bytearray, o: FetchResponse) -> None:
 
 
 def _r_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
+    s5_aborted_transactions: list[Any] | None
     try:
-        (v_throttle_time_ms, v_error_code, v_session_id,) = _F_ihi.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code, s1_session_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_FetchResponse__FetchableTopicResponse_3(buf, pos)
-                v_responses.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_high_watermark, s5_last_stable_offset, s5_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
+                        pos += 30
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            s5_aborted_transactions = None
+                        else:
+                            stop7 = pos + 16 * n
+                            s5_aborted_transactions = []
+                            add6 = s5_aborted_transactions.append
+                            if stop7 <= buflen:
+                                for (s7_producer_id, s7_first_offset,) in _F_qq.iter_unpack(buf[pos:stop7]):
+                                    o7 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o7.producer_id = s7_producer_id
+                                    o7.first_offset = s7_first_offset
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_aborted_transactions = []
+                                add6 = s5_aborted_transactions.append
+                                for _ in range(n):
+                                    (s8_producer_id, s8_first_offset,) = _F_qq.unpack_from(buf, pos)
+                                    pos += 16
+                                    o8 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o8.producer_id = s8_producer_id
+                                    o8.first_offset = s8_first_offset
+                                    o8._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o8)
+                        (s5_preferred_read_replica,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s5_records, pos = _wire.read_bytes(buf, pos)
+                        o5 = _new(_C_FetchResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.high_watermark = s5_high_watermark
+                        o5.last_stable_offset = s5_last_stable_offset
+                        o5.log_start_offset = s5_log_start_offset
+                        o5.diverging_epoch = FetchResponse.EpochEndOffset()
+                        o5.current_leader = FetchResponse.LeaderIdAndEpoch()
+                        o5.snapshot_id = FetchResponse.SnapshotId()
+                        o5.aborted_transactions = s5_aborted_transactions
+                        o5.preferred_read_replica = s5_preferred_read_replica
+                        o5.records = s5_records
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_FetchResponse__FetchableTopicResponse)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(FetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.session_id = s1_session_id
+        o1.responses = s1_responses
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchResponse: {exc}", offset=pos) from None
-    o = _new(FetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.session_id = v_session_id
-    o.responses = v_responses
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchResponse_5(out: bytearray, o: FetchResponse) -> None:
@@ -1946,38 +2838,216 @@ def _w_FetchResponse_5(out: bytearray, o: FetchResponse) -> None:
 
 
 def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
+    s5_aborted_transactions: list[Any] | None
+    s5_current_leader: FetchResponse.LeaderIdAndEpoch
+    s5_diverging_epoch: FetchResponse.EpochEndOffset
+    s5_snapshot_id: FetchResponse.SnapshotId
+    u1: tuple[tuple[int, bytes], ...]
+    u10: tuple[tuple[int, bytes], ...]
+    u11: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code, v_session_id,) = _F_ihi.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code, s1_session_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_FetchResponse__FetchableTopicResponse_4(buf, pos)
-                v_responses.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_high_watermark, s5_last_stable_offset, s5_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
+                        pos += 30
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            s5_aborted_transactions = None
+                        else:
+                            stop7 = pos + 17 * n
+                            s5_aborted_transactions = []
+                            add6 = s5_aborted_transactions.append
+                            if stop7 <= buflen:
+                                for (s7_producer_id, s7_first_offset, t7,) in _F_qqB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o7.producer_id = s7_producer_id
+                                    o7.first_offset = s7_first_offset
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_aborted_transactions = []
+                                add6 = s5_aborted_transactions.append
+                                for _ in range(n):
+                                    (s8_producer_id, s8_first_offset, t8,) = _F_qqB.unpack_from(buf, pos)
+                                    pos += 17
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o8.producer_id = s8_producer_id
+                                    o8.first_offset = s8_first_offset
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        (s5_preferred_read_replica,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s5_records, pos = _wire.read_compact_bytes(buf, pos)
+                        s5_diverging_epoch = FetchResponse.EpochEndOffset()
+                        s5_current_leader = FetchResponse.LeaderIdAndEpoch()
+                        s5_snapshot_id = FetchResponse.SnapshotId()
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                if tag5 == 0:
+                                    (s9_epoch, s9_end_offset, t9,) = _F_iqB.unpack_from(buf, pos)
+                                    pos += 13
+                                    u9 = _wire.EMPTY_TAGS
+                                    if t9:
+                                        pos -= 1
+                                        count9, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count9):
+                                            tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                            u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                            pos = end9
+                                    o9 = _new(_C_FetchResponse__EpochEndOffset)
+                                    o9.epoch = s9_epoch
+                                    o9.end_offset = s9_end_offset
+                                    o9._unknown_tags = u9
+                                    s5_diverging_epoch = o9
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                elif tag5 == 1:
+                                    (s10_leader_id, s10_leader_epoch, t10,) = _F_iiB.unpack_from(buf, pos)
+                                    pos += 9
+                                    u10 = _wire.EMPTY_TAGS
+                                    if t10:
+                                        pos -= 1
+                                        count10, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count10):
+                                            tag10, pos, end10 = _wire.read_tag_header(buf, pos)
+                                            u10 = (*u10, (tag10, bytes(buf[pos:end10])))
+                                            pos = end10
+                                    o10 = _new(_C_FetchResponse__LeaderIdAndEpoch)
+                                    o10.leader_id = s10_leader_id
+                                    o10.leader_epoch = s10_leader_epoch
+                                    o10._unknown_tags = u10
+                                    s5_current_leader = o10
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 1 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                elif tag5 == 2:
+                                    (s11_end_offset, s11_epoch, t11,) = _F_qiB.unpack_from(buf, pos)
+                                    pos += 13
+                                    u11 = _wire.EMPTY_TAGS
+                                    if t11:
+                                        pos -= 1
+                                        count11, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count11):
+                                            tag11, pos, end11 = _wire.read_tag_header(buf, pos)
+                                            u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                                            pos = end11
+                                    o11 = _new(_C_FetchResponse__SnapshotId)
+                                    o11.end_offset = s11_end_offset
+                                    o11.epoch = s11_epoch
+                                    o11._unknown_tags = u11
+                                    s5_snapshot_id = o11
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 2 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                else:
+                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    pos = end5
+                        o5 = _new(_C_FetchResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.high_watermark = s5_high_watermark
+                        o5.last_stable_offset = s5_last_stable_offset
+                        o5.log_start_offset = s5_log_start_offset
+                        o5.diverging_epoch = s5_diverging_epoch
+                        o5.current_leader = s5_current_leader
+                        o5.snapshot_id = s5_snapshot_id
+                        o5.aborted_transactions = s5_aborted_transactions
+                        o5.preferred_read_replica = s5_preferred_read_replica
+                        o5.records = s5_records
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_FetchResponse__FetchableTopicResponse)
+                o3.topic = s3_topic
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(FetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.session_id = s1_session_id
+        o1.responses = s1_responses
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchResponse: {exc}", offset=pos) from None
-    o = _new(FetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.session_id = v_session_id
-    o.responses = v_responses
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchResponse_6(out: bytearray, o: FetchResponse) -> None:
@@ -1994,9 +3064,8 @@ def _w_FetchResponse_6(out: bytearray, o: FetchResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchResponse__FetchableTopicResponse_4(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -2004,38 +3073,208 @@ def _w_FetchResponse_6(out: bytearray, o: FetchResponse) -> None:
 
 
 def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
+    s5_aborted_transactions: list[Any] | None
+    s5_current_leader: FetchResponse.LeaderIdAndEpoch
+    s5_diverging_epoch: FetchResponse.EpochEndOffset
+    s5_snapshot_id: FetchResponse.SnapshotId
+    u1: tuple[tuple[int, bytes], ...]
+    u10: tuple[tuple[int, bytes], ...]
+    u11: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code, v_session_id,) = _F_ihi.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code, s1_session_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_FetchResponse__FetchableTopicResponse_5(buf, pos)
-                v_responses.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_high_watermark, s5_last_stable_offset, s5_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
+                        pos += 30
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            s5_aborted_transactions = None
+                        else:
+                            stop7 = pos + 17 * n
+                            s5_aborted_transactions = []
+                            add6 = s5_aborted_transactions.append
+                            if stop7 <= buflen:
+                                for (s7_producer_id, s7_first_offset, t7,) in _F_qqB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o7.producer_id = s7_producer_id
+                                    o7.first_offset = s7_first_offset
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_aborted_transactions = []
+                                add6 = s5_aborted_transactions.append
+                                for _ in range(n):
+                                    (s8_producer_id, s8_first_offset, t8,) = _F_qqB.unpack_from(buf, pos)
+                                    pos += 17
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o8.producer_id = s8_producer_id
+                                    o8.first_offset = s8_first_offset
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        (s5_preferred_read_replica,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s5_records, pos = _wire.read_compact_bytes(buf, pos)
+                        s5_diverging_epoch = FetchResponse.EpochEndOffset()
+                        s5_current_leader = FetchResponse.LeaderIdAndEpoch()
+                        s5_snapshot_id = FetchResponse.SnapshotId()
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                if tag5 == 0:
+                                    (s9_epoch, s9_end_offset, t9,) = _F_iqB.unpack_from(buf, pos)
+                                    pos += 13
+                                    u9 = _wire.EMPTY_TAGS
+                                    if t9:
+                                        pos -= 1
+                                        count9, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count9):
+                                            tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                            u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                            pos = end9
+                                    o9 = _new(_C_FetchResponse__EpochEndOffset)
+                                    o9.epoch = s9_epoch
+                                    o9.end_offset = s9_end_offset
+                                    o9._unknown_tags = u9
+                                    s5_diverging_epoch = o9
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                elif tag5 == 1:
+                                    (s10_leader_id, s10_leader_epoch, t10,) = _F_iiB.unpack_from(buf, pos)
+                                    pos += 9
+                                    u10 = _wire.EMPTY_TAGS
+                                    if t10:
+                                        pos -= 1
+                                        count10, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count10):
+                                            tag10, pos, end10 = _wire.read_tag_header(buf, pos)
+                                            u10 = (*u10, (tag10, bytes(buf[pos:end10])))
+                                            pos = end10
+                                    o10 = _new(_C_FetchResponse__LeaderIdAndEpoch)
+                                    o10.leader_id = s10_leader_id
+                                    o10.leader_epoch = s10_leader_epoch
+                                    o10._unknown_tags = u10
+                                    s5_current_leader = o10
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 1 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                elif tag5 == 2:
+                                    (s11_end_offset, s11_epoch, t11,) = _F_qiB.unpack_from(buf, pos)
+                                    pos += 13
+                                    u11 = _wire.EMPTY_TAGS
+                                    if t11:
+                                        pos -= 1
+                                        count11, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count11):
+                                            tag11, pos, end11 = _wire.read_tag_header(buf, pos)
+                                            u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                                            pos = end11
+                                    o11 = _new(_C_FetchResponse__SnapshotId)
+                                    o11.end_offset = s11_end_offset
+                                    o11.epoch = s11_epoch
+                                    o11._unknown_tags = u11
+                                    s5_snapshot_id = o11
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 2 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                else:
+                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    pos = end5
+                        o5 = _new(_C_FetchResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.high_watermark = s5_high_watermark
+                        o5.last_stable_offset = s5_last_stable_offset
+                        o5.log_start_offset = s5_log_start_offset
+                        o5.diverging_epoch = s5_diverging_epoch
+                        o5.current_leader = s5_current_leader
+                        o5.snapshot_id = s5_snapshot_id
+                        o5.aborted_transactions = s5_aborted_transactions
+                        o5.preferred_read_replica = s5_preferred_read_replica
+                        o5.records = s5_records
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_FetchResponse__FetchableTopicResponse)
+                o3.topic = ""
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(FetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.session_id = s1_session_id
+        o1.responses = s1_responses
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchResponse: {exc}", offset=pos) from None
-    o = _new(FetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.session_id = v_session_id
-    o.responses = v_responses
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchResponse_7(out: bytearray, o: FetchResponse) -> None:
@@ -2052,9 +3291,8 @@ def _w_FetchResponse_7(out: bytearray, o: FetchResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchResponse__FetchableTopicResponse_5(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -2062,52 +3300,265 @@ def _w_FetchResponse_7(out: bytearray, o: FetchResponse) -> None:
 
 
 def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
-    item: Any
-    v_responses: list[Any]
-    v_node_endpoints: list[Any]
+    s13_rack: str | None
+    s1_node_endpoints: list[Any]
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
+    s5_aborted_transactions: list[Any] | None
+    s5_current_leader: FetchResponse.LeaderIdAndEpoch
+    s5_diverging_epoch: FetchResponse.EpochEndOffset
+    s5_snapshot_id: FetchResponse.SnapshotId
+    u1: tuple[tuple[int, bytes], ...]
+    u10: tuple[tuple[int, bytes], ...]
+    u11: tuple[tuple[int, bytes], ...]
+    u13: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code, v_session_id,) = _F_ihi.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code, s1_session_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_FetchResponse__FetchableTopicResponse_5(buf, pos)
-                v_responses.append(item)
-        v_node_endpoints = _wire.KeyedList()
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code, s5_high_watermark, s5_last_stable_offset, s5_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
+                        pos += 30
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            s5_aborted_transactions = None
+                        else:
+                            stop7 = pos + 17 * n
+                            s5_aborted_transactions = []
+                            add6 = s5_aborted_transactions.append
+                            if stop7 <= buflen:
+                                for (s7_producer_id, s7_first_offset, t7,) in _F_qqB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o7.producer_id = s7_producer_id
+                                    o7.first_offset = s7_first_offset
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_aborted_transactions = []
+                                add6 = s5_aborted_transactions.append
+                                for _ in range(n):
+                                    (s8_producer_id, s8_first_offset, t8,) = _F_qqB.unpack_from(buf, pos)
+                                    pos += 17
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_FetchResponse__AbortedTransaction)
+                                    o8.producer_id = s8_producer_id
+                                    o8.first_offset = s8_first_offset
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        (s5_preferred_read_replica,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s5_records, pos = _wire.read_compact_bytes(buf, pos)
+                        s5_diverging_epoch = FetchResponse.EpochEndOffset()
+                        s5_current_leader = FetchResponse.LeaderIdAndEpoch()
+                        s5_snapshot_id = FetchResponse.SnapshotId()
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                if tag5 == 0:
+                                    (s9_epoch, s9_end_offset, t9,) = _F_iqB.unpack_from(buf, pos)
+                                    pos += 13
+                                    u9 = _wire.EMPTY_TAGS
+                                    if t9:
+                                        pos -= 1
+                                        count9, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count9):
+                                            tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                            u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                            pos = end9
+                                    o9 = _new(_C_FetchResponse__EpochEndOffset)
+                                    o9.epoch = s9_epoch
+                                    o9.end_offset = s9_end_offset
+                                    o9._unknown_tags = u9
+                                    s5_diverging_epoch = o9
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                elif tag5 == 1:
+                                    (s10_leader_id, s10_leader_epoch, t10,) = _F_iiB.unpack_from(buf, pos)
+                                    pos += 9
+                                    u10 = _wire.EMPTY_TAGS
+                                    if t10:
+                                        pos -= 1
+                                        count10, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count10):
+                                            tag10, pos, end10 = _wire.read_tag_header(buf, pos)
+                                            u10 = (*u10, (tag10, bytes(buf[pos:end10])))
+                                            pos = end10
+                                    o10 = _new(_C_FetchResponse__LeaderIdAndEpoch)
+                                    o10.leader_id = s10_leader_id
+                                    o10.leader_epoch = s10_leader_epoch
+                                    o10._unknown_tags = u10
+                                    s5_current_leader = o10
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 1 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                elif tag5 == 2:
+                                    (s11_end_offset, s11_epoch, t11,) = _F_qiB.unpack_from(buf, pos)
+                                    pos += 13
+                                    u11 = _wire.EMPTY_TAGS
+                                    if t11:
+                                        pos -= 1
+                                        count11, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count11):
+                                            tag11, pos, end11 = _wire.read_tag_header(buf, pos)
+                                            u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                                            pos = end11
+                                    o11 = _new(_C_FetchResponse__SnapshotId)
+                                    o11.end_offset = s11_end_offset
+                                    o11.epoch = s11_epoch
+                                    o11._unknown_tags = u11
+                                    s5_snapshot_id = o11
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 2 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                else:
+                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    pos = end5
+                        o5 = _new(_C_FetchResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.high_watermark = s5_high_watermark
+                        o5.last_stable_offset = s5_last_stable_offset
+                        o5.log_start_offset = s5_log_start_offset
+                        o5.diverging_epoch = s5_diverging_epoch
+                        o5.current_leader = s5_current_leader
+                        o5.snapshot_id = s5_snapshot_id
+                        o5.aborted_transactions = s5_aborted_transactions
+                        o5.preferred_read_replica = s5_preferred_read_replica
+                        o5.records = s5_records
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_FetchResponse__FetchableTopicResponse)
+                o3.topic = ""
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        s1_node_endpoints = _wire.KeyedList()
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
                         raise _wire.null_error("node_endpoints", pos)
                     else:
-                        v_node_endpoints = _wire.KeyedList()
+                        s1_node_endpoints = _wire.KeyedList()
+                        add12 = s1_node_endpoints.append
                         for _ in range(n):
-                            item, pos = _r_FetchResponse__NodeEndpoint_0(buf, pos)
-                            v_node_endpoints.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+                            (s13_node_id,) = _F_i.unpack_from(buf, pos)
+                            pos += 4
+                            size = buf[pos]
+                            if 0 < size < 0x80:
+                                stop = pos + size
+                                if stop > buflen:
+                                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                s13_host = str(buf[pos + 1 : stop], "utf-8")
+                                pos = stop
+                            else:
+                                s13_host, pos = _wire.read_compact_text(buf, pos, "host")
+                            (s13_port,) = _F_i.unpack_from(buf, pos)
+                            pos += 4
+                            size = buf[pos]
+                            if 0 < size < 0x80:
+                                stop = pos + size
+                                if stop > buflen:
+                                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                s13_rack = str(buf[pos + 1 : stop], "utf-8")
+                                pos = stop
+                            else:
+                                s13_rack, pos = _wire.read_compact_string(buf, pos)
+                            u13 = _wire.EMPTY_TAGS
+                            if buf[pos] == 0:
+                                pos += 1
+                            else:
+                                count13, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count13):
+                                    tag13, pos, end13 = _wire.read_tag_header(buf, pos)
+                                    u13 = (*u13, (tag13, bytes(buf[pos:end13])))
+                                    pos = end13
+                            o13 = _new(_C_FetchResponse__NodeEndpoint)
+                            o13.node_id = s13_node_id
+                            o13.host = s13_host
+                            o13.port = s13_port
+                            o13.rack = s13_rack
+                            o13._unknown_tags = u13
+                            add12(o13)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(FetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.session_id = s1_session_id
+        o1.responses = s1_responses
+        o1.node_endpoints = s1_node_endpoints
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchResponse: {exc}", offset=pos) from None
-    o = _new(FetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.session_id = v_session_id
-    o.responses = v_responses
-    o.node_endpoints = v_node_endpoints
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchResponse_8(out: bytearray, o: FetchResponse) -> None:
@@ -2133,127 +3584,45 @@ def _w_FetchResponse_8(out: bytearray, o: FetchResponse) -> None:
                 for item in x:
                     _w_FetchResponse__NodeEndpoint_0(t, item)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchResponse__EpochEndOffset_0(buf: Any, pos: int) -> tuple[FetchResponse.EpochEndOffset, int]:
-    try:
-        (v_epoch, v_end_offset,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EpochEndOffset: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__EpochEndOffset)
-    o.epoch = v_epoch
-    o.end_offset = v_end_offset
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchResponse__EpochEndOffset_0(out: bytearray, o: FetchResponse.EpochEndOffset) -> None:
     try:
         out += _F_iq.pack(o.epoch, o.end_offset)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchResponse__LeaderIdAndEpoch_0(buf: Any, pos: int) -> tuple[FetchResponse.LeaderIdAndEpoch, int]:
-    try:
-        (v_leader_id, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderIdAndEpoch: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__LeaderIdAndEpoch)
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchResponse__LeaderIdAndEpoch_0(out: bytearray, o: FetchResponse.LeaderIdAndEpoch) -> None:
     try:
         out += _F_ii.pack(o.leader_id, o.leader_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchResponse__SnapshotId_0(buf: Any, pos: int) -> tuple[FetchResponse.SnapshotId, int]:
-    try:
-        (v_end_offset, v_epoch,) = _F_qi.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SnapshotId: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__SnapshotId)
-    o.end_offset = v_end_offset
-    o.epoch = v_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchResponse__SnapshotId_0(out: bytearray, o: FetchResponse.SnapshotId) -> None:
     try:
         out += _F_qi.pack(o.end_offset, o.epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchResponse__AbortedTransaction_0(buf: Any, pos: int) -> tuple[FetchResponse.AbortedTransaction, int]:
-    try:
-        (v_producer_id, v_first_offset,) = _F_qq.unpack_from(buf, pos)
-        pos += 16
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AbortedTransaction: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__AbortedTransaction)
-    o.producer_id = v_producer_id
-    o.first_offset = v_first_offset
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_FetchResponse__AbortedTransaction_0(out: bytearray, o: FetchResponse.AbortedTransaction) -> None:
@@ -2263,61 +3632,15 @@ def _w_FetchResponse__AbortedTransaction_0(out: bytearray, o: FetchResponse.Abor
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_FetchResponse__AbortedTransaction_1(buf: Any, pos: int) -> tuple[FetchResponse.AbortedTransaction, int]:
-    try:
-        (v_producer_id, v_first_offset,) = _F_qq.unpack_from(buf, pos)
-        pos += 16
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AbortedTransaction: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__AbortedTransaction)
-    o.producer_id = v_producer_id
-    o.first_offset = v_first_offset
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_FetchResponse__AbortedTransaction_1(out: bytearray, o: FetchResponse.AbortedTransaction) -> None:
     try:
         out += _F_qq.pack(o.producer_id, o.first_offset)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchResponse__PartitionData_0(buf: Any, pos: int) -> tuple[FetchResponse.PartitionData, int]:
-    try:
-        (v_partition_index, v_error_code, v_high_watermark,) = _F_ihq.unpack_from(buf, pos)
-        pos += 14
-        v_records, pos = _wire.read_bytes(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.high_watermark = v_high_watermark
-    o.last_stable_offset = -1
-    o.log_start_offset = -1
-    o.diverging_epoch = FetchResponse.EpochEndOffset()
-    o.current_leader = FetchResponse.LeaderIdAndEpoch()
-    o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = []
-    o.preferred_read_replica = -1
-    o.records = v_records
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_FetchResponse__PartitionData_0(out: bytearray, o: FetchResponse.PartitionData) -> None:
@@ -2336,39 +3659,6 @@ def _w_FetchResponse__PartitionData_0(out: bytearray, o: FetchResponse.Partition
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchResponse__PartitionData_1(buf: Any, pos: int) -> tuple[FetchResponse.PartitionData, int]:
-    item: Any
-    v_aborted_transactions: list[Any] | None
-    try:
-        (v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset,) = _F_ihqq.unpack_from(buf, pos)
-        pos += 22
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            v_aborted_transactions = None
-        else:
-            v_aborted_transactions = []
-            for _ in range(n):
-                item, pos = _r_FetchResponse__AbortedTransaction_0(buf, pos)
-                v_aborted_transactions.append(item)
-        v_records, pos = _wire.read_bytes(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.high_watermark = v_high_watermark
-    o.last_stable_offset = v_last_stable_offset
-    o.log_start_offset = -1
-    o.diverging_epoch = FetchResponse.EpochEndOffset()
-    o.current_leader = FetchResponse.LeaderIdAndEpoch()
-    o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = v_aborted_transactions
-    o.preferred_read_replica = -1
-    o.records = v_records
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_FetchResponse__PartitionData_1(out: bytearray, o: FetchResponse.PartitionData) -> None:
@@ -2397,39 +3687,6 @@ def _w_FetchResponse__PartitionData_1(out: bytearray, o: FetchResponse.Partition
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_FetchResponse__PartitionData_2(buf: Any, pos: int) -> tuple[FetchResponse.PartitionData, int]:
-    item: Any
-    v_aborted_transactions: list[Any] | None
-    try:
-        (v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
-        pos += 30
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            v_aborted_transactions = None
-        else:
-            v_aborted_transactions = []
-            for _ in range(n):
-                item, pos = _r_FetchResponse__AbortedTransaction_0(buf, pos)
-                v_aborted_transactions.append(item)
-        v_records, pos = _wire.read_bytes(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.high_watermark = v_high_watermark
-    o.last_stable_offset = v_last_stable_offset
-    o.log_start_offset = v_log_start_offset
-    o.diverging_epoch = FetchResponse.EpochEndOffset()
-    o.current_leader = FetchResponse.LeaderIdAndEpoch()
-    o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = v_aborted_transactions
-    o.preferred_read_replica = -1
-    o.records = v_records
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_FetchResponse__PartitionData_2(out: bytearray, o: FetchResponse.PartitionData) -> None:
     x: Any
     item: Any
@@ -2456,41 +3713,6 @@ def _w_FetchResponse__PartitionData_2(out: bytearray, o: FetchResponse.Partition
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_FetchResponse__PartitionData_3(buf: Any, pos: int) -> tuple[FetchResponse.PartitionData, int]:
-    item: Any
-    v_aborted_transactions: list[Any] | None
-    try:
-        (v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
-        pos += 30
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            v_aborted_transactions = None
-        else:
-            v_aborted_transactions = []
-            for _ in range(n):
-                item, pos = _r_FetchResponse__AbortedTransaction_0(buf, pos)
-                v_aborted_transactions.append(item)
-        (v_preferred_read_replica,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_records, pos = _wire.read_bytes(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.high_watermark = v_high_watermark
-    o.last_stable_offset = v_last_stable_offset
-    o.log_start_offset = v_log_start_offset
-    o.diverging_epoch = FetchResponse.EpochEndOffset()
-    o.current_leader = FetchResponse.LeaderIdAndEpoch()
-    o.snapshot_id = FetchResponse.SnapshotId()
-    o.aborted_transactions = v_aborted_transactions
-    o.preferred_read_replica = v_preferred_read_replica
-    o.records = v_records
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_FetchResponse__PartitionData_3(out: bytearray, o: FetchResponse.PartitionData) -> None:
     x: Any
     item: Any
@@ -2514,69 +3736,6 @@ def _w_FetchResponse__PartitionData_3(out: bytearray, o: FetchResponse.Partition
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchResponse__PartitionData_4(buf: Any, pos: int) -> tuple[FetchResponse.PartitionData, int]:
-    item: Any
-    v_diverging_epoch: FetchResponse.EpochEndOffset
-    v_current_leader: FetchResponse.LeaderIdAndEpoch
-    v_snapshot_id: FetchResponse.SnapshotId
-    v_aborted_transactions: list[Any] | None
-    try:
-        (v_partition_index, v_error_code, v_high_watermark, v_last_stable_offset, v_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
-        pos += 30
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_aborted_transactions = None
-        else:
-            v_aborted_transactions = []
-            for _ in range(n):
-                item, pos = _r_FetchResponse__AbortedTransaction_1(buf, pos)
-                v_aborted_transactions.append(item)
-        (v_preferred_read_replica,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_records, pos = _wire.read_compact_bytes(buf, pos)
-        v_diverging_epoch = FetchResponse.EpochEndOffset()
-        v_current_leader = FetchResponse.LeaderIdAndEpoch()
-        v_snapshot_id = FetchResponse.SnapshotId()
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_diverging_epoch, pos = _r_FetchResponse__EpochEndOffset_0(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 1:
-                    v_current_leader, pos = _r_FetchResponse__LeaderIdAndEpoch_0(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 1 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 2:
-                    v_snapshot_id, pos = _r_FetchResponse__SnapshotId_0(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 2 should end at byte {end} but its value ends at {pos}", offset=pos)
-                else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.high_watermark = v_high_watermark
-    o.last_stable_offset = v_last_stable_offset
-    o.log_start_offset = v_log_start_offset
-    o.diverging_epoch = v_diverging_epoch
-    o.current_leader = v_current_leader
-    o.snapshot_id = v_snapshot_id
-    o.aborted_transactions = v_aborted_transactions
-    o.preferred_read_replica = v_preferred_read_replica
-    o.records = v_records
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchResponse__PartitionData_4(out: bytearray, o: FetchResponse.PartitionData) -> None:
@@ -2610,37 +3769,12 @@ def _w_FetchResponse__PartitionData_4(out: bytearray, o: FetchResponse.Partition
             x = o.snapshot_id
             _w_FetchResponse__SnapshotId_0(t, x)
             tags.append((2, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchResponse__FetchableTopicResponse_0(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchResponse__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchableTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__FetchableTopicResponse)
-    o.topic = v_topic
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_FetchResponse__FetchableTopicResponse_0(out: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
@@ -2662,31 +3796,6 @@ def _w_FetchResponse__FetchableTopicResponse_0(out: bytearray, o: FetchResponse.
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_FetchResponse__FetchableTopicResponse_1(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchResponse__PartitionData_1(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchableTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__FetchableTopicResponse)
-    o.topic = v_topic
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_FetchResponse__FetchableTopicResponse_1(out: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
     x: Any
     item: Any
@@ -2704,31 +3813,6 @@ def _w_FetchResponse__FetchableTopicResponse_1(out: bytearray, o: FetchResponse.
                 _w_FetchResponse__PartitionData_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchResponse__FetchableTopicResponse_2(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchResponse__PartitionData_2(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchableTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__FetchableTopicResponse)
-    o.topic = v_topic
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_FetchResponse__FetchableTopicResponse_2(out: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
@@ -2750,31 +3834,6 @@ def _w_FetchResponse__FetchableTopicResponse_2(out: bytearray, o: FetchResponse.
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_FetchResponse__FetchableTopicResponse_3(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchResponse__PartitionData_3(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchableTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__FetchableTopicResponse)
-    o.topic = v_topic
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_FetchResponse__FetchableTopicResponse_3(out: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
     x: Any
     item: Any
@@ -2794,40 +3853,6 @@ def _w_FetchResponse__FetchableTopicResponse_3(out: bytearray, o: FetchResponse.
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_FetchResponse__FetchableTopicResponse_4(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_compact_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchResponse__PartitionData_4(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchableTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__FetchableTopicResponse)
-    o.topic = v_topic
-    o.topic_id = _wire.ZERO_UUID
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_FetchResponse__FetchableTopicResponse_4(out: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
     x: Any
     item: Any
@@ -2835,7 +3860,12 @@ def _w_FetchResponse__FetchableTopicResponse_4(out: bytearray, o: FetchResponse.
         x = o.topic
         if x is None:
             raise EncodeError("field topic is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -2843,45 +3873,12 @@ def _w_FetchResponse__FetchableTopicResponse_4(out: bytearray, o: FetchResponse.
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchResponse__PartitionData_4(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchResponse__FetchableTopicResponse_5(buf: Any, pos: int) -> tuple[FetchResponse.FetchableTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchResponse__PartitionData_4(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchableTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__FetchableTopicResponse)
-    o.topic = ""
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchResponse__FetchableTopicResponse_5(out: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
@@ -2897,43 +3894,12 @@ def _w_FetchResponse__FetchableTopicResponse_5(out: bytearray, o: FetchResponse.
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchResponse__PartitionData_4(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchResponse__NodeEndpoint_0(buf: Any, pos: int) -> tuple[FetchResponse.NodeEndpoint, int]:
-    try:
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read NodeEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_FetchResponse__NodeEndpoint)
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.rack = v_rack
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchResponse__NodeEndpoint_0(out: bytearray, o: FetchResponse.NodeEndpoint) -> None:
@@ -2943,13 +3909,22 @@ def _w_FetchResponse__NodeEndpoint_0(out: bytearray, o: FetchResponse.NodeEndpoi
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.port)
         x = o.rack
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,11 +15,15 @@ __all__ = ['FetchSnapshotRequest', 'FetchSnapshotResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_H = struct.Struct(">H")
+_F_HB = struct.Struct(">HB")
 _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
+_F_iiB = struct.Struct(">iiB")
 _F_q = struct.Struct(">q")
+_F_qB = struct.Struct(">qB")
 _F_qi = struct.Struct(">qi")
+_F_qiB = struct.Struct(">qiB")
 _F_qq = struct.Struct(">qq")
 
 
@@ -31,7 +35,7 @@ class FetchSnapshotRequest(KafkaMessage):
         self.replica_id = replica_id
         self.max_bytes = max_bytes
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'FetchSnapshotRequest'
     API_KEY = 59
@@ -46,7 +50,7 @@ class FetchSnapshotRequest(KafkaMessage):
         def __init__(self, *, end_offset: int = 0, epoch: int = 0) -> None:
             self.end_offset = end_offset
             self.epoch = epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class PartitionSnapshot(KafkaStruct):
@@ -58,7 +62,7 @@ class FetchSnapshotRequest(KafkaMessage):
             self.snapshot_id = FetchSnapshotRequest.SnapshotId() if snapshot_id is _wire.DEFAULT else snapshot_id
             self.position = position
             self.replica_directory_id = replica_directory_id
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicSnapshot(KafkaStruct):
@@ -67,7 +71,7 @@ class FetchSnapshotRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[FetchSnapshotRequest.PartitionSnapshot] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class FetchSnapshotResponse(KafkaMessage):
@@ -78,7 +82,7 @@ class FetchSnapshotResponse(KafkaMessage):
         self.error_code = error_code
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'FetchSnapshotResponse'
     API_KEY = 59
@@ -92,7 +96,7 @@ class FetchSnapshotResponse(KafkaMessage):
         def __init__(self, *, end_offset: int = 0, epoch: int = 0) -> None:
             self.end_offset = end_offset
             self.epoch = epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class LeaderIdAndEpoch(KafkaStruct):
@@ -101,7 +105,7 @@ class FetchSnapshotResponse(KafkaMessage):
         def __init__(self, *, leader_id: int = 0, leader_epoch: int = 0) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class PartitionSnapshot(KafkaStruct):
@@ -115,7 +119,7 @@ class FetchSnapshotResponse(KafkaMessage):
             self.size = size
             self.position = position
             self.unaligned_records = unaligned_records
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicSnapshot(KafkaStruct):
@@ -124,7 +128,7 @@ class FetchSnapshotResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[FetchSnapshotResponse.PartitionSnapshot] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class NodeEndpoint(KafkaStruct):
@@ -134,49 +138,136 @@ class FetchSnapshotResponse(KafkaMessage):
             self.node_id = node_id
             self.host = host
             self.port = port
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
 
 
 def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_cluster_id: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_snapshot_id: FetchSnapshotRequest.SnapshotId
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_replica_id, v_max_bytes,) = _F_ii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_max_bytes,) = _F_ii.unpack_from(buf, pos)
         pos += 8
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchSnapshotRequest__TopicSnapshot_0(buf, pos)
-                v_topics.append(item)
-        v_cluster_id = None
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition, s5_current_leader_epoch,) = _F_ii.unpack_from(buf, pos)
+                        pos += 8
+                        (s6_end_offset, s6_epoch, t6,) = _F_qiB.unpack_from(buf, pos)
+                        pos += 13
+                        u6 = _wire.EMPTY_TAGS
+                        if t6:
+                            pos -= 1
+                            count6, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count6):
+                                tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                pos = end6
+                        o6 = _new(_C_FetchSnapshotRequest__SnapshotId)
+                        o6.end_offset = s6_end_offset
+                        o6.epoch = s6_epoch
+                        o6._unknown_tags = u6
+                        s5_snapshot_id = o6
+                        (s5_position, t5,) = _F_qB.unpack_from(buf, pos)
+                        pos += 9
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_FetchSnapshotRequest__PartitionSnapshot)
+                        o5.partition = s5_partition
+                        o5.current_leader_epoch = s5_current_leader_epoch
+                        o5.snapshot_id = s5_snapshot_id
+                        o5.position = s5_position
+                        o5.replica_directory_id = _wire.ZERO_UUID
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_FetchSnapshotRequest__TopicSnapshot)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        s1_cluster_id = None
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    size = buf[pos]
+                    if 0 < size < 0x80:
+                        stop = pos + size
+                        if stop > buflen:
+                            raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                        s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+                        pos = stop
+                    else:
+                        s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(FetchSnapshotRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.replica_id = s1_replica_id
+        o1.max_bytes = s1_max_bytes
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchSnapshotRequest: {exc}", offset=pos) from None
-    o = _new(FetchSnapshotRequest)
-    o.cluster_id = v_cluster_id
-    o.replica_id = v_replica_id
-    o.max_bytes = v_max_bytes
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchSnapshotRequest_0(out: bytearray, o: FetchSnapshotRequest) -> None:
@@ -195,10 +286,15 @@ def _w_FetchSnapshotRequest_0(out: bytearray, o: FetchSnapshotRequest) -> None:
         if o.cluster_id is not None:
             t = bytearray()
             x = o.cluster_id
-            _wire.write_compact_string(t, x)
+            if x.__class__ is str and len(x) < 0x20:
+                data = x.encode()
+                t.append(len(data) + 1)
+                t += data
+            else:
+                _wire.write_compact_string(t, x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -206,43 +302,137 @@ def _w_FetchSnapshotRequest_0(out: bytearray, o: FetchSnapshotRequest) -> None:
 
 
 def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_cluster_id: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_snapshot_id: FetchSnapshotRequest.SnapshotId
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_replica_id, v_max_bytes,) = _F_ii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_max_bytes,) = _F_ii.unpack_from(buf, pos)
         pos += 8
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchSnapshotRequest__TopicSnapshot_1(buf, pos)
-                v_topics.append(item)
-        v_cluster_id = None
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition, s5_current_leader_epoch,) = _F_ii.unpack_from(buf, pos)
+                        pos += 8
+                        (s6_end_offset, s6_epoch, t6,) = _F_qiB.unpack_from(buf, pos)
+                        pos += 13
+                        u6 = _wire.EMPTY_TAGS
+                        if t6:
+                            pos -= 1
+                            count6, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count6):
+                                tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                pos = end6
+                        o6 = _new(_C_FetchSnapshotRequest__SnapshotId)
+                        o6.end_offset = s6_end_offset
+                        o6.epoch = s6_epoch
+                        o6._unknown_tags = u6
+                        s5_snapshot_id = o6
+                        (s5_position,) = _F_q.unpack_from(buf, pos)
+                        pos += 8
+                        s5_replica_directory_id = _wire.ZERO_UUID
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                if tag5 == 0:
+                                    s5_replica_directory_id, pos = _wire.read_uuid(buf, pos)
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                else:
+                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    pos = end5
+                        o5 = _new(_C_FetchSnapshotRequest__PartitionSnapshot)
+                        o5.partition = s5_partition
+                        o5.current_leader_epoch = s5_current_leader_epoch
+                        o5.snapshot_id = s5_snapshot_id
+                        o5.position = s5_position
+                        o5.replica_directory_id = s5_replica_directory_id
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_FetchSnapshotRequest__TopicSnapshot)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        s1_cluster_id = None
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    size = buf[pos]
+                    if 0 < size < 0x80:
+                        stop = pos + size
+                        if stop > buflen:
+                            raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                        s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+                        pos = stop
+                    else:
+                        s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(FetchSnapshotRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.replica_id = s1_replica_id
+        o1.max_bytes = s1_max_bytes
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchSnapshotRequest: {exc}", offset=pos) from None
-    o = _new(FetchSnapshotRequest)
-    o.cluster_id = v_cluster_id
-    o.replica_id = v_replica_id
-    o.max_bytes = v_max_bytes
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchSnapshotRequest_1(out: bytearray, o: FetchSnapshotRequest) -> None:
@@ -261,77 +451,30 @@ def _w_FetchSnapshotRequest_1(out: bytearray, o: FetchSnapshotRequest) -> None:
         if o.cluster_id is not None:
             t = bytearray()
             x = o.cluster_id
-            _wire.write_compact_string(t, x)
+            if x.__class__ is str and len(x) < 0x20:
+                data = x.encode()
+                t.append(len(data) + 1)
+                t += data
+            else:
+                _wire.write_compact_string(t, x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchSnapshotRequest__SnapshotId_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest.SnapshotId, int]:
-    try:
-        (v_end_offset, v_epoch,) = _F_qi.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SnapshotId: {exc}", offset=pos) from None
-    o = _new(_C_FetchSnapshotRequest__SnapshotId)
-    o.end_offset = v_end_offset
-    o.epoch = v_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchSnapshotRequest__SnapshotId_0(out: bytearray, o: FetchSnapshotRequest.SnapshotId) -> None:
     try:
         out += _F_qi.pack(o.end_offset, o.epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchSnapshotRequest__PartitionSnapshot_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest.PartitionSnapshot, int]:
-    v_snapshot_id: FetchSnapshotRequest.SnapshotId
-    try:
-        (v_partition, v_current_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        v_snapshot_id, pos = _r_FetchSnapshotRequest__SnapshotId_0(buf, pos)
-        (v_position,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionSnapshot: {exc}", offset=pos) from None
-    o = _new(_C_FetchSnapshotRequest__PartitionSnapshot)
-    o.partition = v_partition
-    o.current_leader_epoch = v_current_leader_epoch
-    o.snapshot_id = v_snapshot_id
-    o.position = v_position
-    o.replica_directory_id = _wire.ZERO_UUID
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchSnapshotRequest__PartitionSnapshot_0(out: bytearray, o: FetchSnapshotRequest.PartitionSnapshot) -> None:
@@ -341,48 +484,12 @@ def _w_FetchSnapshotRequest__PartitionSnapshot_0(out: bytearray, o: FetchSnapsho
         x = o.snapshot_id
         _w_FetchSnapshotRequest__SnapshotId_0(out, x)
         out += _F_q.pack(o.position)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchSnapshotRequest__PartitionSnapshot_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest.PartitionSnapshot, int]:
-    v_snapshot_id: FetchSnapshotRequest.SnapshotId
-    try:
-        (v_partition, v_current_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        v_snapshot_id, pos = _r_FetchSnapshotRequest__SnapshotId_0(buf, pos)
-        (v_position,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        v_replica_directory_id = _wire.ZERO_UUID
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_replica_directory_id, pos = _wire.read_uuid(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionSnapshot: {exc}", offset=pos) from None
-    o = _new(_C_FetchSnapshotRequest__PartitionSnapshot)
-    o.partition = v_partition
-    o.current_leader_epoch = v_current_leader_epoch
-    o.snapshot_id = v_snapshot_id
-    o.position = v_position
-    o.replica_directory_id = v_replica_directory_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchSnapshotRequest__PartitionSnapshot_1(out: bytearray, o: FetchSnapshotRequest.PartitionSnapshot) -> None:
@@ -398,45 +505,12 @@ def _w_FetchSnapshotRequest__PartitionSnapshot_1(out: bytearray, o: FetchSnapsho
             x = o.replica_directory_id
             _wire.write_uuid(t, x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchSnapshotRequest__TopicSnapshot_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest.TopicSnapshot, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchSnapshotRequest__PartitionSnapshot_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicSnapshot: {exc}", offset=pos) from None
-    o = _new(_C_FetchSnapshotRequest__TopicSnapshot)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchSnapshotRequest__TopicSnapshot_0(out: bytearray, o: FetchSnapshotRequest.TopicSnapshot) -> None:
@@ -446,7 +520,12 @@ def _w_FetchSnapshotRequest__TopicSnapshot_0(out: bytearray, o: FetchSnapshotReq
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -454,46 +533,12 @@ def _w_FetchSnapshotRequest__TopicSnapshot_0(out: bytearray, o: FetchSnapshotReq
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchSnapshotRequest__PartitionSnapshot_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchSnapshotRequest__TopicSnapshot_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest.TopicSnapshot, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchSnapshotRequest__PartitionSnapshot_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicSnapshot: {exc}", offset=pos) from None
-    o = _new(_C_FetchSnapshotRequest__TopicSnapshot)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchSnapshotRequest__TopicSnapshot_1(out: bytearray, o: FetchSnapshotRequest.TopicSnapshot) -> None:
@@ -503,7 +548,12 @@ def _w_FetchSnapshotRequest__TopicSnapshot_1(out: bytearray, o: FetchSnapshotReq
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -511,9 +561,8 @@ def _w_FetchSnapshotRequest__TopicSnapshot_1(out: bytearray, o: FetchSnapshotReq
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchSnapshotRequest__PartitionSnapshot_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -521,37 +570,143 @@ def _w_FetchSnapshotRequest__TopicSnapshot_1(out: bytearray, o: FetchSnapshotReq
 
 
 def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_current_leader: FetchSnapshotResponse.LeaderIdAndEpoch
+    s5_snapshot_id: FetchSnapshotResponse.SnapshotId
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchSnapshotResponse__TopicSnapshot_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_index, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        (s6_end_offset, s6_epoch, t6,) = _F_qiB.unpack_from(buf, pos)
+                        pos += 13
+                        u6 = _wire.EMPTY_TAGS
+                        if t6:
+                            pos -= 1
+                            count6, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count6):
+                                tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                pos = end6
+                        o6 = _new(_C_FetchSnapshotResponse__SnapshotId)
+                        o6.end_offset = s6_end_offset
+                        o6.epoch = s6_epoch
+                        o6._unknown_tags = u6
+                        s5_snapshot_id = o6
+                        (s5_size, s5_position,) = _F_qq.unpack_from(buf, pos)
+                        pos += 16
+                        s5_unaligned_records, pos = _wire.read_compact_bytes(buf, pos)
+                        if s5_unaligned_records is None:
+                            raise _wire.null_error("unaligned_records", pos)
+                        s5_current_leader = FetchSnapshotResponse.LeaderIdAndEpoch()
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                if tag5 == 0:
+                                    (s7_leader_id, s7_leader_epoch, t7,) = _F_iiB.unpack_from(buf, pos)
+                                    pos += 9
+                                    u7 = _wire.EMPTY_TAGS
+                                    if t7:
+                                        pos -= 1
+                                        count7, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count7):
+                                            tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                            u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                            pos = end7
+                                    o7 = _new(_C_FetchSnapshotResponse__LeaderIdAndEpoch)
+                                    o7.leader_id = s7_leader_id
+                                    o7.leader_epoch = s7_leader_epoch
+                                    o7._unknown_tags = u7
+                                    s5_current_leader = o7
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                else:
+                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    pos = end5
+                        o5 = _new(_C_FetchSnapshotResponse__PartitionSnapshot)
+                        o5.index = s5_index
+                        o5.error_code = s5_error_code
+                        o5.snapshot_id = s5_snapshot_id
+                        o5.current_leader = s5_current_leader
+                        o5.size = s5_size
+                        o5.position = s5_position
+                        o5.unaligned_records = s5_unaligned_records
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_FetchSnapshotResponse__TopicSnapshot)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(FetchSnapshotResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.topics = s1_topics
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchSnapshotResponse: {exc}", offset=pos) from None
-    o = _new(FetchSnapshotResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.topics = v_topics
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchSnapshotResponse_0(out: bytearray, o: FetchSnapshotResponse) -> None:
@@ -568,9 +723,8 @@ def _w_FetchSnapshotResponse_0(out: bytearray, o: FetchSnapshotResponse) -> None
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchSnapshotResponse__TopicSnapshot_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -578,51 +732,188 @@ def _w_FetchSnapshotResponse_0(out: bytearray, o: FetchSnapshotResponse) -> None
 
 
 def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotResponse, int]:
-    item: Any
-    v_topics: list[Any]
-    v_node_endpoints: list[Any]
+    s1_node_endpoints: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_current_leader: FetchSnapshotResponse.LeaderIdAndEpoch
+    s5_snapshot_id: FetchSnapshotResponse.SnapshotId
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_FetchSnapshotResponse__TopicSnapshot_0(buf, pos)
-                v_topics.append(item)
-        v_node_endpoints = _wire.KeyedList()
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_index, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        (s6_end_offset, s6_epoch, t6,) = _F_qiB.unpack_from(buf, pos)
+                        pos += 13
+                        u6 = _wire.EMPTY_TAGS
+                        if t6:
+                            pos -= 1
+                            count6, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count6):
+                                tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                pos = end6
+                        o6 = _new(_C_FetchSnapshotResponse__SnapshotId)
+                        o6.end_offset = s6_end_offset
+                        o6.epoch = s6_epoch
+                        o6._unknown_tags = u6
+                        s5_snapshot_id = o6
+                        (s5_size, s5_position,) = _F_qq.unpack_from(buf, pos)
+                        pos += 16
+                        s5_unaligned_records, pos = _wire.read_compact_bytes(buf, pos)
+                        if s5_unaligned_records is None:
+                            raise _wire.null_error("unaligned_records", pos)
+                        s5_current_leader = FetchSnapshotResponse.LeaderIdAndEpoch()
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                if tag5 == 0:
+                                    (s7_leader_id, s7_leader_epoch, t7,) = _F_iiB.unpack_from(buf, pos)
+                                    pos += 9
+                                    u7 = _wire.EMPTY_TAGS
+                                    if t7:
+                                        pos -= 1
+                                        count7, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count7):
+                                            tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                            u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                            pos = end7
+                                    o7 = _new(_C_FetchSnapshotResponse__LeaderIdAndEpoch)
+                                    o7.leader_id = s7_leader_id
+                                    o7.leader_epoch = s7_leader_epoch
+                                    o7._unknown_tags = u7
+                                    s5_current_leader = o7
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                else:
+                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    pos = end5
+                        o5 = _new(_C_FetchSnapshotResponse__PartitionSnapshot)
+                        o5.index = s5_index
+                        o5.error_code = s5_error_code
+                        o5.snapshot_id = s5_snapshot_id
+                        o5.current_leader = s5_current_leader
+                        o5.size = s5_size
+                        o5.position = s5_position
+                        o5.unaligned_records = s5_unaligned_records
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_FetchSnapshotResponse__TopicSnapshot)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        s1_node_endpoints = _wire.KeyedList()
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
                         raise _wire.null_error("node_endpoints", pos)
                     else:
-                        v_node_endpoints = _wire.KeyedList()
+                        s1_node_endpoints = _wire.KeyedList()
+                        add8 = s1_node_endpoints.append
                         for _ in range(n):
-                            item, pos = _r_FetchSnapshotResponse__NodeEndpoint_0(buf, pos)
-                            v_node_endpoints.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+                            (s9_node_id,) = _F_i.unpack_from(buf, pos)
+                            pos += 4
+                            size = buf[pos]
+                            if 0 < size < 0x80:
+                                stop = pos + size
+                                if stop > buflen:
+                                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                s9_host = str(buf[pos + 1 : stop], "utf-8")
+                                pos = stop
+                            else:
+                                s9_host, pos = _wire.read_compact_text(buf, pos, "host")
+                            (s9_port, t9,) = _F_HB.unpack_from(buf, pos)
+                            pos += 3
+                            u9 = _wire.EMPTY_TAGS
+                            if t9:
+                                pos -= 1
+                                count9, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count9):
+                                    tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                    u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                    pos = end9
+                            o9 = _new(_C_FetchSnapshotResponse__NodeEndpoint)
+                            o9.node_id = s9_node_id
+                            o9.host = s9_host
+                            o9.port = s9_port
+                            o9._unknown_tags = u9
+                            add8(o9)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(FetchSnapshotResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.topics = s1_topics
+        o1.node_endpoints = s1_node_endpoints
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FetchSnapshotResponse: {exc}", offset=pos) from None
-    o = _new(FetchSnapshotResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.topics = v_topics
-    o.node_endpoints = v_node_endpoints
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FetchSnapshotResponse_1(out: bytearray, o: FetchSnapshotResponse) -> None:
@@ -648,121 +939,34 @@ def _w_FetchSnapshotResponse_1(out: bytearray, o: FetchSnapshotResponse) -> None
                 for item in x:
                     _w_FetchSnapshotResponse__NodeEndpoint_0(t, item)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchSnapshotResponse__SnapshotId_0(buf: Any, pos: int) -> tuple[FetchSnapshotResponse.SnapshotId, int]:
-    try:
-        (v_end_offset, v_epoch,) = _F_qi.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SnapshotId: {exc}", offset=pos) from None
-    o = _new(_C_FetchSnapshotResponse__SnapshotId)
-    o.end_offset = v_end_offset
-    o.epoch = v_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchSnapshotResponse__SnapshotId_0(out: bytearray, o: FetchSnapshotResponse.SnapshotId) -> None:
     try:
         out += _F_qi.pack(o.end_offset, o.epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchSnapshotResponse__LeaderIdAndEpoch_0(buf: Any, pos: int) -> tuple[FetchSnapshotResponse.LeaderIdAndEpoch, int]:
-    try:
-        (v_leader_id, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderIdAndEpoch: {exc}", offset=pos) from None
-    o = _new(_C_FetchSnapshotResponse__LeaderIdAndEpoch)
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchSnapshotResponse__LeaderIdAndEpoch_0(out: bytearray, o: FetchSnapshotResponse.LeaderIdAndEpoch) -> None:
     try:
         out += _F_ii.pack(o.leader_id, o.leader_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchSnapshotResponse__PartitionSnapshot_0(buf: Any, pos: int) -> tuple[FetchSnapshotResponse.PartitionSnapshot, int]:
-    v_snapshot_id: FetchSnapshotResponse.SnapshotId
-    v_current_leader: FetchSnapshotResponse.LeaderIdAndEpoch
-    try:
-        (v_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        v_snapshot_id, pos = _r_FetchSnapshotResponse__SnapshotId_0(buf, pos)
-        (v_size, v_position,) = _F_qq.unpack_from(buf, pos)
-        pos += 16
-        v_unaligned_records, pos = _wire.read_compact_bytes(buf, pos)
-        if v_unaligned_records is None:
-            raise _wire.null_error("unaligned_records", pos)
-        v_current_leader = FetchSnapshotResponse.LeaderIdAndEpoch()
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_current_leader, pos = _r_FetchSnapshotResponse__LeaderIdAndEpoch_0(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionSnapshot: {exc}", offset=pos) from None
-    o = _new(_C_FetchSnapshotResponse__PartitionSnapshot)
-    o.index = v_index
-    o.error_code = v_error_code
-    o.snapshot_id = v_snapshot_id
-    o.current_leader = v_current_leader
-    o.size = v_size
-    o.position = v_position
-    o.unaligned_records = v_unaligned_records
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchSnapshotResponse__PartitionSnapshot_0(out: bytearray, o: FetchSnapshotResponse.PartitionSnapshot) -> None:
@@ -782,45 +986,12 @@ def _w_FetchSnapshotResponse__PartitionSnapshot_0(out: bytearray, o: FetchSnapsh
             x = o.current_leader
             _w_FetchSnapshotResponse__LeaderIdAndEpoch_0(t, x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchSnapshotResponse__TopicSnapshot_0(buf: Any, pos: int) -> tuple[FetchSnapshotResponse.TopicSnapshot, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_FetchSnapshotResponse__PartitionSnapshot_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicSnapshot: {exc}", offset=pos) from None
-    o = _new(_C_FetchSnapshotResponse__TopicSnapshot)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchSnapshotResponse__TopicSnapshot_0(out: bytearray, o: FetchSnapshotResponse.TopicSnapshot) -> None:
@@ -830,7 +1001,12 @@ def _w_FetchSnapshotResponse__TopicSnapshot_0(out: bytearray, o: FetchSnapshotRe
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -838,41 +1014,12 @@ def _w_FetchSnapshotResponse__TopicSnapshot_0(out: bytearray, o: FetchSnapshotRe
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchSnapshotResponse__PartitionSnapshot_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FetchSnapshotResponse__NodeEndpoint_0(buf: Any, pos: int) -> tuple[FetchSnapshotResponse.NodeEndpoint, int]:
-    try:
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_H.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read NodeEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_FetchSnapshotResponse__NodeEndpoint)
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FetchSnapshotResponse__NodeEndpoint_0(out: bytearray, o: FetchSnapshotResponse.NodeEndpoint) -> None:
@@ -882,11 +1029,15 @@ def _w_FetchSnapshotResponse__NodeEndpoint_0(out: bytearray, o: FetchSnapshotRes
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_H.pack(o.port)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

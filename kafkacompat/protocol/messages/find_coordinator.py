@@ -14,8 +14,10 @@ __all__ = ['FindCoordinatorRequest', 'FindCoordinatorResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
+_F_bB = struct.Struct(">bB")
 _F_hi = struct.Struct(">hi")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 
 
@@ -26,7 +28,7 @@ class FindCoordinatorRequest(KafkaMessage):
         self.key = key
         self.key_type = key_type
         self.coordinator_keys = [] if coordinator_keys is _wire.DEFAULT else coordinator_keys
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'FindCoordinatorRequest'
     API_KEY = 10
@@ -47,7 +49,7 @@ class FindCoordinatorResponse(KafkaMessage):
         self.host = host
         self.port = port
         self.coordinators = [] if coordinators is _wire.DEFAULT else coordinators
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'FindCoordinatorResponse'
     API_KEY = 10
@@ -65,23 +67,23 @@ class FindCoordinatorResponse(KafkaMessage):
             self.port = port
             self.error_code = error_code
             self.error_message = error_message
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_FindCoordinatorRequest_0(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
     try:
-        v_key, pos = _wire.read_string(buf, pos)
-        if v_key is None:
+        s1_key, pos = _wire.read_string(buf, pos)
+        if s1_key is None:
             raise _wire.null_error("key", pos)
+        o1 = _new(FindCoordinatorRequest)
+        o1.key = s1_key
+        o1.key_type = 0
+        o1.coordinator_keys = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FindCoordinatorRequest: {exc}", offset=pos) from None
-    o = _new(FindCoordinatorRequest)
-    o.key = v_key
-    o.key_type = 0
-    o.coordinator_keys = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FindCoordinatorRequest_0(out: bytearray, o: FindCoordinatorRequest) -> None:
@@ -101,19 +103,19 @@ def _w_FindCoordinatorRequest_0(out: bytearray, o: FindCoordinatorRequest) -> No
 
 def _r_FindCoordinatorRequest_1(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
     try:
-        v_key, pos = _wire.read_string(buf, pos)
-        if v_key is None:
+        s1_key, pos = _wire.read_string(buf, pos)
+        if s1_key is None:
             raise _wire.null_error("key", pos)
-        (v_key_type,) = _F_b.unpack_from(buf, pos)
+        (s1_key_type,) = _F_b.unpack_from(buf, pos)
         pos += 1
+        o1 = _new(FindCoordinatorRequest)
+        o1.key = s1_key
+        o1.key_type = s1_key_type
+        o1.coordinator_keys = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FindCoordinatorRequest: {exc}", offset=pos) from None
-    o = _new(FindCoordinatorRequest)
-    o.key = v_key
-    o.key_type = v_key_type
-    o.coordinator_keys = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FindCoordinatorRequest_1(out: bytearray, o: FindCoordinatorRequest) -> None:
@@ -131,29 +133,36 @@ def _w_FindCoordinatorRequest_1(out: bytearray, o: FindCoordinatorRequest) -> No
 
 
 def _r_FindCoordinatorRequest_2(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_key, pos = _wire.read_compact_string(buf, pos)
-        if v_key is None:
-            raise _wire.null_error("key", pos)
-        (v_key_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_key = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_key, pos = _wire.read_compact_text(buf, pos, "key")
+        (s1_key_type, t1,) = _F_bB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(FindCoordinatorRequest)
+        o1.key = s1_key
+        o1.key_type = s1_key_type
+        o1.coordinator_keys = []
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FindCoordinatorRequest: {exc}", offset=pos) from None
-    o = _new(FindCoordinatorRequest)
-    o.key = v_key
-    o.key_type = v_key_type
-    o.coordinator_keys = []
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FindCoordinatorRequest_2(out: bytearray, o: FindCoordinatorRequest) -> None:
@@ -164,11 +173,15 @@ def _w_FindCoordinatorRequest_2(out: bytearray, o: FindCoordinatorRequest) -> No
         x = o.key
         if x is None:
             raise EncodeError("field key is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.key_type)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -177,37 +190,49 @@ def _w_FindCoordinatorRequest_2(out: bytearray, o: FindCoordinatorRequest) -> No
 
 def _r_FindCoordinatorRequest_3(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
     item: Any
-    v_coordinator_keys: list[Any]
+    s1_coordinator_keys: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_key_type,) = _F_b.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_key_type,) = _F_b.unpack_from(buf, pos)
         pos += 1
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("coordinator_keys", pos)
         else:
-            v_coordinator_keys = []
+            s1_coordinator_keys = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("coordinator_keys[]", pos)
-                v_coordinator_keys.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "coordinator_keys[]")
+                s1_coordinator_keys.append(item)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(FindCoordinatorRequest)
+        o1.key = ""
+        o1.key_type = s1_key_type
+        o1.coordinator_keys = s1_coordinator_keys
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FindCoordinatorRequest: {exc}", offset=pos) from None
-    o = _new(FindCoordinatorRequest)
-    o.key = ""
-    o.key_type = v_key_type
-    o.coordinator_keys = v_coordinator_keys
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FindCoordinatorRequest_3(out: bytearray, o: FindCoordinatorRequest) -> None:
@@ -225,10 +250,14 @@ def _w_FindCoordinatorRequest_3(out: bytearray, o: FindCoordinatorRequest) -> No
             for item in x:
                 if item is None:
                     raise EncodeError("an element of coordinator_keys is None")
-                _wire.write_compact_string(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -237,25 +266,25 @@ def _w_FindCoordinatorRequest_3(out: bytearray, o: FindCoordinatorRequest) -> No
 
 def _r_FindCoordinatorResponse_0(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
     try:
-        (v_error_code, v_node_id,) = _F_hi.unpack_from(buf, pos)
+        (s1_error_code, s1_node_id,) = _F_hi.unpack_from(buf, pos)
         pos += 6
-        v_host, pos = _wire.read_string(buf, pos)
-        if v_host is None:
+        s1_host, pos = _wire.read_string(buf, pos)
+        if s1_host is None:
             raise _wire.null_error("host", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
+        (s1_port,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(FindCoordinatorResponse)
+        o1.throttle_time_ms = 0
+        o1.error_code = s1_error_code
+        o1.error_message = ""
+        o1.node_id = s1_node_id
+        o1.host = s1_host
+        o1.port = s1_port
+        o1.coordinators = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FindCoordinatorResponse: {exc}", offset=pos) from None
-    o = _new(FindCoordinatorResponse)
-    o.throttle_time_ms = 0
-    o.error_code = v_error_code
-    o.error_message = ""
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.coordinators = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FindCoordinatorResponse_0(out: bytearray, o: FindCoordinatorResponse) -> None:
@@ -275,28 +304,28 @@ def _w_FindCoordinatorResponse_0(out: bytearray, o: FindCoordinatorResponse) -> 
 
 def _r_FindCoordinatorResponse_1(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_string(buf, pos)
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
+        s1_error_message, pos = _wire.read_string(buf, pos)
+        (s1_node_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_host, pos = _wire.read_string(buf, pos)
-        if v_host is None:
+        s1_host, pos = _wire.read_string(buf, pos)
+        if s1_host is None:
             raise _wire.null_error("host", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
+        (s1_port,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(FindCoordinatorResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.node_id = s1_node_id
+        o1.host = s1_host
+        o1.port = s1_port
+        o1.coordinators = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FindCoordinatorResponse: {exc}", offset=pos) from None
-    o = _new(FindCoordinatorResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.coordinators = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_FindCoordinatorResponse_1(out: bytearray, o: FindCoordinatorResponse) -> None:
@@ -318,38 +347,54 @@ def _w_FindCoordinatorResponse_1(out: bytearray, o: FindCoordinatorResponse) -> 
 
 
 def _r_FindCoordinatorResponse_2(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
+    s1_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        (s1_node_id,) = _F_i.unpack_from(buf, pos)
+        pos += 4
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_host = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_host, pos = _wire.read_compact_text(buf, pos, "host")
+        (s1_port, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(FindCoordinatorResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.node_id = s1_node_id
+        o1.host = s1_host
+        o1.port = s1_port
+        o1.coordinators = []
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FindCoordinatorResponse: {exc}", offset=pos) from None
-    o = _new(FindCoordinatorResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.coordinators = []
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FindCoordinatorResponse_2(out: bytearray, o: FindCoordinatorResponse) -> None:
@@ -359,16 +404,25 @@ def _w_FindCoordinatorResponse_2(out: bytearray, o: FindCoordinatorResponse) -> 
             raise EncodeError("field coordinators has a non-default value but does not exist at this version")
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.node_id)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.port)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -376,40 +430,95 @@ def _w_FindCoordinatorResponse_2(out: bytearray, o: FindCoordinatorResponse) -> 
 
 
 def _r_FindCoordinatorResponse_3(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
-    item: Any
-    v_coordinators: list[Any]
+    s1_coordinators: list[Any]
+    s3_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("coordinators", pos)
         else:
-            v_coordinators = []
+            s1_coordinators = []
+            add2 = s1_coordinators.append
             for _ in range(n):
-                item, pos = _r_FindCoordinatorResponse__Coordinator_0(buf, pos)
-                v_coordinators.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_key = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_key, pos = _wire.read_compact_text(buf, pos, "key")
+                (s3_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, s3_error_code,) = _F_ih.unpack_from(buf, pos)
+                pos += 6
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_FindCoordinatorResponse__Coordinator)
+                o3.key = s3_key
+                o3.node_id = s3_node_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(FindCoordinatorResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = 0
+        o1.error_message = ""
+        o1.node_id = 0
+        o1.host = ""
+        o1.port = 0
+        o1.coordinators = s1_coordinators
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read FindCoordinatorResponse: {exc}", offset=pos) from None
-    o = _new(FindCoordinatorResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = 0
-    o.error_message = ""
-    o.node_id = 0
-    o.host = ""
-    o.port = 0
-    o.coordinators = v_coordinators
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_FindCoordinatorResponse_3(out: bytearray, o: FindCoordinatorResponse) -> None:
@@ -432,48 +541,12 @@ def _w_FindCoordinatorResponse_3(out: bytearray, o: FindCoordinatorResponse) -> 
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FindCoordinatorResponse__Coordinator_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_FindCoordinatorResponse__Coordinator_0(buf: Any, pos: int) -> tuple[FindCoordinatorResponse.Coordinator, int]:
-    try:
-        v_key, pos = _wire.read_compact_string(buf, pos)
-        if v_key is None:
-            raise _wire.null_error("key", pos)
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Coordinator: {exc}", offset=pos) from None
-    o = _new(_C_FindCoordinatorResponse__Coordinator)
-    o.key = v_key
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_FindCoordinatorResponse__Coordinator_0(out: bytearray, o: FindCoordinatorResponse.Coordinator) -> None:
@@ -482,18 +555,32 @@ def _w_FindCoordinatorResponse__Coordinator_0(out: bytearray, o: FindCoordinator
         x = o.key
         if x is None:
             raise EncodeError("field key is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.node_id)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_ih.pack(o.port, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

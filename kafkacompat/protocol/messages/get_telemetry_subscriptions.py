@@ -24,7 +24,7 @@ class GetTelemetrySubscriptionsRequest(KafkaMessage):
 
     def __init__(self, *, client_instance_id: uuid.UUID = _wire.ZERO_UUID) -> None:
         self.client_instance_id = client_instance_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'GetTelemetrySubscriptionsRequest'
     API_KEY = 71
@@ -46,7 +46,7 @@ class GetTelemetrySubscriptionsResponse(KafkaMessage):
         self.telemetry_max_bytes = telemetry_max_bytes
         self.delta_temporality = delta_temporality
         self.requested_metrics = [] if requested_metrics is _wire.DEFAULT else requested_metrics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'GetTelemetrySubscriptionsResponse'
     API_KEY = 71
@@ -56,23 +56,24 @@ class GetTelemetrySubscriptionsResponse(KafkaMessage):
 
 
 def _r_GetTelemetrySubscriptionsRequest_0(buf: Any, pos: int) -> tuple[GetTelemetrySubscriptionsRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_client_instance_id, pos = _wire.read_uuid(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+        s1_client_instance_id, pos = _wire.read_uuid(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(GetTelemetrySubscriptionsRequest)
+        o1.client_instance_id = s1_client_instance_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read GetTelemetrySubscriptionsRequest: {exc}", offset=pos) from None
-    o = _new(GetTelemetrySubscriptionsRequest)
-    o.client_instance_id = v_client_instance_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_GetTelemetrySubscriptionsRequest_0(out: bytearray, o: GetTelemetrySubscriptionsRequest) -> None:
@@ -80,9 +81,8 @@ def _w_GetTelemetrySubscriptionsRequest_0(out: bytearray, o: GetTelemetrySubscri
     try:
         x = o.client_instance_id
         _wire.write_uuid(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -91,54 +91,75 @@ def _w_GetTelemetrySubscriptionsRequest_0(out: bytearray, o: GetTelemetrySubscri
 
 def _r_GetTelemetrySubscriptionsResponse_0(buf: Any, pos: int) -> tuple[GetTelemetrySubscriptionsResponse, int]:
     item: Any
-    v_accepted_compression_types: list[Any]
-    v_requested_metrics: list[Any]
+    s1_accepted_compression_types: list[Any]
+    s1_requested_metrics: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_client_instance_id, pos = _wire.read_uuid(buf, pos)
-        (v_subscription_id,) = _F_i.unpack_from(buf, pos)
+        s1_client_instance_id, pos = _wire.read_uuid(buf, pos)
+        (s1_subscription_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("accepted_compression_types", pos)
         else:
-            v_accepted_compression_types, pos = _wire.read_int_array(buf, pos, n, "b", 1)
-        (v_push_interval_ms, v_telemetry_max_bytes, v_delta_temporality,) = _F_iio.unpack_from(buf, pos)
+            stop = pos + 1 * n
+            if n < 32 and stop <= buflen:
+                s1_accepted_compression_types = list(_wire.SHORT_ARRAYS["b"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_accepted_compression_types, pos = _wire.read_int_array(buf, pos, n, "b", 1)
+        (s1_push_interval_ms, s1_telemetry_max_bytes, s1_delta_temporality,) = _F_iio.unpack_from(buf, pos)
         pos += 9
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("requested_metrics", pos)
         else:
-            v_requested_metrics = []
+            s1_requested_metrics = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("requested_metrics[]", pos)
-                v_requested_metrics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "requested_metrics[]")
+                s1_requested_metrics.append(item)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(GetTelemetrySubscriptionsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.client_instance_id = s1_client_instance_id
+        o1.subscription_id = s1_subscription_id
+        o1.accepted_compression_types = s1_accepted_compression_types
+        o1.push_interval_ms = s1_push_interval_ms
+        o1.telemetry_max_bytes = s1_telemetry_max_bytes
+        o1.delta_temporality = s1_delta_temporality
+        o1.requested_metrics = s1_requested_metrics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read GetTelemetrySubscriptionsResponse: {exc}", offset=pos) from None
-    o = _new(GetTelemetrySubscriptionsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.client_instance_id = v_client_instance_id
-    o.subscription_id = v_subscription_id
-    o.accepted_compression_types = v_accepted_compression_types
-    o.push_interval_ms = v_push_interval_ms
-    o.telemetry_max_bytes = v_telemetry_max_bytes
-    o.delta_temporality = v_delta_temporality
-    o.requested_metrics = v_requested_metrics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_GetTelemetrySubscriptionsResponse_0(out: bytearray, o: GetTelemetrySubscriptionsResponse) -> None:
@@ -164,10 +185,14 @@ def _w_GetTelemetrySubscriptionsResponse_0(out: bytearray, o: GetTelemetrySubscr
             for item in x:
                 if item is None:
                     raise EncodeError("an element of requested_metrics is None")
-                _wire.write_compact_string(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

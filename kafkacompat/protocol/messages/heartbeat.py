@@ -16,6 +16,7 @@ _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
+_F_ihB = struct.Struct(">ihB")
 
 
 class HeartbeatRequest(KafkaMessage):
@@ -26,7 +27,7 @@ class HeartbeatRequest(KafkaMessage):
         self.generation_id = generation_id
         self.member_id = member_id
         self.group_instance_id = group_instance_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'HeartbeatRequest'
     API_KEY = 12
@@ -41,7 +42,7 @@ class HeartbeatResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'HeartbeatResponse'
     API_KEY = 12
@@ -52,23 +53,23 @@ class HeartbeatResponse(KafkaMessage):
 
 def _r_HeartbeatRequest_0(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_generation_id,) = _F_i.unpack_from(buf, pos)
+        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
+        o1 = _new(HeartbeatRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id = s1_generation_id
+        o1.member_id = s1_member_id
+        o1.group_instance_id = None
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read HeartbeatRequest: {exc}", offset=pos) from None
-    o = _new(HeartbeatRequest)
-    o.group_id = v_group_id
-    o.generation_id = v_generation_id
-    o.member_id = v_member_id
-    o.group_instance_id = None
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_HeartbeatRequest_0(out: bytearray, o: HeartbeatRequest) -> None:
@@ -91,24 +92,24 @@ def _w_HeartbeatRequest_0(out: bytearray, o: HeartbeatRequest) -> None:
 
 def _r_HeartbeatRequest_1(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_generation_id,) = _F_i.unpack_from(buf, pos)
+        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_string(buf, pos)
+        s1_group_instance_id, pos = _wire.read_string(buf, pos)
+        o1 = _new(HeartbeatRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id = s1_generation_id
+        o1.member_id = s1_member_id
+        o1.group_instance_id = s1_group_instance_id
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read HeartbeatRequest: {exc}", offset=pos) from None
-    o = _new(HeartbeatRequest)
-    o.group_id = v_group_id
-    o.generation_id = v_generation_id
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_HeartbeatRequest_1(out: bytearray, o: HeartbeatRequest) -> None:
@@ -130,34 +131,57 @@ def _w_HeartbeatRequest_1(out: bytearray, o: HeartbeatRequest) -> None:
 
 
 def _r_HeartbeatRequest_2(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
+    s1_group_instance_id: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        (v_generation_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(HeartbeatRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id = s1_generation_id
+        o1.member_id = s1_member_id
+        o1.group_instance_id = s1_group_instance_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read HeartbeatRequest: {exc}", offset=pos) from None
-    o = _new(HeartbeatRequest)
-    o.group_id = v_group_id
-    o.generation_id = v_generation_id
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_HeartbeatRequest_2(out: bytearray, o: HeartbeatRequest) -> None:
@@ -166,17 +190,31 @@ def _w_HeartbeatRequest_2(out: bytearray, o: HeartbeatRequest) -> None:
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.generation_id)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_instance_id
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -185,15 +223,15 @@ def _w_HeartbeatRequest_2(out: bytearray, o: HeartbeatRequest) -> None:
 
 def _r_HeartbeatResponse_0(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
+        o1 = _new(HeartbeatResponse)
+        o1.throttle_time_ms = 0
+        o1.error_code = s1_error_code
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read HeartbeatResponse: {exc}", offset=pos) from None
-    o = _new(HeartbeatResponse)
-    o.throttle_time_ms = 0
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_HeartbeatResponse_0(out: bytearray, o: HeartbeatResponse) -> None:
@@ -205,15 +243,15 @@ def _w_HeartbeatResponse_0(out: bytearray, o: HeartbeatResponse) -> None:
 
 def _r_HeartbeatResponse_1(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
+        o1 = _new(HeartbeatResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read HeartbeatResponse: {exc}", offset=pos) from None
-    o = _new(HeartbeatResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_HeartbeatResponse_1(out: bytearray, o: HeartbeatResponse) -> None:
@@ -224,33 +262,32 @@ def _w_HeartbeatResponse_1(out: bytearray, o: HeartbeatResponse) -> None:
 
 
 def _r_HeartbeatResponse_2(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_throttle_time_ms, s1_error_code, t1,) = _F_ihB.unpack_from(buf, pos)
+        pos += 7
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(HeartbeatResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read HeartbeatResponse: {exc}", offset=pos) from None
-    o = _new(HeartbeatResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_HeartbeatResponse_2(out: bytearray, o: HeartbeatResponse) -> None:
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

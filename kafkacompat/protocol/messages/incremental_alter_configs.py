@@ -14,6 +14,7 @@ __all__ = ['IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
+_F_oB = struct.Struct(">?B")
 _F_b = struct.Struct(">b")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
@@ -25,7 +26,7 @@ class IncrementalAlterConfigsRequest(KafkaMessage):
     def __init__(self, *, resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource] = _wire.DEFAULT, validate_only: bool = False) -> None:
         self.resources = _wire.KeyedList() if resources is _wire.DEFAULT else resources
         self.validate_only = validate_only
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'IncrementalAlterConfigsRequest'
     API_KEY = 44
@@ -41,7 +42,7 @@ class IncrementalAlterConfigsRequest(KafkaMessage):
             self.name = name
             self.config_operation = config_operation
             self.value = value
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name', 'config_operation')
 
@@ -52,7 +53,7 @@ class IncrementalAlterConfigsRequest(KafkaMessage):
             self.resource_type = resource_type
             self.resource_name = resource_name
             self.configs = _wire.KeyedList() if configs is _wire.DEFAULT else configs
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('resource_type', 'resource_name')
 
@@ -62,7 +63,7 @@ class IncrementalAlterConfigsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.responses = [] if responses is _wire.DEFAULT else responses
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'IncrementalAlterConfigsResponse'
     API_KEY = 44
@@ -78,31 +79,60 @@ class IncrementalAlterConfigsResponse(KafkaMessage):
             self.error_message = error_message
             self.resource_type = resource_type
             self.resource_name = resource_name
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_IncrementalAlterConfigsRequest_0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:
-    item: Any
-    v_resources: list[Any]
+    s1_resources: list[Any]
+    s3_configs: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("resources", pos)
         else:
-            v_resources = _wire.KeyedList()
+            s1_resources = _wire.KeyedList()
+            add2 = s1_resources.append
             for _ in range(n):
-                item, pos = _r_IncrementalAlterConfigsRequest__AlterConfigsResource_0(buf, pos)
-                v_resources.append(item)
-        (v_validate_only,) = _F_o.unpack_from(buf, pos)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name, pos = _wire.read_string(buf, pos)
+                if s3_resource_name is None:
+                    raise _wire.null_error("resource_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("configs", pos)
+                else:
+                    s3_configs = _wire.KeyedList()
+                    add4 = s3_configs.append
+                    for _ in range(n):
+                        s5_name, pos = _wire.read_string(buf, pos)
+                        if s5_name is None:
+                            raise _wire.null_error("name", pos)
+                        (s5_config_operation,) = _F_b.unpack_from(buf, pos)
+                        pos += 1
+                        s5_value, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_IncrementalAlterConfigsRequest__AlterableConfig)
+                        o5.name = s5_name
+                        o5.config_operation = s5_config_operation
+                        o5.value = s5_value
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_IncrementalAlterConfigsRequest__AlterConfigsResource)
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.configs = s3_configs
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_validate_only,) = _F_o.unpack_from(buf, pos)
         pos += 1
+        o1 = _new(IncrementalAlterConfigsRequest)
+        o1.resources = s1_resources
+        o1.validate_only = s1_validate_only
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read IncrementalAlterConfigsRequest: {exc}", offset=pos) from None
-    o = _new(IncrementalAlterConfigsRequest)
-    o.resources = v_resources
-    o.validate_only = v_validate_only
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_IncrementalAlterConfigsRequest_0(out: bytearray, o: IncrementalAlterConfigsRequest) -> None:
@@ -122,35 +152,114 @@ def _w_IncrementalAlterConfigsRequest_0(out: bytearray, o: IncrementalAlterConfi
 
 
 def _r_IncrementalAlterConfigsRequest_1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:
-    item: Any
-    v_resources: list[Any]
+    s1_resources: list[Any]
+    s3_configs: list[Any]
+    s5_value: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("resources", pos)
         else:
-            v_resources = _wire.KeyedList()
+            s1_resources = _wire.KeyedList()
+            add2 = s1_resources.append
             for _ in range(n):
-                item, pos = _r_IncrementalAlterConfigsRequest__AlterConfigsResource_1(buf, pos)
-                v_resources.append(item)
-        (v_validate_only,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("configs", pos)
+                else:
+                    s3_configs = _wire.KeyedList()
+                    add4 = s3_configs.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        (s5_config_operation,) = _F_b.unpack_from(buf, pos)
+                        pos += 1
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_value = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_value, pos = _wire.read_compact_string(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_IncrementalAlterConfigsRequest__AlterableConfig)
+                        o5.name = s5_name
+                        o5.config_operation = s5_config_operation
+                        o5.value = s5_value
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_IncrementalAlterConfigsRequest__AlterConfigsResource)
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3.configs = s3_configs
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_validate_only, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(IncrementalAlterConfigsRequest)
+        o1.resources = s1_resources
+        o1.validate_only = s1_validate_only
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read IncrementalAlterConfigsRequest: {exc}", offset=pos) from None
-    o = _new(IncrementalAlterConfigsRequest)
-    o.resources = v_resources
-    o.validate_only = v_validate_only
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_IncrementalAlterConfigsRequest_1(out: bytearray, o: IncrementalAlterConfigsRequest) -> None:
@@ -165,31 +274,12 @@ def _w_IncrementalAlterConfigsRequest_1(out: bytearray, o: IncrementalAlterConfi
             for item in x:
                 _w_IncrementalAlterConfigsRequest__AlterConfigsResource_1(out, item)
         out += _F_o.pack(o.validate_only)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_IncrementalAlterConfigsRequest__AlterableConfig_0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest.AlterableConfig, int]:
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_config_operation,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_value, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterableConfig: {exc}", offset=pos) from None
-    o = _new(_C_IncrementalAlterConfigsRequest__AlterableConfig)
-    o.name = v_name
-    o.config_operation = v_config_operation
-    o.value = v_value
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_IncrementalAlterConfigsRequest__AlterableConfig_0(out: bytearray, o: IncrementalAlterConfigsRequest.AlterableConfig) -> None:
@@ -206,77 +296,32 @@ def _w_IncrementalAlterConfigsRequest__AlterableConfig_0(out: bytearray, o: Incr
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_IncrementalAlterConfigsRequest__AlterableConfig_1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest.AlterableConfig, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_config_operation,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_value, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterableConfig: {exc}", offset=pos) from None
-    o = _new(_C_IncrementalAlterConfigsRequest__AlterableConfig)
-    o.name = v_name
-    o.config_operation = v_config_operation
-    o.value = v_value
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_IncrementalAlterConfigsRequest__AlterableConfig_1(out: bytearray, o: IncrementalAlterConfigsRequest.AlterableConfig) -> None:
     x: Any
     try:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.config_operation)
         x = o.value
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_IncrementalAlterConfigsRequest__AlterConfigsResource_0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest.AlterConfigsResource, int]:
-    item: Any
-    v_configs: list[Any]
-    try:
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("configs", pos)
-        else:
-            v_configs = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_IncrementalAlterConfigsRequest__AlterableConfig_0(buf, pos)
-                v_configs.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterConfigsResource: {exc}", offset=pos) from None
-    o = _new(_C_IncrementalAlterConfigsRequest__AlterConfigsResource)
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.configs = v_configs
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_IncrementalAlterConfigsRequest__AlterConfigsResource_0(out: bytearray, o: IncrementalAlterConfigsRequest.AlterConfigsResource) -> None:
@@ -299,42 +344,6 @@ def _w_IncrementalAlterConfigsRequest__AlterConfigsResource_0(out: bytearray, o:
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_IncrementalAlterConfigsRequest__AlterConfigsResource_1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest.AlterConfigsResource, int]:
-    item: Any
-    v_configs: list[Any]
-    try:
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_compact_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("configs", pos)
-        else:
-            v_configs = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_IncrementalAlterConfigsRequest__AlterableConfig_1(buf, pos)
-                v_configs.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterConfigsResource: {exc}", offset=pos) from None
-    o = _new(_C_IncrementalAlterConfigsRequest__AlterConfigsResource)
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.configs = v_configs
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_IncrementalAlterConfigsRequest__AlterConfigsResource_1(out: bytearray, o: IncrementalAlterConfigsRequest.AlterConfigsResource) -> None:
     x: Any
     item: Any
@@ -343,7 +352,12 @@ def _w_IncrementalAlterConfigsRequest__AlterConfigsResource_1(out: bytearray, o:
         x = o.resource_name
         if x is None:
             raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.configs
         if x is None:
             raise EncodeError("field configs is None but not nullable at this version")
@@ -351,9 +365,8 @@ def _w_IncrementalAlterConfigsRequest__AlterConfigsResource_1(out: bytearray, o:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_IncrementalAlterConfigsRequest__AlterableConfig_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -361,26 +374,39 @@ def _w_IncrementalAlterConfigsRequest__AlterConfigsResource_1(out: bytearray, o:
 
 
 def _r_IncrementalAlterConfigsResponse_0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_0(buf, pos)
-                v_responses.append(item)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s3_error_message, pos = _wire.read_string(buf, pos)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                s3_resource_name, pos = _wire.read_string(buf, pos)
+                if s3_resource_name is None:
+                    raise _wire.null_error("resource_name", pos)
+                o3 = _new(_C_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(IncrementalAlterConfigsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.responses = s1_responses
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read IncrementalAlterConfigsResponse: {exc}", offset=pos) from None
-    o = _new(IncrementalAlterConfigsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.responses = v_responses
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_IncrementalAlterConfigsResponse_0(out: bytearray, o: IncrementalAlterConfigsResponse) -> None:
@@ -400,35 +426,79 @@ def _w_IncrementalAlterConfigsResponse_0(out: bytearray, o: IncrementalAlterConf
 
 
 def _r_IncrementalAlterConfigsResponse_1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_1(buf, pos)
-                v_responses.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                (s3_resource_type,) = _F_b.unpack_from(buf, pos)
+                pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.resource_type = s3_resource_type
+                o3.resource_name = s3_resource_name
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(IncrementalAlterConfigsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.responses = s1_responses
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read IncrementalAlterConfigsResponse: {exc}", offset=pos) from None
-    o = _new(IncrementalAlterConfigsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.responses = v_responses
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_IncrementalAlterConfigsResponse_1(out: bytearray, o: IncrementalAlterConfigsResponse) -> None:
@@ -443,34 +513,12 @@ def _w_IncrementalAlterConfigsResponse_1(out: bytearray, o: IncrementalAlterConf
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, int]:
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterConfigsResourceResponse: {exc}", offset=pos) from None
-    o = _new(_C_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_0(out: bytearray, o: IncrementalAlterConfigsResponse.AlterConfigsResourceResponse) -> None:
@@ -488,50 +536,29 @@ def _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_0(out: byte
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, int]:
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        (v_resource_type,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_resource_name, pos = _wire.read_compact_string(buf, pos)
-        if v_resource_name is None:
-            raise _wire.null_error("resource_name", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AlterConfigsResourceResponse: {exc}", offset=pos) from None
-    o = _new(_C_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.resource_type = v_resource_type
-    o.resource_name = v_resource_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_1(out: bytearray, o: IncrementalAlterConfigsResponse.AlterConfigsResourceResponse) -> None:
     x: Any
     try:
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.resource_type)
         x = o.resource_name
         if x is None:
             raise EncodeError("field resource_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

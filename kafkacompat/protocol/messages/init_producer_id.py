@@ -14,8 +14,11 @@ __all__ = ['InitProducerIdRequest', 'InitProducerIdResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ihqh = struct.Struct(">ihqh")
+_F_ihqhB = struct.Struct(">ihqhB")
 _F_iqh = struct.Struct(">iqh")
+_F_iqhB = struct.Struct(">iqhB")
 
 
 class InitProducerIdRequest(KafkaMessage):
@@ -26,7 +29,7 @@ class InitProducerIdRequest(KafkaMessage):
         self.transaction_timeout_ms = transaction_timeout_ms
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'InitProducerIdRequest'
     API_KEY = 22
@@ -43,7 +46,7 @@ class InitProducerIdResponse(KafkaMessage):
         self.error_code = error_code
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'InitProducerIdResponse'
     API_KEY = 22
@@ -54,18 +57,18 @@ class InitProducerIdResponse(KafkaMessage):
 
 def _r_InitProducerIdRequest_0(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
     try:
-        v_transactional_id, pos = _wire.read_string(buf, pos)
-        (v_transaction_timeout_ms,) = _F_i.unpack_from(buf, pos)
+        s1_transactional_id, pos = _wire.read_string(buf, pos)
+        (s1_transaction_timeout_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(InitProducerIdRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.transaction_timeout_ms = s1_transaction_timeout_ms
+        o1.producer_id = -1
+        o1.producer_epoch = -1
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read InitProducerIdRequest: {exc}", offset=pos) from None
-    o = _new(InitProducerIdRequest)
-    o.transactional_id = v_transactional_id
-    o.transaction_timeout_ms = v_transaction_timeout_ms
-    o.producer_id = -1
-    o.producer_epoch = -1
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_InitProducerIdRequest_0(out: bytearray, o: InitProducerIdRequest) -> None:
@@ -83,28 +86,38 @@ def _w_InitProducerIdRequest_0(out: bytearray, o: InitProducerIdRequest) -> None
 
 
 def _r_InitProducerIdRequest_1(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
+    s1_transactional_id: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        (v_transaction_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_transaction_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(InitProducerIdRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.transaction_timeout_ms = s1_transaction_timeout_ms
+        o1.producer_id = -1
+        o1.producer_epoch = -1
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read InitProducerIdRequest: {exc}", offset=pos) from None
-    o = _new(InitProducerIdRequest)
-    o.transactional_id = v_transactional_id
-    o.transaction_timeout_ms = v_transaction_timeout_ms
-    o.producer_id = -1
-    o.producer_epoch = -1
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_InitProducerIdRequest_1(out: bytearray, o: InitProducerIdRequest) -> None:
@@ -115,11 +128,15 @@ def _w_InitProducerIdRequest_1(out: bytearray, o: InitProducerIdRequest) -> None
         if o.producer_epoch != -1:
             raise EncodeError("field producer_epoch has a non-default value but does not exist at this version")
         x = o.transactional_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.transaction_timeout_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -127,39 +144,53 @@ def _w_InitProducerIdRequest_1(out: bytearray, o: InitProducerIdRequest) -> None
 
 
 def _r_InitProducerIdRequest_2(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
+    s1_transactional_id: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        (v_transaction_timeout_ms, v_producer_id, v_producer_epoch,) = _F_iqh.unpack_from(buf, pos)
-        pos += 14
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_transaction_timeout_ms, s1_producer_id, s1_producer_epoch, t1,) = _F_iqhB.unpack_from(buf, pos)
+        pos += 15
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(InitProducerIdRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.transaction_timeout_ms = s1_transaction_timeout_ms
+        o1.producer_id = s1_producer_id
+        o1.producer_epoch = s1_producer_epoch
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read InitProducerIdRequest: {exc}", offset=pos) from None
-    o = _new(InitProducerIdRequest)
-    o.transactional_id = v_transactional_id
-    o.transaction_timeout_ms = v_transaction_timeout_ms
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_InitProducerIdRequest_2(out: bytearray, o: InitProducerIdRequest) -> None:
     x: Any
     try:
         x = o.transactional_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_iqh.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -168,17 +199,17 @@ def _w_InitProducerIdRequest_2(out: bytearray, o: InitProducerIdRequest) -> None
 
 def _r_InitProducerIdResponse_0(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
     try:
-        (v_throttle_time_ms, v_error_code, v_producer_id, v_producer_epoch,) = _F_ihqh.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_producer_id, s1_producer_epoch,) = _F_ihqh.unpack_from(buf, pos)
         pos += 16
+        o1 = _new(InitProducerIdResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.producer_id = s1_producer_id
+        o1.producer_epoch = s1_producer_epoch
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read InitProducerIdResponse: {exc}", offset=pos) from None
-    o = _new(InitProducerIdResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_InitProducerIdResponse_0(out: bytearray, o: InitProducerIdResponse) -> None:
@@ -189,35 +220,34 @@ def _w_InitProducerIdResponse_0(out: bytearray, o: InitProducerIdResponse) -> No
 
 
 def _r_InitProducerIdResponse_1(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code, v_producer_id, v_producer_epoch,) = _F_ihqh.unpack_from(buf, pos)
-        pos += 16
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_throttle_time_ms, s1_error_code, s1_producer_id, s1_producer_epoch, t1,) = _F_ihqhB.unpack_from(buf, pos)
+        pos += 17
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(InitProducerIdResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.producer_id = s1_producer_id
+        o1.producer_epoch = s1_producer_epoch
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read InitProducerIdResponse: {exc}", offset=pos) from None
-    o = _new(InitProducerIdResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_InitProducerIdResponse_1(out: bytearray, o: InitProducerIdResponse) -> None:
     try:
         out += _F_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

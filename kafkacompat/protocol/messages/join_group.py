@@ -32,7 +32,7 @@ class JoinGroupRequest(KafkaMessage):
         self.protocol_type = protocol_type
         self.protocols = _wire.KeyedList() if protocols is _wire.DEFAULT else protocols
         self.reason = reason
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'JoinGroupRequest'
     API_KEY = 11
@@ -48,7 +48,7 @@ class JoinGroupRequest(KafkaMessage):
         def __init__(self, *, name: str = "", metadata: bytes = b"") -> None:
             self.name = name
             self.metadata = metadata
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -65,7 +65,7 @@ class JoinGroupResponse(KafkaMessage):
         self.skip_assignment = skip_assignment
         self.member_id = member_id
         self.members = [] if members is _wire.DEFAULT else members
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'JoinGroupResponse'
     API_KEY = 11
@@ -80,46 +80,55 @@ class JoinGroupResponse(KafkaMessage):
             self.member_id = member_id
             self.group_instance_id = group_instance_id
             self.metadata = metadata
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_JoinGroupRequest_0(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    item: Any
-    v_protocols: list[Any]
+    s1_protocols: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_session_timeout_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_session_timeout_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
-        v_protocol_type, pos = _wire.read_string(buf, pos)
-        if v_protocol_type is None:
+        s1_protocol_type, pos = _wire.read_string(buf, pos)
+        if s1_protocol_type is None:
             raise _wire.null_error("protocol_type", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("protocols", pos)
         else:
-            v_protocols = _wire.KeyedList()
+            s1_protocols = _wire.KeyedList()
+            add2 = s1_protocols.append
             for _ in range(n):
-                item, pos = _r_JoinGroupRequest__JoinGroupRequestProtocol_0(buf, pos)
-                v_protocols.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                s3_metadata, pos = _wire.read_bytes(buf, pos)
+                if s3_metadata is None:
+                    raise _wire.null_error("metadata", pos)
+                o3 = _new(_C_JoinGroupRequest__JoinGroupRequestProtocol)
+                o3.name = s3_name
+                o3.metadata = s3_metadata
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(JoinGroupRequest)
+        o1.group_id = s1_group_id
+        o1.session_timeout_ms = s1_session_timeout_ms
+        o1.rebalance_timeout_ms = -1
+        o1.member_id = s1_member_id
+        o1.group_instance_id = None
+        o1.protocol_type = s1_protocol_type
+        o1.protocols = s1_protocols
+        o1.reason = None
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupRequest: {exc}", offset=pos) from None
-    o = _new(JoinGroupRequest)
-    o.group_id = v_group_id
-    o.session_timeout_ms = v_session_timeout_ms
-    o.rebalance_timeout_ms = -1
-    o.member_id = v_member_id
-    o.group_instance_id = None
-    o.protocol_type = v_protocol_type
-    o.protocols = v_protocols
-    o.reason = None
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_JoinGroupRequest_0(out: bytearray, o: JoinGroupRequest) -> None:
@@ -153,41 +162,50 @@ def _w_JoinGroupRequest_0(out: bytearray, o: JoinGroupRequest) -> None:
 
 
 def _r_JoinGroupRequest_1(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    item: Any
-    v_protocols: list[Any]
+    s1_protocols: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_session_timeout_ms, v_rebalance_timeout_ms,) = _F_ii.unpack_from(buf, pos)
+        (s1_session_timeout_ms, s1_rebalance_timeout_ms,) = _F_ii.unpack_from(buf, pos)
         pos += 8
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
-        v_protocol_type, pos = _wire.read_string(buf, pos)
-        if v_protocol_type is None:
+        s1_protocol_type, pos = _wire.read_string(buf, pos)
+        if s1_protocol_type is None:
             raise _wire.null_error("protocol_type", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("protocols", pos)
         else:
-            v_protocols = _wire.KeyedList()
+            s1_protocols = _wire.KeyedList()
+            add2 = s1_protocols.append
             for _ in range(n):
-                item, pos = _r_JoinGroupRequest__JoinGroupRequestProtocol_0(buf, pos)
-                v_protocols.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                s3_metadata, pos = _wire.read_bytes(buf, pos)
+                if s3_metadata is None:
+                    raise _wire.null_error("metadata", pos)
+                o3 = _new(_C_JoinGroupRequest__JoinGroupRequestProtocol)
+                o3.name = s3_name
+                o3.metadata = s3_metadata
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(JoinGroupRequest)
+        o1.group_id = s1_group_id
+        o1.session_timeout_ms = s1_session_timeout_ms
+        o1.rebalance_timeout_ms = s1_rebalance_timeout_ms
+        o1.member_id = s1_member_id
+        o1.group_instance_id = None
+        o1.protocol_type = s1_protocol_type
+        o1.protocols = s1_protocols
+        o1.reason = None
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupRequest: {exc}", offset=pos) from None
-    o = _new(JoinGroupRequest)
-    o.group_id = v_group_id
-    o.session_timeout_ms = v_session_timeout_ms
-    o.rebalance_timeout_ms = v_rebalance_timeout_ms
-    o.member_id = v_member_id
-    o.group_instance_id = None
-    o.protocol_type = v_protocol_type
-    o.protocols = v_protocols
-    o.reason = None
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_JoinGroupRequest_1(out: bytearray, o: JoinGroupRequest) -> None:
@@ -221,42 +239,51 @@ def _w_JoinGroupRequest_1(out: bytearray, o: JoinGroupRequest) -> None:
 
 
 def _r_JoinGroupRequest_2(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    item: Any
-    v_protocols: list[Any]
+    s1_protocols: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_session_timeout_ms, v_rebalance_timeout_ms,) = _F_ii.unpack_from(buf, pos)
+        (s1_session_timeout_ms, s1_rebalance_timeout_ms,) = _F_ii.unpack_from(buf, pos)
         pos += 8
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_string(buf, pos)
-        v_protocol_type, pos = _wire.read_string(buf, pos)
-        if v_protocol_type is None:
+        s1_group_instance_id, pos = _wire.read_string(buf, pos)
+        s1_protocol_type, pos = _wire.read_string(buf, pos)
+        if s1_protocol_type is None:
             raise _wire.null_error("protocol_type", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("protocols", pos)
         else:
-            v_protocols = _wire.KeyedList()
+            s1_protocols = _wire.KeyedList()
+            add2 = s1_protocols.append
             for _ in range(n):
-                item, pos = _r_JoinGroupRequest__JoinGroupRequestProtocol_0(buf, pos)
-                v_protocols.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                s3_metadata, pos = _wire.read_bytes(buf, pos)
+                if s3_metadata is None:
+                    raise _wire.null_error("metadata", pos)
+                o3 = _new(_C_JoinGroupRequest__JoinGroupRequestProtocol)
+                o3.name = s3_name
+                o3.metadata = s3_metadata
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(JoinGroupRequest)
+        o1.group_id = s1_group_id
+        o1.session_timeout_ms = s1_session_timeout_ms
+        o1.rebalance_timeout_ms = s1_rebalance_timeout_ms
+        o1.member_id = s1_member_id
+        o1.group_instance_id = s1_group_instance_id
+        o1.protocol_type = s1_protocol_type
+        o1.protocols = s1_protocols
+        o1.reason = None
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupRequest: {exc}", offset=pos) from None
-    o = _new(JoinGroupRequest)
-    o.group_id = v_group_id
-    o.session_timeout_ms = v_session_timeout_ms
-    o.rebalance_timeout_ms = v_rebalance_timeout_ms
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.protocol_type = v_protocol_type
-    o.protocols = v_protocols
-    o.reason = None
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_JoinGroupRequest_2(out: bytearray, o: JoinGroupRequest) -> None:
@@ -290,51 +317,109 @@ def _w_JoinGroupRequest_2(out: bytearray, o: JoinGroupRequest) -> None:
 
 
 def _r_JoinGroupRequest_3(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    item: Any
-    v_protocols: list[Any]
+    s1_group_instance_id: str | None
+    s1_protocols: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        (v_session_timeout_ms, v_rebalance_timeout_ms,) = _F_ii.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        (s1_session_timeout_ms, s1_rebalance_timeout_ms,) = _F_ii.unpack_from(buf, pos)
         pos += 8
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        v_protocol_type, pos = _wire.read_compact_string(buf, pos)
-        if v_protocol_type is None:
-            raise _wire.null_error("protocol_type", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("protocols", pos)
         else:
-            v_protocols = _wire.KeyedList()
+            s1_protocols = _wire.KeyedList()
+            add2 = s1_protocols.append
             for _ in range(n):
-                item, pos = _r_JoinGroupRequest__JoinGroupRequestProtocol_1(buf, pos)
-                v_protocols.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                s3_metadata, pos = _wire.read_compact_bytes(buf, pos)
+                if s3_metadata is None:
+                    raise _wire.null_error("metadata", pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_JoinGroupRequest__JoinGroupRequestProtocol)
+                o3.name = s3_name
+                o3.metadata = s3_metadata
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(JoinGroupRequest)
+        o1.group_id = s1_group_id
+        o1.session_timeout_ms = s1_session_timeout_ms
+        o1.rebalance_timeout_ms = s1_rebalance_timeout_ms
+        o1.member_id = s1_member_id
+        o1.group_instance_id = s1_group_instance_id
+        o1.protocol_type = s1_protocol_type
+        o1.protocols = s1_protocols
+        o1.reason = None
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupRequest: {exc}", offset=pos) from None
-    o = _new(JoinGroupRequest)
-    o.group_id = v_group_id
-    o.session_timeout_ms = v_session_timeout_ms
-    o.rebalance_timeout_ms = v_rebalance_timeout_ms
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.protocol_type = v_protocol_type
-    o.protocols = v_protocols
-    o.reason = None
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_JoinGroupRequest_3(out: bytearray, o: JoinGroupRequest) -> None:
@@ -344,18 +429,38 @@ def _w_JoinGroupRequest_3(out: bytearray, o: JoinGroupRequest) -> None:
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocol_type
         if x is None:
             raise EncodeError("field protocol_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocols
         if x is None:
             raise EncodeError("field protocols is None but not nullable at this version")
@@ -363,9 +468,8 @@ def _w_JoinGroupRequest_3(out: bytearray, o: JoinGroupRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_JoinGroupRequest__JoinGroupRequestProtocol_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -373,52 +477,119 @@ def _w_JoinGroupRequest_3(out: bytearray, o: JoinGroupRequest) -> None:
 
 
 def _r_JoinGroupRequest_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
-    item: Any
-    v_protocols: list[Any]
+    s1_group_instance_id: str | None
+    s1_protocols: list[Any]
+    s1_reason: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        (v_session_timeout_ms, v_rebalance_timeout_ms,) = _F_ii.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        (s1_session_timeout_ms, s1_rebalance_timeout_ms,) = _F_ii.unpack_from(buf, pos)
         pos += 8
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        v_protocol_type, pos = _wire.read_compact_string(buf, pos)
-        if v_protocol_type is None:
-            raise _wire.null_error("protocol_type", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("protocols", pos)
         else:
-            v_protocols = _wire.KeyedList()
+            s1_protocols = _wire.KeyedList()
+            add2 = s1_protocols.append
             for _ in range(n):
-                item, pos = _r_JoinGroupRequest__JoinGroupRequestProtocol_1(buf, pos)
-                v_protocols.append(item)
-        v_reason, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                s3_metadata, pos = _wire.read_compact_bytes(buf, pos)
+                if s3_metadata is None:
+                    raise _wire.null_error("metadata", pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_JoinGroupRequest__JoinGroupRequestProtocol)
+                o3.name = s3_name
+                o3.metadata = s3_metadata
+                o3._unknown_tags = u3
+                add2(o3)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_reason = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_reason, pos = _wire.read_compact_string(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(JoinGroupRequest)
+        o1.group_id = s1_group_id
+        o1.session_timeout_ms = s1_session_timeout_ms
+        o1.rebalance_timeout_ms = s1_rebalance_timeout_ms
+        o1.member_id = s1_member_id
+        o1.group_instance_id = s1_group_instance_id
+        o1.protocol_type = s1_protocol_type
+        o1.protocols = s1_protocols
+        o1.reason = s1_reason
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupRequest: {exc}", offset=pos) from None
-    o = _new(JoinGroupRequest)
-    o.group_id = v_group_id
-    o.session_timeout_ms = v_session_timeout_ms
-    o.rebalance_timeout_ms = v_rebalance_timeout_ms
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.protocol_type = v_protocol_type
-    o.protocols = v_protocols
-    o.reason = v_reason
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_JoinGroupRequest_4(out: bytearray, o: JoinGroupRequest) -> None:
@@ -428,18 +599,38 @@ def _w_JoinGroupRequest_4(out: bytearray, o: JoinGroupRequest) -> None:
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocol_type
         if x is None:
             raise EncodeError("field protocol_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocols
         if x is None:
             raise EncodeError("field protocols is None but not nullable at this version")
@@ -448,31 +639,18 @@ def _w_JoinGroupRequest_4(out: bytearray, o: JoinGroupRequest) -> None:
             for item in x:
                 _w_JoinGroupRequest__JoinGroupRequestProtocol_1(out, item)
         x = o.reason
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_JoinGroupRequest__JoinGroupRequestProtocol_0(buf: Any, pos: int) -> tuple[JoinGroupRequest.JoinGroupRequestProtocol, int]:
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_metadata, pos = _wire.read_bytes(buf, pos)
-        if v_metadata is None:
-            raise _wire.null_error("metadata", pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read JoinGroupRequestProtocol: {exc}", offset=pos) from None
-    o = _new(_C_JoinGroupRequest__JoinGroupRequestProtocol)
-    o.name = v_name
-    o.metadata = v_metadata
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_JoinGroupRequest__JoinGroupRequestProtocol_0(out: bytearray, o: JoinGroupRequest.JoinGroupRequestProtocol) -> None:
@@ -490,46 +668,24 @@ def _w_JoinGroupRequest__JoinGroupRequestProtocol_0(out: bytearray, o: JoinGroup
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_JoinGroupRequest__JoinGroupRequestProtocol_1(buf: Any, pos: int) -> tuple[JoinGroupRequest.JoinGroupRequestProtocol, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_metadata, pos = _wire.read_compact_bytes(buf, pos)
-        if v_metadata is None:
-            raise _wire.null_error("metadata", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read JoinGroupRequestProtocol: {exc}", offset=pos) from None
-    o = _new(_C_JoinGroupRequest__JoinGroupRequestProtocol)
-    o.name = v_name
-    o.metadata = v_metadata
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_JoinGroupRequest__JoinGroupRequestProtocol_1(out: bytearray, o: JoinGroupRequest.JoinGroupRequestProtocol) -> None:
     x: Any
     try:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.metadata
         if x is None:
             raise EncodeError("field metadata is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -537,42 +693,52 @@ def _w_JoinGroupRequest__JoinGroupRequestProtocol_1(out: bytearray, o: JoinGroup
 
 
 def _r_JoinGroupResponse_0(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    item: Any
-    v_members: list[Any]
+    s1_members: list[Any]
     try:
-        (v_error_code, v_generation_id,) = _F_hi.unpack_from(buf, pos)
+        (s1_error_code, s1_generation_id,) = _F_hi.unpack_from(buf, pos)
         pos += 6
-        v_protocol_name, pos = _wire.read_string(buf, pos)
-        if v_protocol_name is None:
+        s1_protocol_name, pos = _wire.read_string(buf, pos)
+        if s1_protocol_name is None:
             raise _wire.null_error("protocol_name", pos)
-        v_leader, pos = _wire.read_string(buf, pos)
-        if v_leader is None:
+        s1_leader, pos = _wire.read_string(buf, pos)
+        if s1_leader is None:
             raise _wire.null_error("leader", pos)
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("members", pos)
         else:
-            v_members = []
+            s1_members = []
+            add2 = s1_members.append
             for _ in range(n):
-                item, pos = _r_JoinGroupResponse__JoinGroupResponseMember_0(buf, pos)
-                v_members.append(item)
+                s3_member_id, pos = _wire.read_string(buf, pos)
+                if s3_member_id is None:
+                    raise _wire.null_error("member_id", pos)
+                s3_metadata, pos = _wire.read_bytes(buf, pos)
+                if s3_metadata is None:
+                    raise _wire.null_error("metadata", pos)
+                o3 = _new(_C_JoinGroupResponse__JoinGroupResponseMember)
+                o3.member_id = s3_member_id
+                o3.group_instance_id = None
+                o3.metadata = s3_metadata
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(JoinGroupResponse)
+        o1.throttle_time_ms = 0
+        o1.error_code = s1_error_code
+        o1.generation_id = s1_generation_id
+        o1.protocol_type = None
+        o1.protocol_name = s1_protocol_name
+        o1.leader = s1_leader
+        o1.skip_assignment = False
+        o1.member_id = s1_member_id
+        o1.members = s1_members
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupResponse: {exc}", offset=pos) from None
-    o = _new(JoinGroupResponse)
-    o.throttle_time_ms = 0
-    o.error_code = v_error_code
-    o.generation_id = v_generation_id
-    o.protocol_type = None
-    o.protocol_name = v_protocol_name
-    o.leader = v_leader
-    o.skip_assignment = False
-    o.member_id = v_member_id
-    o.members = v_members
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_JoinGroupResponse_0(out: bytearray, o: JoinGroupResponse) -> None:
@@ -606,42 +772,52 @@ def _w_JoinGroupResponse_0(out: bytearray, o: JoinGroupResponse) -> None:
 
 
 def _r_JoinGroupResponse_1(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    item: Any
-    v_members: list[Any]
+    s1_members: list[Any]
     try:
-        (v_throttle_time_ms, v_error_code, v_generation_id,) = _F_ihi.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_generation_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
-        v_protocol_name, pos = _wire.read_string(buf, pos)
-        if v_protocol_name is None:
+        s1_protocol_name, pos = _wire.read_string(buf, pos)
+        if s1_protocol_name is None:
             raise _wire.null_error("protocol_name", pos)
-        v_leader, pos = _wire.read_string(buf, pos)
-        if v_leader is None:
+        s1_leader, pos = _wire.read_string(buf, pos)
+        if s1_leader is None:
             raise _wire.null_error("leader", pos)
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("members", pos)
         else:
-            v_members = []
+            s1_members = []
+            add2 = s1_members.append
             for _ in range(n):
-                item, pos = _r_JoinGroupResponse__JoinGroupResponseMember_0(buf, pos)
-                v_members.append(item)
+                s3_member_id, pos = _wire.read_string(buf, pos)
+                if s3_member_id is None:
+                    raise _wire.null_error("member_id", pos)
+                s3_metadata, pos = _wire.read_bytes(buf, pos)
+                if s3_metadata is None:
+                    raise _wire.null_error("metadata", pos)
+                o3 = _new(_C_JoinGroupResponse__JoinGroupResponseMember)
+                o3.member_id = s3_member_id
+                o3.group_instance_id = None
+                o3.metadata = s3_metadata
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(JoinGroupResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.generation_id = s1_generation_id
+        o1.protocol_type = None
+        o1.protocol_name = s1_protocol_name
+        o1.leader = s1_leader
+        o1.skip_assignment = False
+        o1.member_id = s1_member_id
+        o1.members = s1_members
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupResponse: {exc}", offset=pos) from None
-    o = _new(JoinGroupResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.generation_id = v_generation_id
-    o.protocol_type = None
-    o.protocol_name = v_protocol_name
-    o.leader = v_leader
-    o.skip_assignment = False
-    o.member_id = v_member_id
-    o.members = v_members
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_JoinGroupResponse_1(out: bytearray, o: JoinGroupResponse) -> None:
@@ -675,42 +851,53 @@ def _w_JoinGroupResponse_1(out: bytearray, o: JoinGroupResponse) -> None:
 
 
 def _r_JoinGroupResponse_2(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    item: Any
-    v_members: list[Any]
+    s1_members: list[Any]
     try:
-        (v_throttle_time_ms, v_error_code, v_generation_id,) = _F_ihi.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code, s1_generation_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
-        v_protocol_name, pos = _wire.read_string(buf, pos)
-        if v_protocol_name is None:
+        s1_protocol_name, pos = _wire.read_string(buf, pos)
+        if s1_protocol_name is None:
             raise _wire.null_error("protocol_name", pos)
-        v_leader, pos = _wire.read_string(buf, pos)
-        if v_leader is None:
+        s1_leader, pos = _wire.read_string(buf, pos)
+        if s1_leader is None:
             raise _wire.null_error("leader", pos)
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("members", pos)
         else:
-            v_members = []
+            s1_members = []
+            add2 = s1_members.append
             for _ in range(n):
-                item, pos = _r_JoinGroupResponse__JoinGroupResponseMember_1(buf, pos)
-                v_members.append(item)
+                s3_member_id, pos = _wire.read_string(buf, pos)
+                if s3_member_id is None:
+                    raise _wire.null_error("member_id", pos)
+                s3_group_instance_id, pos = _wire.read_string(buf, pos)
+                s3_metadata, pos = _wire.read_bytes(buf, pos)
+                if s3_metadata is None:
+                    raise _wire.null_error("metadata", pos)
+                o3 = _new(_C_JoinGroupResponse__JoinGroupResponseMember)
+                o3.member_id = s3_member_id
+                o3.group_instance_id = s3_group_instance_id
+                o3.metadata = s3_metadata
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(JoinGroupResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.generation_id = s1_generation_id
+        o1.protocol_type = None
+        o1.protocol_name = s1_protocol_name
+        o1.leader = s1_leader
+        o1.skip_assignment = False
+        o1.member_id = s1_member_id
+        o1.members = s1_members
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupResponse: {exc}", offset=pos) from None
-    o = _new(JoinGroupResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.generation_id = v_generation_id
-    o.protocol_type = None
-    o.protocol_name = v_protocol_name
-    o.leader = v_leader
-    o.skip_assignment = False
-    o.member_id = v_member_id
-    o.members = v_members
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_JoinGroupResponse_2(out: bytearray, o: JoinGroupResponse) -> None:
@@ -744,51 +931,111 @@ def _w_JoinGroupResponse_2(out: bytearray, o: JoinGroupResponse) -> None:
 
 
 def _r_JoinGroupResponse_3(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    item: Any
-    v_members: list[Any]
+    s1_members: list[Any]
+    s3_group_instance_id: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code, v_generation_id,) = _F_ihi.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code, s1_generation_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
-        v_protocol_name, pos = _wire.read_compact_string(buf, pos)
-        if v_protocol_name is None:
-            raise _wire.null_error("protocol_name", pos)
-        v_leader, pos = _wire.read_compact_string(buf, pos)
-        if v_leader is None:
-            raise _wire.null_error("leader", pos)
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_protocol_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_protocol_name, pos = _wire.read_compact_text(buf, pos, "protocol_name")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_leader = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_leader, pos = _wire.read_compact_text(buf, pos, "leader")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("members", pos)
         else:
-            v_members = []
+            s1_members = []
+            add2 = s1_members.append
             for _ in range(n):
-                item, pos = _r_JoinGroupResponse__JoinGroupResponseMember_2(buf, pos)
-                v_members.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+                s3_metadata, pos = _wire.read_compact_bytes(buf, pos)
+                if s3_metadata is None:
+                    raise _wire.null_error("metadata", pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_JoinGroupResponse__JoinGroupResponseMember)
+                o3.member_id = s3_member_id
+                o3.group_instance_id = s3_group_instance_id
+                o3.metadata = s3_metadata
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(JoinGroupResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.generation_id = s1_generation_id
+        o1.protocol_type = None
+        o1.protocol_name = s1_protocol_name
+        o1.leader = s1_leader
+        o1.skip_assignment = False
+        o1.member_id = s1_member_id
+        o1.members = s1_members
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupResponse: {exc}", offset=pos) from None
-    o = _new(JoinGroupResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.generation_id = v_generation_id
-    o.protocol_type = None
-    o.protocol_name = v_protocol_name
-    o.leader = v_leader
-    o.skip_assignment = False
-    o.member_id = v_member_id
-    o.members = v_members
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_JoinGroupResponse_3(out: bytearray, o: JoinGroupResponse) -> None:
@@ -801,15 +1048,30 @@ def _w_JoinGroupResponse_3(out: bytearray, o: JoinGroupResponse) -> None:
         x = o.protocol_name
         if x is None:
             raise EncodeError("field protocol_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.leader
         if x is None:
             raise EncodeError("field leader is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.members
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
@@ -817,9 +1079,8 @@ def _w_JoinGroupResponse_3(out: bytearray, o: JoinGroupResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_JoinGroupResponse__JoinGroupResponseMember_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -827,50 +1088,122 @@ def _w_JoinGroupResponse_3(out: bytearray, o: JoinGroupResponse) -> None:
 
 
 def _r_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    item: Any
-    v_members: list[Any]
+    s1_members: list[Any]
+    s1_protocol_name: str | None
+    s1_protocol_type: str | None
+    s3_group_instance_id: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code, v_generation_id,) = _F_ihi.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code, s1_generation_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
-        v_protocol_type, pos = _wire.read_compact_string(buf, pos)
-        v_protocol_name, pos = _wire.read_compact_string(buf, pos)
-        v_leader, pos = _wire.read_compact_string(buf, pos)
-        if v_leader is None:
-            raise _wire.null_error("leader", pos)
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_protocol_type, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_protocol_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_protocol_name, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_leader = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_leader, pos = _wire.read_compact_text(buf, pos, "leader")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("members", pos)
         else:
-            v_members = []
+            s1_members = []
+            add2 = s1_members.append
             for _ in range(n):
-                item, pos = _r_JoinGroupResponse__JoinGroupResponseMember_2(buf, pos)
-                v_members.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+                s3_metadata, pos = _wire.read_compact_bytes(buf, pos)
+                if s3_metadata is None:
+                    raise _wire.null_error("metadata", pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_JoinGroupResponse__JoinGroupResponseMember)
+                o3.member_id = s3_member_id
+                o3.group_instance_id = s3_group_instance_id
+                o3.metadata = s3_metadata
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(JoinGroupResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.generation_id = s1_generation_id
+        o1.protocol_type = s1_protocol_type
+        o1.protocol_name = s1_protocol_name
+        o1.leader = s1_leader
+        o1.skip_assignment = False
+        o1.member_id = s1_member_id
+        o1.members = s1_members
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupResponse: {exc}", offset=pos) from None
-    o = _new(JoinGroupResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.generation_id = v_generation_id
-    o.protocol_type = v_protocol_type
-    o.protocol_name = v_protocol_name
-    o.leader = v_leader
-    o.skip_assignment = False
-    o.member_id = v_member_id
-    o.members = v_members
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_JoinGroupResponse_4(out: bytearray, o: JoinGroupResponse) -> None:
@@ -881,17 +1214,37 @@ def _w_JoinGroupResponse_4(out: bytearray, o: JoinGroupResponse) -> None:
             raise EncodeError("field skip_assignment has a non-default value but does not exist at this version")
         out += _F_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
         x = o.protocol_type
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocol_name
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.leader
         if x is None:
             raise EncodeError("field leader is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.members
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
@@ -899,9 +1252,8 @@ def _w_JoinGroupResponse_4(out: bytearray, o: JoinGroupResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_JoinGroupResponse__JoinGroupResponseMember_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -909,52 +1261,124 @@ def _w_JoinGroupResponse_4(out: bytearray, o: JoinGroupResponse) -> None:
 
 
 def _r_JoinGroupResponse_5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
-    item: Any
-    v_members: list[Any]
+    s1_members: list[Any]
+    s1_protocol_name: str | None
+    s1_protocol_type: str | None
+    s3_group_instance_id: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code, v_generation_id,) = _F_ihi.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code, s1_generation_id,) = _F_ihi.unpack_from(buf, pos)
         pos += 10
-        v_protocol_type, pos = _wire.read_compact_string(buf, pos)
-        v_protocol_name, pos = _wire.read_compact_string(buf, pos)
-        v_leader, pos = _wire.read_compact_string(buf, pos)
-        if v_leader is None:
-            raise _wire.null_error("leader", pos)
-        (v_skip_assignment,) = _F_o.unpack_from(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_protocol_type, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_protocol_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_protocol_name, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_leader = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_leader, pos = _wire.read_compact_text(buf, pos, "leader")
+        (s1_skip_assignment,) = _F_o.unpack_from(buf, pos)
         pos += 1
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("members", pos)
         else:
-            v_members = []
+            s1_members = []
+            add2 = s1_members.append
             for _ in range(n):
-                item, pos = _r_JoinGroupResponse__JoinGroupResponseMember_2(buf, pos)
-                v_members.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+                s3_metadata, pos = _wire.read_compact_bytes(buf, pos)
+                if s3_metadata is None:
+                    raise _wire.null_error("metadata", pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_JoinGroupResponse__JoinGroupResponseMember)
+                o3.member_id = s3_member_id
+                o3.group_instance_id = s3_group_instance_id
+                o3.metadata = s3_metadata
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(JoinGroupResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.generation_id = s1_generation_id
+        o1.protocol_type = s1_protocol_type
+        o1.protocol_name = s1_protocol_name
+        o1.leader = s1_leader
+        o1.skip_assignment = s1_skip_assignment
+        o1.member_id = s1_member_id
+        o1.members = s1_members
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read JoinGroupResponse: {exc}", offset=pos) from None
-    o = _new(JoinGroupResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.generation_id = v_generation_id
-    o.protocol_type = v_protocol_type
-    o.protocol_name = v_protocol_name
-    o.leader = v_leader
-    o.skip_assignment = v_skip_assignment
-    o.member_id = v_member_id
-    o.members = v_members
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_JoinGroupResponse_5(out: bytearray, o: JoinGroupResponse) -> None:
@@ -963,18 +1387,38 @@ def _w_JoinGroupResponse_5(out: bytearray, o: JoinGroupResponse) -> None:
     try:
         out += _F_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
         x = o.protocol_type
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocol_name
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.leader
         if x is None:
             raise EncodeError("field leader is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_o.pack(o.skip_assignment)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.members
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
@@ -982,31 +1426,12 @@ def _w_JoinGroupResponse_5(out: bytearray, o: JoinGroupResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_JoinGroupResponse__JoinGroupResponseMember_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_JoinGroupResponse__JoinGroupResponseMember_0(buf: Any, pos: int) -> tuple[JoinGroupResponse.JoinGroupResponseMember, int]:
-    try:
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_metadata, pos = _wire.read_bytes(buf, pos)
-        if v_metadata is None:
-            raise _wire.null_error("metadata", pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read JoinGroupResponseMember: {exc}", offset=pos) from None
-    o = _new(_C_JoinGroupResponse__JoinGroupResponseMember)
-    o.member_id = v_member_id
-    o.group_instance_id = None
-    o.metadata = v_metadata
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_JoinGroupResponse__JoinGroupResponseMember_0(out: bytearray, o: JoinGroupResponse.JoinGroupResponseMember) -> None:
@@ -1022,25 +1447,6 @@ def _w_JoinGroupResponse__JoinGroupResponseMember_0(out: bytearray, o: JoinGroup
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_JoinGroupResponse__JoinGroupResponseMember_1(buf: Any, pos: int) -> tuple[JoinGroupResponse.JoinGroupResponseMember, int]:
-    try:
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_string(buf, pos)
-        v_metadata, pos = _wire.read_bytes(buf, pos)
-        if v_metadata is None:
-            raise _wire.null_error("metadata", pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read JoinGroupResponseMember: {exc}", offset=pos) from None
-    o = _new(_C_JoinGroupResponse__JoinGroupResponseMember)
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.metadata = v_metadata
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_JoinGroupResponse__JoinGroupResponseMember_1(out: bytearray, o: JoinGroupResponse.JoinGroupResponseMember) -> None:
@@ -1060,50 +1466,31 @@ def _w_JoinGroupResponse__JoinGroupResponseMember_1(out: bytearray, o: JoinGroup
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_JoinGroupResponse__JoinGroupResponseMember_2(buf: Any, pos: int) -> tuple[JoinGroupResponse.JoinGroupResponseMember, int]:
-    try:
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        v_metadata, pos = _wire.read_compact_bytes(buf, pos)
-        if v_metadata is None:
-            raise _wire.null_error("metadata", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read JoinGroupResponseMember: {exc}", offset=pos) from None
-    o = _new(_C_JoinGroupResponse__JoinGroupResponseMember)
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.metadata = v_metadata
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_JoinGroupResponse__JoinGroupResponseMember_2(out: bytearray, o: JoinGroupResponse.JoinGroupResponseMember) -> None:
     x: Any
     try:
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.metadata
         if x is None:
             raise EncodeError("field metadata is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,6 +14,7 @@ __all__ = ['KRaftVersionRecord']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_hh = struct.Struct(">hh")
+_F_hhB = struct.Struct(">hhB")
 
 
 class KRaftVersionRecord(KafkaMessage):
@@ -22,7 +23,7 @@ class KRaftVersionRecord(KafkaMessage):
     def __init__(self, *, version: int = 0, k_raft_version: int = 0) -> None:
         self.version = version
         self.k_raft_version = k_raft_version
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'KRaftVersionRecord'
     MESSAGE_TYPE = 'data'
@@ -31,33 +32,32 @@ class KRaftVersionRecord(KafkaMessage):
 
 
 def _r_KRaftVersionRecord_0(buf: Any, pos: int) -> tuple[KRaftVersionRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_version, v_k_raft_version,) = _F_hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_version, s1_k_raft_version, t1,) = _F_hhB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(KRaftVersionRecord)
+        o1.version = s1_version
+        o1.k_raft_version = s1_k_raft_version
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read KRaftVersionRecord: {exc}", offset=pos) from None
-    o = _new(KRaftVersionRecord)
-    o.version = v_version
-    o.k_raft_version = v_k_raft_version
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_KRaftVersionRecord_0(out: bytearray, o: KRaftVersionRecord) -> None:
     try:
         out += _F_hh.pack(o.version, o.k_raft_version)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

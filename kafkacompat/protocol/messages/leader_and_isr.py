@@ -15,11 +15,15 @@ __all__ = ['LeaderAndIsrRequest', 'LeaderAndIsrResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
+_F_oB = struct.Struct(">?B")
 _F_ob = struct.Struct(">?b")
+_F_obB = struct.Struct(">?bB")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_ioiqb = struct.Struct(">i?iqb")
+_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
+_F_ihB = struct.Struct(">ihB")
 _F_ii = struct.Struct(">ii")
 _F_iiii = struct.Struct(">iiii")
 _F_iiq = struct.Struct(">iiq")
@@ -38,7 +42,7 @@ class LeaderAndIsrRequest(KafkaMessage):
         self.ungrouped_partition_states = [] if ungrouped_partition_states is _wire.DEFAULT else ungrouped_partition_states
         self.topic_states = [] if topic_states is _wire.DEFAULT else topic_states
         self.live_leaders = [] if live_leaders is _wire.DEFAULT else live_leaders
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'LeaderAndIsrRequest'
     API_KEY = 4
@@ -63,7 +67,7 @@ class LeaderAndIsrRequest(KafkaMessage):
             self.removing_replicas = [] if removing_replicas is _wire.DEFAULT else removing_replicas
             self.is_new = is_new
             self.leader_recovery_state = leader_recovery_state
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class LeaderAndIsrTopicState(KafkaStruct):
@@ -73,7 +77,7 @@ class LeaderAndIsrRequest(KafkaMessage):
             self.topic_name = topic_name
             self.topic_id = topic_id
             self.partition_states = [] if partition_states is _wire.DEFAULT else partition_states
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class LeaderAndIsrLiveLeader(KafkaStruct):
@@ -83,7 +87,7 @@ class LeaderAndIsrRequest(KafkaMessage):
             self.broker_id = broker_id
             self.host_name = host_name
             self.port = port
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class LeaderAndIsrResponse(KafkaMessage):
@@ -93,7 +97,7 @@ class LeaderAndIsrResponse(KafkaMessage):
         self.error_code = error_code
         self.partition_errors = [] if partition_errors is _wire.DEFAULT else partition_errors
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'LeaderAndIsrResponse'
     API_KEY = 4
@@ -108,7 +112,7 @@ class LeaderAndIsrResponse(KafkaMessage):
             self.topic_name = topic_name
             self.partition_index = partition_index
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class LeaderAndIsrTopicError(KafkaStruct):
@@ -117,47 +121,102 @@ class LeaderAndIsrResponse(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partition_errors = [] if partition_errors is _wire.DEFAULT else partition_errors
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('topic_id',)
 
 
 def _r_LeaderAndIsrRequest_0(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    item: Any
-    v_ungrouped_partition_states: list[Any]
-    v_live_leaders: list[Any]
+    s1_live_leaders: list[Any]
+    s1_ungrouped_partition_states: list[Any]
+    s3_isr: list[Any]
+    s3_replicas: list[Any]
     try:
-        (v_controller_id, v_controller_epoch,) = _F_ii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("ungrouped_partition_states", pos)
         else:
-            v_ungrouped_partition_states = []
+            s1_ungrouped_partition_states = []
+            add2 = s1_ungrouped_partition_states.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0(buf, pos)
-                v_ungrouped_partition_states.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                (s3_partition_index, s3_controller_epoch, s3_leader, s3_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                pos += 16
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("isr", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                (s3_partition_epoch,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("replicas", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3.controller_epoch = s3_controller_epoch
+                o3.leader = s3_leader
+                o3.leader_epoch = s3_leader_epoch
+                o3.isr = s3_isr
+                o3.partition_epoch = s3_partition_epoch
+                o3.replicas = s3_replicas
+                o3.adding_replicas = []
+                o3.removing_replicas = []
+                o3.is_new = False
+                o3.leader_recovery_state = 0
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_leaders", pos)
         else:
-            v_live_leaders = []
+            s1_live_leaders = []
+            add4 = s1_live_leaders.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(buf, pos)
-                v_live_leaders.append(item)
+                (s5_broker_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s5_host_name, pos = _wire.read_string(buf, pos)
+                if s5_host_name is None:
+                    raise _wire.null_error("host_name", pos)
+                (s5_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                o5 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
+                o5.broker_id = s5_broker_id
+                o5.host_name = s5_host_name
+                o5.port = s5_port
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(LeaderAndIsrRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = -1
+        o1.type = 0
+        o1.ungrouped_partition_states = s1_ungrouped_partition_states
+        o1.topic_states = []
+        o1.live_leaders = s1_live_leaders
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderAndIsrRequest: {exc}", offset=pos) from None
-    o = _new(LeaderAndIsrRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = -1
-    o.type = 0
-    o.ungrouped_partition_states = v_ungrouped_partition_states
-    o.topic_states = []
-    o.live_leaders = v_live_leaders
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderAndIsrRequest_0(out: bytearray, o: LeaderAndIsrRequest) -> None:
@@ -190,41 +249,98 @@ def _w_LeaderAndIsrRequest_0(out: bytearray, o: LeaderAndIsrRequest) -> None:
 
 
 def _r_LeaderAndIsrRequest_1(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    item: Any
-    v_ungrouped_partition_states: list[Any]
-    v_live_leaders: list[Any]
+    s1_live_leaders: list[Any]
+    s1_ungrouped_partition_states: list[Any]
+    s3_isr: list[Any]
+    s3_replicas: list[Any]
     try:
-        (v_controller_id, v_controller_epoch,) = _F_ii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("ungrouped_partition_states", pos)
         else:
-            v_ungrouped_partition_states = []
+            s1_ungrouped_partition_states = []
+            add2 = s1_ungrouped_partition_states.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1(buf, pos)
-                v_ungrouped_partition_states.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                (s3_partition_index, s3_controller_epoch, s3_leader, s3_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                pos += 16
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("isr", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                (s3_partition_epoch,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("replicas", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                (s3_is_new,) = _F_o.unpack_from(buf, pos)
+                pos += 1
+                o3 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3.controller_epoch = s3_controller_epoch
+                o3.leader = s3_leader
+                o3.leader_epoch = s3_leader_epoch
+                o3.isr = s3_isr
+                o3.partition_epoch = s3_partition_epoch
+                o3.replicas = s3_replicas
+                o3.adding_replicas = []
+                o3.removing_replicas = []
+                o3.is_new = s3_is_new
+                o3.leader_recovery_state = 0
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_leaders", pos)
         else:
-            v_live_leaders = []
+            s1_live_leaders = []
+            add4 = s1_live_leaders.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(buf, pos)
-                v_live_leaders.append(item)
+                (s5_broker_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s5_host_name, pos = _wire.read_string(buf, pos)
+                if s5_host_name is None:
+                    raise _wire.null_error("host_name", pos)
+                (s5_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                o5 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
+                o5.broker_id = s5_broker_id
+                o5.host_name = s5_host_name
+                o5.port = s5_port
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(LeaderAndIsrRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = -1
+        o1.type = 0
+        o1.ungrouped_partition_states = s1_ungrouped_partition_states
+        o1.topic_states = []
+        o1.live_leaders = s1_live_leaders
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderAndIsrRequest: {exc}", offset=pos) from None
-    o = _new(LeaderAndIsrRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = -1
-    o.type = 0
-    o.ungrouped_partition_states = v_ungrouped_partition_states
-    o.topic_states = []
-    o.live_leaders = v_live_leaders
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderAndIsrRequest_1(out: bytearray, o: LeaderAndIsrRequest) -> None:
@@ -257,41 +373,112 @@ def _w_LeaderAndIsrRequest_1(out: bytearray, o: LeaderAndIsrRequest) -> None:
 
 
 def _r_LeaderAndIsrRequest_2(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    item: Any
-    v_topic_states: list[Any]
-    v_live_leaders: list[Any]
+    s1_live_leaders: list[Any]
+    s1_topic_states: list[Any]
+    s3_partition_states: list[Any]
+    s5_isr: list[Any]
+    s5_replicas: list[Any]
     try:
-        (v_controller_id, v_controller_epoch, v_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_states", pos)
         else:
-            v_topic_states = []
+            s1_topic_states = []
+            add2 = s1_topic_states.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrTopicState_0(buf, pos)
-                v_topic_states.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_states", pos)
+                else:
+                    s3_partition_states = []
+                    add4 = s3_partition_states.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_controller_epoch, s5_leader, s5_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                        pos += 16
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_partition_epoch,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_is_new,) = _F_o.unpack_from(buf, pos)
+                        pos += 1
+                        o5 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
+                        o5.topic_name = ""
+                        o5.partition_index = s5_partition_index
+                        o5.controller_epoch = s5_controller_epoch
+                        o5.leader = s5_leader
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.partition_epoch = s5_partition_epoch
+                        o5.replicas = s5_replicas
+                        o5.adding_replicas = []
+                        o5.removing_replicas = []
+                        o5.is_new = s5_is_new
+                        o5.leader_recovery_state = 0
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partition_states = s3_partition_states
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_leaders", pos)
         else:
-            v_live_leaders = []
+            s1_live_leaders = []
+            add6 = s1_live_leaders.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(buf, pos)
-                v_live_leaders.append(item)
+                (s7_broker_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s7_host_name, pos = _wire.read_string(buf, pos)
+                if s7_host_name is None:
+                    raise _wire.null_error("host_name", pos)
+                (s7_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                o7 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
+                o7.broker_id = s7_broker_id
+                o7.host_name = s7_host_name
+                o7.port = s7_port
+                o7._unknown_tags = _wire.EMPTY_TAGS
+                add6(o7)
+        o1 = _new(LeaderAndIsrRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.type = 0
+        o1.ungrouped_partition_states = []
+        o1.topic_states = s1_topic_states
+        o1.live_leaders = s1_live_leaders
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderAndIsrRequest: {exc}", offset=pos) from None
-    o = _new(LeaderAndIsrRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.type = 0
-    o.ungrouped_partition_states = []
-    o.topic_states = v_topic_states
-    o.live_leaders = v_live_leaders
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderAndIsrRequest_2(out: bytearray, o: LeaderAndIsrRequest) -> None:
@@ -324,41 +511,134 @@ def _w_LeaderAndIsrRequest_2(out: bytearray, o: LeaderAndIsrRequest) -> None:
 
 
 def _r_LeaderAndIsrRequest_3(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    item: Any
-    v_topic_states: list[Any]
-    v_live_leaders: list[Any]
+    s1_live_leaders: list[Any]
+    s1_topic_states: list[Any]
+    s3_partition_states: list[Any]
+    s5_adding_replicas: list[Any]
+    s5_isr: list[Any]
+    s5_removing_replicas: list[Any]
+    s5_replicas: list[Any]
     try:
-        (v_controller_id, v_controller_epoch, v_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_states", pos)
         else:
-            v_topic_states = []
+            s1_topic_states = []
+            add2 = s1_topic_states.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrTopicState_1(buf, pos)
-                v_topic_states.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_states", pos)
+                else:
+                    s3_partition_states = []
+                    add4 = s3_partition_states.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_controller_epoch, s5_leader, s5_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                        pos += 16
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_partition_epoch,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("adding_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_adding_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("removing_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_removing_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_is_new,) = _F_o.unpack_from(buf, pos)
+                        pos += 1
+                        o5 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
+                        o5.topic_name = ""
+                        o5.partition_index = s5_partition_index
+                        o5.controller_epoch = s5_controller_epoch
+                        o5.leader = s5_leader
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.partition_epoch = s5_partition_epoch
+                        o5.replicas = s5_replicas
+                        o5.adding_replicas = s5_adding_replicas
+                        o5.removing_replicas = s5_removing_replicas
+                        o5.is_new = s5_is_new
+                        o5.leader_recovery_state = 0
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partition_states = s3_partition_states
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_leaders", pos)
         else:
-            v_live_leaders = []
+            s1_live_leaders = []
+            add6 = s1_live_leaders.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(buf, pos)
-                v_live_leaders.append(item)
+                (s7_broker_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s7_host_name, pos = _wire.read_string(buf, pos)
+                if s7_host_name is None:
+                    raise _wire.null_error("host_name", pos)
+                (s7_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                o7 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
+                o7.broker_id = s7_broker_id
+                o7.host_name = s7_host_name
+                o7.port = s7_port
+                o7._unknown_tags = _wire.EMPTY_TAGS
+                add6(o7)
+        o1 = _new(LeaderAndIsrRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.type = 0
+        o1.ungrouped_partition_states = []
+        o1.topic_states = s1_topic_states
+        o1.live_leaders = s1_live_leaders
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderAndIsrRequest: {exc}", offset=pos) from None
-    o = _new(LeaderAndIsrRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.type = 0
-    o.ungrouped_partition_states = []
-    o.topic_states = v_topic_states
-    o.live_leaders = v_live_leaders
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderAndIsrRequest_3(out: bytearray, o: LeaderAndIsrRequest) -> None:
@@ -391,50 +671,212 @@ def _w_LeaderAndIsrRequest_3(out: bytearray, o: LeaderAndIsrRequest) -> None:
 
 
 def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    item: Any
-    v_topic_states: list[Any]
-    v_live_leaders: list[Any]
+    s1_live_leaders: list[Any]
+    s1_topic_states: list[Any]
+    s3_partition_states: list[Any]
+    s5_adding_replicas: list[Any]
+    s5_isr: list[Any]
+    s5_removing_replicas: list[Any]
+    s5_replicas: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_controller_id, v_controller_epoch, v_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_states", pos)
         else:
-            v_topic_states = []
+            s1_topic_states = []
+            add2 = s1_topic_states.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrTopicState_2(buf, pos)
-                v_topic_states.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_states", pos)
+                else:
+                    s3_partition_states = []
+                    add4 = s3_partition_states.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_controller_epoch, s5_leader, s5_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                        pos += 16
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_partition_epoch,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("adding_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_adding_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("removing_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_removing_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_is_new, t5,) = _F_oB.unpack_from(buf, pos)
+                        pos += 2
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
+                        o5.topic_name = ""
+                        o5.partition_index = s5_partition_index
+                        o5.controller_epoch = s5_controller_epoch
+                        o5.leader = s5_leader
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.partition_epoch = s5_partition_epoch
+                        o5.replicas = s5_replicas
+                        o5.adding_replicas = s5_adding_replicas
+                        o5.removing_replicas = s5_removing_replicas
+                        o5.is_new = s5_is_new
+                        o5.leader_recovery_state = 0
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partition_states = s3_partition_states
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_leaders", pos)
         else:
-            v_live_leaders = []
+            s1_live_leaders = []
+            add6 = s1_live_leaders.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(buf, pos)
-                v_live_leaders.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s7_broker_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s7_host_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s7_host_name, pos = _wire.read_compact_text(buf, pos, "host_name")
+                (s7_port, t7,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u7 = _wire.EMPTY_TAGS
+                if t7:
+                    pos -= 1
+                    count7, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count7):
+                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        pos = end7
+                o7 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
+                o7.broker_id = s7_broker_id
+                o7.host_name = s7_host_name
+                o7.port = s7_port
+                o7._unknown_tags = u7
+                add6(o7)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(LeaderAndIsrRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.type = 0
+        o1.ungrouped_partition_states = []
+        o1.topic_states = s1_topic_states
+        o1.live_leaders = s1_live_leaders
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderAndIsrRequest: {exc}", offset=pos) from None
-    o = _new(LeaderAndIsrRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.type = 0
-    o.ungrouped_partition_states = []
-    o.topic_states = v_topic_states
-    o.live_leaders = v_live_leaders
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderAndIsrRequest_4(out: bytearray, o: LeaderAndIsrRequest) -> None:
@@ -462,9 +904,8 @@ def _w_LeaderAndIsrRequest_4(out: bytearray, o: LeaderAndIsrRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -472,50 +913,213 @@ def _w_LeaderAndIsrRequest_4(out: bytearray, o: LeaderAndIsrRequest) -> None:
 
 
 def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    item: Any
-    v_topic_states: list[Any]
-    v_live_leaders: list[Any]
+    s1_live_leaders: list[Any]
+    s1_topic_states: list[Any]
+    s3_partition_states: list[Any]
+    s5_adding_replicas: list[Any]
+    s5_isr: list[Any]
+    s5_removing_replicas: list[Any]
+    s5_replicas: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_controller_id, v_controller_epoch, v_broker_epoch, v_type,) = _F_iiqb.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch, s1_type,) = _F_iiqb.unpack_from(buf, pos)
         pos += 17
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_states", pos)
         else:
-            v_topic_states = []
+            s1_topic_states = []
+            add2 = s1_topic_states.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrTopicState_3(buf, pos)
-                v_topic_states.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_states", pos)
+                else:
+                    s3_partition_states = []
+                    add4 = s3_partition_states.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_controller_epoch, s5_leader, s5_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                        pos += 16
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_partition_epoch,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("adding_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_adding_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("removing_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_removing_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_is_new, t5,) = _F_oB.unpack_from(buf, pos)
+                        pos += 2
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
+                        o5.topic_name = ""
+                        o5.partition_index = s5_partition_index
+                        o5.controller_epoch = s5_controller_epoch
+                        o5.leader = s5_leader
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.partition_epoch = s5_partition_epoch
+                        o5.replicas = s5_replicas
+                        o5.adding_replicas = s5_adding_replicas
+                        o5.removing_replicas = s5_removing_replicas
+                        o5.is_new = s5_is_new
+                        o5.leader_recovery_state = 0
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = s3_topic_id
+                o3.partition_states = s3_partition_states
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_leaders", pos)
         else:
-            v_live_leaders = []
+            s1_live_leaders = []
+            add6 = s1_live_leaders.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(buf, pos)
-                v_live_leaders.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s7_broker_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s7_host_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s7_host_name, pos = _wire.read_compact_text(buf, pos, "host_name")
+                (s7_port, t7,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u7 = _wire.EMPTY_TAGS
+                if t7:
+                    pos -= 1
+                    count7, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count7):
+                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        pos = end7
+                o7 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
+                o7.broker_id = s7_broker_id
+                o7.host_name = s7_host_name
+                o7.port = s7_port
+                o7._unknown_tags = u7
+                add6(o7)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(LeaderAndIsrRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.type = s1_type
+        o1.ungrouped_partition_states = []
+        o1.topic_states = s1_topic_states
+        o1.live_leaders = s1_live_leaders
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderAndIsrRequest: {exc}", offset=pos) from None
-    o = _new(LeaderAndIsrRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.type = v_type
-    o.ungrouped_partition_states = []
-    o.topic_states = v_topic_states
-    o.live_leaders = v_live_leaders
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderAndIsrRequest_5(out: bytearray, o: LeaderAndIsrRequest) -> None:
@@ -541,9 +1145,8 @@ def _w_LeaderAndIsrRequest_5(out: bytearray, o: LeaderAndIsrRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -551,50 +1154,213 @@ def _w_LeaderAndIsrRequest_5(out: bytearray, o: LeaderAndIsrRequest) -> None:
 
 
 def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    item: Any
-    v_topic_states: list[Any]
-    v_live_leaders: list[Any]
+    s1_live_leaders: list[Any]
+    s1_topic_states: list[Any]
+    s3_partition_states: list[Any]
+    s5_adding_replicas: list[Any]
+    s5_isr: list[Any]
+    s5_removing_replicas: list[Any]
+    s5_replicas: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_controller_id, v_controller_epoch, v_broker_epoch, v_type,) = _F_iiqb.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch, s1_type,) = _F_iiqb.unpack_from(buf, pos)
         pos += 17
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_states", pos)
         else:
-            v_topic_states = []
+            s1_topic_states = []
+            add2 = s1_topic_states.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrTopicState_4(buf, pos)
-                v_topic_states.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_states", pos)
+                else:
+                    s3_partition_states = []
+                    add4 = s3_partition_states.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_controller_epoch, s5_leader, s5_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                        pos += 16
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_partition_epoch,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("adding_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_adding_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("removing_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_removing_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_is_new, s5_leader_recovery_state, t5,) = _F_obB.unpack_from(buf, pos)
+                        pos += 3
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
+                        o5.topic_name = ""
+                        o5.partition_index = s5_partition_index
+                        o5.controller_epoch = s5_controller_epoch
+                        o5.leader = s5_leader
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.partition_epoch = s5_partition_epoch
+                        o5.replicas = s5_replicas
+                        o5.adding_replicas = s5_adding_replicas
+                        o5.removing_replicas = s5_removing_replicas
+                        o5.is_new = s5_is_new
+                        o5.leader_recovery_state = s5_leader_recovery_state
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = s3_topic_id
+                o3.partition_states = s3_partition_states
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_leaders", pos)
         else:
-            v_live_leaders = []
+            s1_live_leaders = []
+            add6 = s1_live_leaders.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(buf, pos)
-                v_live_leaders.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s7_broker_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s7_host_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s7_host_name, pos = _wire.read_compact_text(buf, pos, "host_name")
+                (s7_port, t7,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u7 = _wire.EMPTY_TAGS
+                if t7:
+                    pos -= 1
+                    count7, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count7):
+                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        pos = end7
+                o7 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
+                o7.broker_id = s7_broker_id
+                o7.host_name = s7_host_name
+                o7.port = s7_port
+                o7._unknown_tags = u7
+                add6(o7)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(LeaderAndIsrRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.type = s1_type
+        o1.ungrouped_partition_states = []
+        o1.topic_states = s1_topic_states
+        o1.live_leaders = s1_live_leaders
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderAndIsrRequest: {exc}", offset=pos) from None
-    o = _new(LeaderAndIsrRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.type = v_type
-    o.ungrouped_partition_states = []
-    o.topic_states = v_topic_states
-    o.live_leaders = v_live_leaders
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderAndIsrRequest_6(out: bytearray, o: LeaderAndIsrRequest) -> None:
@@ -620,9 +1386,8 @@ def _w_LeaderAndIsrRequest_6(out: bytearray, o: LeaderAndIsrRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -630,50 +1395,213 @@ def _w_LeaderAndIsrRequest_6(out: bytearray, o: LeaderAndIsrRequest) -> None:
 
 
 def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
-    item: Any
-    v_topic_states: list[Any]
-    v_live_leaders: list[Any]
+    s1_live_leaders: list[Any]
+    s1_topic_states: list[Any]
+    s3_partition_states: list[Any]
+    s5_adding_replicas: list[Any]
+    s5_isr: list[Any]
+    s5_removing_replicas: list[Any]
+    s5_replicas: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_controller_id, v_is_k_raft_controller, v_controller_epoch, v_broker_epoch, v_type,) = _F_ioiqb.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_is_k_raft_controller, s1_controller_epoch, s1_broker_epoch, s1_type,) = _F_ioiqb.unpack_from(buf, pos)
         pos += 18
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_states", pos)
         else:
-            v_topic_states = []
+            s1_topic_states = []
+            add2 = s1_topic_states.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrTopicState_4(buf, pos)
-                v_topic_states.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_states", pos)
+                else:
+                    s3_partition_states = []
+                    add4 = s3_partition_states.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_controller_epoch, s5_leader, s5_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                        pos += 16
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_partition_epoch,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("adding_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_adding_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("removing_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_removing_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_is_new, s5_leader_recovery_state, t5,) = _F_obB.unpack_from(buf, pos)
+                        pos += 3
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
+                        o5.topic_name = ""
+                        o5.partition_index = s5_partition_index
+                        o5.controller_epoch = s5_controller_epoch
+                        o5.leader = s5_leader
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.partition_epoch = s5_partition_epoch
+                        o5.replicas = s5_replicas
+                        o5.adding_replicas = s5_adding_replicas
+                        o5.removing_replicas = s5_removing_replicas
+                        o5.is_new = s5_is_new
+                        o5.leader_recovery_state = s5_leader_recovery_state
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = s3_topic_id
+                o3.partition_states = s3_partition_states
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_leaders", pos)
         else:
-            v_live_leaders = []
+            s1_live_leaders = []
+            add6 = s1_live_leaders.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(buf, pos)
-                v_live_leaders.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s7_broker_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s7_host_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s7_host_name, pos = _wire.read_compact_text(buf, pos, "host_name")
+                (s7_port, t7,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u7 = _wire.EMPTY_TAGS
+                if t7:
+                    pos -= 1
+                    count7, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count7):
+                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        pos = end7
+                o7 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
+                o7.broker_id = s7_broker_id
+                o7.host_name = s7_host_name
+                o7.port = s7_port
+                o7._unknown_tags = u7
+                add6(o7)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(LeaderAndIsrRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = s1_is_k_raft_controller
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.type = s1_type
+        o1.ungrouped_partition_states = []
+        o1.topic_states = s1_topic_states
+        o1.live_leaders = s1_live_leaders
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderAndIsrRequest: {exc}", offset=pos) from None
-    o = _new(LeaderAndIsrRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = v_is_k_raft_controller
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.type = v_type
-    o.ungrouped_partition_states = []
-    o.topic_states = v_topic_states
-    o.live_leaders = v_live_leaders
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderAndIsrRequest_7(out: bytearray, o: LeaderAndIsrRequest) -> None:
@@ -697,53 +1625,12 @@ def _w_LeaderAndIsrRequest_7(out: bytearray, o: LeaderAndIsrRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
-    v_isr: list[Any]
-    v_replicas: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index, v_controller_epoch, v_leader, v_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr", pos)
-        else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_partition_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replicas", pos)
-        else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrPartitionState: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.controller_epoch = v_controller_epoch
-    o.leader = v_leader
-    o.leader_epoch = v_leader_epoch
-    o.isr = v_isr
-    o.partition_epoch = v_partition_epoch
-    o.replicas = v_replicas
-    o.adding_replicas = []
-    o.removing_replicas = []
-    o.is_new = False
-    o.leader_recovery_state = 0
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
@@ -771,48 +1658,6 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0(out: bytearray, o: Lead
             _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
-    v_isr: list[Any]
-    v_replicas: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index, v_controller_epoch, v_leader, v_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr", pos)
-        else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_partition_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replicas", pos)
-        else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_is_new,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrPartitionState: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.controller_epoch = v_controller_epoch
-    o.leader = v_leader
-    o.leader_epoch = v_leader_epoch
-    o.isr = v_isr
-    o.partition_epoch = v_partition_epoch
-    o.replicas = v_replicas
-    o.adding_replicas = []
-    o.removing_replicas = []
-    o.is_new = v_is_new
-    o.leader_recovery_state = 0
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
@@ -843,45 +1688,6 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1(out: bytearray, o: Lead
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
-    v_isr: list[Any]
-    v_replicas: list[Any]
-    try:
-        (v_partition_index, v_controller_epoch, v_leader, v_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr", pos)
-        else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_partition_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replicas", pos)
-        else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_is_new,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrPartitionState: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
-    o.topic_name = ""
-    o.partition_index = v_partition_index
-    o.controller_epoch = v_controller_epoch
-    o.leader = v_leader
-    o.leader_epoch = v_leader_epoch
-    o.isr = v_isr
-    o.partition_epoch = v_partition_epoch
-    o.replicas = v_replicas
-    o.adding_replicas = []
-    o.removing_replicas = []
-    o.is_new = v_is_new
-    o.leader_recovery_state = 0
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
     x: Any
     try:
@@ -904,57 +1710,6 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2(out: bytearray, o: Lead
         out += _F_o.pack(o.is_new)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
-    v_isr: list[Any]
-    v_replicas: list[Any]
-    v_adding_replicas: list[Any]
-    v_removing_replicas: list[Any]
-    try:
-        (v_partition_index, v_controller_epoch, v_leader, v_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr", pos)
-        else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_partition_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replicas", pos)
-        else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("adding_replicas", pos)
-        else:
-            v_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("removing_replicas", pos)
-        else:
-            v_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_is_new,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrPartitionState: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
-    o.topic_name = ""
-    o.partition_index = v_partition_index
-    o.controller_epoch = v_controller_epoch
-    o.leader = v_leader
-    o.leader_epoch = v_leader_epoch
-    o.isr = v_isr
-    o.partition_epoch = v_partition_epoch
-    o.replicas = v_replicas
-    o.adding_replicas = v_adding_replicas
-    o.removing_replicas = v_removing_replicas
-    o.is_new = v_is_new
-    o.leader_recovery_state = 0
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
@@ -993,66 +1748,6 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(out: bytearray, o: Lead
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
-    v_isr: list[Any]
-    v_replicas: list[Any]
-    v_adding_replicas: list[Any]
-    v_removing_replicas: list[Any]
-    try:
-        (v_partition_index, v_controller_epoch, v_leader, v_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr", pos)
-        else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_partition_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replicas", pos)
-        else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("adding_replicas", pos)
-        else:
-            v_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("removing_replicas", pos)
-        else:
-            v_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_is_new,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrPartitionState: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
-    o.topic_name = ""
-    o.partition_index = v_partition_index
-    o.controller_epoch = v_controller_epoch
-    o.leader = v_leader
-    o.leader_epoch = v_leader_epoch
-    o.isr = v_isr
-    o.partition_epoch = v_partition_epoch
-    o.replicas = v_replicas
-    o.adding_replicas = v_adding_replicas
-    o.removing_replicas = v_removing_replicas
-    o.is_new = v_is_new
-    o.leader_recovery_state = 0
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
     x: Any
     try:
@@ -1085,73 +1780,12 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(out: bytearray, o: Lead
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
         out += _F_o.pack(o.is_new)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrPartitionState, int]:
-    v_isr: list[Any]
-    v_replicas: list[Any]
-    v_adding_replicas: list[Any]
-    v_removing_replicas: list[Any]
-    try:
-        (v_partition_index, v_controller_epoch, v_leader, v_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr", pos)
-        else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_partition_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replicas", pos)
-        else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("adding_replicas", pos)
-        else:
-            v_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("removing_replicas", pos)
-        else:
-            v_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_is_new, v_leader_recovery_state,) = _F_ob.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrPartitionState: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
-    o.topic_name = ""
-    o.partition_index = v_partition_index
-    o.controller_epoch = v_controller_epoch
-    o.leader = v_leader
-    o.leader_epoch = v_leader_epoch
-    o.isr = v_isr
-    o.partition_epoch = v_partition_epoch
-    o.replicas = v_replicas
-    o.adding_replicas = v_adding_replicas
-    o.removing_replicas = v_removing_replicas
-    o.is_new = v_is_new
-    o.leader_recovery_state = v_leader_recovery_state
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
@@ -1184,38 +1818,12 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(out: bytearray, o: Lead
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
         out += _F_ob.pack(o.is_new, o.leader_recovery_state)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderAndIsrRequest__LeaderAndIsrTopicState_0(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
-    item: Any
-    v_partition_states: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_states", pos)
-        else:
-            v_partition_states = []
-            for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2(buf, pos)
-                v_partition_states.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrTopicState: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
-    o.topic_name = v_topic_name
-    o.topic_id = _wire.ZERO_UUID
-    o.partition_states = v_partition_states
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_0(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
@@ -1237,31 +1845,6 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_0(out: bytearray, o: LeaderAn
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_LeaderAndIsrRequest__LeaderAndIsrTopicState_1(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
-    item: Any
-    v_partition_states: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_states", pos)
-        else:
-            v_partition_states = []
-            for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(buf, pos)
-                v_partition_states.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrTopicState: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
-    o.topic_name = v_topic_name
-    o.topic_id = _wire.ZERO_UUID
-    o.partition_states = v_partition_states
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_1(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
     x: Any
     item: Any
@@ -1281,40 +1864,6 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_1(out: bytearray, o: LeaderAn
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_LeaderAndIsrRequest__LeaderAndIsrTopicState_2(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
-    item: Any
-    v_partition_states: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_states", pos)
-        else:
-            v_partition_states = []
-            for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(buf, pos)
-                v_partition_states.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrTopicState: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
-    o.topic_name = v_topic_name
-    o.topic_id = _wire.ZERO_UUID
-    o.partition_states = v_partition_states
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_2(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
     x: Any
     item: Any
@@ -1322,7 +1871,12 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_2(out: bytearray, o: LeaderAn
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_states
         if x is None:
             raise EncodeError("field partition_states is None but not nullable at this version")
@@ -1330,48 +1884,12 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_2(out: bytearray, o: LeaderAn
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderAndIsrRequest__LeaderAndIsrTopicState_3(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
-    item: Any
-    v_partition_states: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_states", pos)
-        else:
-            v_partition_states = []
-            for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(buf, pos)
-                v_partition_states.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrTopicState: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
-    o.topic_name = v_topic_name
-    o.topic_id = v_topic_id
-    o.partition_states = v_partition_states
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_3(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
@@ -1381,7 +1899,12 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_3(out: bytearray, o: LeaderAn
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_id
         _wire.write_uuid(out, x)
         x = o.partition_states
@@ -1391,48 +1914,12 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_3(out: bytearray, o: LeaderAn
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderAndIsrRequest__LeaderAndIsrTopicState_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrTopicState, int]:
-    item: Any
-    v_partition_states: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_states", pos)
-        else:
-            v_partition_states = []
-            for _ in range(n):
-                item, pos = _r_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(buf, pos)
-                v_partition_states.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrTopicState: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
-    o.topic_name = v_topic_name
-    o.topic_id = v_topic_id
-    o.partition_states = v_partition_states
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_4(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
@@ -1442,7 +1929,12 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_4(out: bytearray, o: LeaderAn
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_id
         _wire.write_uuid(out, x)
         x = o.partition_states
@@ -1452,32 +1944,12 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_4(out: bytearray, o: LeaderAn
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrLiveLeader, int]:
-    try:
-        (v_broker_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host_name, pos = _wire.read_string(buf, pos)
-        if v_host_name is None:
-            raise _wire.null_error("host_name", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrLiveLeader: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
-    o.broker_id = v_broker_id
-    o.host_name = v_host_name
-    o.port = v_port
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrLiveLeader) -> None:
@@ -1493,34 +1965,6 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(out: bytearray, o: LeaderAn
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest.LeaderAndIsrLiveLeader, int]:
-    try:
-        (v_broker_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host_name, pos = _wire.read_compact_string(buf, pos)
-        if v_host_name is None:
-            raise _wire.null_error("host_name", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrLiveLeader: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
-    o.broker_id = v_broker_id
-    o.host_name = v_host_name
-    o.port = v_port
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrLiveLeader) -> None:
     x: Any
     try:
@@ -1528,11 +1972,15 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out: bytearray, o: LeaderAn
         x = o.host_name
         if x is None:
             raise EncodeError("field host_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.port)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -1540,27 +1988,36 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out: bytearray, o: LeaderAn
 
 
 def _r_LeaderAndIsrResponse_0(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse, int]:
-    item: Any
-    v_partition_errors: list[Any]
+    s1_partition_errors: list[Any]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("partition_errors", pos)
         else:
-            v_partition_errors = []
+            s1_partition_errors = []
+            add2 = s1_partition_errors.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrResponse__LeaderAndIsrPartitionError_0(buf, pos)
-                v_partition_errors.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                (s3_partition_index, s3_error_code,) = _F_ih.unpack_from(buf, pos)
+                pos += 6
+                o3 = _new(_C_LeaderAndIsrResponse__LeaderAndIsrPartitionError)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3.error_code = s3_error_code
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(LeaderAndIsrResponse)
+        o1.error_code = s1_error_code
+        o1.partition_errors = s1_partition_errors
+        o1.topics = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderAndIsrResponse: {exc}", offset=pos) from None
-    o = _new(LeaderAndIsrResponse)
-    o.error_code = v_error_code
-    o.partition_errors = v_partition_errors
-    o.topics = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderAndIsrResponse_0(out: bytearray, o: LeaderAndIsrResponse) -> None:
@@ -1582,36 +2039,66 @@ def _w_LeaderAndIsrResponse_0(out: bytearray, o: LeaderAndIsrResponse) -> None:
 
 
 def _r_LeaderAndIsrResponse_1(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse, int]:
-    item: Any
-    v_partition_errors: list[Any]
+    s1_partition_errors: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("partition_errors", pos)
         else:
-            v_partition_errors = []
+            s1_partition_errors = []
+            add2 = s1_partition_errors.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrResponse__LeaderAndIsrPartitionError_1(buf, pos)
-                v_partition_errors.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                (s3_partition_index, s3_error_code, t3,) = _F_ihB.unpack_from(buf, pos)
+                pos += 7
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_LeaderAndIsrResponse__LeaderAndIsrPartitionError)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3.error_code = s3_error_code
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(LeaderAndIsrResponse)
+        o1.error_code = s1_error_code
+        o1.partition_errors = s1_partition_errors
+        o1.topics = _wire.KeyedList()
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderAndIsrResponse: {exc}", offset=pos) from None
-    o = _new(LeaderAndIsrResponse)
-    o.error_code = v_error_code
-    o.partition_errors = v_partition_errors
-    o.topics = _wire.KeyedList()
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderAndIsrResponse_1(out: bytearray, o: LeaderAndIsrResponse) -> None:
@@ -1628,9 +2115,8 @@ def _w_LeaderAndIsrResponse_1(out: bytearray, o: LeaderAndIsrResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -1638,36 +2124,102 @@ def _w_LeaderAndIsrResponse_1(out: bytearray, o: LeaderAndIsrResponse) -> None:
 
 
 def _r_LeaderAndIsrResponse_2(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partition_errors: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_LeaderAndIsrResponse__LeaderAndIsrTopicError_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_errors", pos)
+                else:
+                    stop5 = pos + 7 * n
+                    s3_partition_errors = []
+                    add4 = s3_partition_errors.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, t5,) in _F_ihB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_LeaderAndIsrResponse__LeaderAndIsrPartitionError)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5.topic_name = ""
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partition_errors = []
+                        add4 = s3_partition_errors.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
+                            pos += 7
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_LeaderAndIsrResponse__LeaderAndIsrPartitionError)
+                            o6.topic_name = ""
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_LeaderAndIsrResponse__LeaderAndIsrTopicError)
+                o3.topic_id = s3_topic_id
+                o3.partition_errors = s3_partition_errors
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(LeaderAndIsrResponse)
+        o1.error_code = s1_error_code
+        o1.partition_errors = []
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderAndIsrResponse: {exc}", offset=pos) from None
-    o = _new(LeaderAndIsrResponse)
-    o.error_code = v_error_code
-    o.partition_errors = []
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderAndIsrResponse_2(out: bytearray, o: LeaderAndIsrResponse) -> None:
@@ -1684,30 +2236,12 @@ def _w_LeaderAndIsrResponse_2(out: bytearray, o: LeaderAndIsrResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrResponse__LeaderAndIsrTopicError_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderAndIsrResponse__LeaderAndIsrPartitionError_0(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse.LeaderAndIsrPartitionError, int]:
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrPartitionError: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrResponse__LeaderAndIsrPartitionError)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_0(out: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrPartitionError) -> None:
@@ -1722,113 +2256,36 @@ def _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_0(out: bytearray, o: Lea
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_LeaderAndIsrResponse__LeaderAndIsrPartitionError_1(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse.LeaderAndIsrPartitionError, int]:
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrPartitionError: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrResponse__LeaderAndIsrPartitionError)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_1(out: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrPartitionError) -> None:
     x: Any
     try:
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_ih.pack(o.partition_index, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderAndIsrResponse__LeaderAndIsrPartitionError_2(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse.LeaderAndIsrPartitionError, int]:
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrPartitionError: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrResponse__LeaderAndIsrPartitionError)
-    o.topic_name = ""
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_2(out: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrPartitionError) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderAndIsrResponse__LeaderAndIsrTopicError_0(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse.LeaderAndIsrTopicError, int]:
-    item: Any
-    v_partition_errors: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_errors", pos)
-        else:
-            v_partition_errors = []
-            for _ in range(n):
-                item, pos = _r_LeaderAndIsrResponse__LeaderAndIsrPartitionError_2(buf, pos)
-                v_partition_errors.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderAndIsrTopicError: {exc}", offset=pos) from None
-    o = _new(_C_LeaderAndIsrResponse__LeaderAndIsrTopicError)
-    o.topic_id = v_topic_id
-    o.partition_errors = v_partition_errors
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_LeaderAndIsrResponse__LeaderAndIsrTopicError_0(out: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrTopicError) -> None:
@@ -1844,9 +2301,8 @@ def _w_LeaderAndIsrResponse__LeaderAndIsrTopicError_0(out: bytearray, o: LeaderA
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

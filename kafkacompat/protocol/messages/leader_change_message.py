@@ -16,6 +16,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_hi = struct.Struct(">hi")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 
 
 class LeaderChangeMessage(KafkaMessage):
@@ -26,7 +27,7 @@ class LeaderChangeMessage(KafkaMessage):
         self.leader_id = leader_id
         self.voters = [] if voters is _wire.DEFAULT else voters
         self.granting_voters = [] if granting_voters is _wire.DEFAULT else granting_voters
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'LeaderChangeMessage'
     MESSAGE_TYPE = 'data'
@@ -39,51 +40,122 @@ class LeaderChangeMessage(KafkaMessage):
         def __init__(self, *, voter_id: int = 0, voter_directory_id: uuid.UUID = _wire.ZERO_UUID) -> None:
             self.voter_id = voter_id
             self.voter_directory_id = voter_directory_id
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, int]:
-    item: Any
-    v_voters: list[Any]
-    v_granting_voters: list[Any]
+    s1_granting_voters: list[Any]
+    s1_voters: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u4: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_version, v_leader_id,) = _F_hi.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_version, s1_leader_id,) = _F_hi.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("voters", pos)
         else:
-            v_voters = []
-            for _ in range(n):
-                item, pos = _r_LeaderChangeMessage__Voter_0(buf, pos)
-                v_voters.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+            stop3 = pos + 5 * n
+            s1_voters = []
+            add2 = s1_voters.append
+            if stop3 <= buflen:
+                for (s3_voter_id, t3,) in _F_iB.iter_unpack(buf[pos:stop3]):
+                    if t3:
+                        break
+                    o3 = _new(_C_LeaderChangeMessage__Voter)
+                    o3.voter_id = s3_voter_id
+                    o3.voter_directory_id = _wire.ZERO_UUID
+                    o3._unknown_tags = _wire.EMPTY_TAGS
+                    add2(o3)
+                else:
+                    pos = stop3
+                    stop3 = -1
+            if stop3 >= 0:  # some element carries tags, or the data is short
+                s1_voters = []
+                add2 = s1_voters.append
+                for _ in range(n):
+                    (s4_voter_id, t4,) = _F_iB.unpack_from(buf, pos)
+                    pos += 5
+                    u4 = _wire.EMPTY_TAGS
+                    if t4:
+                        pos -= 1
+                        count4, pos = _wire.read_uvarint(buf, pos)
+                        for _ in range(count4):
+                            tag4, pos, end4 = _wire.read_tag_header(buf, pos)
+                            u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                            pos = end4
+                    o4 = _new(_C_LeaderChangeMessage__Voter)
+                    o4.voter_id = s4_voter_id
+                    o4.voter_directory_id = _wire.ZERO_UUID
+                    o4._unknown_tags = u4
+                    add2(o4)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("granting_voters", pos)
         else:
-            v_granting_voters = []
-            for _ in range(n):
-                item, pos = _r_LeaderChangeMessage__Voter_0(buf, pos)
-                v_granting_voters.append(item)
-        unknown = _wire.EMPTY_TAGS
+            stop6 = pos + 5 * n
+            s1_granting_voters = []
+            add5 = s1_granting_voters.append
+            if stop6 <= buflen:
+                for (s6_voter_id, t6,) in _F_iB.iter_unpack(buf[pos:stop6]):
+                    if t6:
+                        break
+                    o6 = _new(_C_LeaderChangeMessage__Voter)
+                    o6.voter_id = s6_voter_id
+                    o6.voter_directory_id = _wire.ZERO_UUID
+                    o6._unknown_tags = _wire.EMPTY_TAGS
+                    add5(o6)
+                else:
+                    pos = stop6
+                    stop6 = -1
+            if stop6 >= 0:  # some element carries tags, or the data is short
+                s1_granting_voters = []
+                add5 = s1_granting_voters.append
+                for _ in range(n):
+                    (s7_voter_id, t7,) = _F_iB.unpack_from(buf, pos)
+                    pos += 5
+                    u7 = _wire.EMPTY_TAGS
+                    if t7:
+                        pos -= 1
+                        count7, pos = _wire.read_uvarint(buf, pos)
+                        for _ in range(count7):
+                            tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                            u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                            pos = end7
+                    o7 = _new(_C_LeaderChangeMessage__Voter)
+                    o7.voter_id = s7_voter_id
+                    o7.voter_directory_id = _wire.ZERO_UUID
+                    o7._unknown_tags = u7
+                    add5(o7)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(LeaderChangeMessage)
+        o1.version = s1_version
+        o1.leader_id = s1_leader_id
+        o1.voters = s1_voters
+        o1.granting_voters = s1_granting_voters
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderChangeMessage: {exc}", offset=pos) from None
-    o = _new(LeaderChangeMessage)
-    o.version = v_version
-    o.leader_id = v_leader_id
-    o.voters = v_voters
-    o.granting_voters = v_granting_voters
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderChangeMessage_0(out: bytearray, o: LeaderChangeMessage) -> None:
@@ -105,9 +177,8 @@ def _w_LeaderChangeMessage_0(out: bytearray, o: LeaderChangeMessage) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderChangeMessage__Voter_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -115,46 +186,88 @@ def _w_LeaderChangeMessage_0(out: bytearray, o: LeaderChangeMessage) -> None:
 
 
 def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, int]:
-    item: Any
-    v_voters: list[Any]
-    v_granting_voters: list[Any]
+    s1_granting_voters: list[Any]
+    s1_voters: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_version, v_leader_id,) = _F_hi.unpack_from(buf, pos)
+        (s1_version, s1_leader_id,) = _F_hi.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("voters", pos)
         else:
-            v_voters = []
+            s1_voters = []
+            add2 = s1_voters.append
             for _ in range(n):
-                item, pos = _r_LeaderChangeMessage__Voter_1(buf, pos)
-                v_voters.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                (s3_voter_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_voter_directory_id, pos = _wire.read_uuid(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_LeaderChangeMessage__Voter)
+                o3.voter_id = s3_voter_id
+                o3.voter_directory_id = s3_voter_directory_id
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("granting_voters", pos)
         else:
-            v_granting_voters = []
+            s1_granting_voters = []
+            add4 = s1_granting_voters.append
             for _ in range(n):
-                item, pos = _r_LeaderChangeMessage__Voter_1(buf, pos)
-                v_granting_voters.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s5_voter_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s5_voter_directory_id, pos = _wire.read_uuid(buf, pos)
+                u5 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_LeaderChangeMessage__Voter)
+                o5.voter_id = s5_voter_id
+                o5.voter_directory_id = s5_voter_directory_id
+                o5._unknown_tags = u5
+                add4(o5)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(LeaderChangeMessage)
+        o1.version = s1_version
+        o1.leader_id = s1_leader_id
+        o1.voters = s1_voters
+        o1.granting_voters = s1_granting_voters
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaderChangeMessage: {exc}", offset=pos) from None
-    o = _new(LeaderChangeMessage)
-    o.version = v_version
-    o.leader_id = v_leader_id
-    o.voters = v_voters
-    o.granting_voters = v_granting_voters
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaderChangeMessage_1(out: bytearray, o: LeaderChangeMessage) -> None:
@@ -176,35 +289,12 @@ def _w_LeaderChangeMessage_1(out: bytearray, o: LeaderChangeMessage) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderChangeMessage__Voter_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderChangeMessage__Voter_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage.Voter, int]:
-    try:
-        (v_voter_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Voter: {exc}", offset=pos) from None
-    o = _new(_C_LeaderChangeMessage__Voter)
-    o.voter_id = v_voter_id
-    o.voter_directory_id = _wire.ZERO_UUID
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_LeaderChangeMessage__Voter_0(out: bytearray, o: LeaderChangeMessage.Voter) -> None:
@@ -212,36 +302,12 @@ def _w_LeaderChangeMessage__Voter_0(out: bytearray, o: LeaderChangeMessage.Voter
         if o.voter_directory_id != _wire.ZERO_UUID:
             raise EncodeError("field voter_directory_id has a non-default value but does not exist at this version")
         out += _F_i.pack(o.voter_id)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaderChangeMessage__Voter_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage.Voter, int]:
-    try:
-        (v_voter_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_voter_directory_id, pos = _wire.read_uuid(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Voter: {exc}", offset=pos) from None
-    o = _new(_C_LeaderChangeMessage__Voter)
-    o.voter_id = v_voter_id
-    o.voter_directory_id = v_voter_directory_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_LeaderChangeMessage__Voter_1(out: bytearray, o: LeaderChangeMessage.Voter) -> None:
@@ -250,9 +316,8 @@ def _w_LeaderChangeMessage__Voter_1(out: bytearray, o: LeaderChangeMessage.Voter
         out += _F_i.pack(o.voter_id)
         x = o.voter_directory_id
         _wire.write_uuid(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,6 +14,7 @@ __all__ = ['LeaveGroupRequest', 'LeaveGroupResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
+_F_hB = struct.Struct(">hB")
 _F_ih = struct.Struct(">ih")
 
 
@@ -24,7 +25,7 @@ class LeaveGroupRequest(KafkaMessage):
         self.group_id = group_id
         self.member_id = member_id
         self.members = [] if members is _wire.DEFAULT else members
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'LeaveGroupRequest'
     API_KEY = 13
@@ -40,7 +41,7 @@ class LeaveGroupRequest(KafkaMessage):
             self.member_id = member_id
             self.group_instance_id = group_instance_id
             self.reason = reason
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class LeaveGroupResponse(KafkaMessage):
@@ -50,7 +51,7 @@ class LeaveGroupResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.members = [] if members is _wire.DEFAULT else members
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'LeaveGroupResponse'
     API_KEY = 13
@@ -65,26 +66,26 @@ class LeaveGroupResponse(KafkaMessage):
             self.member_id = member_id
             self.group_instance_id = group_instance_id
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_LeaveGroupRequest_0(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
+        o1 = _new(LeaveGroupRequest)
+        o1.group_id = s1_group_id
+        o1.member_id = s1_member_id
+        o1.members = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaveGroupRequest: {exc}", offset=pos) from None
-    o = _new(LeaveGroupRequest)
-    o.group_id = v_group_id
-    o.member_id = v_member_id
-    o.members = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaveGroupRequest_0(out: bytearray, o: LeaveGroupRequest) -> None:
@@ -105,28 +106,36 @@ def _w_LeaveGroupRequest_0(out: bytearray, o: LeaveGroupRequest) -> None:
 
 
 def _r_LeaveGroupRequest_1(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
-    item: Any
-    v_members: list[Any]
+    s1_members: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("members", pos)
         else:
-            v_members = []
+            s1_members = []
+            add2 = s1_members.append
             for _ in range(n):
-                item, pos = _r_LeaveGroupRequest__MemberIdentity_0(buf, pos)
-                v_members.append(item)
+                s3_member_id, pos = _wire.read_string(buf, pos)
+                if s3_member_id is None:
+                    raise _wire.null_error("member_id", pos)
+                s3_group_instance_id, pos = _wire.read_string(buf, pos)
+                o3 = _new(_C_LeaveGroupRequest__MemberIdentity)
+                o3.member_id = s3_member_id
+                o3.group_instance_id = s3_group_instance_id
+                o3.reason = None
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(LeaveGroupRequest)
+        o1.group_id = s1_group_id
+        o1.member_id = ""
+        o1.members = s1_members
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaveGroupRequest: {exc}", offset=pos) from None
-    o = _new(LeaveGroupRequest)
-    o.group_id = v_group_id
-    o.member_id = ""
-    o.members = v_members
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaveGroupRequest_1(out: bytearray, o: LeaveGroupRequest) -> None:
@@ -151,37 +160,82 @@ def _w_LeaveGroupRequest_1(out: bytearray, o: LeaveGroupRequest) -> None:
 
 
 def _r_LeaveGroupRequest_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
-    item: Any
-    v_members: list[Any]
+    s1_members: list[Any]
+    s3_group_instance_id: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("members", pos)
         else:
-            v_members = []
+            s1_members = []
+            add2 = s1_members.append
             for _ in range(n):
-                item, pos = _r_LeaveGroupRequest__MemberIdentity_1(buf, pos)
-                v_members.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_LeaveGroupRequest__MemberIdentity)
+                o3.member_id = s3_member_id
+                o3.group_instance_id = s3_group_instance_id
+                o3.reason = None
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(LeaveGroupRequest)
+        o1.group_id = s1_group_id
+        o1.member_id = ""
+        o1.members = s1_members
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaveGroupRequest: {exc}", offset=pos) from None
-    o = _new(LeaveGroupRequest)
-    o.group_id = v_group_id
-    o.member_id = ""
-    o.members = v_members
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaveGroupRequest_2(out: bytearray, o: LeaveGroupRequest) -> None:
@@ -193,7 +247,12 @@ def _w_LeaveGroupRequest_2(out: bytearray, o: LeaveGroupRequest) -> None:
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.members
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
@@ -201,9 +260,8 @@ def _w_LeaveGroupRequest_2(out: bytearray, o: LeaveGroupRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaveGroupRequest__MemberIdentity_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -211,37 +269,92 @@ def _w_LeaveGroupRequest_2(out: bytearray, o: LeaveGroupRequest) -> None:
 
 
 def _r_LeaveGroupRequest_3(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
-    item: Any
-    v_members: list[Any]
+    s1_members: list[Any]
+    s3_group_instance_id: str | None
+    s3_reason: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("members", pos)
         else:
-            v_members = []
+            s1_members = []
+            add2 = s1_members.append
             for _ in range(n):
-                item, pos = _r_LeaveGroupRequest__MemberIdentity_2(buf, pos)
-                v_members.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_reason = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_reason, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_LeaveGroupRequest__MemberIdentity)
+                o3.member_id = s3_member_id
+                o3.group_instance_id = s3_group_instance_id
+                o3.reason = s3_reason
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(LeaveGroupRequest)
+        o1.group_id = s1_group_id
+        o1.member_id = ""
+        o1.members = s1_members
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaveGroupRequest: {exc}", offset=pos) from None
-    o = _new(LeaveGroupRequest)
-    o.group_id = v_group_id
-    o.member_id = ""
-    o.members = v_members
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaveGroupRequest_3(out: bytearray, o: LeaveGroupRequest) -> None:
@@ -253,7 +366,12 @@ def _w_LeaveGroupRequest_3(out: bytearray, o: LeaveGroupRequest) -> None:
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.members
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
@@ -261,29 +379,12 @@ def _w_LeaveGroupRequest_3(out: bytearray, o: LeaveGroupRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaveGroupRequest__MemberIdentity_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaveGroupRequest__MemberIdentity_0(buf: Any, pos: int) -> tuple[LeaveGroupRequest.MemberIdentity, int]:
-    try:
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MemberIdentity: {exc}", offset=pos) from None
-    o = _new(_C_LeaveGroupRequest__MemberIdentity)
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.reason = None
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_LeaveGroupRequest__MemberIdentity_0(out: bytearray, o: LeaveGroupRequest.MemberIdentity) -> None:
@@ -299,73 +400,31 @@ def _w_LeaveGroupRequest__MemberIdentity_0(out: bytearray, o: LeaveGroupRequest.
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_LeaveGroupRequest__MemberIdentity_1(buf: Any, pos: int) -> tuple[LeaveGroupRequest.MemberIdentity, int]:
-    try:
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MemberIdentity: {exc}", offset=pos) from None
-    o = _new(_C_LeaveGroupRequest__MemberIdentity)
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.reason = None
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_LeaveGroupRequest__MemberIdentity_1(out: bytearray, o: LeaveGroupRequest.MemberIdentity) -> None:
     x: Any
     try:
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_instance_id
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaveGroupRequest__MemberIdentity_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest.MemberIdentity, int]:
-    try:
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        v_reason, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MemberIdentity: {exc}", offset=pos) from None
-    o = _new(_C_LeaveGroupRequest__MemberIdentity)
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.reason = v_reason
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_LeaveGroupRequest__MemberIdentity_2(out: bytearray, o: LeaveGroupRequest.MemberIdentity) -> None:
@@ -374,14 +433,28 @@ def _w_LeaveGroupRequest__MemberIdentity_2(out: bytearray, o: LeaveGroupRequest.
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.reason
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -390,16 +463,16 @@ def _w_LeaveGroupRequest__MemberIdentity_2(out: bytearray, o: LeaveGroupRequest.
 
 def _r_LeaveGroupResponse_0(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
+        o1 = _new(LeaveGroupResponse)
+        o1.throttle_time_ms = 0
+        o1.error_code = s1_error_code
+        o1.members = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaveGroupResponse: {exc}", offset=pos) from None
-    o = _new(LeaveGroupResponse)
-    o.throttle_time_ms = 0
-    o.error_code = v_error_code
-    o.members = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaveGroupResponse_0(out: bytearray, o: LeaveGroupResponse) -> None:
@@ -413,16 +486,16 @@ def _w_LeaveGroupResponse_0(out: bytearray, o: LeaveGroupResponse) -> None:
 
 def _r_LeaveGroupResponse_1(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
+        o1 = _new(LeaveGroupResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.members = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaveGroupResponse: {exc}", offset=pos) from None
-    o = _new(LeaveGroupResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.members = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaveGroupResponse_1(out: bytearray, o: LeaveGroupResponse) -> None:
@@ -435,27 +508,37 @@ def _w_LeaveGroupResponse_1(out: bytearray, o: LeaveGroupResponse) -> None:
 
 
 def _r_LeaveGroupResponse_2(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
-    item: Any
-    v_members: list[Any]
+    s1_members: list[Any]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("members", pos)
         else:
-            v_members = []
+            s1_members = []
+            add2 = s1_members.append
             for _ in range(n):
-                item, pos = _r_LeaveGroupResponse__MemberResponse_0(buf, pos)
-                v_members.append(item)
+                s3_member_id, pos = _wire.read_string(buf, pos)
+                if s3_member_id is None:
+                    raise _wire.null_error("member_id", pos)
+                s3_group_instance_id, pos = _wire.read_string(buf, pos)
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                o3 = _new(_C_LeaveGroupResponse__MemberResponse)
+                o3.member_id = s3_member_id
+                o3.group_instance_id = s3_group_instance_id
+                o3.error_code = s3_error_code
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(LeaveGroupResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.members = s1_members
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaveGroupResponse: {exc}", offset=pos) from None
-    o = _new(LeaveGroupResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.members = v_members
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaveGroupResponse_2(out: bytearray, o: LeaveGroupResponse) -> None:
@@ -475,36 +558,76 @@ def _w_LeaveGroupResponse_2(out: bytearray, o: LeaveGroupResponse) -> None:
 
 
 def _r_LeaveGroupResponse_3(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
-    item: Any
-    v_members: list[Any]
+    s1_members: list[Any]
+    s3_group_instance_id: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("members", pos)
         else:
-            v_members = []
+            s1_members = []
+            add2 = s1_members.append
             for _ in range(n):
-                item, pos = _r_LeaveGroupResponse__MemberResponse_1(buf, pos)
-                v_members.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+                (s3_error_code, t3,) = _F_hB.unpack_from(buf, pos)
+                pos += 3
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_LeaveGroupResponse__MemberResponse)
+                o3.member_id = s3_member_id
+                o3.group_instance_id = s3_group_instance_id
+                o3.error_code = s3_error_code
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(LeaveGroupResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.members = s1_members
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read LeaveGroupResponse: {exc}", offset=pos) from None
-    o = _new(LeaveGroupResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.members = v_members
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_LeaveGroupResponse_3(out: bytearray, o: LeaveGroupResponse) -> None:
@@ -519,31 +642,12 @@ def _w_LeaveGroupResponse_3(out: bytearray, o: LeaveGroupResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaveGroupResponse__MemberResponse_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_LeaveGroupResponse__MemberResponse_0(buf: Any, pos: int) -> tuple[LeaveGroupResponse.MemberResponse, int]:
-    try:
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_string(buf, pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MemberResponse: {exc}", offset=pos) from None
-    o = _new(_C_LeaveGroupResponse__MemberResponse)
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_LeaveGroupResponse__MemberResponse_0(out: bytearray, o: LeaveGroupResponse.MemberResponse) -> None:
@@ -560,46 +664,28 @@ def _w_LeaveGroupResponse__MemberResponse_0(out: bytearray, o: LeaveGroupRespons
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_LeaveGroupResponse__MemberResponse_1(buf: Any, pos: int) -> tuple[LeaveGroupResponse.MemberResponse, int]:
-    try:
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MemberResponse: {exc}", offset=pos) from None
-    o = _new(_C_LeaveGroupResponse__MemberResponse)
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_LeaveGroupResponse__MemberResponse_1(out: bytearray, o: LeaveGroupResponse.MemberResponse) -> None:
     x: Any
     try:
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

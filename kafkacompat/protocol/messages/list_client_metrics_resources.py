@@ -19,9 +19,6 @@ _F_ih = struct.Struct(">ih")
 class ListClientMetricsResourcesRequest(KafkaMessage):
     __slots__ = ()
 
-    def __init__(self) -> None:
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
-
     NAME = 'ListClientMetricsResourcesRequest'
     API_KEY = 74
     MESSAGE_TYPE = 'request'
@@ -36,7 +33,7 @@ class ListClientMetricsResourcesResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.client_metrics_resources = [] if client_metrics_resources is _wire.DEFAULT else client_metrics_resources
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ListClientMetricsResourcesResponse'
     API_KEY = 74
@@ -49,33 +46,33 @@ class ListClientMetricsResourcesResponse(KafkaMessage):
 
         def __init__(self, *, name: str = "") -> None:
             self.name = name
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_ListClientMetricsResourcesRequest_0(buf: Any, pos: int) -> tuple[ListClientMetricsResourcesRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        unknown = _wire.EMPTY_TAGS
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListClientMetricsResourcesRequest)
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListClientMetricsResourcesRequest: {exc}", offset=pos) from None
-    o = _new(ListClientMetricsResourcesRequest)
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListClientMetricsResourcesRequest_0(out: bytearray, o: ListClientMetricsResourcesRequest) -> None:
     try:
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -83,36 +80,63 @@ def _w_ListClientMetricsResourcesRequest_0(out: bytearray, o: ListClientMetricsR
 
 
 def _r_ListClientMetricsResourcesResponse_0(buf: Any, pos: int) -> tuple[ListClientMetricsResourcesResponse, int]:
-    item: Any
-    v_client_metrics_resources: list[Any]
+    s1_client_metrics_resources: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("client_metrics_resources", pos)
         else:
-            v_client_metrics_resources = []
+            s1_client_metrics_resources = []
+            add2 = s1_client_metrics_resources.append
             for _ in range(n):
-                item, pos = _r_ListClientMetricsResourcesResponse__ClientMetricsResource_0(buf, pos)
-                v_client_metrics_resources.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ListClientMetricsResourcesResponse__ClientMetricsResource)
+                o3.name = s3_name
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListClientMetricsResourcesResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.client_metrics_resources = s1_client_metrics_resources
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListClientMetricsResourcesResponse: {exc}", offset=pos) from None
-    o = _new(ListClientMetricsResourcesResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.client_metrics_resources = v_client_metrics_resources
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListClientMetricsResourcesResponse_0(out: bytearray, o: ListClientMetricsResourcesResponse) -> None:
@@ -127,35 +151,12 @@ def _w_ListClientMetricsResourcesResponse_0(out: bytearray, o: ListClientMetrics
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListClientMetricsResourcesResponse__ClientMetricsResource_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListClientMetricsResourcesResponse__ClientMetricsResource_0(buf: Any, pos: int) -> tuple[ListClientMetricsResourcesResponse.ClientMetricsResource, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ClientMetricsResource: {exc}", offset=pos) from None
-    o = _new(_C_ListClientMetricsResourcesResponse__ClientMetricsResource)
-    o.name = v_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ListClientMetricsResourcesResponse__ClientMetricsResource_0(out: bytearray, o: ListClientMetricsResourcesResponse.ClientMetricsResource) -> None:
@@ -164,10 +165,14 @@ def _w_ListClientMetricsResourcesResponse__ClientMetricsResource_0(out: bytearra
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -23,7 +23,7 @@ class ListGroupsRequest(KafkaMessage):
     def __init__(self, *, states_filter: list[str] = _wire.DEFAULT, types_filter: list[str] = _wire.DEFAULT) -> None:
         self.states_filter = [] if states_filter is _wire.DEFAULT else states_filter
         self.types_filter = [] if types_filter is _wire.DEFAULT else types_filter
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ListGroupsRequest'
     API_KEY = 16
@@ -39,7 +39,7 @@ class ListGroupsResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.groups = [] if groups is _wire.DEFAULT else groups
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ListGroupsResponse'
     API_KEY = 16
@@ -55,16 +55,19 @@ class ListGroupsResponse(KafkaMessage):
             self.protocol_type = protocol_type
             self.group_state = group_state
             self.group_type = group_type
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_ListGroupsRequest_0(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
-    o = _new(ListGroupsRequest)
-    o.states_filter = []
-    o.types_filter = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    try:
+        o1 = _new(ListGroupsRequest)
+        o1.states_filter = []
+        o1.types_filter = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read ListGroupsRequest: {exc}", offset=pos) from None
+    return o1, pos
 
 
 def _w_ListGroupsRequest_0(out: bytearray, o: ListGroupsRequest) -> None:
@@ -78,23 +81,24 @@ def _w_ListGroupsRequest_0(out: bytearray, o: ListGroupsRequest) -> None:
 
 
 def _r_ListGroupsRequest_1(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        unknown = _wire.EMPTY_TAGS
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListGroupsRequest)
+        o1.states_filter = []
+        o1.types_filter = []
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListGroupsRequest: {exc}", offset=pos) from None
-    o = _new(ListGroupsRequest)
-    o.states_filter = []
-    o.types_filter = []
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListGroupsRequest_1(out: bytearray, o: ListGroupsRequest) -> None:
@@ -103,9 +107,8 @@ def _w_ListGroupsRequest_1(out: bytearray, o: ListGroupsRequest) -> None:
             raise EncodeError("field states_filter has a non-default value but does not exist at this version")
         if o.types_filter:
             raise EncodeError("field types_filter has a non-default value but does not exist at this version")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -114,34 +117,46 @@ def _w_ListGroupsRequest_1(out: bytearray, o: ListGroupsRequest) -> None:
 
 def _r_ListGroupsRequest_2(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
     item: Any
-    v_states_filter: list[Any]
+    s1_states_filter: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("states_filter", pos)
         else:
-            v_states_filter = []
+            s1_states_filter = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("states_filter[]", pos)
-                v_states_filter.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "states_filter[]")
+                s1_states_filter.append(item)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListGroupsRequest)
+        o1.states_filter = s1_states_filter
+        o1.types_filter = []
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListGroupsRequest: {exc}", offset=pos) from None
-    o = _new(ListGroupsRequest)
-    o.states_filter = v_states_filter
-    o.types_filter = []
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListGroupsRequest_2(out: bytearray, o: ListGroupsRequest) -> None:
@@ -158,10 +173,14 @@ def _w_ListGroupsRequest_2(out: bytearray, o: ListGroupsRequest) -> None:
             for item in x:
                 if item is None:
                     raise EncodeError("an element of states_filter is None")
-                _wire.write_compact_string(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -170,45 +189,67 @@ def _w_ListGroupsRequest_2(out: bytearray, o: ListGroupsRequest) -> None:
 
 def _r_ListGroupsRequest_3(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
     item: Any
-    v_states_filter: list[Any]
-    v_types_filter: list[Any]
+    s1_states_filter: list[Any]
+    s1_types_filter: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("states_filter", pos)
         else:
-            v_states_filter = []
+            s1_states_filter = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("states_filter[]", pos)
-                v_states_filter.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "states_filter[]")
+                s1_states_filter.append(item)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("types_filter", pos)
         else:
-            v_types_filter = []
+            s1_types_filter = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("types_filter[]", pos)
-                v_types_filter.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "types_filter[]")
+                s1_types_filter.append(item)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListGroupsRequest)
+        o1.states_filter = s1_states_filter
+        o1.types_filter = s1_types_filter
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListGroupsRequest: {exc}", offset=pos) from None
-    o = _new(ListGroupsRequest)
-    o.states_filter = v_states_filter
-    o.types_filter = v_types_filter
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListGroupsRequest_3(out: bytearray, o: ListGroupsRequest) -> None:
@@ -223,7 +264,12 @@ def _w_ListGroupsRequest_3(out: bytearray, o: ListGroupsRequest) -> None:
             for item in x:
                 if item is None:
                     raise EncodeError("an element of states_filter is None")
-                _wire.write_compact_string(out, item)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
         x = o.types_filter
         if x is None:
             raise EncodeError("field types_filter is None but not nullable at this version")
@@ -232,10 +278,14 @@ def _w_ListGroupsRequest_3(out: bytearray, o: ListGroupsRequest) -> None:
             for item in x:
                 if item is None:
                     raise EncodeError("an element of types_filter is None")
-                _wire.write_compact_string(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -243,27 +293,38 @@ def _w_ListGroupsRequest_3(out: bytearray, o: ListGroupsRequest) -> None:
 
 
 def _r_ListGroupsResponse_0(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_ListGroupsResponse__ListedGroup_0(buf, pos)
-                v_groups.append(item)
+                s3_group_id, pos = _wire.read_string(buf, pos)
+                if s3_group_id is None:
+                    raise _wire.null_error("group_id", pos)
+                s3_protocol_type, pos = _wire.read_string(buf, pos)
+                if s3_protocol_type is None:
+                    raise _wire.null_error("protocol_type", pos)
+                o3 = _new(_C_ListGroupsResponse__ListedGroup)
+                o3.group_id = s3_group_id
+                o3.protocol_type = s3_protocol_type
+                o3.group_state = ""
+                o3.group_type = ""
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ListGroupsResponse)
+        o1.throttle_time_ms = 0
+        o1.error_code = s1_error_code
+        o1.groups = s1_groups
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListGroupsResponse: {exc}", offset=pos) from None
-    o = _new(ListGroupsResponse)
-    o.throttle_time_ms = 0
-    o.error_code = v_error_code
-    o.groups = v_groups
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ListGroupsResponse_0(out: bytearray, o: ListGroupsResponse) -> None:
@@ -283,27 +344,38 @@ def _w_ListGroupsResponse_0(out: bytearray, o: ListGroupsResponse) -> None:
 
 
 def _r_ListGroupsResponse_1(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_ListGroupsResponse__ListedGroup_0(buf, pos)
-                v_groups.append(item)
+                s3_group_id, pos = _wire.read_string(buf, pos)
+                if s3_group_id is None:
+                    raise _wire.null_error("group_id", pos)
+                s3_protocol_type, pos = _wire.read_string(buf, pos)
+                if s3_protocol_type is None:
+                    raise _wire.null_error("protocol_type", pos)
+                o3 = _new(_C_ListGroupsResponse__ListedGroup)
+                o3.group_id = s3_group_id
+                o3.protocol_type = s3_protocol_type
+                o3.group_state = ""
+                o3.group_type = ""
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ListGroupsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.groups = s1_groups
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListGroupsResponse: {exc}", offset=pos) from None
-    o = _new(ListGroupsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.groups = v_groups
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ListGroupsResponse_1(out: bytearray, o: ListGroupsResponse) -> None:
@@ -323,36 +395,75 @@ def _w_ListGroupsResponse_1(out: bytearray, o: ListGroupsResponse) -> None:
 
 
 def _r_ListGroupsResponse_2(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_ListGroupsResponse__ListedGroup_1(buf, pos)
-                v_groups.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ListGroupsResponse__ListedGroup)
+                o3.group_id = s3_group_id
+                o3.protocol_type = s3_protocol_type
+                o3.group_state = ""
+                o3.group_type = ""
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListGroupsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.groups = s1_groups
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListGroupsResponse: {exc}", offset=pos) from None
-    o = _new(ListGroupsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.groups = v_groups
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListGroupsResponse_2(out: bytearray, o: ListGroupsResponse) -> None:
@@ -367,9 +478,8 @@ def _w_ListGroupsResponse_2(out: bytearray, o: ListGroupsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListGroupsResponse__ListedGroup_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -377,36 +487,84 @@ def _w_ListGroupsResponse_2(out: bytearray, o: ListGroupsResponse) -> None:
 
 
 def _r_ListGroupsResponse_3(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_ListGroupsResponse__ListedGroup_2(buf, pos)
-                v_groups.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_state = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ListGroupsResponse__ListedGroup)
+                o3.group_id = s3_group_id
+                o3.protocol_type = s3_protocol_type
+                o3.group_state = s3_group_state
+                o3.group_type = ""
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListGroupsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.groups = s1_groups
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListGroupsResponse: {exc}", offset=pos) from None
-    o = _new(ListGroupsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.groups = v_groups
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListGroupsResponse_3(out: bytearray, o: ListGroupsResponse) -> None:
@@ -421,9 +579,8 @@ def _w_ListGroupsResponse_3(out: bytearray, o: ListGroupsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListGroupsResponse__ListedGroup_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -431,36 +588,93 @@ def _w_ListGroupsResponse_3(out: bytearray, o: ListGroupsResponse) -> None:
 
 
 def _r_ListGroupsResponse_4(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_ListGroupsResponse__ListedGroup_3(buf, pos)
-                v_groups.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_state = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_type = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_type, pos = _wire.read_compact_text(buf, pos, "group_type")
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ListGroupsResponse__ListedGroup)
+                o3.group_id = s3_group_id
+                o3.protocol_type = s3_protocol_type
+                o3.group_state = s3_group_state
+                o3.group_type = s3_group_type
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListGroupsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.groups = s1_groups
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListGroupsResponse: {exc}", offset=pos) from None
-    o = _new(ListGroupsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.groups = v_groups
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListGroupsResponse_4(out: bytearray, o: ListGroupsResponse) -> None:
@@ -475,32 +689,12 @@ def _w_ListGroupsResponse_4(out: bytearray, o: ListGroupsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListGroupsResponse__ListedGroup_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListGroupsResponse__ListedGroup_0(buf: Any, pos: int) -> tuple[ListGroupsResponse.ListedGroup, int]:
-    try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        v_protocol_type, pos = _wire.read_string(buf, pos)
-        if v_protocol_type is None:
-            raise _wire.null_error("protocol_type", pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListedGroup: {exc}", offset=pos) from None
-    o = _new(_C_ListGroupsResponse__ListedGroup)
-    o.group_id = v_group_id
-    o.protocol_type = v_protocol_type
-    o.group_state = ""
-    o.group_type = ""
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ListGroupsResponse__ListedGroup_0(out: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
@@ -518,83 +712,33 @@ def _w_ListGroupsResponse__ListedGroup_0(out: bytearray, o: ListGroupsResponse.L
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ListGroupsResponse__ListedGroup_1(buf: Any, pos: int) -> tuple[ListGroupsResponse.ListedGroup, int]:
-    try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        v_protocol_type, pos = _wire.read_compact_string(buf, pos)
-        if v_protocol_type is None:
-            raise _wire.null_error("protocol_type", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListedGroup: {exc}", offset=pos) from None
-    o = _new(_C_ListGroupsResponse__ListedGroup)
-    o.group_id = v_group_id
-    o.protocol_type = v_protocol_type
-    o.group_state = ""
-    o.group_type = ""
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ListGroupsResponse__ListedGroup_1(out: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
     x: Any
     try:
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocol_type
         if x is None:
             raise EncodeError("field protocol_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListGroupsResponse__ListedGroup_2(buf: Any, pos: int) -> tuple[ListGroupsResponse.ListedGroup, int]:
-    try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        v_protocol_type, pos = _wire.read_compact_string(buf, pos)
-        if v_protocol_type is None:
-            raise _wire.null_error("protocol_type", pos)
-        v_group_state, pos = _wire.read_compact_string(buf, pos)
-        if v_group_state is None:
-            raise _wire.null_error("group_state", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListedGroup: {exc}", offset=pos) from None
-    o = _new(_C_ListGroupsResponse__ListedGroup)
-    o.group_id = v_group_id
-    o.protocol_type = v_protocol_type
-    o.group_state = v_group_state
-    o.group_type = ""
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ListGroupsResponse__ListedGroup_2(out: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
@@ -603,56 +747,36 @@ def _w_ListGroupsResponse__ListedGroup_2(out: bytearray, o: ListGroupsResponse.L
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocol_type
         if x is None:
             raise EncodeError("field protocol_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_state
         if x is None:
             raise EncodeError("field group_state is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListGroupsResponse__ListedGroup_3(buf: Any, pos: int) -> tuple[ListGroupsResponse.ListedGroup, int]:
-    try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        v_protocol_type, pos = _wire.read_compact_string(buf, pos)
-        if v_protocol_type is None:
-            raise _wire.null_error("protocol_type", pos)
-        v_group_state, pos = _wire.read_compact_string(buf, pos)
-        if v_group_state is None:
-            raise _wire.null_error("group_state", pos)
-        v_group_type, pos = _wire.read_compact_string(buf, pos)
-        if v_group_type is None:
-            raise _wire.null_error("group_type", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListedGroup: {exc}", offset=pos) from None
-    o = _new(_C_ListGroupsResponse__ListedGroup)
-    o.group_id = v_group_id
-    o.protocol_type = v_protocol_type
-    o.group_state = v_group_state
-    o.group_type = v_group_type
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ListGroupsResponse__ListedGroup_3(out: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
@@ -661,22 +785,41 @@ def _w_ListGroupsResponse__ListedGroup_3(out: bytearray, o: ListGroupsResponse.L
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocol_type
         if x is None:
             raise EncodeError("field protocol_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_state
         if x is None:
             raise EncodeError("field group_state is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_type
         if x is None:
             raise EncodeError("field group_type is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,11 +14,14 @@ __all__ = ['ListOffsetsRequest', 'ListOffsetsResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ib = struct.Struct(">ib")
 _F_ih = struct.Struct(">ih")
 _F_ihqq = struct.Struct(">ihqq")
 _F_ihqqi = struct.Struct(">ihqqi")
+_F_ihqqiB = struct.Struct(">ihqqiB")
 _F_iiq = struct.Struct(">iiq")
+_F_iiqB = struct.Struct(">iiqB")
 _F_iq = struct.Struct(">iq")
 _F_iqi = struct.Struct(">iqi")
 
@@ -31,7 +34,7 @@ class ListOffsetsRequest(KafkaMessage):
         self.isolation_level = isolation_level
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.timeout_ms = timeout_ms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ListOffsetsRequest'
     API_KEY = 2
@@ -49,7 +52,7 @@ class ListOffsetsRequest(KafkaMessage):
             self.current_leader_epoch = current_leader_epoch
             self.timestamp = timestamp
             self.max_num_offsets = max_num_offsets
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ListOffsetsTopic(KafkaStruct):
@@ -58,7 +61,7 @@ class ListOffsetsRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[ListOffsetsRequest.ListOffsetsPartition] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class ListOffsetsResponse(KafkaMessage):
@@ -67,7 +70,7 @@ class ListOffsetsResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ListOffsetsResponse'
     API_KEY = 2
@@ -85,7 +88,7 @@ class ListOffsetsResponse(KafkaMessage):
             self.timestamp = timestamp
             self.offset = offset
             self.leader_epoch = leader_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ListOffsetsTopicResponse(KafkaStruct):
@@ -94,33 +97,73 @@ class ListOffsetsResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_ListOffsetsRequest_0(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_replica_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListOffsetsRequest__ListOffsetsTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 16 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_timestamp, s5_max_num_offsets,) in _F_iqi.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
+                            o5.partition_index = s5_partition_index
+                            o5.timestamp = s5_timestamp
+                            o5.max_num_offsets = s5_max_num_offsets
+                            o5.current_leader_epoch = -1
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_timestamp, s6_max_num_offsets,) = _F_iqi.unpack_from(buf, pos)
+                            pos += 16
+                            o6 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
+                            o6.partition_index = s6_partition_index
+                            o6.current_leader_epoch = -1
+                            o6.timestamp = s6_timestamp
+                            o6.max_num_offsets = s6_max_num_offsets
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_ListOffsetsRequest__ListOffsetsTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ListOffsetsRequest)
+        o1.replica_id = s1_replica_id
+        o1.isolation_level = 0
+        o1.topics = s1_topics
+        o1.timeout_ms = 0
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsRequest: {exc}", offset=pos) from None
-    o = _new(ListOffsetsRequest)
-    o.replica_id = v_replica_id
-    o.isolation_level = 0
-    o.topics = v_topics
-    o.timeout_ms = 0
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ListOffsetsRequest_0(out: bytearray, o: ListOffsetsRequest) -> None:
@@ -142,28 +185,68 @@ def _w_ListOffsetsRequest_0(out: bytearray, o: ListOffsetsRequest) -> None:
 
 
 def _r_ListOffsetsRequest_1(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_replica_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListOffsetsRequest__ListOffsetsTopic_1(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 12 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_timestamp,) in _F_iq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
+                            o5.partition_index = s5_partition_index
+                            o5.timestamp = s5_timestamp
+                            o5.current_leader_epoch = -1
+                            o5.max_num_offsets = 1
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_timestamp,) = _F_iq.unpack_from(buf, pos)
+                            pos += 12
+                            o6 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
+                            o6.partition_index = s6_partition_index
+                            o6.current_leader_epoch = -1
+                            o6.timestamp = s6_timestamp
+                            o6.max_num_offsets = 1
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_ListOffsetsRequest__ListOffsetsTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ListOffsetsRequest)
+        o1.replica_id = s1_replica_id
+        o1.isolation_level = 0
+        o1.topics = s1_topics
+        o1.timeout_ms = 0
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsRequest: {exc}", offset=pos) from None
-    o = _new(ListOffsetsRequest)
-    o.replica_id = v_replica_id
-    o.isolation_level = 0
-    o.topics = v_topics
-    o.timeout_ms = 0
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ListOffsetsRequest_1(out: bytearray, o: ListOffsetsRequest) -> None:
@@ -185,28 +268,68 @@ def _w_ListOffsetsRequest_1(out: bytearray, o: ListOffsetsRequest) -> None:
 
 
 def _r_ListOffsetsRequest_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_replica_id, v_isolation_level,) = _F_ib.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_isolation_level,) = _F_ib.unpack_from(buf, pos)
         pos += 5
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListOffsetsRequest__ListOffsetsTopic_1(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 12 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_timestamp,) in _F_iq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
+                            o5.partition_index = s5_partition_index
+                            o5.timestamp = s5_timestamp
+                            o5.current_leader_epoch = -1
+                            o5.max_num_offsets = 1
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_timestamp,) = _F_iq.unpack_from(buf, pos)
+                            pos += 12
+                            o6 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
+                            o6.partition_index = s6_partition_index
+                            o6.current_leader_epoch = -1
+                            o6.timestamp = s6_timestamp
+                            o6.max_num_offsets = 1
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_ListOffsetsRequest__ListOffsetsTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ListOffsetsRequest)
+        o1.replica_id = s1_replica_id
+        o1.isolation_level = s1_isolation_level
+        o1.topics = s1_topics
+        o1.timeout_ms = 0
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsRequest: {exc}", offset=pos) from None
-    o = _new(ListOffsetsRequest)
-    o.replica_id = v_replica_id
-    o.isolation_level = v_isolation_level
-    o.topics = v_topics
-    o.timeout_ms = 0
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ListOffsetsRequest_2(out: bytearray, o: ListOffsetsRequest) -> None:
@@ -226,28 +349,68 @@ def _w_ListOffsetsRequest_2(out: bytearray, o: ListOffsetsRequest) -> None:
 
 
 def _r_ListOffsetsRequest_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_replica_id, v_isolation_level,) = _F_ib.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_isolation_level,) = _F_ib.unpack_from(buf, pos)
         pos += 5
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListOffsetsRequest__ListOffsetsTopic_2(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 16 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_current_leader_epoch, s5_timestamp,) in _F_iiq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
+                            o5.partition_index = s5_partition_index
+                            o5.current_leader_epoch = s5_current_leader_epoch
+                            o5.timestamp = s5_timestamp
+                            o5.max_num_offsets = 1
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_current_leader_epoch, s6_timestamp,) = _F_iiq.unpack_from(buf, pos)
+                            pos += 16
+                            o6 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
+                            o6.partition_index = s6_partition_index
+                            o6.current_leader_epoch = s6_current_leader_epoch
+                            o6.timestamp = s6_timestamp
+                            o6.max_num_offsets = 1
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_ListOffsetsRequest__ListOffsetsTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ListOffsetsRequest)
+        o1.replica_id = s1_replica_id
+        o1.isolation_level = s1_isolation_level
+        o1.topics = s1_topics
+        o1.timeout_ms = 0
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsRequest: {exc}", offset=pos) from None
-    o = _new(ListOffsetsRequest)
-    o.replica_id = v_replica_id
-    o.isolation_level = v_isolation_level
-    o.topics = v_topics
-    o.timeout_ms = 0
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ListOffsetsRequest_3(out: bytearray, o: ListOffsetsRequest) -> None:
@@ -267,37 +430,113 @@ def _w_ListOffsetsRequest_3(out: bytearray, o: ListOffsetsRequest) -> None:
 
 
 def _r_ListOffsetsRequest_4(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_replica_id, v_isolation_level,) = _F_ib.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_isolation_level,) = _F_ib.unpack_from(buf, pos)
         pos += 5
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListOffsetsRequest__ListOffsetsTopic_3(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 17 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_current_leader_epoch, s5_timestamp, t5,) in _F_iiqB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
+                            o5.partition_index = s5_partition_index
+                            o5.current_leader_epoch = s5_current_leader_epoch
+                            o5.timestamp = s5_timestamp
+                            o5.max_num_offsets = 1
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_current_leader_epoch, s6_timestamp, t6,) = _F_iiqB.unpack_from(buf, pos)
+                            pos += 17
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
+                            o6.partition_index = s6_partition_index
+                            o6.current_leader_epoch = s6_current_leader_epoch
+                            o6.timestamp = s6_timestamp
+                            o6.max_num_offsets = 1
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ListOffsetsRequest__ListOffsetsTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListOffsetsRequest)
+        o1.replica_id = s1_replica_id
+        o1.isolation_level = s1_isolation_level
+        o1.topics = s1_topics
+        o1.timeout_ms = 0
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsRequest: {exc}", offset=pos) from None
-    o = _new(ListOffsetsRequest)
-    o.replica_id = v_replica_id
-    o.isolation_level = v_isolation_level
-    o.topics = v_topics
-    o.timeout_ms = 0
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListOffsetsRequest_4(out: bytearray, o: ListOffsetsRequest) -> None:
@@ -312,9 +551,8 @@ def _w_ListOffsetsRequest_4(out: bytearray, o: ListOffsetsRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsTopic_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -322,39 +560,114 @@ def _w_ListOffsetsRequest_4(out: bytearray, o: ListOffsetsRequest) -> None:
 
 
 def _r_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_replica_id, v_isolation_level,) = _F_ib.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id, s1_isolation_level,) = _F_ib.unpack_from(buf, pos)
         pos += 5
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListOffsetsRequest__ListOffsetsTopic_3(buf, pos)
-                v_topics.append(item)
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 17 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_current_leader_epoch, s5_timestamp, t5,) in _F_iiqB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
+                            o5.partition_index = s5_partition_index
+                            o5.current_leader_epoch = s5_current_leader_epoch
+                            o5.timestamp = s5_timestamp
+                            o5.max_num_offsets = 1
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_current_leader_epoch, s6_timestamp, t6,) = _F_iiqB.unpack_from(buf, pos)
+                            pos += 17
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
+                            o6.partition_index = s6_partition_index
+                            o6.current_leader_epoch = s6_current_leader_epoch
+                            o6.timestamp = s6_timestamp
+                            o6.max_num_offsets = 1
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ListOffsetsRequest__ListOffsetsTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListOffsetsRequest)
+        o1.replica_id = s1_replica_id
+        o1.isolation_level = s1_isolation_level
+        o1.topics = s1_topics
+        o1.timeout_ms = s1_timeout_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsRequest: {exc}", offset=pos) from None
-    o = _new(ListOffsetsRequest)
-    o.replica_id = v_replica_id
-    o.isolation_level = v_isolation_level
-    o.topics = v_topics
-    o.timeout_ms = v_timeout_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListOffsetsRequest_5(out: bytearray, o: ListOffsetsRequest) -> None:
@@ -370,28 +683,12 @@ def _w_ListOffsetsRequest_5(out: bytearray, o: ListOffsetsRequest) -> None:
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsTopic_3(out, item)
         out += _F_i.pack(o.timeout_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListOffsetsRequest__ListOffsetsPartition_0(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsPartition, int]:
-    try:
-        (v_partition_index, v_timestamp, v_max_num_offsets,) = _F_iqi.unpack_from(buf, pos)
-        pos += 16
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsPartition: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
-    o.partition_index = v_partition_index
-    o.current_leader_epoch = -1
-    o.timestamp = v_timestamp
-    o.max_num_offsets = v_max_num_offsets
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ListOffsetsRequest__ListOffsetsPartition_0(out: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
@@ -399,21 +696,6 @@ def _w_ListOffsetsRequest__ListOffsetsPartition_0(out: bytearray, o: ListOffsets
         out += _F_iqi.pack(o.partition_index, o.timestamp, o.max_num_offsets)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListOffsetsRequest__ListOffsetsPartition_1(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsPartition, int]:
-    try:
-        (v_partition_index, v_timestamp,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsPartition: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
-    o.partition_index = v_partition_index
-    o.current_leader_epoch = -1
-    o.timestamp = v_timestamp
-    o.max_num_offsets = 1
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ListOffsetsRequest__ListOffsetsPartition_1(out: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
@@ -425,21 +707,6 @@ def _w_ListOffsetsRequest__ListOffsetsPartition_1(out: bytearray, o: ListOffsets
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ListOffsetsRequest__ListOffsetsPartition_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsPartition, int]:
-    try:
-        (v_partition_index, v_current_leader_epoch, v_timestamp,) = _F_iiq.unpack_from(buf, pos)
-        pos += 16
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsPartition: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
-    o.partition_index = v_partition_index
-    o.current_leader_epoch = v_current_leader_epoch
-    o.timestamp = v_timestamp
-    o.max_num_offsets = 1
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_ListOffsetsRequest__ListOffsetsPartition_2(out: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
     try:
         if o.max_num_offsets != 1:
@@ -449,66 +716,17 @@ def _w_ListOffsetsRequest__ListOffsetsPartition_2(out: bytearray, o: ListOffsets
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ListOffsetsRequest__ListOffsetsPartition_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsPartition, int]:
-    try:
-        (v_partition_index, v_current_leader_epoch, v_timestamp,) = _F_iiq.unpack_from(buf, pos)
-        pos += 16
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsPartition: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
-    o.partition_index = v_partition_index
-    o.current_leader_epoch = v_current_leader_epoch
-    o.timestamp = v_timestamp
-    o.max_num_offsets = 1
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ListOffsetsRequest__ListOffsetsPartition_3(out: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
     try:
         if o.max_num_offsets != 1:
             raise EncodeError("field max_num_offsets has a non-default value but does not exist at this version")
         out += _F_iiq.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListOffsetsRequest__ListOffsetsTopic_0(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ListOffsetsRequest__ListOffsetsPartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsTopic: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsRequest__ListOffsetsTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ListOffsetsRequest__ListOffsetsTopic_0(out: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
@@ -530,30 +748,6 @@ def _w_ListOffsetsRequest__ListOffsetsTopic_0(out: bytearray, o: ListOffsetsRequ
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ListOffsetsRequest__ListOffsetsTopic_1(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ListOffsetsRequest__ListOffsetsPartition_1(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsTopic: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsRequest__ListOffsetsTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_ListOffsetsRequest__ListOffsetsTopic_1(out: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
     x: Any
     item: Any
@@ -571,30 +765,6 @@ def _w_ListOffsetsRequest__ListOffsetsTopic_1(out: bytearray, o: ListOffsetsRequ
                 _w_ListOffsetsRequest__ListOffsetsPartition_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListOffsetsRequest__ListOffsetsTopic_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ListOffsetsRequest__ListOffsetsPartition_2(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsTopic: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsRequest__ListOffsetsTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ListOffsetsRequest__ListOffsetsTopic_2(out: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
@@ -616,39 +786,6 @@ def _w_ListOffsetsRequest__ListOffsetsTopic_2(out: bytearray, o: ListOffsetsRequ
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ListOffsetsRequest__ListOffsetsTopic_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest.ListOffsetsTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ListOffsetsRequest__ListOffsetsPartition_3(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsTopic: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsRequest__ListOffsetsTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ListOffsetsRequest__ListOffsetsTopic_3(out: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
     x: Any
     item: Any
@@ -656,7 +793,12 @@ def _w_ListOffsetsRequest__ListOffsetsTopic_3(out: bytearray, o: ListOffsetsRequ
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -664,9 +806,8 @@ def _w_ListOffsetsRequest__ListOffsetsTopic_3(out: bytearray, o: ListOffsetsRequ
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsPartition_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -674,24 +815,61 @@ def _w_ListOffsetsRequest__ListOffsetsTopic_3(out: bytearray, o: ListOffsetsRequ
 
 
 def _r_ListOffsetsResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_old_style_offsets: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListOffsetsResponse__ListOffsetsTopicResponse_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("old_style_offsets", pos)
+                        else:
+                            stop = pos + 8 * n
+                            if n < 32 and stop <= buflen:
+                                s5_old_style_offsets = list(_wire.SHORT_ARRAYS["q"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_old_style_offsets, pos = _wire.read_int_array(buf, pos, n, "q", 8)
+                        o5 = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.old_style_offsets = s5_old_style_offsets
+                        o5.timestamp = -1
+                        o5.offset = -1
+                        o5.leader_epoch = -1
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_ListOffsetsResponse__ListOffsetsTopicResponse)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ListOffsetsResponse)
+        o1.throttle_time_ms = 0
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsResponse: {exc}", offset=pos) from None
-    o = _new(ListOffsetsResponse)
-    o.throttle_time_ms = 0
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ListOffsetsResponse_0(out: bytearray, o: ListOffsetsResponse) -> None:
@@ -710,24 +888,68 @@ def _w_ListOffsetsResponse_0(out: bytearray, o: ListOffsetsResponse) -> None:
 
 
 def _r_ListOffsetsResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListOffsetsResponse__ListOffsetsTopicResponse_1(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 22 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, s5_timestamp, s5_offset,) in _F_ihqq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5.timestamp = s5_timestamp
+                            o5.offset = s5_offset
+                            o5.old_style_offsets = []
+                            o5.leader_epoch = -1
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, s6_timestamp, s6_offset,) = _F_ihqq.unpack_from(buf, pos)
+                            pos += 22
+                            o6 = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6.old_style_offsets = []
+                            o6.timestamp = s6_timestamp
+                            o6.offset = s6_offset
+                            o6.leader_epoch = -1
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_ListOffsetsResponse__ListOffsetsTopicResponse)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ListOffsetsResponse)
+        o1.throttle_time_ms = 0
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsResponse: {exc}", offset=pos) from None
-    o = _new(ListOffsetsResponse)
-    o.throttle_time_ms = 0
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ListOffsetsResponse_1(out: bytearray, o: ListOffsetsResponse) -> None:
@@ -746,26 +968,70 @@ def _w_ListOffsetsResponse_1(out: bytearray, o: ListOffsetsResponse) -> None:
 
 
 def _r_ListOffsetsResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListOffsetsResponse__ListOffsetsTopicResponse_1(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 22 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, s5_timestamp, s5_offset,) in _F_ihqq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5.timestamp = s5_timestamp
+                            o5.offset = s5_offset
+                            o5.old_style_offsets = []
+                            o5.leader_epoch = -1
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, s6_timestamp, s6_offset,) = _F_ihqq.unpack_from(buf, pos)
+                            pos += 22
+                            o6 = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6.old_style_offsets = []
+                            o6.timestamp = s6_timestamp
+                            o6.offset = s6_offset
+                            o6.leader_epoch = -1
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_ListOffsetsResponse__ListOffsetsTopicResponse)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ListOffsetsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsResponse: {exc}", offset=pos) from None
-    o = _new(ListOffsetsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ListOffsetsResponse_2(out: bytearray, o: ListOffsetsResponse) -> None:
@@ -785,26 +1051,70 @@ def _w_ListOffsetsResponse_2(out: bytearray, o: ListOffsetsResponse) -> None:
 
 
 def _r_ListOffsetsResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListOffsetsResponse__ListOffsetsTopicResponse_2(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 26 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, s5_timestamp, s5_offset, s5_leader_epoch,) in _F_ihqqi.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5.timestamp = s5_timestamp
+                            o5.offset = s5_offset
+                            o5.leader_epoch = s5_leader_epoch
+                            o5.old_style_offsets = []
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, s6_timestamp, s6_offset, s6_leader_epoch,) = _F_ihqqi.unpack_from(buf, pos)
+                            pos += 26
+                            o6 = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6.old_style_offsets = []
+                            o6.timestamp = s6_timestamp
+                            o6.offset = s6_offset
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_ListOffsetsResponse__ListOffsetsTopicResponse)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ListOffsetsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsResponse: {exc}", offset=pos) from None
-    o = _new(ListOffsetsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ListOffsetsResponse_3(out: bytearray, o: ListOffsetsResponse) -> None:
@@ -824,35 +1134,115 @@ def _w_ListOffsetsResponse_3(out: bytearray, o: ListOffsetsResponse) -> None:
 
 
 def _r_ListOffsetsResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListOffsetsResponse__ListOffsetsTopicResponse_3(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 27 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, s5_timestamp, s5_offset, s5_leader_epoch, t5,) in _F_ihqqiB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5.timestamp = s5_timestamp
+                            o5.offset = s5_offset
+                            o5.leader_epoch = s5_leader_epoch
+                            o5.old_style_offsets = []
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, s6_timestamp, s6_offset, s6_leader_epoch, t6,) = _F_ihqqiB.unpack_from(buf, pos)
+                            pos += 27
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6.old_style_offsets = []
+                            o6.timestamp = s6_timestamp
+                            o6.offset = s6_offset
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ListOffsetsResponse__ListOffsetsTopicResponse)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListOffsetsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListOffsetsResponse: {exc}", offset=pos) from None
-    o = _new(ListOffsetsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListOffsetsResponse_4(out: bytearray, o: ListOffsetsResponse) -> None:
@@ -867,36 +1257,12 @@ def _w_ListOffsetsResponse_4(out: bytearray, o: ListOffsetsResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListOffsetsResponse__ListOffsetsTopicResponse_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListOffsetsResponse__ListOffsetsPartitionResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsPartitionResponse, int]:
-    v_old_style_offsets: list[Any]
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("old_style_offsets", pos)
-        else:
-            v_old_style_offsets, pos = _wire.read_int_array(buf, pos, n, "q", 8)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsPartitionResponse: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.old_style_offsets = v_old_style_offsets
-    o.timestamp = -1
-    o.offset = -1
-    o.leader_epoch = -1
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_0(out: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
@@ -919,23 +1285,6 @@ def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_0(out: bytearray, o: Li
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ListOffsetsResponse__ListOffsetsPartitionResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsPartitionResponse, int]:
-    try:
-        (v_partition_index, v_error_code, v_timestamp, v_offset,) = _F_ihqq.unpack_from(buf, pos)
-        pos += 22
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsPartitionResponse: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.old_style_offsets = []
-    o.timestamp = v_timestamp
-    o.offset = v_offset
-    o.leader_epoch = -1
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_1(out: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
     try:
         if o.old_style_offsets:
@@ -947,23 +1296,6 @@ def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_1(out: bytearray, o: Li
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ListOffsetsResponse__ListOffsetsPartitionResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsPartitionResponse, int]:
-    try:
-        (v_partition_index, v_error_code, v_timestamp, v_offset, v_leader_epoch,) = _F_ihqqi.unpack_from(buf, pos)
-        pos += 26
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsPartitionResponse: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.old_style_offsets = []
-    o.timestamp = v_timestamp
-    o.offset = v_offset
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_2(out: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
     try:
         if o.old_style_offsets:
@@ -973,68 +1305,17 @@ def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_2(out: bytearray, o: Li
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ListOffsetsResponse__ListOffsetsPartitionResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsPartitionResponse, int]:
-    try:
-        (v_partition_index, v_error_code, v_timestamp, v_offset, v_leader_epoch,) = _F_ihqqi.unpack_from(buf, pos)
-        pos += 26
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsPartitionResponse: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.old_style_offsets = []
-    o.timestamp = v_timestamp
-    o.offset = v_offset
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_3(out: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
     try:
         if o.old_style_offsets:
             raise EncodeError("field old_style_offsets has a non-default value but does not exist at this version")
         out += _F_ihqqi.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListOffsetsResponse__ListOffsetsTopicResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ListOffsetsResponse__ListOffsetsPartitionResponse_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsResponse__ListOffsetsTopicResponse)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ListOffsetsResponse__ListOffsetsTopicResponse_0(out: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
@@ -1056,30 +1337,6 @@ def _w_ListOffsetsResponse__ListOffsetsTopicResponse_0(out: bytearray, o: ListOf
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ListOffsetsResponse__ListOffsetsTopicResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ListOffsetsResponse__ListOffsetsPartitionResponse_1(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsResponse__ListOffsetsTopicResponse)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_ListOffsetsResponse__ListOffsetsTopicResponse_1(out: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
     x: Any
     item: Any
@@ -1097,30 +1354,6 @@ def _w_ListOffsetsResponse__ListOffsetsTopicResponse_1(out: bytearray, o: ListOf
                 _w_ListOffsetsResponse__ListOffsetsPartitionResponse_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListOffsetsResponse__ListOffsetsTopicResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ListOffsetsResponse__ListOffsetsPartitionResponse_2(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsResponse__ListOffsetsTopicResponse)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ListOffsetsResponse__ListOffsetsTopicResponse_2(out: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
@@ -1142,39 +1375,6 @@ def _w_ListOffsetsResponse__ListOffsetsTopicResponse_2(out: bytearray, o: ListOf
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ListOffsetsResponse__ListOffsetsTopicResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse.ListOffsetsTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ListOffsetsResponse__ListOffsetsPartitionResponse_3(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListOffsetsTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_ListOffsetsResponse__ListOffsetsTopicResponse)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ListOffsetsResponse__ListOffsetsTopicResponse_3(out: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
     x: Any
     item: Any
@@ -1182,7 +1382,12 @@ def _w_ListOffsetsResponse__ListOffsetsTopicResponse_3(out: bytearray, o: ListOf
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -1190,9 +1395,8 @@ def _w_ListOffsetsResponse__ListOffsetsTopicResponse_3(out: bytearray, o: ListOf
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListOffsetsResponse__ListOffsetsPartitionResponse_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -23,7 +23,7 @@ class ListPartitionReassignmentsRequest(KafkaMessage):
     def __init__(self, *, timeout_ms: int = 60000, topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None = None) -> None:
         self.timeout_ms = timeout_ms
         self.topics = topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ListPartitionReassignmentsRequest'
     API_KEY = 46
@@ -38,7 +38,7 @@ class ListPartitionReassignmentsRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partition_indexes: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _wire.DEFAULT else partition_indexes
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class ListPartitionReassignmentsResponse(KafkaMessage):
@@ -49,7 +49,7 @@ class ListPartitionReassignmentsResponse(KafkaMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ListPartitionReassignmentsResponse'
     API_KEY = 46
@@ -65,7 +65,7 @@ class ListPartitionReassignmentsResponse(KafkaMessage):
             self.replicas = [] if replicas is _wire.DEFAULT else replicas
             self.adding_replicas = [] if adding_replicas is _wire.DEFAULT else adding_replicas
             self.removing_replicas = [] if removing_replicas is _wire.DEFAULT else removing_replicas
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OngoingTopicReassignment(KafkaStruct):
@@ -74,40 +74,83 @@ class ListPartitionReassignmentsResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[ListPartitionReassignmentsResponse.OngoingPartitionReassignment] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_ListPartitionReassignmentsRequest_0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsRequest, int]:
-    item: Any
-    v_topics: list[Any] | None
+    s1_topics: list[Any] | None
+    s3_partition_indexes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_topics = None
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
         else:
-            v_topics = []
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_topics = None
+        else:
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_indexes", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partition_indexes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics)
+                o3.name = s3_name
+                o3.partition_indexes = s3_partition_indexes
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListPartitionReassignmentsRequest)
+        o1.timeout_ms = s1_timeout_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListPartitionReassignmentsRequest: {exc}", offset=pos) from None
-    o = _new(ListPartitionReassignmentsRequest)
-    o.timeout_ms = v_timeout_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListPartitionReassignmentsRequest_0(out: bytearray, o: ListPartitionReassignmentsRequest) -> None:
@@ -122,42 +165,12 @@ def _w_ListPartitionReassignmentsRequest_0(out: bytearray, o: ListPartitionReass
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics, int]:
-    v_partition_indexes: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_indexes", pos)
-        else:
-            v_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ListPartitionReassignmentsTopics: {exc}", offset=pos) from None
-    o = _new(_C_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics)
-    o.name = v_name
-    o.partition_indexes = v_partition_indexes
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0(out: bytearray, o: ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics) -> None:
@@ -166,16 +179,20 @@ def _w_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0(out
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_indexes
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -183,38 +200,151 @@ def _w_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0(out
 
 
 def _r_ListPartitionReassignmentsResponse_0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_error_message: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_adding_replicas: list[Any]
+    s5_removing_replicas: list[Any]
+    s5_replicas: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("adding_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_adding_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("removing_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_removing_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_ListPartitionReassignmentsResponse__OngoingPartitionReassignment)
+                        o5.partition_index = s5_partition_index
+                        o5.replicas = s5_replicas
+                        o5.adding_replicas = s5_adding_replicas
+                        o5.removing_replicas = s5_removing_replicas
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ListPartitionReassignmentsResponse__OngoingTopicReassignment)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListPartitionReassignmentsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListPartitionReassignmentsResponse: {exc}", offset=pos) from None
-    o = _new(ListPartitionReassignmentsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListPartitionReassignmentsResponse_0(out: bytearray, o: ListPartitionReassignmentsResponse) -> None:
@@ -223,7 +353,12 @@ def _w_ListPartitionReassignmentsResponse_0(out: bytearray, o: ListPartitionReas
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -231,55 +366,12 @@ def _w_ListPartitionReassignmentsResponse_0(out: bytearray, o: ListPartitionReas
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsResponse.OngoingPartitionReassignment, int]:
-    v_replicas: list[Any]
-    v_adding_replicas: list[Any]
-    v_removing_replicas: list[Any]
-    try:
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replicas", pos)
-        else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("adding_replicas", pos)
-        else:
-            v_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("removing_replicas", pos)
-        else:
-            v_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OngoingPartitionReassignment: {exc}", offset=pos) from None
-    o = _new(_C_ListPartitionReassignmentsResponse__OngoingPartitionReassignment)
-    o.partition_index = v_partition_index
-    o.replicas = v_replicas
-    o.adding_replicas = v_adding_replicas
-    o.removing_replicas = v_removing_replicas
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(out: bytearray, o: ListPartitionReassignmentsResponse.OngoingPartitionReassignment) -> None:
@@ -304,46 +396,12 @@ def _w_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(out: b
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsResponse.OngoingTopicReassignment, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OngoingTopicReassignment: {exc}", offset=pos) from None
-    o = _new(_C_ListPartitionReassignmentsResponse__OngoingTopicReassignment)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0(out: bytearray, o: ListPartitionReassignmentsResponse.OngoingTopicReassignment) -> None:
@@ -353,7 +411,12 @@ def _w_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0(out: bytea
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -361,9 +424,8 @@ def _w_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0(out: bytea
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,6 +15,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_ih = struct.Struct(">ih")
 _F_q = struct.Struct(">q")
+_F_qB = struct.Struct(">qB")
 
 
 class ListTransactionsRequest(KafkaMessage):
@@ -24,7 +25,7 @@ class ListTransactionsRequest(KafkaMessage):
         self.state_filters = [] if state_filters is _wire.DEFAULT else state_filters
         self.producer_id_filters = [] if producer_id_filters is _wire.DEFAULT else producer_id_filters
         self.duration_filter = duration_filter
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ListTransactionsRequest'
     API_KEY = 66
@@ -41,7 +42,7 @@ class ListTransactionsResponse(KafkaMessage):
         self.error_code = error_code
         self.unknown_state_filters = [] if unknown_state_filters is _wire.DEFAULT else unknown_state_filters
         self.transaction_states = [] if transaction_states is _wire.DEFAULT else transaction_states
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ListTransactionsResponse'
     API_KEY = 66
@@ -56,47 +57,68 @@ class ListTransactionsResponse(KafkaMessage):
             self.transactional_id = transactional_id
             self.producer_id = producer_id
             self.transaction_state = transaction_state
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_ListTransactionsRequest_0(buf: Any, pos: int) -> tuple[ListTransactionsRequest, int]:
     item: Any
-    v_state_filters: list[Any]
-    v_producer_id_filters: list[Any]
+    s1_producer_id_filters: list[Any]
+    s1_state_filters: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("state_filters", pos)
         else:
-            v_state_filters = []
+            s1_state_filters = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("state_filters[]", pos)
-                v_state_filters.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "state_filters[]")
+                s1_state_filters.append(item)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("producer_id_filters", pos)
         else:
-            v_producer_id_filters, pos = _wire.read_int_array(buf, pos, n, "q", 8)
-        unknown = _wire.EMPTY_TAGS
+            stop = pos + 8 * n
+            if n < 32 and stop <= buflen:
+                s1_producer_id_filters = list(_wire.SHORT_ARRAYS["q"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_producer_id_filters, pos = _wire.read_int_array(buf, pos, n, "q", 8)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListTransactionsRequest)
+        o1.state_filters = s1_state_filters
+        o1.producer_id_filters = s1_producer_id_filters
+        o1.duration_filter = -1
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListTransactionsRequest: {exc}", offset=pos) from None
-    o = _new(ListTransactionsRequest)
-    o.state_filters = v_state_filters
-    o.producer_id_filters = v_producer_id_filters
-    o.duration_filter = -1
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListTransactionsRequest_0(out: bytearray, o: ListTransactionsRequest) -> None:
@@ -113,16 +135,20 @@ def _w_ListTransactionsRequest_0(out: bytearray, o: ListTransactionsRequest) -> 
             for item in x:
                 if item is None:
                     raise EncodeError("an element of state_filters is None")
-                _wire.write_compact_string(out, item)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
         x = o.producer_id_filters
         if x is None:
             raise EncodeError("field producer_id_filters is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "q")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -131,43 +157,63 @@ def _w_ListTransactionsRequest_0(out: bytearray, o: ListTransactionsRequest) -> 
 
 def _r_ListTransactionsRequest_1(buf: Any, pos: int) -> tuple[ListTransactionsRequest, int]:
     item: Any
-    v_state_filters: list[Any]
-    v_producer_id_filters: list[Any]
+    s1_producer_id_filters: list[Any]
+    s1_state_filters: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("state_filters", pos)
         else:
-            v_state_filters = []
+            s1_state_filters = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("state_filters[]", pos)
-                v_state_filters.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "state_filters[]")
+                s1_state_filters.append(item)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("producer_id_filters", pos)
         else:
-            v_producer_id_filters, pos = _wire.read_int_array(buf, pos, n, "q", 8)
-        (v_duration_filter,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            stop = pos + 8 * n
+            if n < 32 and stop <= buflen:
+                s1_producer_id_filters = list(_wire.SHORT_ARRAYS["q"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_producer_id_filters, pos = _wire.read_int_array(buf, pos, n, "q", 8)
+        (s1_duration_filter, t1,) = _F_qB.unpack_from(buf, pos)
+        pos += 9
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListTransactionsRequest)
+        o1.state_filters = s1_state_filters
+        o1.producer_id_filters = s1_producer_id_filters
+        o1.duration_filter = s1_duration_filter
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListTransactionsRequest: {exc}", offset=pos) from None
-    o = _new(ListTransactionsRequest)
-    o.state_filters = v_state_filters
-    o.producer_id_filters = v_producer_id_filters
-    o.duration_filter = v_duration_filter
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListTransactionsRequest_1(out: bytearray, o: ListTransactionsRequest) -> None:
@@ -182,7 +228,12 @@ def _w_ListTransactionsRequest_1(out: bytearray, o: ListTransactionsRequest) -> 
             for item in x:
                 if item is None:
                     raise EncodeError("an element of state_filters is None")
-                _wire.write_compact_string(out, item)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
         x = o.producer_id_filters
         if x is None:
             raise EncodeError("field producer_id_filters is None but not nullable at this version")
@@ -190,9 +241,8 @@ def _w_ListTransactionsRequest_1(out: bytearray, o: ListTransactionsRequest) -> 
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "q")
         out += _F_q.pack(o.duration_filter)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -201,47 +251,98 @@ def _w_ListTransactionsRequest_1(out: bytearray, o: ListTransactionsRequest) -> 
 
 def _r_ListTransactionsResponse_0(buf: Any, pos: int) -> tuple[ListTransactionsResponse, int]:
     item: Any
-    v_unknown_state_filters: list[Any]
-    v_transaction_states: list[Any]
+    s1_transaction_states: list[Any]
+    s1_unknown_state_filters: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("unknown_state_filters", pos)
         else:
-            v_unknown_state_filters = []
+            s1_unknown_state_filters = []
             for _ in range(n):
-                item, pos = _wire.read_compact_string(buf, pos)
-                if item is None:
-                    raise _wire.null_error("unknown_state_filters[]", pos)
-                v_unknown_state_filters.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    item = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    item, pos = _wire.read_compact_text(buf, pos, "unknown_state_filters[]")
+                s1_unknown_state_filters.append(item)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("transaction_states", pos)
         else:
-            v_transaction_states = []
+            s1_transaction_states = []
+            add2 = s1_transaction_states.append
             for _ in range(n):
-                item, pos = _r_ListTransactionsResponse__TransactionState_0(buf, pos)
-                v_transaction_states.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
+                (s3_producer_id,) = _F_q.unpack_from(buf, pos)
+                pos += 8
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_transaction_state = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_transaction_state, pos = _wire.read_compact_text(buf, pos, "transaction_state")
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ListTransactionsResponse__TransactionState)
+                o3.transactional_id = s3_transactional_id
+                o3.producer_id = s3_producer_id
+                o3.transaction_state = s3_transaction_state
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ListTransactionsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.unknown_state_filters = s1_unknown_state_filters
+        o1.transaction_states = s1_transaction_states
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ListTransactionsResponse: {exc}", offset=pos) from None
-    o = _new(ListTransactionsResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.unknown_state_filters = v_unknown_state_filters
-    o.transaction_states = v_transaction_states
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ListTransactionsResponse_0(out: bytearray, o: ListTransactionsResponse) -> None:
@@ -257,7 +358,12 @@ def _w_ListTransactionsResponse_0(out: bytearray, o: ListTransactionsResponse) -
             for item in x:
                 if item is None:
                     raise EncodeError("an element of unknown_state_filters is None")
-                _wire.write_compact_string(out, item)
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
         x = o.transaction_states
         if x is None:
             raise EncodeError("field transaction_states is None but not nullable at this version")
@@ -265,42 +371,12 @@ def _w_ListTransactionsResponse_0(out: bytearray, o: ListTransactionsResponse) -
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListTransactionsResponse__TransactionState_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ListTransactionsResponse__TransactionState_0(buf: Any, pos: int) -> tuple[ListTransactionsResponse.TransactionState, int]:
-    try:
-        v_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        if v_transactional_id is None:
-            raise _wire.null_error("transactional_id", pos)
-        (v_producer_id,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        v_transaction_state, pos = _wire.read_compact_string(buf, pos)
-        if v_transaction_state is None:
-            raise _wire.null_error("transaction_state", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TransactionState: {exc}", offset=pos) from None
-    o = _new(_C_ListTransactionsResponse__TransactionState)
-    o.transactional_id = v_transactional_id
-    o.producer_id = v_producer_id
-    o.transaction_state = v_transaction_state
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ListTransactionsResponse__TransactionState_0(out: bytearray, o: ListTransactionsResponse.TransactionState) -> None:
@@ -309,15 +385,24 @@ def _w_ListTransactionsResponse__TransactionState_0(out: bytearray, o: ListTrans
         x = o.transactional_id
         if x is None:
             raise EncodeError("field transactional_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_q.pack(o.producer_id)
         x = o.transaction_state
         if x is None:
             raise EncodeError("field transaction_state is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -17,10 +17,13 @@ _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
 _F_oo = struct.Struct(">??")
 _F_ooo = struct.Struct(">???")
+_F_oooB = struct.Struct(">???B")
+_F_ooB = struct.Struct(">??B")
 _F_h = struct.Struct(">h")
 _F_hii = struct.Struct(">hii")
 _F_hiii = struct.Struct(">hiii")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 
 
 class MetadataRequest(KafkaMessage):
@@ -31,7 +34,7 @@ class MetadataRequest(KafkaMessage):
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.include_topic_authorized_operations = include_topic_authorized_operations
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'MetadataRequest'
     API_KEY = 3
@@ -47,7 +50,7 @@ class MetadataRequest(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, name: str | None = "") -> None:
             self.topic_id = topic_id
             self.name = name
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class MetadataResponse(KafkaMessage):
@@ -60,7 +63,7 @@ class MetadataResponse(KafkaMessage):
         self.controller_id = controller_id
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self.cluster_authorized_operations = cluster_authorized_operations
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'MetadataResponse'
     API_KEY = 3
@@ -76,7 +79,7 @@ class MetadataResponse(KafkaMessage):
             self.host = host
             self.port = port
             self.rack = rack
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
 
@@ -91,7 +94,7 @@ class MetadataResponse(KafkaMessage):
             self.replica_nodes = [] if replica_nodes is _wire.DEFAULT else replica_nodes
             self.isr_nodes = [] if isr_nodes is _wire.DEFAULT else isr_nodes
             self.offline_replicas = [] if offline_replicas is _wire.DEFAULT else offline_replicas
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class MetadataResponseTopic(KafkaStruct):
@@ -104,32 +107,38 @@ class MetadataResponse(KafkaMessage):
             self.is_internal = is_internal
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self.topic_authorized_operations = topic_authorized_operations
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
 
 def _r_MetadataRequest_0(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataRequest__MetadataRequestTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                o3 = _new(_C_MetadataRequest__MetadataRequestTopic)
+                o3.topic_id = _wire.ZERO_UUID
+                o3.name = s3_name
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(MetadataRequest)
+        o1.topics = s1_topics
+        o1.allow_auto_topic_creation = True
+        o1.include_cluster_authorized_operations = False
+        o1.include_topic_authorized_operations = False
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    o = _new(MetadataRequest)
-    o.topics = v_topics
-    o.allow_auto_topic_creation = True
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataRequest_0(out: bytearray, o: MetadataRequest) -> None:
@@ -154,26 +163,32 @@ def _w_MetadataRequest_0(out: bytearray, o: MetadataRequest) -> None:
 
 
 def _r_MetadataRequest_1(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    item: Any
-    v_topics: list[Any] | None
+    s1_topics: list[Any] | None
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
-            v_topics = None
+            s1_topics = None
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataRequest__MetadataRequestTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                o3 = _new(_C_MetadataRequest__MetadataRequestTopic)
+                o3.topic_id = _wire.ZERO_UUID
+                o3.name = s3_name
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(MetadataRequest)
+        o1.topics = s1_topics
+        o1.allow_auto_topic_creation = True
+        o1.include_cluster_authorized_operations = False
+        o1.include_topic_authorized_operations = False
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    o = _new(MetadataRequest)
-    o.topics = v_topics
-    o.allow_auto_topic_creation = True
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataRequest_1(out: bytearray, o: MetadataRequest) -> None:
@@ -198,28 +213,34 @@ def _w_MetadataRequest_1(out: bytearray, o: MetadataRequest) -> None:
 
 
 def _r_MetadataRequest_2(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    item: Any
-    v_topics: list[Any] | None
+    s1_topics: list[Any] | None
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
-            v_topics = None
+            s1_topics = None
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataRequest__MetadataRequestTopic_0(buf, pos)
-                v_topics.append(item)
-        (v_allow_auto_topic_creation,) = _F_o.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                o3 = _new(_C_MetadataRequest__MetadataRequestTopic)
+                o3.topic_id = _wire.ZERO_UUID
+                o3.name = s3_name
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_allow_auto_topic_creation,) = _F_o.unpack_from(buf, pos)
         pos += 1
+        o1 = _new(MetadataRequest)
+        o1.topics = s1_topics
+        o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
+        o1.include_cluster_authorized_operations = False
+        o1.include_topic_authorized_operations = False
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    o = _new(MetadataRequest)
-    o.topics = v_topics
-    o.allow_auto_topic_creation = v_allow_auto_topic_creation
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataRequest_2(out: bytearray, o: MetadataRequest) -> None:
@@ -243,28 +264,34 @@ def _w_MetadataRequest_2(out: bytearray, o: MetadataRequest) -> None:
 
 
 def _r_MetadataRequest_3(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    item: Any
-    v_topics: list[Any] | None
+    s1_topics: list[Any] | None
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
-            v_topics = None
+            s1_topics = None
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataRequest__MetadataRequestTopic_0(buf, pos)
-                v_topics.append(item)
-        (v_allow_auto_topic_creation, v_include_cluster_authorized_operations, v_include_topic_authorized_operations,) = _F_ooo.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                o3 = _new(_C_MetadataRequest__MetadataRequestTopic)
+                o3.topic_id = _wire.ZERO_UUID
+                o3.name = s3_name
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_allow_auto_topic_creation, s1_include_cluster_authorized_operations, s1_include_topic_authorized_operations,) = _F_ooo.unpack_from(buf, pos)
         pos += 3
+        o1 = _new(MetadataRequest)
+        o1.topics = s1_topics
+        o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
+        o1.include_cluster_authorized_operations = s1_include_cluster_authorized_operations
+        o1.include_topic_authorized_operations = s1_include_topic_authorized_operations
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    o = _new(MetadataRequest)
-    o.topics = v_topics
-    o.allow_auto_topic_creation = v_allow_auto_topic_creation
-    o.include_cluster_authorized_operations = v_include_cluster_authorized_operations
-    o.include_topic_authorized_operations = v_include_topic_authorized_operations
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataRequest_3(out: bytearray, o: MetadataRequest) -> None:
@@ -284,37 +311,64 @@ def _w_MetadataRequest_3(out: bytearray, o: MetadataRequest) -> None:
 
 
 def _r_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    item: Any
-    v_topics: list[Any] | None
+    s1_topics: list[Any] | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_topics = None
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_MetadataRequest__MetadataRequestTopic_1(buf, pos)
-                v_topics.append(item)
-        (v_allow_auto_topic_creation, v_include_cluster_authorized_operations, v_include_topic_authorized_operations,) = _F_ooo.unpack_from(buf, pos)
-        pos += 3
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_topics = None
+        else:
+            s1_topics = []
+            add2 = s1_topics.append
+            for _ in range(n):
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_MetadataRequest__MetadataRequestTopic)
+                o3.topic_id = _wire.ZERO_UUID
+                o3.name = s3_name
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_allow_auto_topic_creation, s1_include_cluster_authorized_operations, s1_include_topic_authorized_operations, t1,) = _F_oooB.unpack_from(buf, pos)
+        pos += 4
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(MetadataRequest)
+        o1.topics = s1_topics
+        o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
+        o1.include_cluster_authorized_operations = s1_include_cluster_authorized_operations
+        o1.include_topic_authorized_operations = s1_include_topic_authorized_operations
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    o = _new(MetadataRequest)
-    o.topics = v_topics
-    o.allow_auto_topic_creation = v_allow_auto_topic_creation
-    o.include_cluster_authorized_operations = v_include_cluster_authorized_operations
-    o.include_topic_authorized_operations = v_include_topic_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataRequest_4(out: bytearray, o: MetadataRequest) -> None:
@@ -329,9 +383,8 @@ def _w_MetadataRequest_4(out: bytearray, o: MetadataRequest) -> None:
             for item in x:
                 _w_MetadataRequest__MetadataRequestTopic_1(out, item)
         out += _F_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -339,37 +392,66 @@ def _w_MetadataRequest_4(out: bytearray, o: MetadataRequest) -> None:
 
 
 def _r_MetadataRequest_5(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    item: Any
-    v_topics: list[Any] | None
+    s1_topics: list[Any] | None
+    s3_name: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_topics = None
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_MetadataRequest__MetadataRequestTopic_2(buf, pos)
-                v_topics.append(item)
-        (v_allow_auto_topic_creation, v_include_cluster_authorized_operations, v_include_topic_authorized_operations,) = _F_ooo.unpack_from(buf, pos)
-        pos += 3
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_topics = None
+        else:
+            s1_topics = []
+            add2 = s1_topics.append
+            for _ in range(n):
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_MetadataRequest__MetadataRequestTopic)
+                o3.topic_id = s3_topic_id
+                o3.name = s3_name
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_allow_auto_topic_creation, s1_include_cluster_authorized_operations, s1_include_topic_authorized_operations, t1,) = _F_oooB.unpack_from(buf, pos)
+        pos += 4
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(MetadataRequest)
+        o1.topics = s1_topics
+        o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
+        o1.include_cluster_authorized_operations = s1_include_cluster_authorized_operations
+        o1.include_topic_authorized_operations = s1_include_topic_authorized_operations
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    o = _new(MetadataRequest)
-    o.topics = v_topics
-    o.allow_auto_topic_creation = v_allow_auto_topic_creation
-    o.include_cluster_authorized_operations = v_include_cluster_authorized_operations
-    o.include_topic_authorized_operations = v_include_topic_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataRequest_5(out: bytearray, o: MetadataRequest) -> None:
@@ -384,9 +466,8 @@ def _w_MetadataRequest_5(out: bytearray, o: MetadataRequest) -> None:
             for item in x:
                 _w_MetadataRequest__MetadataRequestTopic_2(out, item)
         out += _F_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -394,37 +475,66 @@ def _w_MetadataRequest_5(out: bytearray, o: MetadataRequest) -> None:
 
 
 def _r_MetadataRequest_6(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
-    item: Any
-    v_topics: list[Any] | None
+    s1_topics: list[Any] | None
+    s3_name: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_topics = None
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_MetadataRequest__MetadataRequestTopic_2(buf, pos)
-                v_topics.append(item)
-        (v_allow_auto_topic_creation, v_include_topic_authorized_operations,) = _F_oo.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_topics = None
+        else:
+            s1_topics = []
+            add2 = s1_topics.append
+            for _ in range(n):
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_MetadataRequest__MetadataRequestTopic)
+                o3.topic_id = s3_topic_id
+                o3.name = s3_name
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_allow_auto_topic_creation, s1_include_topic_authorized_operations, t1,) = _F_ooB.unpack_from(buf, pos)
+        pos += 3
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(MetadataRequest)
+        o1.topics = s1_topics
+        o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
+        o1.include_cluster_authorized_operations = False
+        o1.include_topic_authorized_operations = s1_include_topic_authorized_operations
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataRequest: {exc}", offset=pos) from None
-    o = _new(MetadataRequest)
-    o.topics = v_topics
-    o.allow_auto_topic_creation = v_allow_auto_topic_creation
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = v_include_topic_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataRequest_6(out: bytearray, o: MetadataRequest) -> None:
@@ -441,27 +551,12 @@ def _w_MetadataRequest_6(out: bytearray, o: MetadataRequest) -> None:
             for item in x:
                 _w_MetadataRequest__MetadataRequestTopic_2(out, item)
         out += _F_oo.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_MetadataRequest__MetadataRequestTopic_0(buf: Any, pos: int) -> tuple[MetadataRequest.MetadataRequestTopic, int]:
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_MetadataRequest__MetadataRequestTopic)
-    o.topic_id = _wire.ZERO_UUID
-    o.name = v_name
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_MetadataRequest__MetadataRequestTopic_0(out: bytearray, o: MetadataRequest.MetadataRequestTopic) -> None:
@@ -475,65 +570,24 @@ def _w_MetadataRequest__MetadataRequestTopic_0(out: bytearray, o: MetadataReques
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_MetadataRequest__MetadataRequestTopic_1(buf: Any, pos: int) -> tuple[MetadataRequest.MetadataRequestTopic, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_MetadataRequest__MetadataRequestTopic)
-    o.topic_id = _wire.ZERO_UUID
-    o.name = v_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_MetadataRequest__MetadataRequestTopic_1(out: bytearray, o: MetadataRequest.MetadataRequestTopic) -> None:
     x: Any
     try:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_MetadataRequest__MetadataRequestTopic_2(buf: Any, pos: int) -> tuple[MetadataRequest.MetadataRequestTopic, int]:
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_MetadataRequest__MetadataRequestTopic)
-    o.topic_id = v_topic_id
-    o.name = v_name
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_MetadataRequest__MetadataRequestTopic_2(out: bytearray, o: MetadataRequest.MetadataRequestTopic) -> None:
@@ -542,10 +596,14 @@ def _w_MetadataRequest__MetadataRequestTopic_2(out: bytearray, o: MetadataReques
         x = o.topic_id
         _wire.write_uuid(out, x)
         x = o.name
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -553,37 +611,105 @@ def _w_MetadataRequest__MetadataRequestTopic_2(out: bytearray, o: MetadataReques
 
 
 def _r_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    item: Any
-    v_brokers: list[Any]
-    v_topics: list[Any]
+    s1_brokers: list[Any]
+    s1_topics: list[Any]
+    s5_partitions: list[Any]
+    s7_isr_nodes: list[Any]
+    s7_replica_nodes: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseBroker_0(buf, pos)
-                v_brokers.append(item)
+                (s3_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_host, pos = _wire.read_string(buf, pos)
+                if s3_host is None:
+                    raise _wire.null_error("host", pos)
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
+                o3.node_id = s3_node_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = None
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add4 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseTopic_0(buf, pos)
-                v_topics.append(item)
+                (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s5_name, pos = _wire.read_string(buf, pos)
+                if s5_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s5_partitions = []
+                    add6 = s5_partitions.append
+                    for _ in range(n):
+                        (s7_error_code, s7_partition_index, s7_leader_id,) = _F_hii.unpack_from(buf, pos)
+                        pos += 10
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replica_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_replica_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_isr_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
+                        o7.error_code = s7_error_code
+                        o7.partition_index = s7_partition_index
+                        o7.leader_id = s7_leader_id
+                        o7.leader_epoch = -1
+                        o7.replica_nodes = s7_replica_nodes
+                        o7.isr_nodes = s7_isr_nodes
+                        o7.offline_replicas = []
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
+                o5.error_code = s5_error_code
+                o5.name = s5_name
+                o5.topic_id = _wire.ZERO_UUID
+                o5.is_internal = False
+                o5.partitions = s5_partitions
+                o5.topic_authorized_operations = -2147483648
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(MetadataResponse)
+        o1.throttle_time_ms = 0
+        o1.brokers = s1_brokers
+        o1.cluster_id = None
+        o1.controller_id = -1
+        o1.topics = s1_topics
+        o1.cluster_authorized_operations = -2147483648
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
-    o = _new(MetadataResponse)
-    o.throttle_time_ms = 0
-    o.brokers = v_brokers
-    o.cluster_id = None
-    o.controller_id = -1
-    o.topics = v_topics
-    o.cluster_authorized_operations = -2147483648
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataResponse_0(out: bytearray, o: MetadataResponse) -> None:
@@ -611,39 +737,110 @@ def _w_MetadataResponse_0(out: bytearray, o: MetadataResponse) -> None:
 
 
 def _r_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    item: Any
-    v_brokers: list[Any]
-    v_topics: list[Any]
+    s1_brokers: list[Any]
+    s1_topics: list[Any]
+    s5_partitions: list[Any]
+    s7_isr_nodes: list[Any]
+    s7_replica_nodes: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseBroker_1(buf, pos)
-                v_brokers.append(item)
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+                (s3_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_host, pos = _wire.read_string(buf, pos)
+                if s3_host is None:
+                    raise _wire.null_error("host", pos)
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_rack, pos = _wire.read_string(buf, pos)
+                o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
+                o3.node_id = s3_node_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = s3_rack
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add4 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseTopic_1(buf, pos)
-                v_topics.append(item)
+                (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s5_name, pos = _wire.read_string(buf, pos)
+                if s5_name is None:
+                    raise _wire.null_error("name", pos)
+                (s5_is_internal,) = _F_o.unpack_from(buf, pos)
+                pos += 1
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s5_partitions = []
+                    add6 = s5_partitions.append
+                    for _ in range(n):
+                        (s7_error_code, s7_partition_index, s7_leader_id,) = _F_hii.unpack_from(buf, pos)
+                        pos += 10
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replica_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_replica_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_isr_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
+                        o7.error_code = s7_error_code
+                        o7.partition_index = s7_partition_index
+                        o7.leader_id = s7_leader_id
+                        o7.leader_epoch = -1
+                        o7.replica_nodes = s7_replica_nodes
+                        o7.isr_nodes = s7_isr_nodes
+                        o7.offline_replicas = []
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
+                o5.error_code = s5_error_code
+                o5.name = s5_name
+                o5.topic_id = _wire.ZERO_UUID
+                o5.is_internal = s5_is_internal
+                o5.partitions = s5_partitions
+                o5.topic_authorized_operations = -2147483648
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(MetadataResponse)
+        o1.throttle_time_ms = 0
+        o1.brokers = s1_brokers
+        o1.cluster_id = None
+        o1.controller_id = s1_controller_id
+        o1.topics = s1_topics
+        o1.cluster_authorized_operations = -2147483648
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
-    o = _new(MetadataResponse)
-    o.throttle_time_ms = 0
-    o.brokers = v_brokers
-    o.cluster_id = None
-    o.controller_id = v_controller_id
-    o.topics = v_topics
-    o.cluster_authorized_operations = -2147483648
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataResponse_1(out: bytearray, o: MetadataResponse) -> None:
@@ -672,40 +869,111 @@ def _w_MetadataResponse_1(out: bytearray, o: MetadataResponse) -> None:
 
 
 def _r_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    item: Any
-    v_brokers: list[Any]
-    v_topics: list[Any]
+    s1_brokers: list[Any]
+    s1_topics: list[Any]
+    s5_partitions: list[Any]
+    s7_isr_nodes: list[Any]
+    s7_replica_nodes: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseBroker_1(buf, pos)
-                v_brokers.append(item)
-        v_cluster_id, pos = _wire.read_string(buf, pos)
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+                (s3_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_host, pos = _wire.read_string(buf, pos)
+                if s3_host is None:
+                    raise _wire.null_error("host", pos)
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_rack, pos = _wire.read_string(buf, pos)
+                o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
+                o3.node_id = s3_node_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = s3_rack
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        s1_cluster_id, pos = _wire.read_string(buf, pos)
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add4 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseTopic_1(buf, pos)
-                v_topics.append(item)
+                (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s5_name, pos = _wire.read_string(buf, pos)
+                if s5_name is None:
+                    raise _wire.null_error("name", pos)
+                (s5_is_internal,) = _F_o.unpack_from(buf, pos)
+                pos += 1
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s5_partitions = []
+                    add6 = s5_partitions.append
+                    for _ in range(n):
+                        (s7_error_code, s7_partition_index, s7_leader_id,) = _F_hii.unpack_from(buf, pos)
+                        pos += 10
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replica_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_replica_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_isr_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
+                        o7.error_code = s7_error_code
+                        o7.partition_index = s7_partition_index
+                        o7.leader_id = s7_leader_id
+                        o7.leader_epoch = -1
+                        o7.replica_nodes = s7_replica_nodes
+                        o7.isr_nodes = s7_isr_nodes
+                        o7.offline_replicas = []
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
+                o5.error_code = s5_error_code
+                o5.name = s5_name
+                o5.topic_id = _wire.ZERO_UUID
+                o5.is_internal = s5_is_internal
+                o5.partitions = s5_partitions
+                o5.topic_authorized_operations = -2147483648
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(MetadataResponse)
+        o1.throttle_time_ms = 0
+        o1.brokers = s1_brokers
+        o1.cluster_id = s1_cluster_id
+        o1.controller_id = s1_controller_id
+        o1.topics = s1_topics
+        o1.cluster_authorized_operations = -2147483648
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
-    o = _new(MetadataResponse)
-    o.throttle_time_ms = 0
-    o.brokers = v_brokers
-    o.cluster_id = v_cluster_id
-    o.controller_id = v_controller_id
-    o.topics = v_topics
-    o.cluster_authorized_operations = -2147483648
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataResponse_2(out: bytearray, o: MetadataResponse) -> None:
@@ -736,42 +1004,113 @@ def _w_MetadataResponse_2(out: bytearray, o: MetadataResponse) -> None:
 
 
 def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    item: Any
-    v_brokers: list[Any]
-    v_topics: list[Any]
+    s1_brokers: list[Any]
+    s1_topics: list[Any]
+    s5_partitions: list[Any]
+    s7_isr_nodes: list[Any]
+    s7_replica_nodes: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseBroker_1(buf, pos)
-                v_brokers.append(item)
-        v_cluster_id, pos = _wire.read_string(buf, pos)
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+                (s3_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_host, pos = _wire.read_string(buf, pos)
+                if s3_host is None:
+                    raise _wire.null_error("host", pos)
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_rack, pos = _wire.read_string(buf, pos)
+                o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
+                o3.node_id = s3_node_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = s3_rack
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        s1_cluster_id, pos = _wire.read_string(buf, pos)
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add4 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseTopic_1(buf, pos)
-                v_topics.append(item)
+                (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s5_name, pos = _wire.read_string(buf, pos)
+                if s5_name is None:
+                    raise _wire.null_error("name", pos)
+                (s5_is_internal,) = _F_o.unpack_from(buf, pos)
+                pos += 1
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s5_partitions = []
+                    add6 = s5_partitions.append
+                    for _ in range(n):
+                        (s7_error_code, s7_partition_index, s7_leader_id,) = _F_hii.unpack_from(buf, pos)
+                        pos += 10
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replica_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_replica_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_isr_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
+                        o7.error_code = s7_error_code
+                        o7.partition_index = s7_partition_index
+                        o7.leader_id = s7_leader_id
+                        o7.leader_epoch = -1
+                        o7.replica_nodes = s7_replica_nodes
+                        o7.isr_nodes = s7_isr_nodes
+                        o7.offline_replicas = []
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
+                o5.error_code = s5_error_code
+                o5.name = s5_name
+                o5.topic_id = _wire.ZERO_UUID
+                o5.is_internal = s5_is_internal
+                o5.partitions = s5_partitions
+                o5.topic_authorized_operations = -2147483648
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(MetadataResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.brokers = s1_brokers
+        o1.cluster_id = s1_cluster_id
+        o1.controller_id = s1_controller_id
+        o1.topics = s1_topics
+        o1.cluster_authorized_operations = -2147483648
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
-    o = _new(MetadataResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.brokers = v_brokers
-    o.cluster_id = v_cluster_id
-    o.controller_id = v_controller_id
-    o.topics = v_topics
-    o.cluster_authorized_operations = -2147483648
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataResponse_3(out: bytearray, o: MetadataResponse) -> None:
@@ -803,42 +1142,124 @@ def _w_MetadataResponse_3(out: bytearray, o: MetadataResponse) -> None:
 
 
 def _r_MetadataResponse_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    item: Any
-    v_brokers: list[Any]
-    v_topics: list[Any]
+    s1_brokers: list[Any]
+    s1_topics: list[Any]
+    s5_partitions: list[Any]
+    s7_isr_nodes: list[Any]
+    s7_offline_replicas: list[Any]
+    s7_replica_nodes: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseBroker_1(buf, pos)
-                v_brokers.append(item)
-        v_cluster_id, pos = _wire.read_string(buf, pos)
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+                (s3_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_host, pos = _wire.read_string(buf, pos)
+                if s3_host is None:
+                    raise _wire.null_error("host", pos)
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_rack, pos = _wire.read_string(buf, pos)
+                o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
+                o3.node_id = s3_node_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = s3_rack
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        s1_cluster_id, pos = _wire.read_string(buf, pos)
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add4 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseTopic_2(buf, pos)
-                v_topics.append(item)
+                (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s5_name, pos = _wire.read_string(buf, pos)
+                if s5_name is None:
+                    raise _wire.null_error("name", pos)
+                (s5_is_internal,) = _F_o.unpack_from(buf, pos)
+                pos += 1
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s5_partitions = []
+                    add6 = s5_partitions.append
+                    for _ in range(n):
+                        (s7_error_code, s7_partition_index, s7_leader_id,) = _F_hii.unpack_from(buf, pos)
+                        pos += 10
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replica_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_replica_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_isr_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("offline_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
+                        o7.error_code = s7_error_code
+                        o7.partition_index = s7_partition_index
+                        o7.leader_id = s7_leader_id
+                        o7.leader_epoch = -1
+                        o7.replica_nodes = s7_replica_nodes
+                        o7.isr_nodes = s7_isr_nodes
+                        o7.offline_replicas = s7_offline_replicas
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
+                o5.error_code = s5_error_code
+                o5.name = s5_name
+                o5.topic_id = _wire.ZERO_UUID
+                o5.is_internal = s5_is_internal
+                o5.partitions = s5_partitions
+                o5.topic_authorized_operations = -2147483648
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(MetadataResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.brokers = s1_brokers
+        o1.cluster_id = s1_cluster_id
+        o1.controller_id = s1_controller_id
+        o1.topics = s1_topics
+        o1.cluster_authorized_operations = -2147483648
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
-    o = _new(MetadataResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.brokers = v_brokers
-    o.cluster_id = v_cluster_id
-    o.controller_id = v_controller_id
-    o.topics = v_topics
-    o.cluster_authorized_operations = -2147483648
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataResponse_4(out: bytearray, o: MetadataResponse) -> None:
@@ -870,42 +1291,124 @@ def _w_MetadataResponse_4(out: bytearray, o: MetadataResponse) -> None:
 
 
 def _r_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    item: Any
-    v_brokers: list[Any]
-    v_topics: list[Any]
+    s1_brokers: list[Any]
+    s1_topics: list[Any]
+    s5_partitions: list[Any]
+    s7_isr_nodes: list[Any]
+    s7_offline_replicas: list[Any]
+    s7_replica_nodes: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseBroker_1(buf, pos)
-                v_brokers.append(item)
-        v_cluster_id, pos = _wire.read_string(buf, pos)
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+                (s3_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_host, pos = _wire.read_string(buf, pos)
+                if s3_host is None:
+                    raise _wire.null_error("host", pos)
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_rack, pos = _wire.read_string(buf, pos)
+                o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
+                o3.node_id = s3_node_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = s3_rack
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        s1_cluster_id, pos = _wire.read_string(buf, pos)
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add4 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseTopic_3(buf, pos)
-                v_topics.append(item)
+                (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s5_name, pos = _wire.read_string(buf, pos)
+                if s5_name is None:
+                    raise _wire.null_error("name", pos)
+                (s5_is_internal,) = _F_o.unpack_from(buf, pos)
+                pos += 1
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s5_partitions = []
+                    add6 = s5_partitions.append
+                    for _ in range(n):
+                        (s7_error_code, s7_partition_index, s7_leader_id, s7_leader_epoch,) = _F_hiii.unpack_from(buf, pos)
+                        pos += 14
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replica_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_replica_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_isr_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("offline_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
+                        o7.error_code = s7_error_code
+                        o7.partition_index = s7_partition_index
+                        o7.leader_id = s7_leader_id
+                        o7.leader_epoch = s7_leader_epoch
+                        o7.replica_nodes = s7_replica_nodes
+                        o7.isr_nodes = s7_isr_nodes
+                        o7.offline_replicas = s7_offline_replicas
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
+                o5.error_code = s5_error_code
+                o5.name = s5_name
+                o5.topic_id = _wire.ZERO_UUID
+                o5.is_internal = s5_is_internal
+                o5.partitions = s5_partitions
+                o5.topic_authorized_operations = -2147483648
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(MetadataResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.brokers = s1_brokers
+        o1.cluster_id = s1_cluster_id
+        o1.controller_id = s1_controller_id
+        o1.topics = s1_topics
+        o1.cluster_authorized_operations = -2147483648
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
-    o = _new(MetadataResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.brokers = v_brokers
-    o.cluster_id = v_cluster_id
-    o.controller_id = v_controller_id
-    o.topics = v_topics
-    o.cluster_authorized_operations = -2147483648
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataResponse_5(out: bytearray, o: MetadataResponse) -> None:
@@ -937,44 +1440,128 @@ def _w_MetadataResponse_5(out: bytearray, o: MetadataResponse) -> None:
 
 
 def _r_MetadataResponse_6(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    item: Any
-    v_brokers: list[Any]
-    v_topics: list[Any]
+    s1_brokers: list[Any]
+    s1_topics: list[Any]
+    s5_partitions: list[Any]
+    s7_isr_nodes: list[Any]
+    s7_offline_replicas: list[Any]
+    s7_replica_nodes: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseBroker_1(buf, pos)
-                v_brokers.append(item)
-        v_cluster_id, pos = _wire.read_string(buf, pos)
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+                (s3_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_host, pos = _wire.read_string(buf, pos)
+                if s3_host is None:
+                    raise _wire.null_error("host", pos)
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_rack, pos = _wire.read_string(buf, pos)
+                o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
+                o3.node_id = s3_node_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = s3_rack
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        s1_cluster_id, pos = _wire.read_string(buf, pos)
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add4 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseTopic_4(buf, pos)
-                v_topics.append(item)
-        (v_cluster_authorized_operations,) = _F_i.unpack_from(buf, pos)
+                (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                s5_name, pos = _wire.read_string(buf, pos)
+                if s5_name is None:
+                    raise _wire.null_error("name", pos)
+                (s5_is_internal,) = _F_o.unpack_from(buf, pos)
+                pos += 1
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s5_partitions = []
+                    add6 = s5_partitions.append
+                    for _ in range(n):
+                        (s7_error_code, s7_partition_index, s7_leader_id, s7_leader_epoch,) = _F_hiii.unpack_from(buf, pos)
+                        pos += 14
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replica_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_replica_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_isr_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("offline_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
+                        o7.error_code = s7_error_code
+                        o7.partition_index = s7_partition_index
+                        o7.leader_id = s7_leader_id
+                        o7.leader_epoch = s7_leader_epoch
+                        o7.replica_nodes = s7_replica_nodes
+                        o7.isr_nodes = s7_isr_nodes
+                        o7.offline_replicas = s7_offline_replicas
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                (s5_topic_authorized_operations,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
+                o5.error_code = s5_error_code
+                o5.name = s5_name
+                o5.topic_id = _wire.ZERO_UUID
+                o5.is_internal = s5_is_internal
+                o5.partitions = s5_partitions
+                o5.topic_authorized_operations = s5_topic_authorized_operations
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        (s1_cluster_authorized_operations,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(MetadataResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.brokers = s1_brokers
+        o1.cluster_id = s1_cluster_id
+        o1.controller_id = s1_controller_id
+        o1.topics = s1_topics
+        o1.cluster_authorized_operations = s1_cluster_authorized_operations
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
-    o = _new(MetadataResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.brokers = v_brokers
-    o.cluster_id = v_cluster_id
-    o.controller_id = v_controller_id
-    o.topics = v_topics
-    o.cluster_authorized_operations = v_cluster_authorized_operations
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataResponse_6(out: bytearray, o: MetadataResponse) -> None:
@@ -1005,53 +1592,220 @@ def _w_MetadataResponse_6(out: bytearray, o: MetadataResponse) -> None:
 
 
 def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    item: Any
-    v_brokers: list[Any]
-    v_topics: list[Any]
+    s1_brokers: list[Any]
+    s1_cluster_id: str | None
+    s1_topics: list[Any]
+    s3_rack: str | None
+    s5_partitions: list[Any]
+    s7_isr_nodes: list[Any]
+    s7_offline_replicas: list[Any]
+    s7_replica_nodes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseBroker_2(buf, pos)
-                v_brokers.append(item)
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+                (s3_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_rack = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_rack, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
+                o3.node_id = s3_node_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = s3_rack
+                o3._unknown_tags = u3
+                add2(o3)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add4 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseTopic_5(buf, pos)
-                v_topics.append(item)
-        (v_cluster_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_is_internal,) = _F_o.unpack_from(buf, pos)
+                pos += 1
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s5_partitions = []
+                    add6 = s5_partitions.append
+                    for _ in range(n):
+                        (s7_error_code, s7_partition_index, s7_leader_id, s7_leader_epoch,) = _F_hiii.unpack_from(buf, pos)
+                        pos += 14
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replica_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_replica_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_isr_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("offline_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u7 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count7, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count7):
+                                tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                pos = end7
+                        o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
+                        o7.error_code = s7_error_code
+                        o7.partition_index = s7_partition_index
+                        o7.leader_id = s7_leader_id
+                        o7.leader_epoch = s7_leader_epoch
+                        o7.replica_nodes = s7_replica_nodes
+                        o7.isr_nodes = s7_isr_nodes
+                        o7.offline_replicas = s7_offline_replicas
+                        o7._unknown_tags = u7
+                        add6(o7)
+                (s5_topic_authorized_operations, t5,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
+                o5.error_code = s5_error_code
+                o5.name = s5_name
+                o5.topic_id = _wire.ZERO_UUID
+                o5.is_internal = s5_is_internal
+                o5.partitions = s5_partitions
+                o5.topic_authorized_operations = s5_topic_authorized_operations
+                o5._unknown_tags = u5
+                add4(o5)
+        (s1_cluster_authorized_operations, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(MetadataResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.brokers = s1_brokers
+        o1.cluster_id = s1_cluster_id
+        o1.controller_id = s1_controller_id
+        o1.topics = s1_topics
+        o1.cluster_authorized_operations = s1_cluster_authorized_operations
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
-    o = _new(MetadataResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.brokers = v_brokers
-    o.cluster_id = v_cluster_id
-    o.controller_id = v_controller_id
-    o.topics = v_topics
-    o.cluster_authorized_operations = v_cluster_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
@@ -1067,7 +1821,12 @@ def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
             for item in x:
                 _w_MetadataResponse__MetadataResponseBroker_2(out, item)
         x = o.cluster_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.controller_id)
         x = o.topics
         if x is None:
@@ -1077,9 +1836,8 @@ def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_5(out, item)
         out += _F_i.pack(o.cluster_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -1087,53 +1845,221 @@ def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
 
 
 def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    item: Any
-    v_brokers: list[Any]
-    v_topics: list[Any]
+    s1_brokers: list[Any]
+    s1_cluster_id: str | None
+    s1_topics: list[Any]
+    s3_rack: str | None
+    s5_partitions: list[Any]
+    s7_isr_nodes: list[Any]
+    s7_offline_replicas: list[Any]
+    s7_replica_nodes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseBroker_2(buf, pos)
-                v_brokers.append(item)
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+                (s3_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_rack = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_rack, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
+                o3.node_id = s3_node_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = s3_rack
+                o3._unknown_tags = u3
+                add2(o3)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add4 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseTopic_6(buf, pos)
-                v_topics.append(item)
-        (v_cluster_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                s5_topic_id, pos = _wire.read_uuid(buf, pos)
+                (s5_is_internal,) = _F_o.unpack_from(buf, pos)
+                pos += 1
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s5_partitions = []
+                    add6 = s5_partitions.append
+                    for _ in range(n):
+                        (s7_error_code, s7_partition_index, s7_leader_id, s7_leader_epoch,) = _F_hiii.unpack_from(buf, pos)
+                        pos += 14
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replica_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_replica_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_isr_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("offline_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u7 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count7, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count7):
+                                tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                pos = end7
+                        o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
+                        o7.error_code = s7_error_code
+                        o7.partition_index = s7_partition_index
+                        o7.leader_id = s7_leader_id
+                        o7.leader_epoch = s7_leader_epoch
+                        o7.replica_nodes = s7_replica_nodes
+                        o7.isr_nodes = s7_isr_nodes
+                        o7.offline_replicas = s7_offline_replicas
+                        o7._unknown_tags = u7
+                        add6(o7)
+                (s5_topic_authorized_operations, t5,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
+                o5.error_code = s5_error_code
+                o5.name = s5_name
+                o5.topic_id = s5_topic_id
+                o5.is_internal = s5_is_internal
+                o5.partitions = s5_partitions
+                o5.topic_authorized_operations = s5_topic_authorized_operations
+                o5._unknown_tags = u5
+                add4(o5)
+        (s1_cluster_authorized_operations, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(MetadataResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.brokers = s1_brokers
+        o1.cluster_id = s1_cluster_id
+        o1.controller_id = s1_controller_id
+        o1.topics = s1_topics
+        o1.cluster_authorized_operations = s1_cluster_authorized_operations
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
-    o = _new(MetadataResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.brokers = v_brokers
-    o.cluster_id = v_cluster_id
-    o.controller_id = v_controller_id
-    o.topics = v_topics
-    o.cluster_authorized_operations = v_cluster_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
@@ -1149,7 +2075,12 @@ def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
             for item in x:
                 _w_MetadataResponse__MetadataResponseBroker_2(out, item)
         x = o.cluster_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.controller_id)
         x = o.topics
         if x is None:
@@ -1159,9 +2090,8 @@ def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_6(out, item)
         out += _F_i.pack(o.cluster_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -1169,51 +2099,220 @@ def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
 
 
 def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    item: Any
-    v_brokers: list[Any]
-    v_topics: list[Any]
+    s1_brokers: list[Any]
+    s1_cluster_id: str | None
+    s1_topics: list[Any]
+    s3_rack: str | None
+    s5_partitions: list[Any]
+    s7_isr_nodes: list[Any]
+    s7_offline_replicas: list[Any]
+    s7_replica_nodes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseBroker_2(buf, pos)
-                v_brokers.append(item)
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+                (s3_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_rack = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_rack, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
+                o3.node_id = s3_node_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = s3_rack
+                o3._unknown_tags = u3
+                add2(o3)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add4 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseTopic_6(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                s5_topic_id, pos = _wire.read_uuid(buf, pos)
+                (s5_is_internal,) = _F_o.unpack_from(buf, pos)
+                pos += 1
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s5_partitions = []
+                    add6 = s5_partitions.append
+                    for _ in range(n):
+                        (s7_error_code, s7_partition_index, s7_leader_id, s7_leader_epoch,) = _F_hiii.unpack_from(buf, pos)
+                        pos += 14
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replica_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_replica_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_isr_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("offline_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u7 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count7, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count7):
+                                tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                pos = end7
+                        o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
+                        o7.error_code = s7_error_code
+                        o7.partition_index = s7_partition_index
+                        o7.leader_id = s7_leader_id
+                        o7.leader_epoch = s7_leader_epoch
+                        o7.replica_nodes = s7_replica_nodes
+                        o7.isr_nodes = s7_isr_nodes
+                        o7.offline_replicas = s7_offline_replicas
+                        o7._unknown_tags = u7
+                        add6(o7)
+                (s5_topic_authorized_operations, t5,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
+                o5.error_code = s5_error_code
+                o5.name = s5_name
+                o5.topic_id = s5_topic_id
+                o5.is_internal = s5_is_internal
+                o5.partitions = s5_partitions
+                o5.topic_authorized_operations = s5_topic_authorized_operations
+                o5._unknown_tags = u5
+                add4(o5)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(MetadataResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.brokers = s1_brokers
+        o1.cluster_id = s1_cluster_id
+        o1.controller_id = s1_controller_id
+        o1.topics = s1_topics
+        o1.cluster_authorized_operations = -2147483648
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
-    o = _new(MetadataResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.brokers = v_brokers
-    o.cluster_id = v_cluster_id
-    o.controller_id = v_controller_id
-    o.topics = v_topics
-    o.cluster_authorized_operations = -2147483648
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
@@ -1231,7 +2330,12 @@ def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
             for item in x:
                 _w_MetadataResponse__MetadataResponseBroker_2(out, item)
         x = o.cluster_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.controller_id)
         x = o.topics
         if x is None:
@@ -1240,9 +2344,8 @@ def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_6(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -1250,51 +2353,221 @@ def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
 
 
 def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
-    item: Any
-    v_brokers: list[Any]
-    v_topics: list[Any]
+    s1_brokers: list[Any]
+    s1_cluster_id: str | None
+    s1_topics: list[Any]
+    s3_rack: str | None
+    s5_name: str | None
+    s5_partitions: list[Any]
+    s7_isr_nodes: list[Any]
+    s7_offline_replicas: list[Any]
+    s7_replica_nodes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("brokers", pos)
         else:
-            v_brokers = _wire.KeyedList()
+            s1_brokers = _wire.KeyedList()
+            add2 = s1_brokers.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseBroker_2(buf, pos)
-                v_brokers.append(item)
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+                (s3_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_rack = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_rack, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
+                o3.node_id = s3_node_id
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.rack = s3_rack
+                o3._unknown_tags = u3
+                add2(o3)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add4 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponseTopic_7(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_string(buf, pos)
+                s5_topic_id, pos = _wire.read_uuid(buf, pos)
+                (s5_is_internal,) = _F_o.unpack_from(buf, pos)
+                pos += 1
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s5_partitions = []
+                    add6 = s5_partitions.append
+                    for _ in range(n):
+                        (s7_error_code, s7_partition_index, s7_leader_id, s7_leader_epoch,) = _F_hiii.unpack_from(buf, pos)
+                        pos += 14
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replica_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_replica_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr_nodes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_isr_nodes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("offline_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s7_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s7_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u7 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count7, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count7):
+                                tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                pos = end7
+                        o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
+                        o7.error_code = s7_error_code
+                        o7.partition_index = s7_partition_index
+                        o7.leader_id = s7_leader_id
+                        o7.leader_epoch = s7_leader_epoch
+                        o7.replica_nodes = s7_replica_nodes
+                        o7.isr_nodes = s7_isr_nodes
+                        o7.offline_replicas = s7_offline_replicas
+                        o7._unknown_tags = u7
+                        add6(o7)
+                (s5_topic_authorized_operations, t5,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
+                o5.error_code = s5_error_code
+                o5.name = s5_name
+                o5.topic_id = s5_topic_id
+                o5.is_internal = s5_is_internal
+                o5.partitions = s5_partitions
+                o5.topic_authorized_operations = s5_topic_authorized_operations
+                o5._unknown_tags = u5
+                add4(o5)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(MetadataResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.brokers = s1_brokers
+        o1.cluster_id = s1_cluster_id
+        o1.controller_id = s1_controller_id
+        o1.topics = s1_topics
+        o1.cluster_authorized_operations = -2147483648
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read MetadataResponse: {exc}", offset=pos) from None
-    o = _new(MetadataResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.brokers = v_brokers
-    o.cluster_id = v_cluster_id
-    o.controller_id = v_controller_id
-    o.topics = v_topics
-    o.cluster_authorized_operations = -2147483648
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
@@ -1312,7 +2585,12 @@ def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
             for item in x:
                 _w_MetadataResponse__MetadataResponseBroker_2(out, item)
         x = o.cluster_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.controller_id)
         x = o.topics
         if x is None:
@@ -1321,33 +2599,12 @@ def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_7(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_MetadataResponse__MetadataResponseBroker_0(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseBroker, int]:
-    try:
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponseBroker: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponseBroker)
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.rack = None
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_MetadataResponse__MetadataResponseBroker_0(out: bytearray, o: MetadataResponse.MetadataResponseBroker) -> None:
@@ -1361,27 +2618,6 @@ def _w_MetadataResponse__MetadataResponseBroker_0(out: bytearray, o: MetadataRes
         out += _F_i.pack(o.port)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_MetadataResponse__MetadataResponseBroker_1(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseBroker, int]:
-    try:
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_rack, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponseBroker: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponseBroker)
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.rack = v_rack
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_MetadataResponse__MetadataResponseBroker_1(out: bytearray, o: MetadataResponse.MetadataResponseBroker) -> None:
@@ -1399,36 +2635,6 @@ def _w_MetadataResponse__MetadataResponseBroker_1(out: bytearray, o: MetadataRes
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_MetadataResponse__MetadataResponseBroker_2(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseBroker, int]:
-    try:
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponseBroker: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponseBroker)
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.rack = v_rack
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_MetadataResponse__MetadataResponseBroker_2(out: bytearray, o: MetadataResponse.MetadataResponseBroker) -> None:
     x: Any
     try:
@@ -1436,47 +2642,26 @@ def _w_MetadataResponse__MetadataResponseBroker_2(out: bytearray, o: MetadataRes
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.port)
         x = o.rack
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_MetadataResponse__MetadataResponsePartition_0(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
-    v_replica_nodes: list[Any]
-    v_isr_nodes: list[Any]
-    try:
-        (v_error_code, v_partition_index, v_leader_id,) = _F_hii.unpack_from(buf, pos)
-        pos += 10
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replica_nodes", pos)
-        else:
-            v_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr_nodes", pos)
-        else:
-            v_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponsePartition)
-    o.error_code = v_error_code
-    o.partition_index = v_partition_index
-    o.leader_id = v_leader_id
-    o.leader_epoch = -1
-    o.replica_nodes = v_replica_nodes
-    o.isr_nodes = v_isr_nodes
-    o.offline_replicas = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_MetadataResponse__MetadataResponsePartition_0(out: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
@@ -1497,42 +2682,6 @@ def _w_MetadataResponse__MetadataResponsePartition_0(out: bytearray, o: Metadata
             _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_MetadataResponse__MetadataResponsePartition_1(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
-    v_replica_nodes: list[Any]
-    v_isr_nodes: list[Any]
-    v_offline_replicas: list[Any]
-    try:
-        (v_error_code, v_partition_index, v_leader_id,) = _F_hii.unpack_from(buf, pos)
-        pos += 10
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replica_nodes", pos)
-        else:
-            v_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr_nodes", pos)
-        else:
-            v_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("offline_replicas", pos)
-        else:
-            v_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponsePartition)
-    o.error_code = v_error_code
-    o.partition_index = v_partition_index
-    o.leader_id = v_leader_id
-    o.leader_epoch = -1
-    o.replica_nodes = v_replica_nodes
-    o.isr_nodes = v_isr_nodes
-    o.offline_replicas = v_offline_replicas
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_MetadataResponse__MetadataResponsePartition_1(out: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
@@ -1561,42 +2710,6 @@ def _w_MetadataResponse__MetadataResponsePartition_1(out: bytearray, o: Metadata
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_MetadataResponse__MetadataResponsePartition_2(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
-    v_replica_nodes: list[Any]
-    v_isr_nodes: list[Any]
-    v_offline_replicas: list[Any]
-    try:
-        (v_error_code, v_partition_index, v_leader_id, v_leader_epoch,) = _F_hiii.unpack_from(buf, pos)
-        pos += 14
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replica_nodes", pos)
-        else:
-            v_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr_nodes", pos)
-        else:
-            v_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("offline_replicas", pos)
-        else:
-            v_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponsePartition)
-    o.error_code = v_error_code
-    o.partition_index = v_partition_index
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.replica_nodes = v_replica_nodes
-    o.isr_nodes = v_isr_nodes
-    o.offline_replicas = v_offline_replicas
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_MetadataResponse__MetadataResponsePartition_2(out: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
     x: Any
     try:
@@ -1623,51 +2736,6 @@ def _w_MetadataResponse__MetadataResponsePartition_2(out: bytearray, o: Metadata
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_MetadataResponse__MetadataResponsePartition_3(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponsePartition, int]:
-    v_replica_nodes: list[Any]
-    v_isr_nodes: list[Any]
-    v_offline_replicas: list[Any]
-    try:
-        (v_error_code, v_partition_index, v_leader_id, v_leader_epoch,) = _F_hiii.unpack_from(buf, pos)
-        pos += 14
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replica_nodes", pos)
-        else:
-            v_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr_nodes", pos)
-        else:
-            v_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("offline_replicas", pos)
-        else:
-            v_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponsePartition)
-    o.error_code = v_error_code
-    o.partition_index = v_partition_index
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.replica_nodes = v_replica_nodes
-    o.isr_nodes = v_isr_nodes
-    o.offline_replicas = v_offline_replicas
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_MetadataResponse__MetadataResponsePartition_3(out: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
     x: Any
     try:
@@ -1690,43 +2758,12 @@ def _w_MetadataResponse__MetadataResponsePartition_3(out: bytearray, o: Metadata
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_MetadataResponse__MetadataResponseTopic_0(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponsePartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponseTopic)
-    o.error_code = v_error_code
-    o.name = v_name
-    o.topic_id = _wire.ZERO_UUID
-    o.is_internal = False
-    o.partitions = v_partitions
-    o.topic_authorized_operations = -2147483648
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_MetadataResponse__MetadataResponseTopic_0(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -1749,38 +2786,6 @@ def _w_MetadataResponse__MetadataResponseTopic_0(out: bytearray, o: MetadataResp
                 _w_MetadataResponse__MetadataResponsePartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_MetadataResponse__MetadataResponseTopic_1(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_is_internal,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponsePartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponseTopic)
-    o.error_code = v_error_code
-    o.name = v_name
-    o.topic_id = _wire.ZERO_UUID
-    o.is_internal = v_is_internal
-    o.partitions = v_partitions
-    o.topic_authorized_operations = -2147483648
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_MetadataResponse__MetadataResponseTopic_1(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -1806,38 +2811,6 @@ def _w_MetadataResponse__MetadataResponseTopic_1(out: bytearray, o: MetadataResp
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_MetadataResponse__MetadataResponseTopic_2(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_is_internal,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponsePartition_1(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponseTopic)
-    o.error_code = v_error_code
-    o.name = v_name
-    o.topic_id = _wire.ZERO_UUID
-    o.is_internal = v_is_internal
-    o.partitions = v_partitions
-    o.topic_authorized_operations = -2147483648
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_MetadataResponse__MetadataResponseTopic_2(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
     x: Any
     item: Any
@@ -1859,38 +2832,6 @@ def _w_MetadataResponse__MetadataResponseTopic_2(out: bytearray, o: MetadataResp
                 _w_MetadataResponse__MetadataResponsePartition_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_MetadataResponse__MetadataResponseTopic_3(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_is_internal,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponsePartition_2(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponseTopic)
-    o.error_code = v_error_code
-    o.name = v_name
-    o.topic_id = _wire.ZERO_UUID
-    o.is_internal = v_is_internal
-    o.partitions = v_partitions
-    o.topic_authorized_operations = -2147483648
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_MetadataResponse__MetadataResponseTopic_3(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -1916,40 +2857,6 @@ def _w_MetadataResponse__MetadataResponseTopic_3(out: bytearray, o: MetadataResp
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_MetadataResponse__MetadataResponseTopic_4(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_is_internal,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponsePartition_2(buf, pos)
-                v_partitions.append(item)
-        (v_topic_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponseTopic)
-    o.error_code = v_error_code
-    o.name = v_name
-    o.topic_id = _wire.ZERO_UUID
-    o.is_internal = v_is_internal
-    o.partitions = v_partitions
-    o.topic_authorized_operations = v_topic_authorized_operations
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_MetadataResponse__MetadataResponseTopic_4(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
     x: Any
     item: Any
@@ -1972,49 +2879,6 @@ def _w_MetadataResponse__MetadataResponseTopic_4(out: bytearray, o: MetadataResp
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_MetadataResponse__MetadataResponseTopic_5(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_is_internal,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponsePartition_3(buf, pos)
-                v_partitions.append(item)
-        (v_topic_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponseTopic)
-    o.error_code = v_error_code
-    o.name = v_name
-    o.topic_id = _wire.ZERO_UUID
-    o.is_internal = v_is_internal
-    o.partitions = v_partitions
-    o.topic_authorized_operations = v_topic_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_MetadataResponse__MetadataResponseTopic_5(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
     x: Any
     item: Any
@@ -2023,7 +2887,12 @@ def _w_MetadataResponse__MetadataResponseTopic_5(out: bytearray, o: MetadataResp
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_o.pack(o.is_internal)
         x = o.partitions
         if x is None:
@@ -2033,57 +2902,12 @@ def _w_MetadataResponse__MetadataResponseTopic_5(out: bytearray, o: MetadataResp
             for item in x:
                 _w_MetadataResponse__MetadataResponsePartition_3(out, item)
         out += _F_i.pack(o.topic_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_MetadataResponse__MetadataResponseTopic_6(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        (v_is_internal,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponsePartition_3(buf, pos)
-                v_partitions.append(item)
-        (v_topic_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponseTopic)
-    o.error_code = v_error_code
-    o.name = v_name
-    o.topic_id = v_topic_id
-    o.is_internal = v_is_internal
-    o.partitions = v_partitions
-    o.topic_authorized_operations = v_topic_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_MetadataResponse__MetadataResponseTopic_6(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -2094,7 +2918,12 @@ def _w_MetadataResponse__MetadataResponseTopic_6(out: bytearray, o: MetadataResp
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_id
         _wire.write_uuid(out, x)
         out += _F_o.pack(o.is_internal)
@@ -2106,55 +2935,12 @@ def _w_MetadataResponse__MetadataResponseTopic_6(out: bytearray, o: MetadataResp
             for item in x:
                 _w_MetadataResponse__MetadataResponsePartition_3(out, item)
         out += _F_i.pack(o.topic_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_MetadataResponse__MetadataResponseTopic_7(buf: Any, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        (v_is_internal,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_MetadataResponse__MetadataResponsePartition_3(buf, pos)
-                v_partitions.append(item)
-        (v_topic_authorized_operations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read MetadataResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_MetadataResponse__MetadataResponseTopic)
-    o.error_code = v_error_code
-    o.name = v_name
-    o.topic_id = v_topic_id
-    o.is_internal = v_is_internal
-    o.partitions = v_partitions
-    o.topic_authorized_operations = v_topic_authorized_operations
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_MetadataResponse__MetadataResponseTopic_7(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -2163,7 +2949,12 @@ def _w_MetadataResponse__MetadataResponseTopic_7(out: bytearray, o: MetadataResp
     try:
         out += _F_h.pack(o.error_code)
         x = o.name
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_id
         _wire.write_uuid(out, x)
         out += _F_o.pack(o.is_internal)
@@ -2175,9 +2966,8 @@ def _w_MetadataResponse__MetadataResponseTopic_7(out: bytearray, o: MetadataResp
             for item in x:
                 _w_MetadataResponse__MetadataResponsePartition_3(out, item)
         out += _F_i.pack(o.topic_authorized_operations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,6 +15,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
+_F_ihB = struct.Struct(">ihB")
 _F_iq = struct.Struct(">iq")
 _F_iqi = struct.Struct(">iqi")
 _F_iqq = struct.Struct(">iqq")
@@ -31,7 +32,7 @@ class OffsetCommitRequest(KafkaMessage):
         self.group_instance_id = group_instance_id
         self.retention_time_ms = retention_time_ms
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'OffsetCommitRequest'
     API_KEY = 8
@@ -50,7 +51,7 @@ class OffsetCommitRequest(KafkaMessage):
             self.committed_leader_epoch = committed_leader_epoch
             self.commit_timestamp = commit_timestamp
             self.committed_metadata = committed_metadata
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OffsetCommitRequestTopic(KafkaStruct):
@@ -59,7 +60,7 @@ class OffsetCommitRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class OffsetCommitResponse(KafkaMessage):
@@ -68,7 +69,7 @@ class OffsetCommitResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'OffsetCommitResponse'
     API_KEY = 8
@@ -82,7 +83,7 @@ class OffsetCommitResponse(KafkaMessage):
         def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OffsetCommitResponseTopic(KafkaStruct):
@@ -91,36 +92,61 @@ class OffsetCommitResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_OffsetCommitRequest_0(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetCommitRequest__OffsetCommitRequestTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
+                        pos += 12
+                        s5_committed_metadata, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = -1
+                        o5.commit_timestamp = -1
+                        o5.committed_metadata = s5_committed_metadata
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetCommitRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id_or_member_epoch = -1
+        o1.member_id = ""
+        o1.group_instance_id = None
+        o1.retention_time_ms = -1
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetCommitRequest: {exc}", offset=pos) from None
-    o = _new(OffsetCommitRequest)
-    o.group_id = v_group_id
-    o.generation_id_or_member_epoch = -1
-    o.member_id = ""
-    o.group_instance_id = None
-    o.retention_time_ms = -1
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetCommitRequest_0(out: bytearray, o: OffsetCommitRequest) -> None:
@@ -145,36 +171,61 @@ def _w_OffsetCommitRequest_0(out: bytearray, o: OffsetCommitRequest) -> None:
 
 
 def _r_OffsetCommitRequest_1(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_generation_id_or_member_epoch,) = _F_i.unpack_from(buf, pos)
+        (s1_generation_id_or_member_epoch,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetCommitRequest__OffsetCommitRequestTopic_1(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset, s5_commit_timestamp,) = _F_iqq.unpack_from(buf, pos)
+                        pos += 20
+                        s5_committed_metadata, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = -1
+                        o5.commit_timestamp = s5_commit_timestamp
+                        o5.committed_metadata = s5_committed_metadata
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetCommitRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id_or_member_epoch = s1_generation_id_or_member_epoch
+        o1.member_id = s1_member_id
+        o1.group_instance_id = None
+        o1.retention_time_ms = -1
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetCommitRequest: {exc}", offset=pos) from None
-    o = _new(OffsetCommitRequest)
-    o.group_id = v_group_id
-    o.generation_id_or_member_epoch = v_generation_id_or_member_epoch
-    o.member_id = v_member_id
-    o.group_instance_id = None
-    o.retention_time_ms = -1
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetCommitRequest_1(out: bytearray, o: OffsetCommitRequest) -> None:
@@ -204,38 +255,63 @@ def _w_OffsetCommitRequest_1(out: bytearray, o: OffsetCommitRequest) -> None:
 
 
 def _r_OffsetCommitRequest_2(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_generation_id_or_member_epoch,) = _F_i.unpack_from(buf, pos)
+        (s1_generation_id_or_member_epoch,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
-        (v_retention_time_ms,) = _F_q.unpack_from(buf, pos)
+        (s1_retention_time_ms,) = _F_q.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetCommitRequest__OffsetCommitRequestTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
+                        pos += 12
+                        s5_committed_metadata, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = -1
+                        o5.commit_timestamp = -1
+                        o5.committed_metadata = s5_committed_metadata
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetCommitRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id_or_member_epoch = s1_generation_id_or_member_epoch
+        o1.member_id = s1_member_id
+        o1.group_instance_id = None
+        o1.retention_time_ms = s1_retention_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetCommitRequest: {exc}", offset=pos) from None
-    o = _new(OffsetCommitRequest)
-    o.group_id = v_group_id
-    o.generation_id_or_member_epoch = v_generation_id_or_member_epoch
-    o.member_id = v_member_id
-    o.group_instance_id = None
-    o.retention_time_ms = v_retention_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetCommitRequest_2(out: bytearray, o: OffsetCommitRequest) -> None:
@@ -266,36 +342,61 @@ def _w_OffsetCommitRequest_2(out: bytearray, o: OffsetCommitRequest) -> None:
 
 
 def _r_OffsetCommitRequest_3(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_generation_id_or_member_epoch,) = _F_i.unpack_from(buf, pos)
+        (s1_generation_id_or_member_epoch,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetCommitRequest__OffsetCommitRequestTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
+                        pos += 12
+                        s5_committed_metadata, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = -1
+                        o5.commit_timestamp = -1
+                        o5.committed_metadata = s5_committed_metadata
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetCommitRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id_or_member_epoch = s1_generation_id_or_member_epoch
+        o1.member_id = s1_member_id
+        o1.group_instance_id = None
+        o1.retention_time_ms = -1
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetCommitRequest: {exc}", offset=pos) from None
-    o = _new(OffsetCommitRequest)
-    o.group_id = v_group_id
-    o.generation_id_or_member_epoch = v_generation_id_or_member_epoch
-    o.member_id = v_member_id
-    o.group_instance_id = None
-    o.retention_time_ms = -1
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetCommitRequest_3(out: bytearray, o: OffsetCommitRequest) -> None:
@@ -325,36 +426,61 @@ def _w_OffsetCommitRequest_3(out: bytearray, o: OffsetCommitRequest) -> None:
 
 
 def _r_OffsetCommitRequest_4(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_generation_id_or_member_epoch,) = _F_i.unpack_from(buf, pos)
+        (s1_generation_id_or_member_epoch,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetCommitRequest__OffsetCommitRequestTopic_2(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset, s5_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
+                        pos += 16
+                        s5_committed_metadata, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = s5_committed_leader_epoch
+                        o5.commit_timestamp = -1
+                        o5.committed_metadata = s5_committed_metadata
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetCommitRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id_or_member_epoch = s1_generation_id_or_member_epoch
+        o1.member_id = s1_member_id
+        o1.group_instance_id = None
+        o1.retention_time_ms = -1
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetCommitRequest: {exc}", offset=pos) from None
-    o = _new(OffsetCommitRequest)
-    o.group_id = v_group_id
-    o.generation_id_or_member_epoch = v_generation_id_or_member_epoch
-    o.member_id = v_member_id
-    o.group_instance_id = None
-    o.retention_time_ms = -1
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetCommitRequest_4(out: bytearray, o: OffsetCommitRequest) -> None:
@@ -384,37 +510,62 @@ def _w_OffsetCommitRequest_4(out: bytearray, o: OffsetCommitRequest) -> None:
 
 
 def _r_OffsetCommitRequest_5(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_generation_id_or_member_epoch,) = _F_i.unpack_from(buf, pos)
+        (s1_generation_id_or_member_epoch,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_string(buf, pos)
+        s1_group_instance_id, pos = _wire.read_string(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetCommitRequest__OffsetCommitRequestTopic_2(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset, s5_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
+                        pos += 16
+                        s5_committed_metadata, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = s5_committed_leader_epoch
+                        o5.commit_timestamp = -1
+                        o5.committed_metadata = s5_committed_metadata
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetCommitRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id_or_member_epoch = s1_generation_id_or_member_epoch
+        o1.member_id = s1_member_id
+        o1.group_instance_id = s1_group_instance_id
+        o1.retention_time_ms = -1
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetCommitRequest: {exc}", offset=pos) from None
-    o = _new(OffsetCommitRequest)
-    o.group_id = v_group_id
-    o.generation_id_or_member_epoch = v_generation_id_or_member_epoch
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.retention_time_ms = -1
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetCommitRequest_5(out: bytearray, o: OffsetCommitRequest) -> None:
@@ -444,46 +595,137 @@ def _w_OffsetCommitRequest_5(out: bytearray, o: OffsetCommitRequest) -> None:
 
 
 def _r_OffsetCommitRequest_6(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_group_instance_id: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_committed_metadata: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        (v_generation_id_or_member_epoch,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        (s1_generation_id_or_member_epoch,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetCommitRequest__OffsetCommitRequestTopic_3(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset, s5_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
+                        pos += 16
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_committed_metadata = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_committed_metadata, pos = _wire.read_compact_string(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = s5_committed_leader_epoch
+                        o5.commit_timestamp = -1
+                        o5.committed_metadata = s5_committed_metadata
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(OffsetCommitRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id_or_member_epoch = s1_generation_id_or_member_epoch
+        o1.member_id = s1_member_id
+        o1.group_instance_id = s1_group_instance_id
+        o1.retention_time_ms = -1
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetCommitRequest: {exc}", offset=pos) from None
-    o = _new(OffsetCommitRequest)
-    o.group_id = v_group_id
-    o.generation_id_or_member_epoch = v_generation_id_or_member_epoch
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.retention_time_ms = -1
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetCommitRequest_6(out: bytearray, o: OffsetCommitRequest) -> None:
@@ -493,14 +735,29 @@ def _w_OffsetCommitRequest_6(out: bytearray, o: OffsetCommitRequest) -> None:
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.generation_id_or_member_epoch)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -508,30 +765,12 @@ def _w_OffsetCommitRequest_6(out: bytearray, o: OffsetCommitRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestTopic_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetCommitRequest__OffsetCommitRequestPartition_0(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestPartition, int]:
-    try:
-        (v_partition_index, v_committed_offset,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        v_committed_metadata, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetCommitRequestPartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
-    o.partition_index = v_partition_index
-    o.committed_offset = v_committed_offset
-    o.committed_leader_epoch = -1
-    o.commit_timestamp = -1
-    o.committed_metadata = v_committed_metadata
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetCommitRequest__OffsetCommitRequestPartition_0(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
@@ -546,23 +785,6 @@ def _w_OffsetCommitRequest__OffsetCommitRequestPartition_0(out: bytearray, o: Of
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetCommitRequest__OffsetCommitRequestPartition_1(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestPartition, int]:
-    try:
-        (v_partition_index, v_committed_offset, v_commit_timestamp,) = _F_iqq.unpack_from(buf, pos)
-        pos += 20
-        v_committed_metadata, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetCommitRequestPartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
-    o.partition_index = v_partition_index
-    o.committed_offset = v_committed_offset
-    o.committed_leader_epoch = -1
-    o.commit_timestamp = v_commit_timestamp
-    o.committed_metadata = v_committed_metadata
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_OffsetCommitRequest__OffsetCommitRequestPartition_1(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
     x: Any
     try:
@@ -571,23 +793,6 @@ def _w_OffsetCommitRequest__OffsetCommitRequestPartition_1(out: bytearray, o: Of
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetCommitRequest__OffsetCommitRequestPartition_2(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestPartition, int]:
-    try:
-        (v_partition_index, v_committed_offset, v_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
-        pos += 16
-        v_committed_metadata, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetCommitRequestPartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
-    o.partition_index = v_partition_index
-    o.committed_offset = v_committed_offset
-    o.committed_leader_epoch = v_committed_leader_epoch
-    o.commit_timestamp = -1
-    o.committed_metadata = v_committed_metadata
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetCommitRequest__OffsetCommitRequestPartition_2(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
@@ -602,32 +807,6 @@ def _w_OffsetCommitRequest__OffsetCommitRequestPartition_2(out: bytearray, o: Of
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetCommitRequest__OffsetCommitRequestPartition_3(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestPartition, int]:
-    try:
-        (v_partition_index, v_committed_offset, v_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
-        pos += 16
-        v_committed_metadata, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetCommitRequestPartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
-    o.partition_index = v_partition_index
-    o.committed_offset = v_committed_offset
-    o.committed_leader_epoch = v_committed_leader_epoch
-    o.commit_timestamp = -1
-    o.committed_metadata = v_committed_metadata
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_OffsetCommitRequest__OffsetCommitRequestPartition_3(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
     x: Any
     try:
@@ -635,38 +814,18 @@ def _w_OffsetCommitRequest__OffsetCommitRequestPartition_3(out: bytearray, o: Of
             raise EncodeError("field commit_timestamp has a non-default value but does not exist at this version")
         out += _F_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
         x = o.committed_metadata
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetCommitRequest__OffsetCommitRequestTopic_0(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetCommitRequest__OffsetCommitRequestPartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetCommitRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetCommitRequest__OffsetCommitRequestTopic_0(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
@@ -688,30 +847,6 @@ def _w_OffsetCommitRequest__OffsetCommitRequestTopic_0(out: bytearray, o: Offset
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetCommitRequest__OffsetCommitRequestTopic_1(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetCommitRequest__OffsetCommitRequestPartition_1(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetCommitRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_OffsetCommitRequest__OffsetCommitRequestTopic_1(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     x: Any
     item: Any
@@ -729,30 +864,6 @@ def _w_OffsetCommitRequest__OffsetCommitRequestTopic_1(out: bytearray, o: Offset
                 _w_OffsetCommitRequest__OffsetCommitRequestPartition_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetCommitRequest__OffsetCommitRequestTopic_2(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetCommitRequest__OffsetCommitRequestPartition_2(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetCommitRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetCommitRequest__OffsetCommitRequestTopic_2(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
@@ -774,39 +885,6 @@ def _w_OffsetCommitRequest__OffsetCommitRequestTopic_2(out: bytearray, o: Offset
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetCommitRequest__OffsetCommitRequestTopic_3(buf: Any, pos: int) -> tuple[OffsetCommitRequest.OffsetCommitRequestTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetCommitRequest__OffsetCommitRequestPartition_3(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetCommitRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_OffsetCommitRequest__OffsetCommitRequestTopic_3(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
     x: Any
     item: Any
@@ -814,7 +892,12 @@ def _w_OffsetCommitRequest__OffsetCommitRequestTopic_3(out: bytearray, o: Offset
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -822,9 +905,8 @@ def _w_OffsetCommitRequest__OffsetCommitRequestTopic_3(out: bytearray, o: Offset
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestPartition_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -832,24 +914,60 @@ def _w_OffsetCommitRequest__OffsetCommitRequestTopic_3(out: bytearray, o: Offset
 
 
 def _r_OffsetCommitResponse_0(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetCommitResponse__OffsetCommitResponseTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 6 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code,) in _F_ih.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_OffsetCommitResponse__OffsetCommitResponsePartition)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code,) = _F_ih.unpack_from(buf, pos)
+                            pos += 6
+                            o6 = _new(_C_OffsetCommitResponse__OffsetCommitResponsePartition)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_OffsetCommitResponse__OffsetCommitResponseTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetCommitResponse)
+        o1.throttle_time_ms = 0
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetCommitResponse: {exc}", offset=pos) from None
-    o = _new(OffsetCommitResponse)
-    o.throttle_time_ms = 0
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetCommitResponse_0(out: bytearray, o: OffsetCommitResponse) -> None:
@@ -868,26 +986,62 @@ def _w_OffsetCommitResponse_0(out: bytearray, o: OffsetCommitResponse) -> None:
 
 
 def _r_OffsetCommitResponse_1(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetCommitResponse__OffsetCommitResponseTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 6 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code,) in _F_ih.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_OffsetCommitResponse__OffsetCommitResponsePartition)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code,) = _F_ih.unpack_from(buf, pos)
+                            pos += 6
+                            o6 = _new(_C_OffsetCommitResponse__OffsetCommitResponsePartition)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_OffsetCommitResponse__OffsetCommitResponseTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetCommitResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetCommitResponse: {exc}", offset=pos) from None
-    o = _new(OffsetCommitResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetCommitResponse_1(out: bytearray, o: OffsetCommitResponse) -> None:
@@ -907,35 +1061,107 @@ def _w_OffsetCommitResponse_1(out: bytearray, o: OffsetCommitResponse) -> None:
 
 
 def _r_OffsetCommitResponse_2(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetCommitResponse__OffsetCommitResponseTopic_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 7 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, t5,) in _F_ihB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_OffsetCommitResponse__OffsetCommitResponsePartition)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
+                            pos += 7
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_OffsetCommitResponse__OffsetCommitResponsePartition)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_OffsetCommitResponse__OffsetCommitResponseTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(OffsetCommitResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetCommitResponse: {exc}", offset=pos) from None
-    o = _new(OffsetCommitResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetCommitResponse_2(out: bytearray, o: OffsetCommitResponse) -> None:
@@ -950,26 +1176,12 @@ def _w_OffsetCommitResponse_2(out: bytearray, o: OffsetCommitResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetCommitResponse__OffsetCommitResponseTopic_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetCommitResponse__OffsetCommitResponsePartition_0(buf: Any, pos: int) -> tuple[OffsetCommitResponse.OffsetCommitResponsePartition, int]:
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetCommitResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetCommitResponse__OffsetCommitResponsePartition)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetCommitResponse__OffsetCommitResponsePartition_0(out: bytearray, o: OffsetCommitResponse.OffsetCommitResponsePartition) -> None:
@@ -979,62 +1191,15 @@ def _w_OffsetCommitResponse__OffsetCommitResponsePartition_0(out: bytearray, o: 
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetCommitResponse__OffsetCommitResponsePartition_1(buf: Any, pos: int) -> tuple[OffsetCommitResponse.OffsetCommitResponsePartition, int]:
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetCommitResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetCommitResponse__OffsetCommitResponsePartition)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_OffsetCommitResponse__OffsetCommitResponsePartition_1(out: bytearray, o: OffsetCommitResponse.OffsetCommitResponsePartition) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetCommitResponse__OffsetCommitResponseTopic_0(buf: Any, pos: int) -> tuple[OffsetCommitResponse.OffsetCommitResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetCommitResponse__OffsetCommitResponsePartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetCommitResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetCommitResponse__OffsetCommitResponseTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetCommitResponse__OffsetCommitResponseTopic_0(out: bytearray, o: OffsetCommitResponse.OffsetCommitResponseTopic) -> None:
@@ -1056,39 +1221,6 @@ def _w_OffsetCommitResponse__OffsetCommitResponseTopic_0(out: bytearray, o: Offs
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetCommitResponse__OffsetCommitResponseTopic_1(buf: Any, pos: int) -> tuple[OffsetCommitResponse.OffsetCommitResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetCommitResponse__OffsetCommitResponsePartition_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetCommitResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetCommitResponse__OffsetCommitResponseTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_OffsetCommitResponse__OffsetCommitResponseTopic_1(out: bytearray, o: OffsetCommitResponse.OffsetCommitResponseTopic) -> None:
     x: Any
     item: Any
@@ -1096,7 +1228,12 @@ def _w_OffsetCommitResponse__OffsetCommitResponseTopic_1(out: bytearray, o: Offs
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -1104,9 +1241,8 @@ def _w_OffsetCommitResponse__OffsetCommitResponseTopic_1(out: bytearray, o: Offs
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetCommitResponse__OffsetCommitResponsePartition_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -24,7 +24,7 @@ class OffsetDeleteRequest(KafkaMessage):
     def __init__(self, *, group_id: str = "", topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = _wire.DEFAULT) -> None:
         self.group_id = group_id
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'OffsetDeleteRequest'
     API_KEY = 47
@@ -38,7 +38,7 @@ class OffsetDeleteRequest(KafkaMessage):
 
         def __init__(self, *, partition_index: int = 0) -> None:
             self.partition_index = partition_index
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OffsetDeleteRequestTopic(KafkaStruct):
@@ -47,7 +47,7 @@ class OffsetDeleteRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -58,7 +58,7 @@ class OffsetDeleteResponse(KafkaMessage):
         self.error_code = error_code
         self.throttle_time_ms = throttle_time_ms
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'OffsetDeleteResponse'
     API_KEY = 47
@@ -72,7 +72,7 @@ class OffsetDeleteResponse(KafkaMessage):
         def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('partition_index',)
 
@@ -82,33 +82,67 @@ class OffsetDeleteResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = _wire.KeyedList() if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
 
 def _r_OffsetDeleteRequest_0(buf: Any, pos: int) -> tuple[OffsetDeleteRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        buflen = len(buf)
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetDeleteRequest__OffsetDeleteRequestTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 4 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index,) in _F_i.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_OffsetDeleteRequest__OffsetDeleteRequestPartition)
+                            o5.partition_index = s5_partition_index
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index,) = _F_i.unpack_from(buf, pos)
+                            pos += 4
+                            o6 = _new(_C_OffsetDeleteRequest__OffsetDeleteRequestPartition)
+                            o6.partition_index = s6_partition_index
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_OffsetDeleteRequest__OffsetDeleteRequestTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetDeleteRequest)
+        o1.group_id = s1_group_id
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetDeleteRequest: {exc}", offset=pos) from None
-    o = _new(OffsetDeleteRequest)
-    o.group_id = v_group_id
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetDeleteRequest_0(out: bytearray, o: OffsetDeleteRequest) -> None:
@@ -130,47 +164,11 @@ def _w_OffsetDeleteRequest_0(out: bytearray, o: OffsetDeleteRequest) -> None:
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetDeleteRequest__OffsetDeleteRequestPartition_0(buf: Any, pos: int) -> tuple[OffsetDeleteRequest.OffsetDeleteRequestPartition, int]:
-    try:
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetDeleteRequestPartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetDeleteRequest__OffsetDeleteRequestPartition)
-    o.partition_index = v_partition_index
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_OffsetDeleteRequest__OffsetDeleteRequestPartition_0(out: bytearray, o: OffsetDeleteRequest.OffsetDeleteRequestPartition) -> None:
     try:
         out += _F_i.pack(o.partition_index)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetDeleteRequest__OffsetDeleteRequestTopic_0(buf: Any, pos: int) -> tuple[OffsetDeleteRequest.OffsetDeleteRequestTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetDeleteRequest__OffsetDeleteRequestPartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetDeleteRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetDeleteRequest__OffsetDeleteRequestTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetDeleteRequest__OffsetDeleteRequestTopic_0(out: bytearray, o: OffsetDeleteRequest.OffsetDeleteRequestTopic) -> None:
@@ -193,27 +191,63 @@ def _w_OffsetDeleteRequest__OffsetDeleteRequestTopic_0(out: bytearray, o: Offset
 
 
 def _r_OffsetDeleteResponse_0(buf: Any, pos: int) -> tuple[OffsetDeleteResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_error_code, v_throttle_time_ms,) = _F_hi.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code, s1_throttle_time_ms,) = _F_hi.unpack_from(buf, pos)
         pos += 6
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetDeleteResponse__OffsetDeleteResponseTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 6 * n
+                    s3_partitions = _wire.KeyedList()
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code,) in _F_ih.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_OffsetDeleteResponse__OffsetDeleteResponsePartition)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = _wire.KeyedList()
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code,) = _F_ih.unpack_from(buf, pos)
+                            pos += 6
+                            o6 = _new(_C_OffsetDeleteResponse__OffsetDeleteResponsePartition)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_OffsetDeleteResponse__OffsetDeleteResponseTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetDeleteResponse)
+        o1.error_code = s1_error_code
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetDeleteResponse: {exc}", offset=pos) from None
-    o = _new(OffsetDeleteResponse)
-    o.error_code = v_error_code
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetDeleteResponse_0(out: bytearray, o: OffsetDeleteResponse) -> None:
@@ -232,48 +266,11 @@ def _w_OffsetDeleteResponse_0(out: bytearray, o: OffsetDeleteResponse) -> None:
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetDeleteResponse__OffsetDeleteResponsePartition_0(buf: Any, pos: int) -> tuple[OffsetDeleteResponse.OffsetDeleteResponsePartition, int]:
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetDeleteResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetDeleteResponse__OffsetDeleteResponsePartition)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_OffsetDeleteResponse__OffsetDeleteResponsePartition_0(out: bytearray, o: OffsetDeleteResponse.OffsetDeleteResponsePartition) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetDeleteResponse__OffsetDeleteResponseTopic_0(buf: Any, pos: int) -> tuple[OffsetDeleteResponse.OffsetDeleteResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_OffsetDeleteResponse__OffsetDeleteResponsePartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetDeleteResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetDeleteResponse__OffsetDeleteResponseTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetDeleteResponse__OffsetDeleteResponseTopic_0(out: bytearray, o: OffsetDeleteResponse.OffsetDeleteResponseTopic) -> None:

@@ -14,7 +14,9 @@ __all__ = ['OffsetFetchRequest', 'OffsetFetchResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
+_F_oB = struct.Struct(">?B")
 _F_h = struct.Struct(">h")
+_F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
 _F_iq = struct.Struct(">iq")
 _F_iqi = struct.Struct(">iqi")
@@ -28,7 +30,7 @@ class OffsetFetchRequest(KafkaMessage):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.groups = [] if groups is _wire.DEFAULT else groups
         self.require_stable = require_stable
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'OffsetFetchRequest'
     API_KEY = 9
@@ -44,7 +46,7 @@ class OffsetFetchRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partition_indexes: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _wire.DEFAULT else partition_indexes
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OffsetFetchRequestTopics(KafkaStruct):
@@ -53,7 +55,7 @@ class OffsetFetchRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partition_indexes: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _wire.DEFAULT else partition_indexes
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OffsetFetchRequestGroup(KafkaStruct):
@@ -64,7 +66,7 @@ class OffsetFetchRequest(KafkaMessage):
             self.member_id = member_id
             self.member_epoch = member_epoch
             self.topics = [] if topics is _wire.DEFAULT else topics
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class OffsetFetchResponse(KafkaMessage):
@@ -75,7 +77,7 @@ class OffsetFetchResponse(KafkaMessage):
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.error_code = error_code
         self.groups = [] if groups is _wire.DEFAULT else groups
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'OffsetFetchResponse'
     API_KEY = 9
@@ -92,7 +94,7 @@ class OffsetFetchResponse(KafkaMessage):
             self.committed_leader_epoch = committed_leader_epoch
             self.metadata = metadata
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OffsetFetchResponseTopic(KafkaStruct):
@@ -101,7 +103,7 @@ class OffsetFetchResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OffsetFetchResponsePartitions(KafkaStruct):
@@ -113,7 +115,7 @@ class OffsetFetchResponse(KafkaMessage):
             self.committed_leader_epoch = committed_leader_epoch
             self.metadata = metadata
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OffsetFetchResponseTopics(KafkaStruct):
@@ -122,7 +124,7 @@ class OffsetFetchResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OffsetFetchResponseGroup(KafkaStruct):
@@ -132,34 +134,52 @@ class OffsetFetchResponse(KafkaMessage):
             self.group_id = group_id
             self.topics = [] if topics is _wire.DEFAULT else topics
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_OffsetFetchRequest_0(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partition_indexes: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        buflen = len(buf)
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetFetchRequest__OffsetFetchRequestTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_indexes", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partition_indexes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopic)
+                o3.name = s3_name
+                o3.partition_indexes = s3_partition_indexes
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetFetchRequest)
+        o1.group_id = s1_group_id
+        o1.topics = s1_topics
+        o1.groups = []
+        o1.require_stable = False
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetFetchRequest: {exc}", offset=pos) from None
-    o = _new(OffsetFetchRequest)
-    o.group_id = v_group_id
-    o.topics = v_topics
-    o.groups = []
-    o.require_stable = False
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetFetchRequest_0(out: bytearray, o: OffsetFetchRequest) -> None:
@@ -186,29 +206,47 @@ def _w_OffsetFetchRequest_0(out: bytearray, o: OffsetFetchRequest) -> None:
 
 
 def _r_OffsetFetchRequest_1(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
-    item: Any
-    v_topics: list[Any] | None
+    s1_topics: list[Any] | None
+    s3_partition_indexes: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        buflen = len(buf)
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
-            v_topics = None
+            s1_topics = None
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetFetchRequest__OffsetFetchRequestTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_indexes", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partition_indexes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopic)
+                o3.name = s3_name
+                o3.partition_indexes = s3_partition_indexes
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetFetchRequest)
+        o1.group_id = s1_group_id
+        o1.topics = s1_topics
+        o1.groups = []
+        o1.require_stable = False
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetFetchRequest: {exc}", offset=pos) from None
-    o = _new(OffsetFetchRequest)
-    o.group_id = v_group_id
-    o.topics = v_topics
-    o.groups = []
-    o.require_stable = False
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetFetchRequest_1(out: bytearray, o: OffsetFetchRequest) -> None:
@@ -235,38 +273,87 @@ def _w_OffsetFetchRequest_1(out: bytearray, o: OffsetFetchRequest) -> None:
 
 
 def _r_OffsetFetchRequest_2(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
-    item: Any
-    v_topics: list[Any] | None
+    s1_topics: list[Any] | None
+    s3_partition_indexes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_topics = None
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            v_topics = []
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_topics = None
+        else:
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetFetchRequest__OffsetFetchRequestTopic_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_indexes", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partition_indexes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopic)
+                o3.name = s3_name
+                o3.partition_indexes = s3_partition_indexes
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(OffsetFetchRequest)
+        o1.group_id = s1_group_id
+        o1.topics = s1_topics
+        o1.groups = []
+        o1.require_stable = False
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetFetchRequest: {exc}", offset=pos) from None
-    o = _new(OffsetFetchRequest)
-    o.group_id = v_group_id
-    o.topics = v_topics
-    o.groups = []
-    o.require_stable = False
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetFetchRequest_2(out: bytearray, o: OffsetFetchRequest) -> None:
@@ -280,7 +367,12 @@ def _w_OffsetFetchRequest_2(out: bytearray, o: OffsetFetchRequest) -> None:
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             out += b'\x00'
@@ -288,9 +380,8 @@ def _w_OffsetFetchRequest_2(out: bytearray, o: OffsetFetchRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestTopic_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -298,40 +389,88 @@ def _w_OffsetFetchRequest_2(out: bytearray, o: OffsetFetchRequest) -> None:
 
 
 def _r_OffsetFetchRequest_3(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
-    item: Any
-    v_topics: list[Any] | None
+    s1_topics: list[Any] | None
+    s3_partition_indexes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_topics = None
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_OffsetFetchRequest__OffsetFetchRequestTopic_1(buf, pos)
-                v_topics.append(item)
-        (v_require_stable,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        n = buf[pos] - 1
+        if n < 0x7F:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            s1_topics = None
+        else:
+            s1_topics = []
+            add2 = s1_topics.append
+            for _ in range(n):
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_indexes", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partition_indexes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopic)
+                o3.name = s3_name
+                o3.partition_indexes = s3_partition_indexes
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_require_stable, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(OffsetFetchRequest)
+        o1.group_id = s1_group_id
+        o1.topics = s1_topics
+        o1.groups = []
+        o1.require_stable = s1_require_stable
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetFetchRequest: {exc}", offset=pos) from None
-    o = _new(OffsetFetchRequest)
-    o.group_id = v_group_id
-    o.topics = v_topics
-    o.groups = []
-    o.require_stable = v_require_stable
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetFetchRequest_3(out: bytearray, o: OffsetFetchRequest) -> None:
@@ -343,7 +482,12 @@ def _w_OffsetFetchRequest_3(out: bytearray, o: OffsetFetchRequest) -> None:
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             out += b'\x00'
@@ -352,9 +496,8 @@ def _w_OffsetFetchRequest_3(out: bytearray, o: OffsetFetchRequest) -> None:
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestTopic_1(out, item)
         out += _F_o.pack(o.require_stable)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -362,37 +505,117 @@ def _w_OffsetFetchRequest_3(out: bytearray, o: OffsetFetchRequest) -> None:
 
 
 def _r_OffsetFetchRequest_4(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
+    s3_topics: list[Any] | None
+    s5_partition_indexes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_OffsetFetchRequest__OffsetFetchRequestGroup_0(buf, pos)
-                v_groups.append(item)
-        (v_require_stable,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    s3_topics = None
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partition_indexes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_partition_indexes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopics)
+                        o5.name = s5_name
+                        o5.partition_indexes = s5_partition_indexes
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_OffsetFetchRequest__OffsetFetchRequestGroup)
+                o3.group_id = s3_group_id
+                o3.member_id = None
+                o3.member_epoch = -1
+                o3.topics = s3_topics
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_require_stable, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(OffsetFetchRequest)
+        o1.group_id = ""
+        o1.topics = []
+        o1.groups = s1_groups
+        o1.require_stable = s1_require_stable
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetFetchRequest: {exc}", offset=pos) from None
-    o = _new(OffsetFetchRequest)
-    o.group_id = ""
-    o.topics = []
-    o.groups = v_groups
-    o.require_stable = v_require_stable
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetFetchRequest_4(out: bytearray, o: OffsetFetchRequest) -> None:
@@ -411,9 +634,8 @@ def _w_OffsetFetchRequest_4(out: bytearray, o: OffsetFetchRequest) -> None:
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestGroup_0(out, item)
         out += _F_o.pack(o.require_stable)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -421,37 +643,129 @@ def _w_OffsetFetchRequest_4(out: bytearray, o: OffsetFetchRequest) -> None:
 
 
 def _r_OffsetFetchRequest_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
+    s3_member_id: str | None
+    s3_topics: list[Any] | None
+    s5_partition_indexes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_OffsetFetchRequest__OffsetFetchRequestGroup_1(buf, pos)
-                v_groups.append(item)
-        (v_require_stable,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_member_id, pos = _wire.read_compact_string(buf, pos)
+                (s3_member_epoch,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    s3_topics = None
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partition_indexes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_partition_indexes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopics)
+                        o5.name = s5_name
+                        o5.partition_indexes = s5_partition_indexes
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_OffsetFetchRequest__OffsetFetchRequestGroup)
+                o3.group_id = s3_group_id
+                o3.member_id = s3_member_id
+                o3.member_epoch = s3_member_epoch
+                o3.topics = s3_topics
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_require_stable, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(OffsetFetchRequest)
+        o1.group_id = ""
+        o1.topics = []
+        o1.groups = s1_groups
+        o1.require_stable = s1_require_stable
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetFetchRequest: {exc}", offset=pos) from None
-    o = _new(OffsetFetchRequest)
-    o.group_id = ""
-    o.topics = []
-    o.groups = v_groups
-    o.require_stable = v_require_stable
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetFetchRequest_5(out: bytearray, o: OffsetFetchRequest) -> None:
@@ -470,33 +784,12 @@ def _w_OffsetFetchRequest_5(out: bytearray, o: OffsetFetchRequest) -> None:
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestGroup_1(out, item)
         out += _F_o.pack(o.require_stable)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetFetchRequest__OffsetFetchRequestTopic_0(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopic, int]:
-    v_partition_indexes: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_indexes", pos)
-        else:
-            v_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopic)
-    o.name = v_name
-    o.partition_indexes = v_partition_indexes
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetFetchRequest__OffsetFetchRequestTopic_0(out: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopic) -> None:
@@ -516,84 +809,30 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopic_0(out: bytearray, o: OffsetFe
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetFetchRequest__OffsetFetchRequestTopic_1(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopic, int]:
-    v_partition_indexes: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_indexes", pos)
-        else:
-            v_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopic)
-    o.name = v_name
-    o.partition_indexes = v_partition_indexes
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_OffsetFetchRequest__OffsetFetchRequestTopic_1(out: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopic) -> None:
     x: Any
     try:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_indexes
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetFetchRequest__OffsetFetchRequestTopics_0(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestTopics, int]:
-    v_partition_indexes: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_indexes", pos)
-        else:
-            v_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchRequestTopics: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopics)
-    o.name = v_name
-    o.partition_indexes = v_partition_indexes
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_OffsetFetchRequest__OffsetFetchRequestTopics_0(out: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopics) -> None:
@@ -602,55 +841,24 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopics_0(out: bytearray, o: OffsetF
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_indexes
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetFetchRequest__OffsetFetchRequestGroup_0(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestGroup, int]:
-    item: Any
-    v_topics: list[Any] | None
-    try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_topics = None
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_OffsetFetchRequest__OffsetFetchRequestTopics_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchRequestGroup: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchRequest__OffsetFetchRequestGroup)
-    o.group_id = v_group_id
-    o.member_id = None
-    o.member_epoch = -1
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_OffsetFetchRequest__OffsetFetchRequestGroup_0(out: bytearray, o: OffsetFetchRequest.OffsetFetchRequestGroup) -> None:
@@ -660,7 +868,12 @@ def _w_OffsetFetchRequest__OffsetFetchRequestGroup_0(out: bytearray, o: OffsetFe
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             out += b'\x00'
@@ -668,51 +881,12 @@ def _w_OffsetFetchRequest__OffsetFetchRequestGroup_0(out: bytearray, o: OffsetFe
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestTopics_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetFetchRequest__OffsetFetchRequestGroup_1(buf: Any, pos: int) -> tuple[OffsetFetchRequest.OffsetFetchRequestGroup, int]:
-    item: Any
-    v_topics: list[Any] | None
-    try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        (v_member_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            v_topics = None
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_OffsetFetchRequest__OffsetFetchRequestTopics_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchRequestGroup: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchRequest__OffsetFetchRequestGroup)
-    o.group_id = v_group_id
-    o.member_id = v_member_id
-    o.member_epoch = v_member_epoch
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_OffsetFetchRequest__OffsetFetchRequestGroup_1(out: bytearray, o: OffsetFetchRequest.OffsetFetchRequestGroup) -> None:
@@ -722,9 +896,19 @@ def _w_OffsetFetchRequest__OffsetFetchRequestGroup_1(out: bytearray, o: OffsetFe
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.member_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.member_epoch)
         x = o.topics
         if x is None:
@@ -733,9 +917,8 @@ def _w_OffsetFetchRequest__OffsetFetchRequestGroup_1(out: bytearray, o: OffsetFe
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestTopics_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -743,26 +926,53 @@ def _w_OffsetFetchRequest__OffsetFetchRequestGroup_1(out: bytearray, o: OffsetFe
 
 
 def _r_OffsetFetchResponse_0(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetFetchResponse__OffsetFetchResponseTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
+                        pos += 12
+                        s5_metadata, pos = _wire.read_string(buf, pos)
+                        (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        o5 = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = -1
+                        o5.metadata = s5_metadata
+                        o5.error_code = s5_error_code
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetFetchResponse)
+        o1.throttle_time_ms = 0
+        o1.topics = s1_topics
+        o1.error_code = 0
+        o1.groups = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetFetchResponse: {exc}", offset=pos) from None
-    o = _new(OffsetFetchResponse)
-    o.throttle_time_ms = 0
-    o.topics = v_topics
-    o.error_code = 0
-    o.groups = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetFetchResponse_0(out: bytearray, o: OffsetFetchResponse) -> None:
@@ -783,28 +993,55 @@ def _w_OffsetFetchResponse_0(out: bytearray, o: OffsetFetchResponse) -> None:
 
 
 def _r_OffsetFetchResponse_1(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetFetchResponse__OffsetFetchResponseTopic_0(buf, pos)
-                v_topics.append(item)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
+                        pos += 12
+                        s5_metadata, pos = _wire.read_string(buf, pos)
+                        (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        o5 = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = -1
+                        o5.metadata = s5_metadata
+                        o5.error_code = s5_error_code
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
+        o1 = _new(OffsetFetchResponse)
+        o1.throttle_time_ms = 0
+        o1.topics = s1_topics
+        o1.error_code = s1_error_code
+        o1.groups = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetFetchResponse: {exc}", offset=pos) from None
-    o = _new(OffsetFetchResponse)
-    o.throttle_time_ms = 0
-    o.topics = v_topics
-    o.error_code = v_error_code
-    o.groups = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetFetchResponse_1(out: bytearray, o: OffsetFetchResponse) -> None:
@@ -826,30 +1063,57 @@ def _w_OffsetFetchResponse_1(out: bytearray, o: OffsetFetchResponse) -> None:
 
 
 def _r_OffsetFetchResponse_2(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetFetchResponse__OffsetFetchResponseTopic_0(buf, pos)
-                v_topics.append(item)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
+                        pos += 12
+                        s5_metadata, pos = _wire.read_string(buf, pos)
+                        (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        o5 = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = -1
+                        o5.metadata = s5_metadata
+                        o5.error_code = s5_error_code
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
+        o1 = _new(OffsetFetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1.error_code = s1_error_code
+        o1.groups = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetFetchResponse: {exc}", offset=pos) from None
-    o = _new(OffsetFetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.error_code = v_error_code
-    o.groups = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetFetchResponse_2(out: bytearray, o: OffsetFetchResponse) -> None:
@@ -872,30 +1136,57 @@ def _w_OffsetFetchResponse_2(out: bytearray, o: OffsetFetchResponse) -> None:
 
 
 def _r_OffsetFetchResponse_3(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetFetchResponse__OffsetFetchResponseTopic_1(buf, pos)
-                v_topics.append(item)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset, s5_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
+                        pos += 16
+                        s5_metadata, pos = _wire.read_string(buf, pos)
+                        (s5_error_code,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        o5 = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = s5_committed_leader_epoch
+                        o5.metadata = s5_metadata
+                        o5.error_code = s5_error_code
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
+        o1 = _new(OffsetFetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1.error_code = s1_error_code
+        o1.groups = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetFetchResponse: {exc}", offset=pos) from None
-    o = _new(OffsetFetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.error_code = v_error_code
-    o.groups = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetFetchResponse_3(out: bytearray, o: OffsetFetchResponse) -> None:
@@ -918,39 +1209,109 @@ def _w_OffsetFetchResponse_3(out: bytearray, o: OffsetFetchResponse) -> None:
 
 
 def _r_OffsetFetchResponse_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_metadata: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetFetchResponse__OffsetFetchResponseTopic_2(buf, pos)
-                v_topics.append(item)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset, s5_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
+                        pos += 16
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_metadata = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_metadata, pos = _wire.read_compact_string(buf, pos)
+                        (s5_error_code, t5,) = _F_hB.unpack_from(buf, pos)
+                        pos += 3
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = s5_committed_leader_epoch
+                        o5.metadata = s5_metadata
+                        o5.error_code = s5_error_code
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_error_code, t1,) = _F_hB.unpack_from(buf, pos)
+        pos += 3
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(OffsetFetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1.error_code = s1_error_code
+        o1.groups = []
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetFetchResponse: {exc}", offset=pos) from None
-    o = _new(OffsetFetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.error_code = v_error_code
-    o.groups = []
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetFetchResponse_4(out: bytearray, o: OffsetFetchResponse) -> None:
@@ -968,9 +1329,8 @@ def _w_OffsetFetchResponse_4(out: bytearray, o: OffsetFetchResponse) -> None:
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponseTopic_2(out, item)
         out += _F_h.pack(o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -978,37 +1338,146 @@ def _w_OffsetFetchResponse_4(out: bytearray, o: OffsetFetchResponse) -> None:
 
 
 def _r_OffsetFetchResponse_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
-    item: Any
-    v_groups: list[Any]
+    s1_groups: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
+    s7_metadata: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("groups", pos)
         else:
-            v_groups = []
+            s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
-                item, pos = _r_OffsetFetchResponse__OffsetFetchResponseGroup_0(buf, pos)
-                v_groups.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            s5_partitions = []
+                            add6 = s5_partitions.append
+                            for _ in range(n):
+                                (s7_partition_index, s7_committed_offset, s7_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
+                                pos += 16
+                                size = buf[pos]
+                                if 0 < size < 0x80:
+                                    stop = pos + size
+                                    if stop > buflen:
+                                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                    s7_metadata = str(buf[pos + 1 : stop], "utf-8")
+                                    pos = stop
+                                else:
+                                    s7_metadata, pos = _wire.read_compact_string(buf, pos)
+                                (s7_error_code, t7,) = _F_hB.unpack_from(buf, pos)
+                                pos += 3
+                                u7 = _wire.EMPTY_TAGS
+                                if t7:
+                                    pos -= 1
+                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count7):
+                                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        pos = end7
+                                o7 = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartitions)
+                                o7.partition_index = s7_partition_index
+                                o7.committed_offset = s7_committed_offset
+                                o7.committed_leader_epoch = s7_committed_leader_epoch
+                                o7.metadata = s7_metadata
+                                o7.error_code = s7_error_code
+                                o7._unknown_tags = u7
+                                add6(o7)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopics)
+                        o5.name = s5_name
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = u5
+                        add4(o5)
+                (s3_error_code, t3,) = _F_hB.unpack_from(buf, pos)
+                pos += 3
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_OffsetFetchResponse__OffsetFetchResponseGroup)
+                o3.group_id = s3_group_id
+                o3.topics = s3_topics
+                o3.error_code = s3_error_code
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(OffsetFetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = []
+        o1.error_code = 0
+        o1.groups = s1_groups
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetFetchResponse: {exc}", offset=pos) from None
-    o = _new(OffsetFetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = []
-    o.error_code = 0
-    o.groups = v_groups
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetFetchResponse_5(out: bytearray, o: OffsetFetchResponse) -> None:
@@ -1025,32 +1494,12 @@ def _w_OffsetFetchResponse_5(out: bytearray, o: OffsetFetchResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponseGroup_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetFetchResponse__OffsetFetchResponsePartition_0(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartition, int]:
-    try:
-        (v_partition_index, v_committed_offset,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        v_metadata, pos = _wire.read_string(buf, pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartition)
-    o.partition_index = v_partition_index
-    o.committed_offset = v_committed_offset
-    o.committed_leader_epoch = -1
-    o.metadata = v_metadata
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponsePartition_0(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
@@ -1064,25 +1513,6 @@ def _w_OffsetFetchResponse__OffsetFetchResponsePartition_0(out: bytearray, o: Of
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetFetchResponse__OffsetFetchResponsePartition_1(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartition, int]:
-    try:
-        (v_partition_index, v_committed_offset, v_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
-        pos += 16
-        v_metadata, pos = _wire.read_string(buf, pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartition)
-    o.partition_index = v_partition_index
-    o.committed_offset = v_committed_offset
-    o.committed_leader_epoch = v_committed_leader_epoch
-    o.metadata = v_metadata
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_OffsetFetchResponse__OffsetFetchResponsePartition_1(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
     x: Any
     try:
@@ -1094,72 +1524,24 @@ def _w_OffsetFetchResponse__OffsetFetchResponsePartition_1(out: bytearray, o: Of
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetFetchResponse__OffsetFetchResponsePartition_2(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartition, int]:
-    try:
-        (v_partition_index, v_committed_offset, v_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
-        pos += 16
-        v_metadata, pos = _wire.read_compact_string(buf, pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartition)
-    o.partition_index = v_partition_index
-    o.committed_offset = v_committed_offset
-    o.committed_leader_epoch = v_committed_leader_epoch
-    o.metadata = v_metadata
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_OffsetFetchResponse__OffsetFetchResponsePartition_2(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
     x: Any
     try:
         out += _F_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
         x = o.metadata
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetFetchResponse__OffsetFetchResponseTopic_0(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetFetchResponse__OffsetFetchResponsePartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponseTopic_0(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
@@ -1181,30 +1563,6 @@ def _w_OffsetFetchResponse__OffsetFetchResponseTopic_0(out: bytearray, o: Offset
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetFetchResponse__OffsetFetchResponseTopic_1(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetFetchResponse__OffsetFetchResponsePartition_1(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_OffsetFetchResponse__OffsetFetchResponseTopic_1(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
     x: Any
     item: Any
@@ -1224,39 +1582,6 @@ def _w_OffsetFetchResponse__OffsetFetchResponseTopic_1(out: bytearray, o: Offset
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetFetchResponse__OffsetFetchResponseTopic_2(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetFetchResponse__OffsetFetchResponsePartition_2(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_OffsetFetchResponse__OffsetFetchResponseTopic_2(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
     x: Any
     item: Any
@@ -1264,7 +1589,12 @@ def _w_OffsetFetchResponse__OffsetFetchResponseTopic_2(out: bytearray, o: Offset
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -1272,41 +1602,12 @@ def _w_OffsetFetchResponse__OffsetFetchResponseTopic_2(out: bytearray, o: Offset
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponsePartition_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetFetchResponse__OffsetFetchResponsePartitions_0(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponsePartitions, int]:
-    try:
-        (v_partition_index, v_committed_offset, v_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
-        pos += 16
-        v_metadata, pos = _wire.read_compact_string(buf, pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchResponsePartitions: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartitions)
-    o.partition_index = v_partition_index
-    o.committed_offset = v_committed_offset
-    o.committed_leader_epoch = v_committed_leader_epoch
-    o.metadata = v_metadata
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponsePartitions_0(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartitions) -> None:
@@ -1314,48 +1615,19 @@ def _w_OffsetFetchResponse__OffsetFetchResponsePartitions_0(out: bytearray, o: O
     try:
         out += _F_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
         x = o.metadata
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetFetchResponse__OffsetFetchResponseTopics_0(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseTopics, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetFetchResponse__OffsetFetchResponsePartitions_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchResponseTopics: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopics)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponseTopics_0(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopics) -> None:
@@ -1365,7 +1637,12 @@ def _w_OffsetFetchResponse__OffsetFetchResponseTopics_0(out: bytearray, o: Offse
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -1373,49 +1650,12 @@ def _w_OffsetFetchResponse__OffsetFetchResponseTopics_0(out: bytearray, o: Offse
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponsePartitions_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetFetchResponse__OffsetFetchResponseGroup_0(buf: Any, pos: int) -> tuple[OffsetFetchResponse.OffsetFetchResponseGroup, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_OffsetFetchResponse__OffsetFetchResponseTopics_0(buf, pos)
-                v_topics.append(item)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetFetchResponseGroup: {exc}", offset=pos) from None
-    o = _new(_C_OffsetFetchResponse__OffsetFetchResponseGroup)
-    o.group_id = v_group_id
-    o.topics = v_topics
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponseGroup_0(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponseGroup) -> None:
@@ -1425,7 +1665,12 @@ def _w_OffsetFetchResponse__OffsetFetchResponseGroup_0(out: bytearray, o: Offset
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -1434,9 +1679,8 @@ def _w_OffsetFetchResponse__OffsetFetchResponseGroup_0(out: bytearray, o: Offset
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponseTopics_0(out, item)
         out += _F_h.pack(o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,10 +14,12 @@ __all__ = ['OffsetForLeaderEpochRequest', 'OffsetForLeaderEpochResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_hiiq = struct.Struct(">hiiq")
+_F_hiiqB = struct.Struct(">hiiqB")
 _F_hiq = struct.Struct(">hiq")
 _F_i = struct.Struct(">i")
 _F_ii = struct.Struct(">ii")
 _F_iii = struct.Struct(">iii")
+_F_iiiB = struct.Struct(">iiiB")
 
 
 class OffsetForLeaderEpochRequest(KafkaMessage):
@@ -26,7 +28,7 @@ class OffsetForLeaderEpochRequest(KafkaMessage):
     def __init__(self, *, replica_id: int = -2, topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = _wire.DEFAULT) -> None:
         self.replica_id = replica_id
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'OffsetForLeaderEpochRequest'
     API_KEY = 23
@@ -43,7 +45,7 @@ class OffsetForLeaderEpochRequest(KafkaMessage):
             self.partition = partition
             self.current_leader_epoch = current_leader_epoch
             self.leader_epoch = leader_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OffsetForLeaderTopic(KafkaStruct):
@@ -52,7 +54,7 @@ class OffsetForLeaderEpochRequest(KafkaMessage):
         def __init__(self, *, topic: str = "", partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('topic',)
 
@@ -62,7 +64,7 @@ class OffsetForLeaderEpochResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'OffsetForLeaderEpochResponse'
     API_KEY = 23
@@ -78,7 +80,7 @@ class OffsetForLeaderEpochResponse(KafkaMessage):
             self.partition = partition
             self.leader_epoch = leader_epoch
             self.end_offset = end_offset
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class OffsetForLeaderTopicResult(KafkaStruct):
@@ -87,30 +89,68 @@ class OffsetForLeaderEpochResponse(KafkaMessage):
         def __init__(self, *, topic: str = "", partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset] = _wire.DEFAULT) -> None:
             self.topic = topic
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('topic',)
 
 
 def _r_OffsetForLeaderEpochRequest_0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 8 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_leader_epoch,) in _F_ii.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition)
+                            o5.partition = s5_partition
+                            o5.leader_epoch = s5_leader_epoch
+                            o5.current_leader_epoch = -1
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_leader_epoch,) = _F_ii.unpack_from(buf, pos)
+                            pos += 8
+                            o6 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = -1
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderTopic)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetForLeaderEpochRequest)
+        o1.replica_id = -2
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetForLeaderEpochRequest: {exc}", offset=pos) from None
-    o = _new(OffsetForLeaderEpochRequest)
-    o.replica_id = -2
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetForLeaderEpochRequest_0(out: bytearray, o: OffsetForLeaderEpochRequest) -> None:
@@ -129,24 +169,62 @@ def _w_OffsetForLeaderEpochRequest_0(out: bytearray, o: OffsetForLeaderEpochRequ
 
 
 def _r_OffsetForLeaderEpochRequest_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 12 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_current_leader_epoch, s5_leader_epoch,) in _F_iii.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition)
+                            o5.partition = s5_partition
+                            o5.current_leader_epoch = s5_current_leader_epoch
+                            o5.leader_epoch = s5_leader_epoch
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_current_leader_epoch, s6_leader_epoch,) = _F_iii.unpack_from(buf, pos)
+                            pos += 12
+                            o6 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = s6_current_leader_epoch
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderTopic)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetForLeaderEpochRequest)
+        o1.replica_id = -2
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetForLeaderEpochRequest: {exc}", offset=pos) from None
-    o = _new(OffsetForLeaderEpochRequest)
-    o.replica_id = -2
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetForLeaderEpochRequest_1(out: bytearray, o: OffsetForLeaderEpochRequest) -> None:
@@ -165,26 +243,64 @@ def _w_OffsetForLeaderEpochRequest_1(out: bytearray, o: OffsetForLeaderEpochRequ
 
 
 def _r_OffsetForLeaderEpochRequest_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_replica_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 12 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_current_leader_epoch, s5_leader_epoch,) in _F_iii.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition)
+                            o5.partition = s5_partition
+                            o5.current_leader_epoch = s5_current_leader_epoch
+                            o5.leader_epoch = s5_leader_epoch
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_current_leader_epoch, s6_leader_epoch,) = _F_iii.unpack_from(buf, pos)
+                            pos += 12
+                            o6 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = s6_current_leader_epoch
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderTopic)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetForLeaderEpochRequest)
+        o1.replica_id = s1_replica_id
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetForLeaderEpochRequest: {exc}", offset=pos) from None
-    o = _new(OffsetForLeaderEpochRequest)
-    o.replica_id = v_replica_id
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetForLeaderEpochRequest_2(out: bytearray, o: OffsetForLeaderEpochRequest) -> None:
@@ -204,35 +320,109 @@ def _w_OffsetForLeaderEpochRequest_2(out: bytearray, o: OffsetForLeaderEpochRequ
 
 
 def _r_OffsetForLeaderEpochRequest_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_replica_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_replica_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 13 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_current_leader_epoch, s5_leader_epoch, t5,) in _F_iiiB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition)
+                            o5.partition = s5_partition
+                            o5.current_leader_epoch = s5_current_leader_epoch
+                            o5.leader_epoch = s5_leader_epoch
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_current_leader_epoch, s6_leader_epoch, t6,) = _F_iiiB.unpack_from(buf, pos)
+                            pos += 13
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition)
+                            o6.partition = s6_partition
+                            o6.current_leader_epoch = s6_current_leader_epoch
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderTopic)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(OffsetForLeaderEpochRequest)
+        o1.replica_id = s1_replica_id
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetForLeaderEpochRequest: {exc}", offset=pos) from None
-    o = _new(OffsetForLeaderEpochRequest)
-    o.replica_id = v_replica_id
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetForLeaderEpochRequest_3(out: bytearray, o: OffsetForLeaderEpochRequest) -> None:
@@ -247,27 +437,12 @@ def _w_OffsetForLeaderEpochRequest_3(out: bytearray, o: OffsetForLeaderEpochRequ
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderPartition, int]:
-    try:
-        (v_partition, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderPartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition)
-    o.partition = v_partition
-    o.current_leader_epoch = -1
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_0(out: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> None:
@@ -277,20 +452,6 @@ def _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_0(out: bytearray, o
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderPartition, int]:
-    try:
-        (v_partition, v_current_leader_epoch, v_leader_epoch,) = _F_iii.unpack_from(buf, pos)
-        pos += 12
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderPartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition)
-    o.partition = v_partition
-    o.current_leader_epoch = v_current_leader_epoch
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_1(out: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> None:
     try:
         out += _F_iii.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
@@ -298,63 +459,15 @@ def _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_1(out: bytearray, o
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderPartition, int]:
-    try:
-        (v_partition, v_current_leader_epoch, v_leader_epoch,) = _F_iii.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderPartition: {exc}", offset=pos) from None
-    o = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition)
-    o.partition = v_partition
-    o.current_leader_epoch = v_current_leader_epoch
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_2(out: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> None:
     try:
         out += _F_iii.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderTopic)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_0(out: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> None:
@@ -376,30 +489,6 @@ def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_0(out: bytearray, o: Of
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_1(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderTopic)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1(out: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> None:
     x: Any
     item: Any
@@ -419,39 +508,6 @@ def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1(out: bytearray, o: Of
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest.OffsetForLeaderTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_compact_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_2(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderTopic: {exc}", offset=pos) from None
-    o = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderTopic)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2(out: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> None:
     x: Any
     item: Any
@@ -459,7 +515,12 @@ def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2(out: bytearray, o: Of
         x = o.topic
         if x is None:
             raise EncodeError("field topic is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -467,9 +528,8 @@ def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2(out: bytearray, o: Of
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -477,24 +537,64 @@ def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2(out: bytearray, o: Of
 
 
 def _r_OffsetForLeaderEpochResponse_0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_0(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 14 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_error_code, s5_partition, s5_end_offset,) in _F_hiq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_OffsetForLeaderEpochResponse__EpochEndOffset)
+                            o5.error_code = s5_error_code
+                            o5.partition = s5_partition
+                            o5.end_offset = s5_end_offset
+                            o5.leader_epoch = -1
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_error_code, s6_partition, s6_end_offset,) = _F_hiq.unpack_from(buf, pos)
+                            pos += 14
+                            o6 = _new(_C_OffsetForLeaderEpochResponse__EpochEndOffset)
+                            o6.error_code = s6_error_code
+                            o6.partition = s6_partition
+                            o6.leader_epoch = -1
+                            o6.end_offset = s6_end_offset
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetForLeaderEpochResponse)
+        o1.throttle_time_ms = 0
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetForLeaderEpochResponse: {exc}", offset=pos) from None
-    o = _new(OffsetForLeaderEpochResponse)
-    o.throttle_time_ms = 0
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetForLeaderEpochResponse_0(out: bytearray, o: OffsetForLeaderEpochResponse) -> None:
@@ -513,24 +613,64 @@ def _w_OffsetForLeaderEpochResponse_0(out: bytearray, o: OffsetForLeaderEpochRes
 
 
 def _r_OffsetForLeaderEpochResponse_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 18 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_error_code, s5_partition, s5_leader_epoch, s5_end_offset,) in _F_hiiq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_OffsetForLeaderEpochResponse__EpochEndOffset)
+                            o5.error_code = s5_error_code
+                            o5.partition = s5_partition
+                            o5.leader_epoch = s5_leader_epoch
+                            o5.end_offset = s5_end_offset
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_error_code, s6_partition, s6_leader_epoch, s6_end_offset,) = _F_hiiq.unpack_from(buf, pos)
+                            pos += 18
+                            o6 = _new(_C_OffsetForLeaderEpochResponse__EpochEndOffset)
+                            o6.error_code = s6_error_code
+                            o6.partition = s6_partition
+                            o6.leader_epoch = s6_leader_epoch
+                            o6.end_offset = s6_end_offset
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetForLeaderEpochResponse)
+        o1.throttle_time_ms = 0
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetForLeaderEpochResponse: {exc}", offset=pos) from None
-    o = _new(OffsetForLeaderEpochResponse)
-    o.throttle_time_ms = 0
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetForLeaderEpochResponse_1(out: bytearray, o: OffsetForLeaderEpochResponse) -> None:
@@ -549,26 +689,66 @@ def _w_OffsetForLeaderEpochResponse_1(out: bytearray, o: OffsetForLeaderEpochRes
 
 
 def _r_OffsetForLeaderEpochResponse_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1(buf, pos)
-                v_topics.append(item)
+                s3_topic, pos = _wire.read_string(buf, pos)
+                if s3_topic is None:
+                    raise _wire.null_error("topic", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 18 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_error_code, s5_partition, s5_leader_epoch, s5_end_offset,) in _F_hiiq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_OffsetForLeaderEpochResponse__EpochEndOffset)
+                            o5.error_code = s5_error_code
+                            o5.partition = s5_partition
+                            o5.leader_epoch = s5_leader_epoch
+                            o5.end_offset = s5_end_offset
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_error_code, s6_partition, s6_leader_epoch, s6_end_offset,) = _F_hiiq.unpack_from(buf, pos)
+                            pos += 18
+                            o6 = _new(_C_OffsetForLeaderEpochResponse__EpochEndOffset)
+                            o6.error_code = s6_error_code
+                            o6.partition = s6_partition
+                            o6.leader_epoch = s6_leader_epoch
+                            o6.end_offset = s6_end_offset
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(OffsetForLeaderEpochResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetForLeaderEpochResponse: {exc}", offset=pos) from None
-    o = _new(OffsetForLeaderEpochResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetForLeaderEpochResponse_2(out: bytearray, o: OffsetForLeaderEpochResponse) -> None:
@@ -588,35 +768,111 @@ def _w_OffsetForLeaderEpochResponse_2(out: bytearray, o: OffsetForLeaderEpochRes
 
 
 def _r_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = _wire.KeyedList()
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 19 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_error_code, s5_partition, s5_leader_epoch, s5_end_offset, t5,) in _F_hiiqB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_OffsetForLeaderEpochResponse__EpochEndOffset)
+                            o5.error_code = s5_error_code
+                            o5.partition = s5_partition
+                            o5.leader_epoch = s5_leader_epoch
+                            o5.end_offset = s5_end_offset
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_error_code, s6_partition, s6_leader_epoch, s6_end_offset, t6,) = _F_hiiqB.unpack_from(buf, pos)
+                            pos += 19
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_OffsetForLeaderEpochResponse__EpochEndOffset)
+                            o6.error_code = s6_error_code
+                            o6.partition = s6_partition
+                            o6.leader_epoch = s6_leader_epoch
+                            o6.end_offset = s6_end_offset
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult)
+                o3.topic = s3_topic
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(OffsetForLeaderEpochResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read OffsetForLeaderEpochResponse: {exc}", offset=pos) from None
-    o = _new(OffsetForLeaderEpochResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_OffsetForLeaderEpochResponse_3(out: bytearray, o: OffsetForLeaderEpochResponse) -> None:
@@ -631,28 +887,12 @@ def _w_OffsetForLeaderEpochResponse_3(out: bytearray, o: OffsetForLeaderEpochRes
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetForLeaderEpochResponse__EpochEndOffset_0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse.EpochEndOffset, int]:
-    try:
-        (v_error_code, v_partition, v_end_offset,) = _F_hiq.unpack_from(buf, pos)
-        pos += 14
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EpochEndOffset: {exc}", offset=pos) from None
-    o = _new(_C_OffsetForLeaderEpochResponse__EpochEndOffset)
-    o.error_code = v_error_code
-    o.partition = v_partition
-    o.leader_epoch = -1
-    o.end_offset = v_end_offset
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetForLeaderEpochResponse__EpochEndOffset_0(out: bytearray, o: OffsetForLeaderEpochResponse.EpochEndOffset) -> None:
@@ -662,21 +902,6 @@ def _w_OffsetForLeaderEpochResponse__EpochEndOffset_0(out: bytearray, o: OffsetF
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetForLeaderEpochResponse__EpochEndOffset_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse.EpochEndOffset, int]:
-    try:
-        (v_error_code, v_partition, v_leader_epoch, v_end_offset,) = _F_hiiq.unpack_from(buf, pos)
-        pos += 18
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EpochEndOffset: {exc}", offset=pos) from None
-    o = _new(_C_OffsetForLeaderEpochResponse__EpochEndOffset)
-    o.error_code = v_error_code
-    o.partition = v_partition
-    o.leader_epoch = v_leader_epoch
-    o.end_offset = v_end_offset
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_OffsetForLeaderEpochResponse__EpochEndOffset_1(out: bytearray, o: OffsetForLeaderEpochResponse.EpochEndOffset) -> None:
     try:
         out += _F_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
@@ -684,64 +909,15 @@ def _w_OffsetForLeaderEpochResponse__EpochEndOffset_1(out: bytearray, o: OffsetF
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetForLeaderEpochResponse__EpochEndOffset_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse.EpochEndOffset, int]:
-    try:
-        (v_error_code, v_partition, v_leader_epoch, v_end_offset,) = _F_hiiq.unpack_from(buf, pos)
-        pos += 18
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read EpochEndOffset: {exc}", offset=pos) from None
-    o = _new(_C_OffsetForLeaderEpochResponse__EpochEndOffset)
-    o.error_code = v_error_code
-    o.partition = v_partition
-    o.leader_epoch = v_leader_epoch
-    o.end_offset = v_end_offset
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_OffsetForLeaderEpochResponse__EpochEndOffset_2(out: bytearray, o: OffsetForLeaderEpochResponse.EpochEndOffset) -> None:
     try:
         out += _F_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochResponse__EpochEndOffset_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_0(out: bytearray, o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult) -> None:
@@ -763,30 +939,6 @@ def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_0(out: bytearray
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochResponse__EpochEndOffset_1(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1(out: bytearray, o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult) -> None:
     x: Any
     item: Any
@@ -806,39 +958,6 @@ def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1(out: bytearray
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic, pos = _wire.read_compact_string(buf, pos)
-        if v_topic is None:
-            raise _wire.null_error("topic", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_OffsetForLeaderEpochResponse__EpochEndOffset_2(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read OffsetForLeaderTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult)
-    o.topic = v_topic
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2(out: bytearray, o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult) -> None:
     x: Any
     item: Any
@@ -846,7 +965,12 @@ def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2(out: bytearray
         x = o.topic
         if x is None:
             raise EncodeError("field topic is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -854,9 +978,8 @@ def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2(out: bytearray
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetForLeaderEpochResponse__EpochEndOffset_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

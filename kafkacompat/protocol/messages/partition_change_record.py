@@ -33,7 +33,7 @@ class PartitionChangeRecord(KafkaMessage):
         self.directories = directories
         self.eligible_leader_replicas = eligible_leader_replicas
         self.last_known_elr = last_known_elr
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'PartitionChangeRecord'
     API_KEY = 5
@@ -43,88 +43,126 @@ class PartitionChangeRecord(KafkaMessage):
 
 
 def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
-    v_isr: list[Any] | None
-    v_replicas: list[Any] | None
-    v_removing_replicas: list[Any] | None
-    v_adding_replicas: list[Any] | None
+    s1_adding_replicas: list[Any] | None
+    s1_isr: list[Any] | None
+    s1_removing_replicas: list[Any] | None
+    s1_replicas: list[Any] | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_partition_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_partition_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        v_isr = None
-        v_leader = -2
-        v_replicas = None
-        v_removing_replicas = None
-        v_adding_replicas = None
-        v_leader_recovery_state = -1
-        unknown = _wire.EMPTY_TAGS
+        s1_topic_id, pos = _wire.read_uuid(buf, pos)
+        s1_isr = None
+        s1_leader = -2
+        s1_replicas = None
+        s1_removing_replicas = None
+        s1_adding_replicas = None
+        s1_leader_recovery_state = -1
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        v_isr = None
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
                     else:
-                        v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 1:
-                    (v_leader,) = _F_i.unpack_from(buf, pos)
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        s1_isr = None
+                    else:
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 1:
+                    (s1_leader,) = _F_i.unpack_from(buf, pos)
                     pos += 4
-                    if pos != end:
-                        raise DecodeError(f"tagged field 1 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 2:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        v_replicas = None
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 2:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
                     else:
-                        v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 2 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 3:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
-                        v_removing_replicas = None
+                        s1_replicas = None
                     else:
-                        v_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 3 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 4:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 2 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 3:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
-                        v_adding_replicas = None
+                        s1_removing_replicas = None
                     else:
-                        v_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 4 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 5:
-                    (v_leader_recovery_state,) = _F_b.unpack_from(buf, pos)
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_removing_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 3 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 4:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        s1_adding_replicas = None
+                    else:
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_adding_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 4 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 5:
+                    (s1_leader_recovery_state,) = _F_b.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 5 should end at byte {end} but its value ends at {pos}", offset=pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 5 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(PartitionChangeRecord)
+        o1.partition_id = s1_partition_id
+        o1.topic_id = s1_topic_id
+        o1.isr = s1_isr
+        o1.leader = s1_leader
+        o1.replicas = s1_replicas
+        o1.removing_replicas = s1_removing_replicas
+        o1.adding_replicas = s1_adding_replicas
+        o1.leader_recovery_state = s1_leader_recovery_state
+        o1.directories = None
+        o1.eligible_leader_replicas = None
+        o1.last_known_elr = None
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read PartitionChangeRecord: {exc}", offset=pos) from None
-    o = _new(PartitionChangeRecord)
-    o.partition_id = v_partition_id
-    o.topic_id = v_topic_id
-    o.isr = v_isr
-    o.leader = v_leader
-    o.replicas = v_replicas
-    o.removing_replicas = v_removing_replicas
-    o.adding_replicas = v_adding_replicas
-    o.leader_recovery_state = v_leader_recovery_state
-    o.directories = None
-    o.eligible_leader_replicas = None
-    o.last_known_elr = None
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None:
@@ -186,8 +224,8 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             x = o.leader_recovery_state
             t += _F_b.pack(x)
             tags.append((5, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -196,101 +234,143 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
 
 def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
     item: Any
-    v_isr: list[Any] | None
-    v_replicas: list[Any] | None
-    v_removing_replicas: list[Any] | None
-    v_adding_replicas: list[Any] | None
-    v_directories: list[Any] | None
+    s1_adding_replicas: list[Any] | None
+    s1_directories: list[Any] | None
+    s1_isr: list[Any] | None
+    s1_removing_replicas: list[Any] | None
+    s1_replicas: list[Any] | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_partition_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_partition_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        v_isr = None
-        v_leader = -2
-        v_replicas = None
-        v_removing_replicas = None
-        v_adding_replicas = None
-        v_leader_recovery_state = -1
-        v_directories = None
-        unknown = _wire.EMPTY_TAGS
+        s1_topic_id, pos = _wire.read_uuid(buf, pos)
+        s1_isr = None
+        s1_leader = -2
+        s1_replicas = None
+        s1_removing_replicas = None
+        s1_adding_replicas = None
+        s1_leader_recovery_state = -1
+        s1_directories = None
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        v_isr = None
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
                     else:
-                        v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 1:
-                    (v_leader,) = _F_i.unpack_from(buf, pos)
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        s1_isr = None
+                    else:
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 1:
+                    (s1_leader,) = _F_i.unpack_from(buf, pos)
                     pos += 4
-                    if pos != end:
-                        raise DecodeError(f"tagged field 1 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 2:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        v_replicas = None
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 2:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
                     else:
-                        v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 2 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 3:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
-                        v_removing_replicas = None
+                        s1_replicas = None
                     else:
-                        v_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 3 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 4:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 2 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 3:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
-                        v_adding_replicas = None
+                        s1_removing_replicas = None
                     else:
-                        v_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 4 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 5:
-                    (v_leader_recovery_state,) = _F_b.unpack_from(buf, pos)
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_removing_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 3 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 4:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        s1_adding_replicas = None
+                    else:
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_adding_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 4 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 5:
+                    (s1_leader_recovery_state,) = _F_b.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 5 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 8:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        v_directories = None
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 5 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 8:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
                     else:
-                        v_directories = []
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        s1_directories = None
+                    else:
+                        s1_directories = []
                         for _ in range(n):
                             item, pos = _wire.read_uuid(buf, pos)
-                            v_directories.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 8 should end at byte {end} but its value ends at {pos}", offset=pos)
+                            s1_directories.append(item)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 8 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(PartitionChangeRecord)
+        o1.partition_id = s1_partition_id
+        o1.topic_id = s1_topic_id
+        o1.isr = s1_isr
+        o1.leader = s1_leader
+        o1.replicas = s1_replicas
+        o1.removing_replicas = s1_removing_replicas
+        o1.adding_replicas = s1_adding_replicas
+        o1.leader_recovery_state = s1_leader_recovery_state
+        o1.directories = s1_directories
+        o1.eligible_leader_replicas = None
+        o1.last_known_elr = None
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read PartitionChangeRecord: {exc}", offset=pos) from None
-    o = _new(PartitionChangeRecord)
-    o.partition_id = v_partition_id
-    o.topic_id = v_topic_id
-    o.isr = v_isr
-    o.leader = v_leader
-    o.replicas = v_replicas
-    o.removing_replicas = v_removing_replicas
-    o.adding_replicas = v_adding_replicas
-    o.leader_recovery_state = v_leader_recovery_state
-    o.directories = v_directories
-    o.eligible_leader_replicas = None
-    o.last_known_elr = None
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None:
@@ -361,8 +441,8 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
                 for item in x:
                     _wire.write_uuid(t, item)
             tags.append((8, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -371,121 +451,181 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
 
 def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
     item: Any
-    v_isr: list[Any] | None
-    v_replicas: list[Any] | None
-    v_removing_replicas: list[Any] | None
-    v_adding_replicas: list[Any] | None
-    v_directories: list[Any] | None
-    v_eligible_leader_replicas: list[Any] | None
-    v_last_known_elr: list[Any] | None
+    s1_adding_replicas: list[Any] | None
+    s1_directories: list[Any] | None
+    s1_eligible_leader_replicas: list[Any] | None
+    s1_isr: list[Any] | None
+    s1_last_known_elr: list[Any] | None
+    s1_removing_replicas: list[Any] | None
+    s1_replicas: list[Any] | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_partition_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_partition_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        v_isr = None
-        v_leader = -2
-        v_replicas = None
-        v_removing_replicas = None
-        v_adding_replicas = None
-        v_leader_recovery_state = -1
-        v_eligible_leader_replicas = None
-        v_last_known_elr = None
-        v_directories = None
-        unknown = _wire.EMPTY_TAGS
+        s1_topic_id, pos = _wire.read_uuid(buf, pos)
+        s1_isr = None
+        s1_leader = -2
+        s1_replicas = None
+        s1_removing_replicas = None
+        s1_adding_replicas = None
+        s1_leader_recovery_state = -1
+        s1_eligible_leader_replicas = None
+        s1_last_known_elr = None
+        s1_directories = None
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        v_isr = None
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
                     else:
-                        v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 1:
-                    (v_leader,) = _F_i.unpack_from(buf, pos)
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        s1_isr = None
+                    else:
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 1:
+                    (s1_leader,) = _F_i.unpack_from(buf, pos)
                     pos += 4
-                    if pos != end:
-                        raise DecodeError(f"tagged field 1 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 2:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        v_replicas = None
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 2:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
                     else:
-                        v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 2 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 3:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
-                        v_removing_replicas = None
+                        s1_replicas = None
                     else:
-                        v_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 3 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 4:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 2 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 3:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
-                        v_adding_replicas = None
+                        s1_removing_replicas = None
                     else:
-                        v_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 4 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 5:
-                    (v_leader_recovery_state,) = _F_b.unpack_from(buf, pos)
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_removing_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 3 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 4:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        s1_adding_replicas = None
+                    else:
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_adding_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 4 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 5:
+                    (s1_leader_recovery_state,) = _F_b.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 5 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 6:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        v_eligible_leader_replicas = None
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 5 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 6:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
                     else:
-                        v_eligible_leader_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 6 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 7:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
-                        v_last_known_elr = None
+                        s1_eligible_leader_replicas = None
                     else:
-                        v_last_known_elr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 7 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 8:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_eligible_leader_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_eligible_leader_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 6 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 7:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
-                        v_directories = None
+                        s1_last_known_elr = None
                     else:
-                        v_directories = []
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_last_known_elr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_last_known_elr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 7 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 8:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        s1_directories = None
+                    else:
+                        s1_directories = []
                         for _ in range(n):
                             item, pos = _wire.read_uuid(buf, pos)
-                            v_directories.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 8 should end at byte {end} but its value ends at {pos}", offset=pos)
+                            s1_directories.append(item)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 8 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(PartitionChangeRecord)
+        o1.partition_id = s1_partition_id
+        o1.topic_id = s1_topic_id
+        o1.isr = s1_isr
+        o1.leader = s1_leader
+        o1.replicas = s1_replicas
+        o1.removing_replicas = s1_removing_replicas
+        o1.adding_replicas = s1_adding_replicas
+        o1.leader_recovery_state = s1_leader_recovery_state
+        o1.directories = s1_directories
+        o1.eligible_leader_replicas = s1_eligible_leader_replicas
+        o1.last_known_elr = s1_last_known_elr
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read PartitionChangeRecord: {exc}", offset=pos) from None
-    o = _new(PartitionChangeRecord)
-    o.partition_id = v_partition_id
-    o.topic_id = v_topic_id
-    o.isr = v_isr
-    o.leader = v_leader
-    o.replicas = v_replicas
-    o.removing_replicas = v_removing_replicas
-    o.adding_replicas = v_adding_replicas
-    o.leader_recovery_state = v_leader_recovery_state
-    o.directories = v_directories
-    o.eligible_leader_replicas = v_eligible_leader_replicas
-    o.last_known_elr = v_last_known_elr
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None:
@@ -570,8 +710,8 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
                 for item in x:
                     _wire.write_uuid(t, item)
             tags.append((8, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

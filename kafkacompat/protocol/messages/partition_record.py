@@ -36,7 +36,7 @@ class PartitionRecord(KafkaMessage):
         self.directories = [] if directories is _wire.DEFAULT else directories
         self.eligible_leader_replicas = eligible_leader_replicas
         self.last_known_elr = last_known_elr
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'PartitionRecord'
     API_KEY = 3
@@ -46,70 +46,108 @@ class PartitionRecord(KafkaMessage):
 
 
 def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
-    v_replicas: list[Any]
-    v_isr: list[Any]
-    v_removing_replicas: list[Any]
-    v_adding_replicas: list[Any]
+    s1_adding_replicas: list[Any]
+    s1_isr: list[Any]
+    s1_removing_replicas: list[Any]
+    s1_replicas: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_partition_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_partition_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        s1_topic_id, pos = _wire.read_uuid(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("replicas", pos)
         else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+            stop = pos + 4 * n
+            if n < 32 and stop <= buflen:
+                s1_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("isr", pos)
         else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+            stop = pos + 4 * n
+            if n < 32 and stop <= buflen:
+                s1_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("removing_replicas", pos)
         else:
-            v_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+            stop = pos + 4 * n
+            if n < 32 and stop <= buflen:
+                s1_removing_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("adding_replicas", pos)
         else:
-            v_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_leader, v_leader_epoch, v_partition_epoch,) = _F_iii.unpack_from(buf, pos)
+            stop = pos + 4 * n
+            if n < 32 and stop <= buflen:
+                s1_adding_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+        (s1_leader, s1_leader_epoch, s1_partition_epoch,) = _F_iii.unpack_from(buf, pos)
         pos += 12
-        v_leader_recovery_state = 0
-        unknown = _wire.EMPTY_TAGS
+        s1_leader_recovery_state = 0
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    (v_leader_recovery_state,) = _F_b.unpack_from(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    (s1_leader_recovery_state,) = _F_b.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(PartitionRecord)
+        o1.partition_id = s1_partition_id
+        o1.topic_id = s1_topic_id
+        o1.replicas = s1_replicas
+        o1.isr = s1_isr
+        o1.removing_replicas = s1_removing_replicas
+        o1.adding_replicas = s1_adding_replicas
+        o1.leader = s1_leader
+        o1.leader_recovery_state = s1_leader_recovery_state
+        o1.leader_epoch = s1_leader_epoch
+        o1.partition_epoch = s1_partition_epoch
+        o1.directories = []
+        o1.eligible_leader_replicas = None
+        o1.last_known_elr = None
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read PartitionRecord: {exc}", offset=pos) from None
-    o = _new(PartitionRecord)
-    o.partition_id = v_partition_id
-    o.topic_id = v_topic_id
-    o.replicas = v_replicas
-    o.isr = v_isr
-    o.removing_replicas = v_removing_replicas
-    o.adding_replicas = v_adding_replicas
-    o.leader = v_leader
-    o.leader_recovery_state = v_leader_recovery_state
-    o.leader_epoch = v_leader_epoch
-    o.partition_epoch = v_partition_epoch
-    o.directories = []
-    o.eligible_leader_replicas = None
-    o.last_known_elr = None
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_PartitionRecord_0(out: bytearray, o: PartitionRecord) -> None:
@@ -155,8 +193,8 @@ def _w_PartitionRecord_0(out: bytearray, o: PartitionRecord) -> None:
             x = o.leader_recovery_state
             t += _F_b.pack(x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -165,79 +203,121 @@ def _w_PartitionRecord_0(out: bytearray, o: PartitionRecord) -> None:
 
 def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     item: Any
-    v_replicas: list[Any]
-    v_isr: list[Any]
-    v_removing_replicas: list[Any]
-    v_adding_replicas: list[Any]
-    v_directories: list[Any]
+    s1_adding_replicas: list[Any]
+    s1_directories: list[Any]
+    s1_isr: list[Any]
+    s1_removing_replicas: list[Any]
+    s1_replicas: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_partition_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_partition_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        s1_topic_id, pos = _wire.read_uuid(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("replicas", pos)
         else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+            stop = pos + 4 * n
+            if n < 32 and stop <= buflen:
+                s1_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("isr", pos)
         else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+            stop = pos + 4 * n
+            if n < 32 and stop <= buflen:
+                s1_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("removing_replicas", pos)
         else:
-            v_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+            stop = pos + 4 * n
+            if n < 32 and stop <= buflen:
+                s1_removing_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("adding_replicas", pos)
         else:
-            v_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_leader, v_leader_epoch, v_partition_epoch,) = _F_iii.unpack_from(buf, pos)
+            stop = pos + 4 * n
+            if n < 32 and stop <= buflen:
+                s1_adding_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+        (s1_leader, s1_leader_epoch, s1_partition_epoch,) = _F_iii.unpack_from(buf, pos)
         pos += 12
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("directories", pos)
         else:
-            v_directories = []
+            s1_directories = []
             for _ in range(n):
                 item, pos = _wire.read_uuid(buf, pos)
-                v_directories.append(item)
-        v_leader_recovery_state = 0
-        unknown = _wire.EMPTY_TAGS
+                s1_directories.append(item)
+        s1_leader_recovery_state = 0
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    (v_leader_recovery_state,) = _F_b.unpack_from(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    (s1_leader_recovery_state,) = _F_b.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(PartitionRecord)
+        o1.partition_id = s1_partition_id
+        o1.topic_id = s1_topic_id
+        o1.replicas = s1_replicas
+        o1.isr = s1_isr
+        o1.removing_replicas = s1_removing_replicas
+        o1.adding_replicas = s1_adding_replicas
+        o1.leader = s1_leader
+        o1.leader_recovery_state = s1_leader_recovery_state
+        o1.leader_epoch = s1_leader_epoch
+        o1.partition_epoch = s1_partition_epoch
+        o1.directories = s1_directories
+        o1.eligible_leader_replicas = None
+        o1.last_known_elr = None
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read PartitionRecord: {exc}", offset=pos) from None
-    o = _new(PartitionRecord)
-    o.partition_id = v_partition_id
-    o.topic_id = v_topic_id
-    o.replicas = v_replicas
-    o.isr = v_isr
-    o.removing_replicas = v_removing_replicas
-    o.adding_replicas = v_adding_replicas
-    o.leader = v_leader
-    o.leader_recovery_state = v_leader_recovery_state
-    o.leader_epoch = v_leader_epoch
-    o.partition_epoch = v_partition_epoch
-    o.directories = v_directories
-    o.eligible_leader_replicas = None
-    o.last_known_elr = None
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_PartitionRecord_1(out: bytearray, o: PartitionRecord) -> None:
@@ -289,8 +369,8 @@ def _w_PartitionRecord_1(out: bytearray, o: PartitionRecord) -> None:
             x = o.leader_recovery_state
             t += _F_b.pack(x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -299,99 +379,159 @@ def _w_PartitionRecord_1(out: bytearray, o: PartitionRecord) -> None:
 
 def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
     item: Any
-    v_replicas: list[Any]
-    v_isr: list[Any]
-    v_removing_replicas: list[Any]
-    v_adding_replicas: list[Any]
-    v_directories: list[Any]
-    v_eligible_leader_replicas: list[Any] | None
-    v_last_known_elr: list[Any] | None
+    s1_adding_replicas: list[Any]
+    s1_directories: list[Any]
+    s1_eligible_leader_replicas: list[Any] | None
+    s1_isr: list[Any]
+    s1_last_known_elr: list[Any] | None
+    s1_removing_replicas: list[Any]
+    s1_replicas: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_partition_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_partition_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        s1_topic_id, pos = _wire.read_uuid(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("replicas", pos)
         else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+            stop = pos + 4 * n
+            if n < 32 and stop <= buflen:
+                s1_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("isr", pos)
         else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+            stop = pos + 4 * n
+            if n < 32 and stop <= buflen:
+                s1_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("removing_replicas", pos)
         else:
-            v_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+            stop = pos + 4 * n
+            if n < 32 and stop <= buflen:
+                s1_removing_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("adding_replicas", pos)
         else:
-            v_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_leader, v_leader_epoch, v_partition_epoch,) = _F_iii.unpack_from(buf, pos)
+            stop = pos + 4 * n
+            if n < 32 and stop <= buflen:
+                s1_adding_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                pos = stop
+            else:
+                s1_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+        (s1_leader, s1_leader_epoch, s1_partition_epoch,) = _F_iii.unpack_from(buf, pos)
         pos += 12
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("directories", pos)
         else:
-            v_directories = []
+            s1_directories = []
             for _ in range(n):
                 item, pos = _wire.read_uuid(buf, pos)
-                v_directories.append(item)
-        v_leader_recovery_state = 0
-        v_eligible_leader_replicas = None
-        v_last_known_elr = None
-        unknown = _wire.EMPTY_TAGS
+                s1_directories.append(item)
+        s1_leader_recovery_state = 0
+        s1_eligible_leader_replicas = None
+        s1_last_known_elr = None
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    (v_leader_recovery_state,) = _F_b.unpack_from(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    (s1_leader_recovery_state,) = _F_b.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 1:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
-                    if n < 0:
-                        v_eligible_leader_replicas = None
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 1:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
                     else:
-                        v_eligible_leader_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 1 should end at byte {end} but its value ends at {pos}", offset=pos)
-                elif tag == 2:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
-                        v_last_known_elr = None
+                        s1_eligible_leader_replicas = None
                     else:
-                        v_last_known_elr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 2 should end at byte {end} but its value ends at {pos}", offset=pos)
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_eligible_leader_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_eligible_leader_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 2:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        s1_last_known_elr = None
+                    else:
+                        stop = pos + 4 * n
+                        if n < 32 and stop <= buflen:
+                            s1_last_known_elr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                            pos = stop
+                        else:
+                            s1_last_known_elr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 2 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(PartitionRecord)
+        o1.partition_id = s1_partition_id
+        o1.topic_id = s1_topic_id
+        o1.replicas = s1_replicas
+        o1.isr = s1_isr
+        o1.removing_replicas = s1_removing_replicas
+        o1.adding_replicas = s1_adding_replicas
+        o1.leader = s1_leader
+        o1.leader_recovery_state = s1_leader_recovery_state
+        o1.leader_epoch = s1_leader_epoch
+        o1.partition_epoch = s1_partition_epoch
+        o1.directories = s1_directories
+        o1.eligible_leader_replicas = s1_eligible_leader_replicas
+        o1.last_known_elr = s1_last_known_elr
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read PartitionRecord: {exc}", offset=pos) from None
-    o = _new(PartitionRecord)
-    o.partition_id = v_partition_id
-    o.topic_id = v_topic_id
-    o.replicas = v_replicas
-    o.isr = v_isr
-    o.removing_replicas = v_removing_replicas
-    o.adding_replicas = v_adding_replicas
-    o.leader = v_leader
-    o.leader_recovery_state = v_leader_recovery_state
-    o.leader_epoch = v_leader_epoch
-    o.partition_epoch = v_partition_epoch
-    o.directories = v_directories
-    o.eligible_leader_replicas = v_eligible_leader_replicas
-    o.last_known_elr = v_last_known_elr
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
@@ -457,8 +597,8 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
                 t += _wire.uvarint(len(x) + 1)
                 _wire.write_int_array(t, x, "i")
             tags.append((2, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

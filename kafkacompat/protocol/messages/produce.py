@@ -15,10 +15,12 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_hi = struct.Struct(">hi")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ihq = struct.Struct(">ihq")
 _F_ihqq = struct.Struct(">ihqq")
 _F_ihqqq = struct.Struct(">ihqqq")
 _F_ii = struct.Struct(">ii")
+_F_iiB = struct.Struct(">iiB")
 
 
 class ProduceRequest(KafkaMessage):
@@ -29,7 +31,7 @@ class ProduceRequest(KafkaMessage):
         self.acks = acks
         self.timeout_ms = timeout_ms
         self.topic_data = _wire.KeyedList() if topic_data is _wire.DEFAULT else topic_data
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ProduceRequest'
     API_KEY = 0
@@ -45,7 +47,7 @@ class ProduceRequest(KafkaMessage):
         def __init__(self, *, index: int = 0, records: bytes | None = None) -> None:
             self.index = index
             self.records = records
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicProduceData(KafkaStruct):
@@ -54,7 +56,7 @@ class ProduceRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partition_data: list[ProduceRequest.PartitionProduceData] = _wire.DEFAULT) -> None:
             self.name = name
             self.partition_data = [] if partition_data is _wire.DEFAULT else partition_data
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -65,7 +67,7 @@ class ProduceResponse(KafkaMessage):
         self.responses = _wire.KeyedList() if responses is _wire.DEFAULT else responses
         self.throttle_time_ms = throttle_time_ms
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ProduceResponse'
     API_KEY = 0
@@ -79,7 +81,7 @@ class ProduceResponse(KafkaMessage):
         def __init__(self, *, batch_index: int = 0, batch_index_error_message: str | None = None) -> None:
             self.batch_index = batch_index
             self.batch_index_error_message = batch_index_error_message
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class LeaderIdAndEpoch(KafkaStruct):
@@ -88,7 +90,7 @@ class ProduceResponse(KafkaMessage):
         def __init__(self, *, leader_id: int = -1, leader_epoch: int = -1) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class PartitionProduceResponse(KafkaStruct):
@@ -103,7 +105,7 @@ class ProduceResponse(KafkaMessage):
             self.record_errors = [] if record_errors is _wire.DEFAULT else record_errors
             self.error_message = error_message
             self.current_leader = ProduceResponse.LeaderIdAndEpoch() if current_leader is _wire.DEFAULT else current_leader
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicProduceResponse(KafkaStruct):
@@ -112,7 +114,7 @@ class ProduceResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partition_responses: list[ProduceResponse.PartitionProduceResponse] = _wire.DEFAULT) -> None:
             self.name = name
             self.partition_responses = [] if partition_responses is _wire.DEFAULT else partition_responses
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -124,34 +126,56 @@ class ProduceResponse(KafkaMessage):
             self.host = host
             self.port = port
             self.rack = rack
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
 
 
 def _r_ProduceRequest_0(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    item: Any
-    v_topic_data: list[Any]
+    s1_topic_data: list[Any]
+    s3_partition_data: list[Any]
     try:
-        (v_acks, v_timeout_ms,) = _F_hi.unpack_from(buf, pos)
+        (s1_acks, s1_timeout_ms,) = _F_hi.unpack_from(buf, pos)
         pos += 6
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_data", pos)
         else:
-            v_topic_data = _wire.KeyedList()
+            s1_topic_data = _wire.KeyedList()
+            add2 = s1_topic_data.append
             for _ in range(n):
-                item, pos = _r_ProduceRequest__TopicProduceData_0(buf, pos)
-                v_topic_data.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_data", pos)
+                else:
+                    s3_partition_data = []
+                    add4 = s3_partition_data.append
+                    for _ in range(n):
+                        (s5_index,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s5_records, pos = _wire.read_bytes(buf, pos)
+                        o5 = _new(_C_ProduceRequest__PartitionProduceData)
+                        o5.index = s5_index
+                        o5.records = s5_records
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_ProduceRequest__TopicProduceData)
+                o3.name = s3_name
+                o3.partition_data = s3_partition_data
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ProduceRequest)
+        o1.transactional_id = None
+        o1.acks = s1_acks
+        o1.timeout_ms = s1_timeout_ms
+        o1.topic_data = s1_topic_data
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ProduceRequest: {exc}", offset=pos) from None
-    o = _new(ProduceRequest)
-    o.transactional_id = None
-    o.acks = v_acks
-    o.timeout_ms = v_timeout_ms
-    o.topic_data = v_topic_data
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ProduceRequest_0(out: bytearray, o: ProduceRequest) -> None:
@@ -173,29 +197,51 @@ def _w_ProduceRequest_0(out: bytearray, o: ProduceRequest) -> None:
 
 
 def _r_ProduceRequest_1(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    item: Any
-    v_topic_data: list[Any]
+    s1_topic_data: list[Any]
+    s3_partition_data: list[Any]
     try:
-        v_transactional_id, pos = _wire.read_string(buf, pos)
-        (v_acks, v_timeout_ms,) = _F_hi.unpack_from(buf, pos)
+        s1_transactional_id, pos = _wire.read_string(buf, pos)
+        (s1_acks, s1_timeout_ms,) = _F_hi.unpack_from(buf, pos)
         pos += 6
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_data", pos)
         else:
-            v_topic_data = _wire.KeyedList()
+            s1_topic_data = _wire.KeyedList()
+            add2 = s1_topic_data.append
             for _ in range(n):
-                item, pos = _r_ProduceRequest__TopicProduceData_0(buf, pos)
-                v_topic_data.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_data", pos)
+                else:
+                    s3_partition_data = []
+                    add4 = s3_partition_data.append
+                    for _ in range(n):
+                        (s5_index,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s5_records, pos = _wire.read_bytes(buf, pos)
+                        o5 = _new(_C_ProduceRequest__PartitionProduceData)
+                        o5.index = s5_index
+                        o5.records = s5_records
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_ProduceRequest__TopicProduceData)
+                o3.name = s3_name
+                o3.partition_data = s3_partition_data
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ProduceRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.acks = s1_acks
+        o1.timeout_ms = s1_timeout_ms
+        o1.topic_data = s1_topic_data
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ProduceRequest: {exc}", offset=pos) from None
-    o = _new(ProduceRequest)
-    o.transactional_id = v_transactional_id
-    o.acks = v_acks
-    o.timeout_ms = v_timeout_ms
-    o.topic_data = v_topic_data
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ProduceRequest_1(out: bytearray, o: ProduceRequest) -> None:
@@ -217,38 +263,105 @@ def _w_ProduceRequest_1(out: bytearray, o: ProduceRequest) -> None:
 
 
 def _r_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
-    item: Any
-    v_topic_data: list[Any]
+    s1_topic_data: list[Any]
+    s1_transactional_id: str | None
+    s3_partition_data: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        v_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        (v_acks, v_timeout_ms,) = _F_hi.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_acks, s1_timeout_ms,) = _F_hi.unpack_from(buf, pos)
         pos += 6
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_data", pos)
         else:
-            v_topic_data = _wire.KeyedList()
+            s1_topic_data = _wire.KeyedList()
+            add2 = s1_topic_data.append
             for _ in range(n):
-                item, pos = _r_ProduceRequest__TopicProduceData_1(buf, pos)
-                v_topic_data.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_data", pos)
+                else:
+                    s3_partition_data = []
+                    add4 = s3_partition_data.append
+                    for _ in range(n):
+                        (s5_index,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s5_records, pos = _wire.read_compact_bytes(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_ProduceRequest__PartitionProduceData)
+                        o5.index = s5_index
+                        o5.records = s5_records
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ProduceRequest__TopicProduceData)
+                o3.name = s3_name
+                o3.partition_data = s3_partition_data
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ProduceRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.acks = s1_acks
+        o1.timeout_ms = s1_timeout_ms
+        o1.topic_data = s1_topic_data
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ProduceRequest: {exc}", offset=pos) from None
-    o = _new(ProduceRequest)
-    o.transactional_id = v_transactional_id
-    o.acks = v_acks
-    o.timeout_ms = v_timeout_ms
-    o.topic_data = v_topic_data
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ProduceRequest_2(out: bytearray, o: ProduceRequest) -> None:
@@ -256,7 +369,12 @@ def _w_ProduceRequest_2(out: bytearray, o: ProduceRequest) -> None:
     item: Any
     try:
         x = o.transactional_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_hi.pack(o.acks, o.timeout_ms)
         x = o.topic_data
         if x is None:
@@ -265,27 +383,12 @@ def _w_ProduceRequest_2(out: bytearray, o: ProduceRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ProduceRequest__TopicProduceData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ProduceRequest__PartitionProduceData_0(buf: Any, pos: int) -> tuple[ProduceRequest.PartitionProduceData, int]:
-    try:
-        (v_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_records, pos = _wire.read_bytes(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionProduceData: {exc}", offset=pos) from None
-    o = _new(_C_ProduceRequest__PartitionProduceData)
-    o.index = v_index
-    o.records = v_records
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ProduceRequest__PartitionProduceData_0(out: bytearray, o: ProduceRequest.PartitionProduceData) -> None:
@@ -298,66 +401,18 @@ def _w_ProduceRequest__PartitionProduceData_0(out: bytearray, o: ProduceRequest.
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ProduceRequest__PartitionProduceData_1(buf: Any, pos: int) -> tuple[ProduceRequest.PartitionProduceData, int]:
-    try:
-        (v_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_records, pos = _wire.read_compact_bytes(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionProduceData: {exc}", offset=pos) from None
-    o = _new(_C_ProduceRequest__PartitionProduceData)
-    o.index = v_index
-    o.records = v_records
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ProduceRequest__PartitionProduceData_1(out: bytearray, o: ProduceRequest.PartitionProduceData) -> None:
     x: Any
     try:
         out += _F_i.pack(o.index)
         x = o.records
         _wire.write_compact_bytes(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ProduceRequest__TopicProduceData_0(buf: Any, pos: int) -> tuple[ProduceRequest.TopicProduceData, int]:
-    item: Any
-    v_partition_data: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_data", pos)
-        else:
-            v_partition_data = []
-            for _ in range(n):
-                item, pos = _r_ProduceRequest__PartitionProduceData_0(buf, pos)
-                v_partition_data.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicProduceData: {exc}", offset=pos) from None
-    o = _new(_C_ProduceRequest__TopicProduceData)
-    o.name = v_name
-    o.partition_data = v_partition_data
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ProduceRequest__TopicProduceData_0(out: bytearray, o: ProduceRequest.TopicProduceData) -> None:
@@ -379,39 +434,6 @@ def _w_ProduceRequest__TopicProduceData_0(out: bytearray, o: ProduceRequest.Topi
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ProduceRequest__TopicProduceData_1(buf: Any, pos: int) -> tuple[ProduceRequest.TopicProduceData, int]:
-    item: Any
-    v_partition_data: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_data", pos)
-        else:
-            v_partition_data = []
-            for _ in range(n):
-                item, pos = _r_ProduceRequest__PartitionProduceData_1(buf, pos)
-                v_partition_data.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicProduceData: {exc}", offset=pos) from None
-    o = _new(_C_ProduceRequest__TopicProduceData)
-    o.name = v_name
-    o.partition_data = v_partition_data
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ProduceRequest__TopicProduceData_1(out: bytearray, o: ProduceRequest.TopicProduceData) -> None:
     x: Any
     item: Any
@@ -419,7 +441,12 @@ def _w_ProduceRequest__TopicProduceData_1(out: bytearray, o: ProduceRequest.Topi
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_data
         if x is None:
             raise EncodeError("field partition_data is None but not nullable at this version")
@@ -427,9 +454,8 @@ def _w_ProduceRequest__TopicProduceData_1(out: bytearray, o: ProduceRequest.Topi
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ProduceRequest__PartitionProduceData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -437,25 +463,73 @@ def _w_ProduceRequest__TopicProduceData_1(out: bytearray, o: ProduceRequest.Topi
 
 
 def _r_ProduceResponse_0(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partition_responses: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = _wire.KeyedList()
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_ProduceResponse__TopicProduceResponse_0(buf, pos)
-                v_responses.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_responses", pos)
+                else:
+                    stop5 = pos + 14 * n
+                    s3_partition_responses = []
+                    add4 = s3_partition_responses.append
+                    if stop5 <= buflen:
+                        for (s5_index, s5_error_code, s5_base_offset,) in _F_ihq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_ProduceResponse__PartitionProduceResponse)
+                            o5.index = s5_index
+                            o5.error_code = s5_error_code
+                            o5.base_offset = s5_base_offset
+                            o5.log_append_time_ms = -1
+                            o5.log_start_offset = -1
+                            o5.record_errors = []
+                            o5.error_message = None
+                            o5.current_leader = ProduceResponse.LeaderIdAndEpoch()
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partition_responses = []
+                        add4 = s3_partition_responses.append
+                        for _ in range(n):
+                            (s6_index, s6_error_code, s6_base_offset,) = _F_ihq.unpack_from(buf, pos)
+                            pos += 14
+                            o6 = _new(_C_ProduceResponse__PartitionProduceResponse)
+                            o6.index = s6_index
+                            o6.error_code = s6_error_code
+                            o6.base_offset = s6_base_offset
+                            o6.log_append_time_ms = -1
+                            o6.log_start_offset = -1
+                            o6.record_errors = []
+                            o6.error_message = None
+                            o6.current_leader = ProduceResponse.LeaderIdAndEpoch()
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_ProduceResponse__TopicProduceResponse)
+                o3.name = s3_name
+                o3.partition_responses = s3_partition_responses
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(ProduceResponse)
+        o1.responses = s1_responses
+        o1.throttle_time_ms = 0
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ProduceResponse: {exc}", offset=pos) from None
-    o = _new(ProduceResponse)
-    o.responses = v_responses
-    o.throttle_time_ms = 0
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ProduceResponse_0(out: bytearray, o: ProduceResponse) -> None:
@@ -476,27 +550,75 @@ def _w_ProduceResponse_0(out: bytearray, o: ProduceResponse) -> None:
 
 
 def _r_ProduceResponse_1(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partition_responses: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = _wire.KeyedList()
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_ProduceResponse__TopicProduceResponse_0(buf, pos)
-                v_responses.append(item)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_responses", pos)
+                else:
+                    stop5 = pos + 14 * n
+                    s3_partition_responses = []
+                    add4 = s3_partition_responses.append
+                    if stop5 <= buflen:
+                        for (s5_index, s5_error_code, s5_base_offset,) in _F_ihq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_ProduceResponse__PartitionProduceResponse)
+                            o5.index = s5_index
+                            o5.error_code = s5_error_code
+                            o5.base_offset = s5_base_offset
+                            o5.log_append_time_ms = -1
+                            o5.log_start_offset = -1
+                            o5.record_errors = []
+                            o5.error_message = None
+                            o5.current_leader = ProduceResponse.LeaderIdAndEpoch()
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partition_responses = []
+                        add4 = s3_partition_responses.append
+                        for _ in range(n):
+                            (s6_index, s6_error_code, s6_base_offset,) = _F_ihq.unpack_from(buf, pos)
+                            pos += 14
+                            o6 = _new(_C_ProduceResponse__PartitionProduceResponse)
+                            o6.index = s6_index
+                            o6.error_code = s6_error_code
+                            o6.base_offset = s6_base_offset
+                            o6.log_append_time_ms = -1
+                            o6.log_start_offset = -1
+                            o6.record_errors = []
+                            o6.error_message = None
+                            o6.current_leader = ProduceResponse.LeaderIdAndEpoch()
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_ProduceResponse__TopicProduceResponse)
+                o3.name = s3_name
+                o3.partition_responses = s3_partition_responses
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(ProduceResponse)
+        o1.responses = s1_responses
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ProduceResponse: {exc}", offset=pos) from None
-    o = _new(ProduceResponse)
-    o.responses = v_responses
-    o.throttle_time_ms = v_throttle_time_ms
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ProduceResponse_1(out: bytearray, o: ProduceResponse) -> None:
@@ -518,27 +640,75 @@ def _w_ProduceResponse_1(out: bytearray, o: ProduceResponse) -> None:
 
 
 def _r_ProduceResponse_2(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partition_responses: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = _wire.KeyedList()
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_ProduceResponse__TopicProduceResponse_1(buf, pos)
-                v_responses.append(item)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_responses", pos)
+                else:
+                    stop5 = pos + 22 * n
+                    s3_partition_responses = []
+                    add4 = s3_partition_responses.append
+                    if stop5 <= buflen:
+                        for (s5_index, s5_error_code, s5_base_offset, s5_log_append_time_ms,) in _F_ihqq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_ProduceResponse__PartitionProduceResponse)
+                            o5.index = s5_index
+                            o5.error_code = s5_error_code
+                            o5.base_offset = s5_base_offset
+                            o5.log_append_time_ms = s5_log_append_time_ms
+                            o5.log_start_offset = -1
+                            o5.record_errors = []
+                            o5.error_message = None
+                            o5.current_leader = ProduceResponse.LeaderIdAndEpoch()
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partition_responses = []
+                        add4 = s3_partition_responses.append
+                        for _ in range(n):
+                            (s6_index, s6_error_code, s6_base_offset, s6_log_append_time_ms,) = _F_ihqq.unpack_from(buf, pos)
+                            pos += 22
+                            o6 = _new(_C_ProduceResponse__PartitionProduceResponse)
+                            o6.index = s6_index
+                            o6.error_code = s6_error_code
+                            o6.base_offset = s6_base_offset
+                            o6.log_append_time_ms = s6_log_append_time_ms
+                            o6.log_start_offset = -1
+                            o6.record_errors = []
+                            o6.error_message = None
+                            o6.current_leader = ProduceResponse.LeaderIdAndEpoch()
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_ProduceResponse__TopicProduceResponse)
+                o3.name = s3_name
+                o3.partition_responses = s3_partition_responses
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(ProduceResponse)
+        o1.responses = s1_responses
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ProduceResponse: {exc}", offset=pos) from None
-    o = _new(ProduceResponse)
-    o.responses = v_responses
-    o.throttle_time_ms = v_throttle_time_ms
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ProduceResponse_2(out: bytearray, o: ProduceResponse) -> None:
@@ -560,27 +730,75 @@ def _w_ProduceResponse_2(out: bytearray, o: ProduceResponse) -> None:
 
 
 def _r_ProduceResponse_3(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partition_responses: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = _wire.KeyedList()
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_ProduceResponse__TopicProduceResponse_2(buf, pos)
-                v_responses.append(item)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_responses", pos)
+                else:
+                    stop5 = pos + 30 * n
+                    s3_partition_responses = []
+                    add4 = s3_partition_responses.append
+                    if stop5 <= buflen:
+                        for (s5_index, s5_error_code, s5_base_offset, s5_log_append_time_ms, s5_log_start_offset,) in _F_ihqqq.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_ProduceResponse__PartitionProduceResponse)
+                            o5.index = s5_index
+                            o5.error_code = s5_error_code
+                            o5.base_offset = s5_base_offset
+                            o5.log_append_time_ms = s5_log_append_time_ms
+                            o5.log_start_offset = s5_log_start_offset
+                            o5.record_errors = []
+                            o5.error_message = None
+                            o5.current_leader = ProduceResponse.LeaderIdAndEpoch()
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partition_responses = []
+                        add4 = s3_partition_responses.append
+                        for _ in range(n):
+                            (s6_index, s6_error_code, s6_base_offset, s6_log_append_time_ms, s6_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
+                            pos += 30
+                            o6 = _new(_C_ProduceResponse__PartitionProduceResponse)
+                            o6.index = s6_index
+                            o6.error_code = s6_error_code
+                            o6.base_offset = s6_base_offset
+                            o6.log_append_time_ms = s6_log_append_time_ms
+                            o6.log_start_offset = s6_log_start_offset
+                            o6.record_errors = []
+                            o6.error_message = None
+                            o6.current_leader = ProduceResponse.LeaderIdAndEpoch()
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_ProduceResponse__TopicProduceResponse)
+                o3.name = s3_name
+                o3.partition_responses = s3_partition_responses
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(ProduceResponse)
+        o1.responses = s1_responses
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ProduceResponse: {exc}", offset=pos) from None
-    o = _new(ProduceResponse)
-    o.responses = v_responses
-    o.throttle_time_ms = v_throttle_time_ms
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ProduceResponse_3(out: bytearray, o: ProduceResponse) -> None:
@@ -602,27 +820,71 @@ def _w_ProduceResponse_3(out: bytearray, o: ProduceResponse) -> None:
 
 
 def _r_ProduceResponse_4(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partition_responses: list[Any]
+    s5_record_errors: list[Any]
     try:
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = _wire.KeyedList()
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_ProduceResponse__TopicProduceResponse_3(buf, pos)
-                v_responses.append(item)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_responses", pos)
+                else:
+                    s3_partition_responses = []
+                    add4 = s3_partition_responses.append
+                    for _ in range(n):
+                        (s5_index, s5_error_code, s5_base_offset, s5_log_append_time_ms, s5_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
+                        pos += 30
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("record_errors", pos)
+                        else:
+                            s5_record_errors = []
+                            add6 = s5_record_errors.append
+                            for _ in range(n):
+                                (s7_batch_index,) = _F_i.unpack_from(buf, pos)
+                                pos += 4
+                                s7_batch_index_error_message, pos = _wire.read_string(buf, pos)
+                                o7 = _new(_C_ProduceResponse__BatchIndexAndErrorMessage)
+                                o7.batch_index = s7_batch_index
+                                o7.batch_index_error_message = s7_batch_index_error_message
+                                o7._unknown_tags = _wire.EMPTY_TAGS
+                                add6(o7)
+                        s5_error_message, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_ProduceResponse__PartitionProduceResponse)
+                        o5.index = s5_index
+                        o5.error_code = s5_error_code
+                        o5.base_offset = s5_base_offset
+                        o5.log_append_time_ms = s5_log_append_time_ms
+                        o5.log_start_offset = s5_log_start_offset
+                        o5.record_errors = s5_record_errors
+                        o5.error_message = s5_error_message
+                        o5.current_leader = ProduceResponse.LeaderIdAndEpoch()
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_ProduceResponse__TopicProduceResponse)
+                o3.name = s3_name
+                o3.partition_responses = s3_partition_responses
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(ProduceResponse)
+        o1.responses = s1_responses
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ProduceResponse: {exc}", offset=pos) from None
-    o = _new(ProduceResponse)
-    o.responses = v_responses
-    o.throttle_time_ms = v_throttle_time_ms
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ProduceResponse_4(out: bytearray, o: ProduceResponse) -> None:
@@ -644,36 +906,147 @@ def _w_ProduceResponse_4(out: bytearray, o: ProduceResponse) -> None:
 
 
 def _r_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    item: Any
-    v_responses: list[Any]
+    s1_responses: list[Any]
+    s3_partition_responses: list[Any]
+    s5_error_message: str | None
+    s5_record_errors: list[Any]
+    s7_batch_index_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = _wire.KeyedList()
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_ProduceResponse__TopicProduceResponse_4(buf, pos)
-                v_responses.append(item)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_responses", pos)
+                else:
+                    s3_partition_responses = []
+                    add4 = s3_partition_responses.append
+                    for _ in range(n):
+                        (s5_index, s5_error_code, s5_base_offset, s5_log_append_time_ms, s5_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
+                        pos += 30
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("record_errors", pos)
+                        else:
+                            s5_record_errors = []
+                            add6 = s5_record_errors.append
+                            for _ in range(n):
+                                (s7_batch_index,) = _F_i.unpack_from(buf, pos)
+                                pos += 4
+                                size = buf[pos]
+                                if 0 < size < 0x80:
+                                    stop = pos + size
+                                    if stop > buflen:
+                                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                    s7_batch_index_error_message = str(buf[pos + 1 : stop], "utf-8")
+                                    pos = stop
+                                else:
+                                    s7_batch_index_error_message, pos = _wire.read_compact_string(buf, pos)
+                                u7 = _wire.EMPTY_TAGS
+                                if buf[pos] == 0:
+                                    pos += 1
+                                else:
+                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count7):
+                                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        pos = end7
+                                o7 = _new(_C_ProduceResponse__BatchIndexAndErrorMessage)
+                                o7.batch_index = s7_batch_index
+                                o7.batch_index_error_message = s7_batch_index_error_message
+                                o7._unknown_tags = u7
+                                add6(o7)
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_ProduceResponse__PartitionProduceResponse)
+                        o5.index = s5_index
+                        o5.error_code = s5_error_code
+                        o5.base_offset = s5_base_offset
+                        o5.log_append_time_ms = s5_log_append_time_ms
+                        o5.log_start_offset = s5_log_start_offset
+                        o5.record_errors = s5_record_errors
+                        o5.error_message = s5_error_message
+                        o5.current_leader = ProduceResponse.LeaderIdAndEpoch()
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ProduceResponse__TopicProduceResponse)
+                o3.name = s3_name
+                o3.partition_responses = s3_partition_responses
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_throttle_time_ms, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ProduceResponse)
+        o1.responses = s1_responses
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ProduceResponse: {exc}", offset=pos) from None
-    o = _new(ProduceResponse)
-    o.responses = v_responses
-    o.throttle_time_ms = v_throttle_time_ms
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ProduceResponse_5(out: bytearray, o: ProduceResponse) -> None:
@@ -690,9 +1063,8 @@ def _w_ProduceResponse_5(out: bytearray, o: ProduceResponse) -> None:
             for item in x:
                 _w_ProduceResponse__TopicProduceResponse_4(out, item)
         out += _F_i.pack(o.throttle_time_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -700,50 +1072,227 @@ def _w_ProduceResponse_5(out: bytearray, o: ProduceResponse) -> None:
 
 
 def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
-    item: Any
-    v_responses: list[Any]
-    v_node_endpoints: list[Any]
+    s10_rack: str | None
+    s1_node_endpoints: list[Any]
+    s1_responses: list[Any]
+    s3_partition_responses: list[Any]
+    s5_current_leader: ProduceResponse.LeaderIdAndEpoch
+    s5_error_message: str | None
+    s5_record_errors: list[Any]
+    s7_batch_index_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u10: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = _wire.KeyedList()
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_ProduceResponse__TopicProduceResponse_5(buf, pos)
-                v_responses.append(item)
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_responses", pos)
+                else:
+                    s3_partition_responses = []
+                    add4 = s3_partition_responses.append
+                    for _ in range(n):
+                        (s5_index, s5_error_code, s5_base_offset, s5_log_append_time_ms, s5_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
+                        pos += 30
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("record_errors", pos)
+                        else:
+                            s5_record_errors = []
+                            add6 = s5_record_errors.append
+                            for _ in range(n):
+                                (s7_batch_index,) = _F_i.unpack_from(buf, pos)
+                                pos += 4
+                                size = buf[pos]
+                                if 0 < size < 0x80:
+                                    stop = pos + size
+                                    if stop > buflen:
+                                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                    s7_batch_index_error_message = str(buf[pos + 1 : stop], "utf-8")
+                                    pos = stop
+                                else:
+                                    s7_batch_index_error_message, pos = _wire.read_compact_string(buf, pos)
+                                u7 = _wire.EMPTY_TAGS
+                                if buf[pos] == 0:
+                                    pos += 1
+                                else:
+                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count7):
+                                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        pos = end7
+                                o7 = _new(_C_ProduceResponse__BatchIndexAndErrorMessage)
+                                o7.batch_index = s7_batch_index
+                                o7.batch_index_error_message = s7_batch_index_error_message
+                                o7._unknown_tags = u7
+                                add6(o7)
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        s5_current_leader = ProduceResponse.LeaderIdAndEpoch()
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                if tag5 == 0:
+                                    (s8_leader_id, s8_leader_epoch, t8,) = _F_iiB.unpack_from(buf, pos)
+                                    pos += 9
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_ProduceResponse__LeaderIdAndEpoch)
+                                    o8.leader_id = s8_leader_id
+                                    o8.leader_epoch = s8_leader_epoch
+                                    o8._unknown_tags = u8
+                                    s5_current_leader = o8
+                                    if pos != end5:
+                                        raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
+                                else:
+                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    pos = end5
+                        o5 = _new(_C_ProduceResponse__PartitionProduceResponse)
+                        o5.index = s5_index
+                        o5.error_code = s5_error_code
+                        o5.base_offset = s5_base_offset
+                        o5.log_append_time_ms = s5_log_append_time_ms
+                        o5.log_start_offset = s5_log_start_offset
+                        o5.record_errors = s5_record_errors
+                        o5.error_message = s5_error_message
+                        o5.current_leader = s5_current_leader
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ProduceResponse__TopicProduceResponse)
+                o3.name = s3_name
+                o3.partition_responses = s3_partition_responses
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_node_endpoints = _wire.KeyedList()
-        unknown = _wire.EMPTY_TAGS
+        s1_node_endpoints = _wire.KeyedList()
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
                         raise _wire.null_error("node_endpoints", pos)
                     else:
-                        v_node_endpoints = _wire.KeyedList()
+                        s1_node_endpoints = _wire.KeyedList()
+                        add9 = s1_node_endpoints.append
                         for _ in range(n):
-                            item, pos = _r_ProduceResponse__NodeEndpoint_0(buf, pos)
-                            v_node_endpoints.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+                            (s10_node_id,) = _F_i.unpack_from(buf, pos)
+                            pos += 4
+                            size = buf[pos]
+                            if 0 < size < 0x80:
+                                stop = pos + size
+                                if stop > buflen:
+                                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                s10_host = str(buf[pos + 1 : stop], "utf-8")
+                                pos = stop
+                            else:
+                                s10_host, pos = _wire.read_compact_text(buf, pos, "host")
+                            (s10_port,) = _F_i.unpack_from(buf, pos)
+                            pos += 4
+                            size = buf[pos]
+                            if 0 < size < 0x80:
+                                stop = pos + size
+                                if stop > buflen:
+                                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                s10_rack = str(buf[pos + 1 : stop], "utf-8")
+                                pos = stop
+                            else:
+                                s10_rack, pos = _wire.read_compact_string(buf, pos)
+                            u10 = _wire.EMPTY_TAGS
+                            if buf[pos] == 0:
+                                pos += 1
+                            else:
+                                count10, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count10):
+                                    tag10, pos, end10 = _wire.read_tag_header(buf, pos)
+                                    u10 = (*u10, (tag10, bytes(buf[pos:end10])))
+                                    pos = end10
+                            o10 = _new(_C_ProduceResponse__NodeEndpoint)
+                            o10.node_id = s10_node_id
+                            o10.host = s10_host
+                            o10.port = s10_port
+                            o10.rack = s10_rack
+                            o10._unknown_tags = u10
+                            add9(o10)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(ProduceResponse)
+        o1.responses = s1_responses
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.node_endpoints = s1_node_endpoints
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ProduceResponse: {exc}", offset=pos) from None
-    o = _new(ProduceResponse)
-    o.responses = v_responses
-    o.throttle_time_ms = v_throttle_time_ms
-    o.node_endpoints = v_node_endpoints
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ProduceResponse_6(out: bytearray, o: ProduceResponse) -> None:
@@ -769,26 +1318,12 @@ def _w_ProduceResponse_6(out: bytearray, o: ProduceResponse) -> None:
                 for item in x:
                     _w_ProduceResponse__NodeEndpoint_0(t, item)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ProduceResponse__BatchIndexAndErrorMessage_0(buf: Any, pos: int) -> tuple[ProduceResponse.BatchIndexAndErrorMessage, int]:
-    try:
-        (v_batch_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_batch_index_error_message, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read BatchIndexAndErrorMessage: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__BatchIndexAndErrorMessage)
-    o.batch_index = v_batch_index
-    o.batch_index_error_message = v_batch_index_error_message
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ProduceResponse__BatchIndexAndErrorMessage_0(out: bytearray, o: ProduceResponse.BatchIndexAndErrorMessage) -> None:
@@ -801,95 +1336,34 @@ def _w_ProduceResponse__BatchIndexAndErrorMessage_0(out: bytearray, o: ProduceRe
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ProduceResponse__BatchIndexAndErrorMessage_1(buf: Any, pos: int) -> tuple[ProduceResponse.BatchIndexAndErrorMessage, int]:
-    try:
-        (v_batch_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_batch_index_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read BatchIndexAndErrorMessage: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__BatchIndexAndErrorMessage)
-    o.batch_index = v_batch_index
-    o.batch_index_error_message = v_batch_index_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ProduceResponse__BatchIndexAndErrorMessage_1(out: bytearray, o: ProduceResponse.BatchIndexAndErrorMessage) -> None:
     x: Any
     try:
         out += _F_i.pack(o.batch_index)
         x = o.batch_index_error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ProduceResponse__LeaderIdAndEpoch_0(buf: Any, pos: int) -> tuple[ProduceResponse.LeaderIdAndEpoch, int]:
-    try:
-        (v_leader_id, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderIdAndEpoch: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__LeaderIdAndEpoch)
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ProduceResponse__LeaderIdAndEpoch_0(out: bytearray, o: ProduceResponse.LeaderIdAndEpoch) -> None:
     try:
         out += _F_ii.pack(o.leader_id, o.leader_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ProduceResponse__PartitionProduceResponse_0(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
-    try:
-        (v_index, v_error_code, v_base_offset,) = _F_ihq.unpack_from(buf, pos)
-        pos += 14
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionProduceResponse: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__PartitionProduceResponse)
-    o.index = v_index
-    o.error_code = v_error_code
-    o.base_offset = v_base_offset
-    o.log_append_time_ms = -1
-    o.log_start_offset = -1
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = ProduceResponse.LeaderIdAndEpoch()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ProduceResponse__PartitionProduceResponse_0(out: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
@@ -901,25 +1375,6 @@ def _w_ProduceResponse__PartitionProduceResponse_0(out: bytearray, o: ProduceRes
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ProduceResponse__PartitionProduceResponse_1(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
-    try:
-        (v_index, v_error_code, v_base_offset, v_log_append_time_ms,) = _F_ihqq.unpack_from(buf, pos)
-        pos += 22
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionProduceResponse: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__PartitionProduceResponse)
-    o.index = v_index
-    o.error_code = v_error_code
-    o.base_offset = v_base_offset
-    o.log_append_time_ms = v_log_append_time_ms
-    o.log_start_offset = -1
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = ProduceResponse.LeaderIdAndEpoch()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_ProduceResponse__PartitionProduceResponse_1(out: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
     try:
         if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
@@ -929,25 +1384,6 @@ def _w_ProduceResponse__PartitionProduceResponse_1(out: bytearray, o: ProduceRes
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ProduceResponse__PartitionProduceResponse_2(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
-    try:
-        (v_index, v_error_code, v_base_offset, v_log_append_time_ms, v_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
-        pos += 30
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionProduceResponse: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__PartitionProduceResponse)
-    o.index = v_index
-    o.error_code = v_error_code
-    o.base_offset = v_base_offset
-    o.log_append_time_ms = v_log_append_time_ms
-    o.log_start_offset = v_log_start_offset
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = ProduceResponse.LeaderIdAndEpoch()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_ProduceResponse__PartitionProduceResponse_2(out: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
     try:
         if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
@@ -955,36 +1391,6 @@ def _w_ProduceResponse__PartitionProduceResponse_2(out: bytearray, o: ProduceRes
         out += _F_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ProduceResponse__PartitionProduceResponse_3(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
-    item: Any
-    v_record_errors: list[Any]
-    try:
-        (v_index, v_error_code, v_base_offset, v_log_append_time_ms, v_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
-        pos += 30
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("record_errors", pos)
-        else:
-            v_record_errors = []
-            for _ in range(n):
-                item, pos = _r_ProduceResponse__BatchIndexAndErrorMessage_0(buf, pos)
-                v_record_errors.append(item)
-        v_error_message, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionProduceResponse: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__PartitionProduceResponse)
-    o.index = v_index
-    o.error_code = v_error_code
-    o.base_offset = v_base_offset
-    o.log_append_time_ms = v_log_append_time_ms
-    o.log_start_offset = v_log_start_offset
-    o.record_errors = v_record_errors
-    o.error_message = v_error_message
-    o.current_leader = ProduceResponse.LeaderIdAndEpoch()
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ProduceResponse__PartitionProduceResponse_3(out: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
@@ -1007,45 +1413,6 @@ def _w_ProduceResponse__PartitionProduceResponse_3(out: bytearray, o: ProduceRes
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ProduceResponse__PartitionProduceResponse_4(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
-    item: Any
-    v_record_errors: list[Any]
-    try:
-        (v_index, v_error_code, v_base_offset, v_log_append_time_ms, v_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
-        pos += 30
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("record_errors", pos)
-        else:
-            v_record_errors = []
-            for _ in range(n):
-                item, pos = _r_ProduceResponse__BatchIndexAndErrorMessage_1(buf, pos)
-                v_record_errors.append(item)
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionProduceResponse: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__PartitionProduceResponse)
-    o.index = v_index
-    o.error_code = v_error_code
-    o.base_offset = v_base_offset
-    o.log_append_time_ms = v_log_append_time_ms
-    o.log_start_offset = v_log_start_offset
-    o.record_errors = v_record_errors
-    o.error_message = v_error_message
-    o.current_leader = ProduceResponse.LeaderIdAndEpoch()
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ProduceResponse__PartitionProduceResponse_4(out: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
     x: Any
     item: Any
@@ -1061,60 +1428,18 @@ def _w_ProduceResponse__PartitionProduceResponse_4(out: bytearray, o: ProduceRes
             for item in x:
                 _w_ProduceResponse__BatchIndexAndErrorMessage_1(out, item)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ProduceResponse__PartitionProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
-    item: Any
-    v_record_errors: list[Any]
-    v_current_leader: ProduceResponse.LeaderIdAndEpoch
-    try:
-        (v_index, v_error_code, v_base_offset, v_log_append_time_ms, v_log_start_offset,) = _F_ihqqq.unpack_from(buf, pos)
-        pos += 30
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("record_errors", pos)
-        else:
-            v_record_errors = []
-            for _ in range(n):
-                item, pos = _r_ProduceResponse__BatchIndexAndErrorMessage_1(buf, pos)
-                v_record_errors.append(item)
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        v_current_leader = ProduceResponse.LeaderIdAndEpoch()
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_current_leader, pos = _r_ProduceResponse__LeaderIdAndEpoch_0(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
-                else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionProduceResponse: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__PartitionProduceResponse)
-    o.index = v_index
-    o.error_code = v_error_code
-    o.base_offset = v_base_offset
-    o.log_append_time_ms = v_log_append_time_ms
-    o.log_start_offset = v_log_start_offset
-    o.record_errors = v_record_errors
-    o.error_message = v_error_message
-    o.current_leader = v_current_leader
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ProduceResponse__PartitionProduceResponse_5(out: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
@@ -1130,43 +1455,24 @@ def _w_ProduceResponse__PartitionProduceResponse_5(out: bytearray, o: ProduceRes
             for item in x:
                 _w_ProduceResponse__BatchIndexAndErrorMessage_1(out, item)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         tags: list[tuple[int, bytearray]] = []
         if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
             t = bytearray()
             x = o.current_leader
             _w_ProduceResponse__LeaderIdAndEpoch_0(t, x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ProduceResponse__TopicProduceResponse_0(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
-    item: Any
-    v_partition_responses: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_responses", pos)
-        else:
-            v_partition_responses = []
-            for _ in range(n):
-                item, pos = _r_ProduceResponse__PartitionProduceResponse_0(buf, pos)
-                v_partition_responses.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicProduceResponse: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__TopicProduceResponse)
-    o.name = v_name
-    o.partition_responses = v_partition_responses
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ProduceResponse__TopicProduceResponse_0(out: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
@@ -1188,30 +1494,6 @@ def _w_ProduceResponse__TopicProduceResponse_0(out: bytearray, o: ProduceRespons
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ProduceResponse__TopicProduceResponse_1(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
-    item: Any
-    v_partition_responses: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_responses", pos)
-        else:
-            v_partition_responses = []
-            for _ in range(n):
-                item, pos = _r_ProduceResponse__PartitionProduceResponse_1(buf, pos)
-                v_partition_responses.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicProduceResponse: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__TopicProduceResponse)
-    o.name = v_name
-    o.partition_responses = v_partition_responses
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_ProduceResponse__TopicProduceResponse_1(out: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
     x: Any
     item: Any
@@ -1229,30 +1511,6 @@ def _w_ProduceResponse__TopicProduceResponse_1(out: bytearray, o: ProduceRespons
                 _w_ProduceResponse__PartitionProduceResponse_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ProduceResponse__TopicProduceResponse_2(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
-    item: Any
-    v_partition_responses: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_responses", pos)
-        else:
-            v_partition_responses = []
-            for _ in range(n):
-                item, pos = _r_ProduceResponse__PartitionProduceResponse_2(buf, pos)
-                v_partition_responses.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicProduceResponse: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__TopicProduceResponse)
-    o.name = v_name
-    o.partition_responses = v_partition_responses
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_ProduceResponse__TopicProduceResponse_2(out: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
@@ -1274,30 +1532,6 @@ def _w_ProduceResponse__TopicProduceResponse_2(out: bytearray, o: ProduceRespons
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ProduceResponse__TopicProduceResponse_3(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
-    item: Any
-    v_partition_responses: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_responses", pos)
-        else:
-            v_partition_responses = []
-            for _ in range(n):
-                item, pos = _r_ProduceResponse__PartitionProduceResponse_3(buf, pos)
-                v_partition_responses.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicProduceResponse: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__TopicProduceResponse)
-    o.name = v_name
-    o.partition_responses = v_partition_responses
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_ProduceResponse__TopicProduceResponse_3(out: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
     x: Any
     item: Any
@@ -1317,39 +1551,6 @@ def _w_ProduceResponse__TopicProduceResponse_3(out: bytearray, o: ProduceRespons
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_ProduceResponse__TopicProduceResponse_4(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
-    item: Any
-    v_partition_responses: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_responses", pos)
-        else:
-            v_partition_responses = []
-            for _ in range(n):
-                item, pos = _r_ProduceResponse__PartitionProduceResponse_4(buf, pos)
-                v_partition_responses.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicProduceResponse: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__TopicProduceResponse)
-    o.name = v_name
-    o.partition_responses = v_partition_responses
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_ProduceResponse__TopicProduceResponse_4(out: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
     x: Any
     item: Any
@@ -1357,7 +1558,12 @@ def _w_ProduceResponse__TopicProduceResponse_4(out: bytearray, o: ProduceRespons
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_responses
         if x is None:
             raise EncodeError("field partition_responses is None but not nullable at this version")
@@ -1365,46 +1571,12 @@ def _w_ProduceResponse__TopicProduceResponse_4(out: bytearray, o: ProduceRespons
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ProduceResponse__PartitionProduceResponse_4(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ProduceResponse__TopicProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse.TopicProduceResponse, int]:
-    item: Any
-    v_partition_responses: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_responses", pos)
-        else:
-            v_partition_responses = []
-            for _ in range(n):
-                item, pos = _r_ProduceResponse__PartitionProduceResponse_5(buf, pos)
-                v_partition_responses.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicProduceResponse: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__TopicProduceResponse)
-    o.name = v_name
-    o.partition_responses = v_partition_responses
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ProduceResponse__TopicProduceResponse_5(out: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
@@ -1414,7 +1586,12 @@ def _w_ProduceResponse__TopicProduceResponse_5(out: bytearray, o: ProduceRespons
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_responses
         if x is None:
             raise EncodeError("field partition_responses is None but not nullable at this version")
@@ -1422,43 +1599,12 @@ def _w_ProduceResponse__TopicProduceResponse_5(out: bytearray, o: ProduceRespons
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ProduceResponse__PartitionProduceResponse_5(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ProduceResponse__NodeEndpoint_0(buf: Any, pos: int) -> tuple[ProduceResponse.NodeEndpoint, int]:
-    try:
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read NodeEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_ProduceResponse__NodeEndpoint)
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.rack = v_rack
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ProduceResponse__NodeEndpoint_0(out: bytearray, o: ProduceResponse.NodeEndpoint) -> None:
@@ -1468,13 +1614,22 @@ def _w_ProduceResponse__NodeEndpoint_0(out: bytearray, o: ProduceResponse.NodeEn
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.port)
         x = o.rack
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,6 +14,7 @@ __all__ = ['ProducerIdsRecord']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_iqq = struct.Struct(">iqq")
+_F_iqqB = struct.Struct(">iqqB")
 
 
 class ProducerIdsRecord(KafkaMessage):
@@ -23,7 +24,7 @@ class ProducerIdsRecord(KafkaMessage):
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.next_producer_id = next_producer_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ProducerIdsRecord'
     API_KEY = 15
@@ -33,34 +34,33 @@ class ProducerIdsRecord(KafkaMessage):
 
 
 def _r_ProducerIdsRecord_0(buf: Any, pos: int) -> tuple[ProducerIdsRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch, v_next_producer_id,) = _F_iqq.unpack_from(buf, pos)
-        pos += 20
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_broker_id, s1_broker_epoch, s1_next_producer_id, t1,) = _F_iqqB.unpack_from(buf, pos)
+        pos += 21
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ProducerIdsRecord)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.next_producer_id = s1_next_producer_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ProducerIdsRecord: {exc}", offset=pos) from None
-    o = _new(ProducerIdsRecord)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.next_producer_id = v_next_producer_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ProducerIdsRecord_0(out: bytearray, o: ProducerIdsRecord) -> None:
     try:
         out += _F_iqq.pack(o.broker_id, o.broker_epoch, o.next_producer_id)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

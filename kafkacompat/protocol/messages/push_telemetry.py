@@ -16,6 +16,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_iob = struct.Struct(">i?b")
 _F_ih = struct.Struct(">ih")
+_F_ihB = struct.Struct(">ihB")
 
 
 class PushTelemetryRequest(KafkaMessage):
@@ -27,7 +28,7 @@ class PushTelemetryRequest(KafkaMessage):
         self.terminating = terminating
         self.compression_type = compression_type
         self.metrics = metrics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'PushTelemetryRequest'
     API_KEY = 72
@@ -42,7 +43,7 @@ class PushTelemetryResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'PushTelemetryResponse'
     API_KEY = 72
@@ -52,32 +53,33 @@ class PushTelemetryResponse(KafkaMessage):
 
 
 def _r_PushTelemetryRequest_0(buf: Any, pos: int) -> tuple[PushTelemetryRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_client_instance_id, pos = _wire.read_uuid(buf, pos)
-        (v_subscription_id, v_terminating, v_compression_type,) = _F_iob.unpack_from(buf, pos)
+        s1_client_instance_id, pos = _wire.read_uuid(buf, pos)
+        (s1_subscription_id, s1_terminating, s1_compression_type,) = _F_iob.unpack_from(buf, pos)
         pos += 6
-        v_metrics, pos = _wire.read_compact_bytes(buf, pos)
-        if v_metrics is None:
+        s1_metrics, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_metrics is None:
             raise _wire.null_error("metrics", pos)
-        unknown = _wire.EMPTY_TAGS
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(PushTelemetryRequest)
+        o1.client_instance_id = s1_client_instance_id
+        o1.subscription_id = s1_subscription_id
+        o1.terminating = s1_terminating
+        o1.compression_type = s1_compression_type
+        o1.metrics = s1_metrics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read PushTelemetryRequest: {exc}", offset=pos) from None
-    o = _new(PushTelemetryRequest)
-    o.client_instance_id = v_client_instance_id
-    o.subscription_id = v_subscription_id
-    o.terminating = v_terminating
-    o.compression_type = v_compression_type
-    o.metrics = v_metrics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_PushTelemetryRequest_0(out: bytearray, o: PushTelemetryRequest) -> None:
@@ -90,9 +92,8 @@ def _w_PushTelemetryRequest_0(out: bytearray, o: PushTelemetryRequest) -> None:
         if x is None:
             raise EncodeError("field metrics is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -100,33 +101,32 @@ def _w_PushTelemetryRequest_0(out: bytearray, o: PushTelemetryRequest) -> None:
 
 
 def _r_PushTelemetryResponse_0(buf: Any, pos: int) -> tuple[PushTelemetryResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_throttle_time_ms, s1_error_code, t1,) = _F_ihB.unpack_from(buf, pos)
+        pos += 7
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(PushTelemetryResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read PushTelemetryResponse: {exc}", offset=pos) from None
-    o = _new(PushTelemetryResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_PushTelemetryResponse_0(out: bytearray, o: PushTelemetryResponse) -> None:
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

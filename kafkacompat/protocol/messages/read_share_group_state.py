@@ -16,8 +16,10 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
+_F_iiB = struct.Struct(">iiB")
 _F_iq = struct.Struct(">iq")
 _F_qqbh = struct.Struct(">qqbh")
+_F_qqbhB = struct.Struct(">qqbhB")
 
 
 class ReadShareGroupStateRequest(KafkaMessage):
@@ -26,7 +28,7 @@ class ReadShareGroupStateRequest(KafkaMessage):
     def __init__(self, *, group_id: str = "", topics: list[ReadShareGroupStateRequest.ReadStateData] = _wire.DEFAULT) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ReadShareGroupStateRequest'
     API_KEY = 84
@@ -42,7 +44,7 @@ class ReadShareGroupStateRequest(KafkaMessage):
         def __init__(self, *, partition: int = 0, leader_epoch: int = 0) -> None:
             self.partition = partition
             self.leader_epoch = leader_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ReadStateData(KafkaStruct):
@@ -51,7 +53,7 @@ class ReadShareGroupStateRequest(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[ReadShareGroupStateRequest.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class ReadShareGroupStateResponse(KafkaMessage):
@@ -59,7 +61,7 @@ class ReadShareGroupStateResponse(KafkaMessage):
 
     def __init__(self, *, results: list[ReadShareGroupStateResponse.ReadStateResult] = _wire.DEFAULT) -> None:
         self.results = [] if results is _wire.DEFAULT else results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ReadShareGroupStateResponse'
     API_KEY = 84
@@ -75,7 +77,7 @@ class ReadShareGroupStateResponse(KafkaMessage):
             self.last_offset = last_offset
             self.delivery_state = delivery_state
             self.delivery_count = delivery_count
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class PartitionResult(KafkaStruct):
@@ -88,7 +90,7 @@ class ReadShareGroupStateResponse(KafkaMessage):
             self.state_epoch = state_epoch
             self.start_offset = start_offset
             self.state_batches = [] if state_batches is _wire.DEFAULT else state_batches
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ReadStateResult(KafkaStruct):
@@ -97,41 +99,111 @@ class ReadShareGroupStateResponse(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[ReadShareGroupStateResponse.PartitionResult] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_ReadShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ReadShareGroupStateRequest__ReadStateData_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 9 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_leader_epoch, t5,) in _F_iiB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_ReadShareGroupStateRequest__PartitionData)
+                            o5.partition = s5_partition
+                            o5.leader_epoch = s5_leader_epoch
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_leader_epoch, t6,) = _F_iiB.unpack_from(buf, pos)
+                            pos += 9
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_ReadShareGroupStateRequest__PartitionData)
+                            o6.partition = s6_partition
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ReadShareGroupStateRequest__ReadStateData)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ReadShareGroupStateRequest)
+        o1.group_id = s1_group_id
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ReadShareGroupStateRequest: {exc}", offset=pos) from None
-    o = _new(ReadShareGroupStateRequest)
-    o.group_id = v_group_id
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ReadShareGroupStateRequest_0(out: bytearray, o: ReadShareGroupStateRequest) -> None:
@@ -141,7 +213,12 @@ def _w_ReadShareGroupStateRequest_0(out: bytearray, o: ReadShareGroupStateReques
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -149,78 +226,23 @@ def _w_ReadShareGroupStateRequest_0(out: bytearray, o: ReadShareGroupStateReques
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateRequest__ReadStateData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ReadShareGroupStateRequest__PartitionData_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateRequest.PartitionData, int]:
-    try:
-        (v_partition, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_ReadShareGroupStateRequest__PartitionData)
-    o.partition = v_partition
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ReadShareGroupStateRequest__PartitionData_0(out: bytearray, o: ReadShareGroupStateRequest.PartitionData) -> None:
     try:
         out += _F_ii.pack(o.partition, o.leader_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ReadShareGroupStateRequest__ReadStateData_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateRequest.ReadStateData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ReadShareGroupStateRequest__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReadStateData: {exc}", offset=pos) from None
-    o = _new(_C_ReadShareGroupStateRequest__ReadStateData)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ReadShareGroupStateRequest__ReadStateData_0(out: bytearray, o: ReadShareGroupStateRequest.ReadStateData) -> None:
@@ -236,9 +258,8 @@ def _w_ReadShareGroupStateRequest__ReadStateData_0(out: bytearray, o: ReadShareG
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateRequest__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -246,32 +267,145 @@ def _w_ReadShareGroupStateRequest__ReadStateData_0(out: bytearray, o: ReadShareG
 
 
 def _r_ReadShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_partitions: list[Any]
+    s5_error_message: str | None
+    s5_state_batches: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_ReadShareGroupStateResponse__ReadStateResult_0(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        (s5_state_epoch, s5_start_offset,) = _F_iq.unpack_from(buf, pos)
+                        pos += 12
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("state_batches", pos)
+                        else:
+                            stop7 = pos + 20 * n
+                            s5_state_batches = []
+                            add6 = s5_state_batches.append
+                            if stop7 <= buflen:
+                                for (s7_first_offset, s7_last_offset, s7_delivery_state, s7_delivery_count, t7,) in _F_qqbhB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_ReadShareGroupStateResponse__StateBatch)
+                                    o7.first_offset = s7_first_offset
+                                    o7.last_offset = s7_last_offset
+                                    o7.delivery_state = s7_delivery_state
+                                    o7.delivery_count = s7_delivery_count
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_state_batches = []
+                                add6 = s5_state_batches.append
+                                for _ in range(n):
+                                    (s8_first_offset, s8_last_offset, s8_delivery_state, s8_delivery_count, t8,) = _F_qqbhB.unpack_from(buf, pos)
+                                    pos += 20
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_ReadShareGroupStateResponse__StateBatch)
+                                    o8.first_offset = s8_first_offset
+                                    o8.last_offset = s8_last_offset
+                                    o8.delivery_state = s8_delivery_state
+                                    o8.delivery_count = s8_delivery_count
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_ReadShareGroupStateResponse__PartitionResult)
+                        o5.partition = s5_partition
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5.state_epoch = s5_state_epoch
+                        o5.start_offset = s5_start_offset
+                        o5.state_batches = s5_state_batches
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ReadShareGroupStateResponse__ReadStateResult)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ReadShareGroupStateResponse)
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ReadShareGroupStateResponse: {exc}", offset=pos) from None
-    o = _new(ReadShareGroupStateResponse)
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ReadShareGroupStateResponse_0(out: bytearray, o: ReadShareGroupStateResponse) -> None:
@@ -285,88 +419,23 @@ def _w_ReadShareGroupStateResponse_0(out: bytearray, o: ReadShareGroupStateRespo
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateResponse__ReadStateResult_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ReadShareGroupStateResponse__StateBatch_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateResponse.StateBatch, int]:
-    try:
-        (v_first_offset, v_last_offset, v_delivery_state, v_delivery_count,) = _F_qqbh.unpack_from(buf, pos)
-        pos += 19
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StateBatch: {exc}", offset=pos) from None
-    o = _new(_C_ReadShareGroupStateResponse__StateBatch)
-    o.first_offset = v_first_offset
-    o.last_offset = v_last_offset
-    o.delivery_state = v_delivery_state
-    o.delivery_count = v_delivery_count
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ReadShareGroupStateResponse__StateBatch_0(out: bytearray, o: ReadShareGroupStateResponse.StateBatch) -> None:
     try:
         out += _F_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ReadShareGroupStateResponse__PartitionResult_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateResponse.PartitionResult, int]:
-    item: Any
-    v_state_batches: list[Any]
-    try:
-        (v_partition, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        (v_state_epoch, v_start_offset,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("state_batches", pos)
-        else:
-            v_state_batches = []
-            for _ in range(n):
-                item, pos = _r_ReadShareGroupStateResponse__StateBatch_0(buf, pos)
-                v_state_batches.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_ReadShareGroupStateResponse__PartitionResult)
-    o.partition = v_partition
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.state_epoch = v_state_epoch
-    o.start_offset = v_start_offset
-    o.state_batches = v_state_batches
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ReadShareGroupStateResponse__PartitionResult_0(out: bytearray, o: ReadShareGroupStateResponse.PartitionResult) -> None:
@@ -375,7 +444,12 @@ def _w_ReadShareGroupStateResponse__PartitionResult_0(out: bytearray, o: ReadSha
     try:
         out += _F_ih.pack(o.partition, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_iq.pack(o.state_epoch, o.start_offset)
         x = o.state_batches
         if x is None:
@@ -384,44 +458,12 @@ def _w_ReadShareGroupStateResponse__PartitionResult_0(out: bytearray, o: ReadSha
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateResponse__StateBatch_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ReadShareGroupStateResponse__ReadStateResult_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateResponse.ReadStateResult, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ReadShareGroupStateResponse__PartitionResult_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReadStateResult: {exc}", offset=pos) from None
-    o = _new(_C_ReadShareGroupStateResponse__ReadStateResult)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ReadShareGroupStateResponse__ReadStateResult_0(out: bytearray, o: ReadShareGroupStateResponse.ReadStateResult) -> None:
@@ -437,9 +479,8 @@ def _w_ReadShareGroupStateResponse__ReadStateResult_0(out: bytearray, o: ReadSha
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateResponse__PartitionResult_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -16,7 +16,9 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
+_F_iiB = struct.Struct(">iiB")
 _F_iq = struct.Struct(">iq")
+_F_iqB = struct.Struct(">iqB")
 
 
 class ReadShareGroupStateSummaryRequest(KafkaMessage):
@@ -25,7 +27,7 @@ class ReadShareGroupStateSummaryRequest(KafkaMessage):
     def __init__(self, *, group_id: str = "", topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData] = _wire.DEFAULT) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ReadShareGroupStateSummaryRequest'
     API_KEY = 87
@@ -41,7 +43,7 @@ class ReadShareGroupStateSummaryRequest(KafkaMessage):
         def __init__(self, *, partition: int = 0, leader_epoch: int = 0) -> None:
             self.partition = partition
             self.leader_epoch = leader_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ReadStateSummaryData(KafkaStruct):
@@ -50,7 +52,7 @@ class ReadShareGroupStateSummaryRequest(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[ReadShareGroupStateSummaryRequest.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class ReadShareGroupStateSummaryResponse(KafkaMessage):
@@ -58,7 +60,7 @@ class ReadShareGroupStateSummaryResponse(KafkaMessage):
 
     def __init__(self, *, results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult] = _wire.DEFAULT) -> None:
         self.results = [] if results is _wire.DEFAULT else results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ReadShareGroupStateSummaryResponse'
     API_KEY = 87
@@ -75,7 +77,7 @@ class ReadShareGroupStateSummaryResponse(KafkaMessage):
             self.error_message = error_message
             self.state_epoch = state_epoch
             self.start_offset = start_offset
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ReadStateSummaryResult(KafkaStruct):
@@ -84,41 +86,111 @@ class ReadShareGroupStateSummaryResponse(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_ReadShareGroupStateSummaryRequest_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ReadShareGroupStateSummaryRequest__ReadStateSummaryData_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 9 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition, s5_leader_epoch, t5,) in _F_iiB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_ReadShareGroupStateSummaryRequest__PartitionData)
+                            o5.partition = s5_partition
+                            o5.leader_epoch = s5_leader_epoch
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition, s6_leader_epoch, t6,) = _F_iiB.unpack_from(buf, pos)
+                            pos += 9
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_ReadShareGroupStateSummaryRequest__PartitionData)
+                            o6.partition = s6_partition
+                            o6.leader_epoch = s6_leader_epoch
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ReadShareGroupStateSummaryRequest__ReadStateSummaryData)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ReadShareGroupStateSummaryRequest)
+        o1.group_id = s1_group_id
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ReadShareGroupStateSummaryRequest: {exc}", offset=pos) from None
-    o = _new(ReadShareGroupStateSummaryRequest)
-    o.group_id = v_group_id
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ReadShareGroupStateSummaryRequest_0(out: bytearray, o: ReadShareGroupStateSummaryRequest) -> None:
@@ -128,7 +200,12 @@ def _w_ReadShareGroupStateSummaryRequest_0(out: bytearray, o: ReadShareGroupStat
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -136,78 +213,23 @@ def _w_ReadShareGroupStateSummaryRequest_0(out: bytearray, o: ReadShareGroupStat
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateSummaryRequest__ReadStateSummaryData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ReadShareGroupStateSummaryRequest__PartitionData_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest.PartitionData, int]:
-    try:
-        (v_partition, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_ReadShareGroupStateSummaryRequest__PartitionData)
-    o.partition = v_partition
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ReadShareGroupStateSummaryRequest__PartitionData_0(out: bytearray, o: ReadShareGroupStateSummaryRequest.PartitionData) -> None:
     try:
         out += _F_ii.pack(o.partition, o.leader_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ReadShareGroupStateSummaryRequest__ReadStateSummaryData_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest.ReadStateSummaryData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ReadShareGroupStateSummaryRequest__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReadStateSummaryData: {exc}", offset=pos) from None
-    o = _new(_C_ReadShareGroupStateSummaryRequest__ReadStateSummaryData)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ReadShareGroupStateSummaryRequest__ReadStateSummaryData_0(out: bytearray, o: ReadShareGroupStateSummaryRequest.ReadStateSummaryData) -> None:
@@ -223,9 +245,8 @@ def _w_ReadShareGroupStateSummaryRequest__ReadStateSummaryData_0(out: bytearray,
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateSummaryRequest__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -233,32 +254,95 @@ def _w_ReadShareGroupStateSummaryRequest__ReadStateSummaryData_0(out: bytearray,
 
 
 def _r_ReadShareGroupStateSummaryResponse_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_partitions: list[Any]
+    s5_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_0(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        (s5_state_epoch, s5_start_offset, t5,) = _F_iqB.unpack_from(buf, pos)
+                        pos += 13
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_ReadShareGroupStateSummaryResponse__PartitionResult)
+                        o5.partition = s5_partition
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5.state_epoch = s5_state_epoch
+                        o5.start_offset = s5_start_offset
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ReadShareGroupStateSummaryResponse)
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ReadShareGroupStateSummaryResponse: {exc}", offset=pos) from None
-    o = _new(ReadShareGroupStateSummaryResponse)
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ReadShareGroupStateSummaryResponse_0(out: bytearray, o: ReadShareGroupStateSummaryResponse) -> None:
@@ -272,41 +356,12 @@ def _w_ReadShareGroupStateSummaryResponse_0(out: bytearray, o: ReadShareGroupSta
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ReadShareGroupStateSummaryResponse__PartitionResult_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryResponse.PartitionResult, int]:
-    try:
-        (v_partition, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        (v_state_epoch, v_start_offset,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_ReadShareGroupStateSummaryResponse__PartitionResult)
-    o.partition = v_partition
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.state_epoch = v_state_epoch
-    o.start_offset = v_start_offset
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ReadShareGroupStateSummaryResponse__PartitionResult_0(out: bytearray, o: ReadShareGroupStateSummaryResponse.PartitionResult) -> None:
@@ -314,46 +369,19 @@ def _w_ReadShareGroupStateSummaryResponse__PartitionResult_0(out: bytearray, o: 
     try:
         out += _F_ih.pack(o.partition, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_iq.pack(o.state_epoch, o.start_offset)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ReadShareGroupStateSummaryResponse__PartitionResult_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ReadStateSummaryResult: {exc}", offset=pos) from None
-    o = _new(_C_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_0(out: bytearray, o: ReadShareGroupStateSummaryResponse.ReadStateSummaryResult) -> None:
@@ -369,9 +397,8 @@ def _w_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_0(out: bytearr
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateSummaryResponse__PartitionResult_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -16,8 +16,12 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
 _F_oo = struct.Struct(">??")
+_F_ooB = struct.Struct(">??B")
+_F_oB = struct.Struct(">?B")
 _F_Hh = struct.Struct(">Hh")
+_F_HhB = struct.Struct(">HhB")
 _F_hh = struct.Struct(">hh")
+_F_hhB = struct.Struct(">hhB")
 _F_i = struct.Struct(">i")
 _F_io = struct.Struct(">i?")
 _F_q = struct.Struct(">q")
@@ -37,7 +41,7 @@ class RegisterBrokerRecord(KafkaMessage):
         self.fenced = fenced
         self.in_controlled_shutdown = in_controlled_shutdown
         self.log_dirs = [] if log_dirs is _wire.DEFAULT else log_dirs
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'RegisterBrokerRecord'
     API_KEY = 0
@@ -53,7 +57,7 @@ class RegisterBrokerRecord(KafkaMessage):
             self.host = host
             self.port = port
             self.security_protocol = security_protocol
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -64,64 +68,141 @@ class RegisterBrokerRecord(KafkaMessage):
             self.name = name
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
 
 def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
-    item: Any
-    v_end_points: list[Any]
-    v_features: list[Any]
+    s1_end_points: list[Any]
+    s1_features: list[Any]
+    s1_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_incarnation_id, pos = _wire.read_uuid(buf, pos)
-        (v_broker_epoch,) = _F_q.unpack_from(buf, pos)
+        s1_incarnation_id, pos = _wire.read_uuid(buf, pos)
+        (s1_broker_epoch,) = _F_q.unpack_from(buf, pos)
         pos += 8
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("end_points", pos)
         else:
-            v_end_points = _wire.KeyedList()
+            s1_end_points = _wire.KeyedList()
+            add2 = s1_end_points.append
             for _ in range(n):
-                item, pos = _r_RegisterBrokerRecord__BrokerEndpoint_0(buf, pos)
-                v_end_points.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_RegisterBrokerRecord__BrokerEndpoint)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.security_protocol = s3_security_protocol
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("features", pos)
         else:
-            v_features = _wire.KeyedList()
+            s1_features = _wire.KeyedList()
+            add4 = s1_features.append
             for _ in range(n):
-                item, pos = _r_RegisterBrokerRecord__BrokerFeature_0(buf, pos)
-                v_features.append(item)
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        (v_fenced,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_RegisterBrokerRecord__BrokerFeature)
+                o5.name = s5_name
+                o5.min_supported_version = s5_min_supported_version
+                o5.max_supported_version = s5_max_supported_version
+                o5._unknown_tags = u5
+                add4(o5)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_rack, pos = _wire.read_compact_string(buf, pos)
+        (s1_fenced, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(RegisterBrokerRecord)
+        o1.broker_id = s1_broker_id
+        o1.is_migrating_zk_broker = False
+        o1.incarnation_id = s1_incarnation_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.end_points = s1_end_points
+        o1.features = s1_features
+        o1.rack = s1_rack
+        o1.fenced = s1_fenced
+        o1.in_controlled_shutdown = False
+        o1.log_dirs = []
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RegisterBrokerRecord: {exc}", offset=pos) from None
-    o = _new(RegisterBrokerRecord)
-    o.broker_id = v_broker_id
-    o.is_migrating_zk_broker = False
-    o.incarnation_id = v_incarnation_id
-    o.broker_epoch = v_broker_epoch
-    o.end_points = v_end_points
-    o.features = v_features
-    o.rack = v_rack
-    o.fenced = v_fenced
-    o.in_controlled_shutdown = False
-    o.log_dirs = []
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RegisterBrokerRecord_0(out: bytearray, o: RegisterBrokerRecord) -> None:
@@ -153,11 +234,15 @@ def _w_RegisterBrokerRecord_0(out: bytearray, o: RegisterBrokerRecord) -> None:
             for item in x:
                 _w_RegisterBrokerRecord__BrokerFeature_0(out, item)
         x = o.rack
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_o.pack(o.fenced)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -165,58 +250,135 @@ def _w_RegisterBrokerRecord_0(out: bytearray, o: RegisterBrokerRecord) -> None:
 
 
 def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
-    item: Any
-    v_end_points: list[Any]
-    v_features: list[Any]
+    s1_end_points: list[Any]
+    s1_features: list[Any]
+    s1_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_incarnation_id, pos = _wire.read_uuid(buf, pos)
-        (v_broker_epoch,) = _F_q.unpack_from(buf, pos)
+        s1_incarnation_id, pos = _wire.read_uuid(buf, pos)
+        (s1_broker_epoch,) = _F_q.unpack_from(buf, pos)
         pos += 8
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("end_points", pos)
         else:
-            v_end_points = _wire.KeyedList()
+            s1_end_points = _wire.KeyedList()
+            add2 = s1_end_points.append
             for _ in range(n):
-                item, pos = _r_RegisterBrokerRecord__BrokerEndpoint_0(buf, pos)
-                v_end_points.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_RegisterBrokerRecord__BrokerEndpoint)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.security_protocol = s3_security_protocol
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("features", pos)
         else:
-            v_features = _wire.KeyedList()
+            s1_features = _wire.KeyedList()
+            add4 = s1_features.append
             for _ in range(n):
-                item, pos = _r_RegisterBrokerRecord__BrokerFeature_0(buf, pos)
-                v_features.append(item)
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        (v_fenced, v_in_controlled_shutdown,) = _F_oo.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_RegisterBrokerRecord__BrokerFeature)
+                o5.name = s5_name
+                o5.min_supported_version = s5_min_supported_version
+                o5.max_supported_version = s5_max_supported_version
+                o5._unknown_tags = u5
+                add4(o5)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_rack, pos = _wire.read_compact_string(buf, pos)
+        (s1_fenced, s1_in_controlled_shutdown, t1,) = _F_ooB.unpack_from(buf, pos)
+        pos += 3
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(RegisterBrokerRecord)
+        o1.broker_id = s1_broker_id
+        o1.is_migrating_zk_broker = False
+        o1.incarnation_id = s1_incarnation_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.end_points = s1_end_points
+        o1.features = s1_features
+        o1.rack = s1_rack
+        o1.fenced = s1_fenced
+        o1.in_controlled_shutdown = s1_in_controlled_shutdown
+        o1.log_dirs = []
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RegisterBrokerRecord: {exc}", offset=pos) from None
-    o = _new(RegisterBrokerRecord)
-    o.broker_id = v_broker_id
-    o.is_migrating_zk_broker = False
-    o.incarnation_id = v_incarnation_id
-    o.broker_epoch = v_broker_epoch
-    o.end_points = v_end_points
-    o.features = v_features
-    o.rack = v_rack
-    o.fenced = v_fenced
-    o.in_controlled_shutdown = v_in_controlled_shutdown
-    o.log_dirs = []
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RegisterBrokerRecord_1(out: bytearray, o: RegisterBrokerRecord) -> None:
@@ -246,11 +408,15 @@ def _w_RegisterBrokerRecord_1(out: bytearray, o: RegisterBrokerRecord) -> None:
             for item in x:
                 _w_RegisterBrokerRecord__BrokerFeature_0(out, item)
         x = o.rack
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_oo.pack(o.fenced, o.in_controlled_shutdown)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -258,58 +424,135 @@ def _w_RegisterBrokerRecord_1(out: bytearray, o: RegisterBrokerRecord) -> None:
 
 
 def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
-    item: Any
-    v_end_points: list[Any]
-    v_features: list[Any]
+    s1_end_points: list[Any]
+    s1_features: list[Any]
+    s1_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_is_migrating_zk_broker,) = _F_io.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id, s1_is_migrating_zk_broker,) = _F_io.unpack_from(buf, pos)
         pos += 5
-        v_incarnation_id, pos = _wire.read_uuid(buf, pos)
-        (v_broker_epoch,) = _F_q.unpack_from(buf, pos)
+        s1_incarnation_id, pos = _wire.read_uuid(buf, pos)
+        (s1_broker_epoch,) = _F_q.unpack_from(buf, pos)
         pos += 8
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("end_points", pos)
         else:
-            v_end_points = _wire.KeyedList()
+            s1_end_points = _wire.KeyedList()
+            add2 = s1_end_points.append
             for _ in range(n):
-                item, pos = _r_RegisterBrokerRecord__BrokerEndpoint_0(buf, pos)
-                v_end_points.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_RegisterBrokerRecord__BrokerEndpoint)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.security_protocol = s3_security_protocol
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("features", pos)
         else:
-            v_features = _wire.KeyedList()
+            s1_features = _wire.KeyedList()
+            add4 = s1_features.append
             for _ in range(n):
-                item, pos = _r_RegisterBrokerRecord__BrokerFeature_0(buf, pos)
-                v_features.append(item)
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        (v_fenced, v_in_controlled_shutdown,) = _F_oo.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_RegisterBrokerRecord__BrokerFeature)
+                o5.name = s5_name
+                o5.min_supported_version = s5_min_supported_version
+                o5.max_supported_version = s5_max_supported_version
+                o5._unknown_tags = u5
+                add4(o5)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_rack, pos = _wire.read_compact_string(buf, pos)
+        (s1_fenced, s1_in_controlled_shutdown, t1,) = _F_ooB.unpack_from(buf, pos)
+        pos += 3
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(RegisterBrokerRecord)
+        o1.broker_id = s1_broker_id
+        o1.is_migrating_zk_broker = s1_is_migrating_zk_broker
+        o1.incarnation_id = s1_incarnation_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.end_points = s1_end_points
+        o1.features = s1_features
+        o1.rack = s1_rack
+        o1.fenced = s1_fenced
+        o1.in_controlled_shutdown = s1_in_controlled_shutdown
+        o1.log_dirs = []
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RegisterBrokerRecord: {exc}", offset=pos) from None
-    o = _new(RegisterBrokerRecord)
-    o.broker_id = v_broker_id
-    o.is_migrating_zk_broker = v_is_migrating_zk_broker
-    o.incarnation_id = v_incarnation_id
-    o.broker_epoch = v_broker_epoch
-    o.end_points = v_end_points
-    o.features = v_features
-    o.rack = v_rack
-    o.fenced = v_fenced
-    o.in_controlled_shutdown = v_in_controlled_shutdown
-    o.log_dirs = []
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RegisterBrokerRecord_2(out: bytearray, o: RegisterBrokerRecord) -> None:
@@ -337,11 +580,15 @@ def _w_RegisterBrokerRecord_2(out: bytearray, o: RegisterBrokerRecord) -> None:
             for item in x:
                 _w_RegisterBrokerRecord__BrokerFeature_0(out, item)
         x = o.rack
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_oo.pack(o.fenced, o.in_controlled_shutdown)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -350,71 +597,154 @@ def _w_RegisterBrokerRecord_2(out: bytearray, o: RegisterBrokerRecord) -> None:
 
 def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
     item: Any
-    v_end_points: list[Any]
-    v_features: list[Any]
-    v_log_dirs: list[Any]
+    s1_end_points: list[Any]
+    s1_features: list[Any]
+    s1_log_dirs: list[Any]
+    s1_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_is_migrating_zk_broker,) = _F_io.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_broker_id, s1_is_migrating_zk_broker,) = _F_io.unpack_from(buf, pos)
         pos += 5
-        v_incarnation_id, pos = _wire.read_uuid(buf, pos)
-        (v_broker_epoch,) = _F_q.unpack_from(buf, pos)
+        s1_incarnation_id, pos = _wire.read_uuid(buf, pos)
+        (s1_broker_epoch,) = _F_q.unpack_from(buf, pos)
         pos += 8
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("end_points", pos)
         else:
-            v_end_points = _wire.KeyedList()
+            s1_end_points = _wire.KeyedList()
+            add2 = s1_end_points.append
             for _ in range(n):
-                item, pos = _r_RegisterBrokerRecord__BrokerEndpoint_0(buf, pos)
-                v_end_points.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_RegisterBrokerRecord__BrokerEndpoint)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.security_protocol = s3_security_protocol
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("features", pos)
         else:
-            v_features = _wire.KeyedList()
+            s1_features = _wire.KeyedList()
+            add4 = s1_features.append
             for _ in range(n):
-                item, pos = _r_RegisterBrokerRecord__BrokerFeature_0(buf, pos)
-                v_features.append(item)
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        (v_fenced, v_in_controlled_shutdown,) = _F_oo.unpack_from(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_RegisterBrokerRecord__BrokerFeature)
+                o5.name = s5_name
+                o5.min_supported_version = s5_min_supported_version
+                o5.max_supported_version = s5_max_supported_version
+                o5._unknown_tags = u5
+                add4(o5)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_rack, pos = _wire.read_compact_string(buf, pos)
+        (s1_fenced, s1_in_controlled_shutdown,) = _F_oo.unpack_from(buf, pos)
         pos += 2
-        v_log_dirs = []
-        unknown = _wire.EMPTY_TAGS
+        s1_log_dirs = []
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
                         raise _wire.null_error("log_dirs", pos)
                     else:
-                        v_log_dirs = []
+                        s1_log_dirs = []
                         for _ in range(n):
                             item, pos = _wire.read_uuid(buf, pos)
-                            v_log_dirs.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+                            s1_log_dirs.append(item)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(RegisterBrokerRecord)
+        o1.broker_id = s1_broker_id
+        o1.is_migrating_zk_broker = s1_is_migrating_zk_broker
+        o1.incarnation_id = s1_incarnation_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.end_points = s1_end_points
+        o1.features = s1_features
+        o1.rack = s1_rack
+        o1.fenced = s1_fenced
+        o1.in_controlled_shutdown = s1_in_controlled_shutdown
+        o1.log_dirs = s1_log_dirs
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RegisterBrokerRecord: {exc}", offset=pos) from None
-    o = _new(RegisterBrokerRecord)
-    o.broker_id = v_broker_id
-    o.is_migrating_zk_broker = v_is_migrating_zk_broker
-    o.incarnation_id = v_incarnation_id
-    o.broker_epoch = v_broker_epoch
-    o.end_points = v_end_points
-    o.features = v_features
-    o.rack = v_rack
-    o.fenced = v_fenced
-    o.in_controlled_shutdown = v_in_controlled_shutdown
-    o.log_dirs = v_log_dirs
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RegisterBrokerRecord_3(out: bytearray, o: RegisterBrokerRecord) -> None:
@@ -440,7 +770,12 @@ def _w_RegisterBrokerRecord_3(out: bytearray, o: RegisterBrokerRecord) -> None:
             for item in x:
                 _w_RegisterBrokerRecord__BrokerFeature_0(out, item)
         x = o.rack
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_oo.pack(o.fenced, o.in_controlled_shutdown)
         tags: list[tuple[int, bytearray]] = []
         if o.log_dirs:
@@ -453,42 +788,12 @@ def _w_RegisterBrokerRecord_3(out: bytearray, o: RegisterBrokerRecord) -> None:
                 for item in x:
                     _wire.write_uuid(t, item)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_RegisterBrokerRecord__BrokerEndpoint_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord.BrokerEndpoint, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port, v_security_protocol,) = _F_Hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read BrokerEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_RegisterBrokerRecord__BrokerEndpoint)
-    o.name = v_name
-    o.host = v_host
-    o.port = v_port
-    o.security_protocol = v_security_protocol
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_RegisterBrokerRecord__BrokerEndpoint_0(out: bytearray, o: RegisterBrokerRecord.BrokerEndpoint) -> None:
@@ -497,45 +802,28 @@ def _w_RegisterBrokerRecord__BrokerEndpoint_0(out: bytearray, o: RegisterBrokerR
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_Hh.pack(o.port, o.security_protocol)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_RegisterBrokerRecord__BrokerFeature_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord.BrokerFeature, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_min_supported_version, v_max_supported_version,) = _F_hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read BrokerFeature: {exc}", offset=pos) from None
-    o = _new(_C_RegisterBrokerRecord__BrokerFeature)
-    o.name = v_name
-    o.min_supported_version = v_min_supported_version
-    o.max_supported_version = v_max_supported_version
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_RegisterBrokerRecord__BrokerFeature_0(out: bytearray, o: RegisterBrokerRecord.BrokerFeature) -> None:
@@ -544,11 +832,15 @@ def _w_RegisterBrokerRecord__BrokerFeature_0(out: bytearray, o: RegisterBrokerRe
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_hh.pack(o.min_supported_version, o.max_supported_version)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -16,7 +16,9 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
 _F_Hh = struct.Struct(">Hh")
+_F_HhB = struct.Struct(">HhB")
 _F_hh = struct.Struct(">hh")
+_F_hhB = struct.Struct(">hhB")
 _F_i = struct.Struct(">i")
 
 
@@ -29,7 +31,7 @@ class RegisterControllerRecord(KafkaMessage):
         self.zk_migration_ready = zk_migration_ready
         self.end_points = _wire.KeyedList() if end_points is _wire.DEFAULT else end_points
         self.features = _wire.KeyedList() if features is _wire.DEFAULT else features
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'RegisterControllerRecord'
     API_KEY = 27
@@ -45,7 +47,7 @@ class RegisterControllerRecord(KafkaMessage):
             self.host = host
             self.port = port
             self.security_protocol = security_protocol
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -56,56 +58,125 @@ class RegisterControllerRecord(KafkaMessage):
             self.name = name
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
 
 def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControllerRecord, int]:
-    item: Any
-    v_end_points: list[Any]
-    v_features: list[Any]
+    s1_end_points: list[Any]
+    s1_features: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        (v_controller_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_incarnation_id, pos = _wire.read_uuid(buf, pos)
-        (v_zk_migration_ready,) = _F_o.unpack_from(buf, pos)
+        s1_incarnation_id, pos = _wire.read_uuid(buf, pos)
+        (s1_zk_migration_ready,) = _F_o.unpack_from(buf, pos)
         pos += 1
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("end_points", pos)
         else:
-            v_end_points = _wire.KeyedList()
+            s1_end_points = _wire.KeyedList()
+            add2 = s1_end_points.append
             for _ in range(n):
-                item, pos = _r_RegisterControllerRecord__ControllerEndpoint_0(buf, pos)
-                v_end_points.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_RegisterControllerRecord__ControllerEndpoint)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.security_protocol = s3_security_protocol
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("features", pos)
         else:
-            v_features = _wire.KeyedList()
+            s1_features = _wire.KeyedList()
+            add4 = s1_features.append
             for _ in range(n):
-                item, pos = _r_RegisterControllerRecord__ControllerFeature_0(buf, pos)
-                v_features.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                o5 = _new(_C_RegisterControllerRecord__ControllerFeature)
+                o5.name = s5_name
+                o5.min_supported_version = s5_min_supported_version
+                o5.max_supported_version = s5_max_supported_version
+                o5._unknown_tags = u5
+                add4(o5)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(RegisterControllerRecord)
+        o1.controller_id = s1_controller_id
+        o1.incarnation_id = s1_incarnation_id
+        o1.zk_migration_ready = s1_zk_migration_ready
+        o1.end_points = s1_end_points
+        o1.features = s1_features
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RegisterControllerRecord: {exc}", offset=pos) from None
-    o = _new(RegisterControllerRecord)
-    o.controller_id = v_controller_id
-    o.incarnation_id = v_incarnation_id
-    o.zk_migration_ready = v_zk_migration_ready
-    o.end_points = v_end_points
-    o.features = v_features
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RegisterControllerRecord_0(out: bytearray, o: RegisterControllerRecord) -> None:
@@ -130,43 +201,12 @@ def _w_RegisterControllerRecord_0(out: bytearray, o: RegisterControllerRecord) -
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_RegisterControllerRecord__ControllerFeature_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_RegisterControllerRecord__ControllerEndpoint_0(buf: Any, pos: int) -> tuple[RegisterControllerRecord.ControllerEndpoint, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port, v_security_protocol,) = _F_Hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ControllerEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_RegisterControllerRecord__ControllerEndpoint)
-    o.name = v_name
-    o.host = v_host
-    o.port = v_port
-    o.security_protocol = v_security_protocol
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_RegisterControllerRecord__ControllerEndpoint_0(out: bytearray, o: RegisterControllerRecord.ControllerEndpoint) -> None:
@@ -175,45 +215,28 @@ def _w_RegisterControllerRecord__ControllerEndpoint_0(out: bytearray, o: Registe
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_Hh.pack(o.port, o.security_protocol)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_RegisterControllerRecord__ControllerFeature_0(buf: Any, pos: int) -> tuple[RegisterControllerRecord.ControllerFeature, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_min_supported_version, v_max_supported_version,) = _F_hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ControllerFeature: {exc}", offset=pos) from None
-    o = _new(_C_RegisterControllerRecord__ControllerFeature)
-    o.name = v_name
-    o.min_supported_version = v_min_supported_version
-    o.max_supported_version = v_max_supported_version
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_RegisterControllerRecord__ControllerFeature_0(out: bytearray, o: RegisterControllerRecord.ControllerFeature) -> None:
@@ -222,11 +245,15 @@ def _w_RegisterControllerRecord__ControllerFeature_0(out: bytearray, o: Register
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_hh.pack(o.min_supported_version, o.max_supported_version)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -19,7 +19,7 @@ class RemoveDelegationTokenRecord(KafkaMessage):
 
     def __init__(self, *, token_id: str = "") -> None:
         self.token_id = token_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'RemoveDelegationTokenRecord'
     API_KEY = 26
@@ -29,25 +29,33 @@ class RemoveDelegationTokenRecord(KafkaMessage):
 
 
 def _r_RemoveDelegationTokenRecord_0(buf: Any, pos: int) -> tuple[RemoveDelegationTokenRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_token_id, pos = _wire.read_compact_string(buf, pos)
-        if v_token_id is None:
-            raise _wire.null_error("token_id", pos)
-        unknown = _wire.EMPTY_TAGS
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_token_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_token_id, pos = _wire.read_compact_text(buf, pos, "token_id")
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(RemoveDelegationTokenRecord)
+        o1.token_id = s1_token_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RemoveDelegationTokenRecord: {exc}", offset=pos) from None
-    o = _new(RemoveDelegationTokenRecord)
-    o.token_id = v_token_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RemoveDelegationTokenRecord_0(out: bytearray, o: RemoveDelegationTokenRecord) -> None:
@@ -56,10 +64,14 @@ def _w_RemoveDelegationTokenRecord_0(out: bytearray, o: RemoveDelegationTokenRec
         x = o.token_id
         if x is None:
             raise EncodeError("field token_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

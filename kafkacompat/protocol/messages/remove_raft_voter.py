@@ -25,7 +25,7 @@ class RemoveRaftVoterRequest(KafkaMessage):
         self.cluster_id = cluster_id
         self.voter_id = voter_id
         self.voter_directory_id = voter_directory_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'RemoveRaftVoterRequest'
     API_KEY = 81
@@ -41,7 +41,7 @@ class RemoveRaftVoterResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'RemoveRaftVoterResponse'
     API_KEY = 81
@@ -51,41 +51,56 @@ class RemoveRaftVoterResponse(KafkaMessage):
 
 
 def _r_RemoveRaftVoterRequest_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRequest, int]:
+    s1_cluster_id: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (v_voter_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_voter_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_voter_directory_id, pos = _wire.read_uuid(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+        s1_voter_directory_id, pos = _wire.read_uuid(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(RemoveRaftVoterRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.voter_id = s1_voter_id
+        o1.voter_directory_id = s1_voter_directory_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RemoveRaftVoterRequest: {exc}", offset=pos) from None
-    o = _new(RemoveRaftVoterRequest)
-    o.cluster_id = v_cluster_id
-    o.voter_id = v_voter_id
-    o.voter_directory_id = v_voter_directory_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RemoveRaftVoterRequest_0(out: bytearray, o: RemoveRaftVoterRequest) -> None:
     x: Any
     try:
         x = o.cluster_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.voter_id)
         x = o.voter_directory_id
         _wire.write_uuid(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -93,27 +108,38 @@ def _w_RemoveRaftVoterRequest_0(out: bytearray, o: RemoveRaftVoterRequest) -> No
 
 
 def _r_RemoveRaftVoterResponse_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterResponse, int]:
+    s1_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(RemoveRaftVoterResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RemoveRaftVoterResponse: {exc}", offset=pos) from None
-    o = _new(RemoveRaftVoterResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RemoveRaftVoterResponse_0(out: bytearray, o: RemoveRaftVoterResponse) -> None:
@@ -121,10 +147,14 @@ def _w_RemoveRaftVoterResponse_0(out: bytearray, o: RemoveRaftVoterResponse) -> 
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -20,7 +20,7 @@ class RemoveTopicRecord(KafkaMessage):
 
     def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID) -> None:
         self.topic_id = topic_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'RemoveTopicRecord'
     API_KEY = 9
@@ -30,23 +30,24 @@ class RemoveTopicRecord(KafkaMessage):
 
 
 def _r_RemoveTopicRecord_0(buf: Any, pos: int) -> tuple[RemoveTopicRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+        s1_topic_id, pos = _wire.read_uuid(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(RemoveTopicRecord)
+        o1.topic_id = s1_topic_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RemoveTopicRecord: {exc}", offset=pos) from None
-    o = _new(RemoveTopicRecord)
-    o.topic_id = v_topic_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RemoveTopicRecord_0(out: bytearray, o: RemoveTopicRecord) -> None:
@@ -54,9 +55,8 @@ def _w_RemoveTopicRecord_0(out: bytearray, o: RemoveTopicRecord) -> None:
     try:
         x = o.topic_id
         _wire.write_uuid(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

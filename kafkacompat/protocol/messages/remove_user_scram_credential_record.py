@@ -14,6 +14,7 @@ __all__ = ['RemoveUserScramCredentialRecord']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
+_F_bB = struct.Struct(">bB")
 
 
 class RemoveUserScramCredentialRecord(KafkaMessage):
@@ -22,7 +23,7 @@ class RemoveUserScramCredentialRecord(KafkaMessage):
     def __init__(self, *, name: str = "", mechanism: int = 0) -> None:
         self.name = name
         self.mechanism = mechanism
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'RemoveUserScramCredentialRecord'
     API_KEY = 22
@@ -32,28 +33,35 @@ class RemoveUserScramCredentialRecord(KafkaMessage):
 
 
 def _r_RemoveUserScramCredentialRecord_0(buf: Any, pos: int) -> tuple[RemoveUserScramCredentialRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_mechanism,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_name, pos = _wire.read_compact_text(buf, pos, "name")
+        (s1_mechanism, t1,) = _F_bB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(RemoveUserScramCredentialRecord)
+        o1.name = s1_name
+        o1.mechanism = s1_mechanism
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RemoveUserScramCredentialRecord: {exc}", offset=pos) from None
-    o = _new(RemoveUserScramCredentialRecord)
-    o.name = v_name
-    o.mechanism = v_mechanism
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RemoveUserScramCredentialRecord_0(out: bytearray, o: RemoveUserScramCredentialRecord) -> None:
@@ -62,11 +70,15 @@ def _w_RemoveUserScramCredentialRecord_0(out: bytearray, o: RemoveUserScramCrede
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.mechanism)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

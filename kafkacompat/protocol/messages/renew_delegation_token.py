@@ -14,7 +14,9 @@ __all__ = ['RenewDelegationTokenRequest', 'RenewDelegationTokenResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_hqi = struct.Struct(">hqi")
+_F_hqiB = struct.Struct(">hqiB")
 _F_q = struct.Struct(">q")
+_F_qB = struct.Struct(">qB")
 
 
 class RenewDelegationTokenRequest(KafkaMessage):
@@ -23,7 +25,7 @@ class RenewDelegationTokenRequest(KafkaMessage):
     def __init__(self, *, hmac: bytes = b"", renew_period_ms: int = 0) -> None:
         self.hmac = hmac
         self.renew_period_ms = renew_period_ms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'RenewDelegationTokenRequest'
     API_KEY = 39
@@ -40,7 +42,7 @@ class RenewDelegationTokenResponse(KafkaMessage):
         self.error_code = error_code
         self.expiry_timestamp_ms = expiry_timestamp_ms
         self.throttle_time_ms = throttle_time_ms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'RenewDelegationTokenResponse'
     API_KEY = 39
@@ -51,18 +53,18 @@ class RenewDelegationTokenResponse(KafkaMessage):
 
 def _r_RenewDelegationTokenRequest_0(buf: Any, pos: int) -> tuple[RenewDelegationTokenRequest, int]:
     try:
-        v_hmac, pos = _wire.read_bytes(buf, pos)
-        if v_hmac is None:
+        s1_hmac, pos = _wire.read_bytes(buf, pos)
+        if s1_hmac is None:
             raise _wire.null_error("hmac", pos)
-        (v_renew_period_ms,) = _F_q.unpack_from(buf, pos)
+        (s1_renew_period_ms,) = _F_q.unpack_from(buf, pos)
         pos += 8
+        o1 = _new(RenewDelegationTokenRequest)
+        o1.hmac = s1_hmac
+        o1.renew_period_ms = s1_renew_period_ms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RenewDelegationTokenRequest: {exc}", offset=pos) from None
-    o = _new(RenewDelegationTokenRequest)
-    o.hmac = v_hmac
-    o.renew_period_ms = v_renew_period_ms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_RenewDelegationTokenRequest_0(out: bytearray, o: RenewDelegationTokenRequest) -> None:
@@ -78,28 +80,28 @@ def _w_RenewDelegationTokenRequest_0(out: bytearray, o: RenewDelegationTokenRequ
 
 
 def _r_RenewDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[RenewDelegationTokenRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_hmac, pos = _wire.read_compact_bytes(buf, pos)
-        if v_hmac is None:
+        s1_hmac, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_hmac is None:
             raise _wire.null_error("hmac", pos)
-        (v_renew_period_ms,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_renew_period_ms, t1,) = _F_qB.unpack_from(buf, pos)
+        pos += 9
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(RenewDelegationTokenRequest)
+        o1.hmac = s1_hmac
+        o1.renew_period_ms = s1_renew_period_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RenewDelegationTokenRequest: {exc}", offset=pos) from None
-    o = _new(RenewDelegationTokenRequest)
-    o.hmac = v_hmac
-    o.renew_period_ms = v_renew_period_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RenewDelegationTokenRequest_1(out: bytearray, o: RenewDelegationTokenRequest) -> None:
@@ -110,9 +112,8 @@ def _w_RenewDelegationTokenRequest_1(out: bytearray, o: RenewDelegationTokenRequ
             raise EncodeError("field hmac is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
         out += _F_q.pack(o.renew_period_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -121,16 +122,16 @@ def _w_RenewDelegationTokenRequest_1(out: bytearray, o: RenewDelegationTokenRequ
 
 def _r_RenewDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[RenewDelegationTokenResponse, int]:
     try:
-        (v_error_code, v_expiry_timestamp_ms, v_throttle_time_ms,) = _F_hqi.unpack_from(buf, pos)
+        (s1_error_code, s1_expiry_timestamp_ms, s1_throttle_time_ms,) = _F_hqi.unpack_from(buf, pos)
         pos += 14
+        o1 = _new(RenewDelegationTokenResponse)
+        o1.error_code = s1_error_code
+        o1.expiry_timestamp_ms = s1_expiry_timestamp_ms
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RenewDelegationTokenResponse: {exc}", offset=pos) from None
-    o = _new(RenewDelegationTokenResponse)
-    o.error_code = v_error_code
-    o.expiry_timestamp_ms = v_expiry_timestamp_ms
-    o.throttle_time_ms = v_throttle_time_ms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_RenewDelegationTokenResponse_0(out: bytearray, o: RenewDelegationTokenResponse) -> None:
@@ -141,34 +142,33 @@ def _w_RenewDelegationTokenResponse_0(out: bytearray, o: RenewDelegationTokenRes
 
 
 def _r_RenewDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[RenewDelegationTokenResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code, v_expiry_timestamp_ms, v_throttle_time_ms,) = _F_hqi.unpack_from(buf, pos)
-        pos += 14
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_error_code, s1_expiry_timestamp_ms, s1_throttle_time_ms, t1,) = _F_hqiB.unpack_from(buf, pos)
+        pos += 15
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(RenewDelegationTokenResponse)
+        o1.error_code = s1_error_code
+        o1.expiry_timestamp_ms = s1_expiry_timestamp_ms
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RenewDelegationTokenResponse: {exc}", offset=pos) from None
-    o = _new(RenewDelegationTokenResponse)
-    o.error_code = v_error_code
-    o.expiry_timestamp_ms = v_expiry_timestamp_ms
-    o.throttle_time_ms = v_throttle_time_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RenewDelegationTokenResponse_1(out: bytearray, o: RenewDelegationTokenResponse) -> None:
     try:
         out += _F_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

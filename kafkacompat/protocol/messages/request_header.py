@@ -24,7 +24,7 @@ class RequestHeader(KafkaMessage):
         self.request_api_version = request_api_version
         self.correlation_id = correlation_id
         self.client_id = client_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'RequestHeader'
     MESSAGE_TYPE = 'header'
@@ -34,17 +34,17 @@ class RequestHeader(KafkaMessage):
 
 def _r_RequestHeader_0(buf: Any, pos: int) -> tuple[RequestHeader, int]:
     try:
-        (v_request_api_key, v_request_api_version, v_correlation_id,) = _F_hhi.unpack_from(buf, pos)
+        (s1_request_api_key, s1_request_api_version, s1_correlation_id,) = _F_hhi.unpack_from(buf, pos)
         pos += 8
+        o1 = _new(RequestHeader)
+        o1.request_api_key = s1_request_api_key
+        o1.request_api_version = s1_request_api_version
+        o1.correlation_id = s1_correlation_id
+        o1.client_id = ""
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RequestHeader: {exc}", offset=pos) from None
-    o = _new(RequestHeader)
-    o.request_api_key = v_request_api_key
-    o.request_api_version = v_request_api_version
-    o.correlation_id = v_correlation_id
-    o.client_id = ""
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_RequestHeader_0(out: bytearray, o: RequestHeader) -> None:
@@ -56,18 +56,18 @@ def _w_RequestHeader_0(out: bytearray, o: RequestHeader) -> None:
 
 def _r_RequestHeader_1(buf: Any, pos: int) -> tuple[RequestHeader, int]:
     try:
-        (v_request_api_key, v_request_api_version, v_correlation_id,) = _F_hhi.unpack_from(buf, pos)
+        (s1_request_api_key, s1_request_api_version, s1_correlation_id,) = _F_hhi.unpack_from(buf, pos)
         pos += 8
-        v_client_id, pos = _wire.read_string(buf, pos)
+        s1_client_id, pos = _wire.read_string(buf, pos)
+        o1 = _new(RequestHeader)
+        o1.request_api_key = s1_request_api_key
+        o1.request_api_version = s1_request_api_version
+        o1.correlation_id = s1_correlation_id
+        o1.client_id = s1_client_id
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RequestHeader: {exc}", offset=pos) from None
-    o = _new(RequestHeader)
-    o.request_api_key = v_request_api_key
-    o.request_api_version = v_request_api_version
-    o.correlation_id = v_correlation_id
-    o.client_id = v_client_id
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_RequestHeader_1(out: bytearray, o: RequestHeader) -> None:
@@ -81,28 +81,29 @@ def _w_RequestHeader_1(out: bytearray, o: RequestHeader) -> None:
 
 
 def _r_RequestHeader_2(buf: Any, pos: int) -> tuple[RequestHeader, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_request_api_key, v_request_api_version, v_correlation_id,) = _F_hhi.unpack_from(buf, pos)
+        (s1_request_api_key, s1_request_api_version, s1_correlation_id,) = _F_hhi.unpack_from(buf, pos)
         pos += 8
-        v_client_id, pos = _wire.read_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+        s1_client_id, pos = _wire.read_string(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(RequestHeader)
+        o1.request_api_key = s1_request_api_key
+        o1.request_api_version = s1_request_api_version
+        o1.correlation_id = s1_correlation_id
+        o1.client_id = s1_client_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RequestHeader: {exc}", offset=pos) from None
-    o = _new(RequestHeader)
-    o.request_api_key = v_request_api_key
-    o.request_api_version = v_request_api_version
-    o.correlation_id = v_correlation_id
-    o.client_id = v_client_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_RequestHeader_2(out: bytearray, o: RequestHeader) -> None:
@@ -111,9 +112,8 @@ def _w_RequestHeader_2(out: bytearray, o: RequestHeader) -> None:
         out += _F_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id)
         x = o.client_id
         _wire.write_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,6 +14,7 @@ __all__ = ['ResponseHeader']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 
 
 class ResponseHeader(KafkaMessage):
@@ -21,7 +22,7 @@ class ResponseHeader(KafkaMessage):
 
     def __init__(self, *, correlation_id: int = 0) -> None:
         self.correlation_id = correlation_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ResponseHeader'
     MESSAGE_TYPE = 'header'
@@ -31,14 +32,14 @@ class ResponseHeader(KafkaMessage):
 
 def _r_ResponseHeader_0(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
     try:
-        (v_correlation_id,) = _F_i.unpack_from(buf, pos)
+        (s1_correlation_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
+        o1 = _new(ResponseHeader)
+        o1.correlation_id = s1_correlation_id
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ResponseHeader: {exc}", offset=pos) from None
-    o = _new(ResponseHeader)
-    o.correlation_id = v_correlation_id
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_ResponseHeader_0(out: bytearray, o: ResponseHeader) -> None:
@@ -49,32 +50,31 @@ def _w_ResponseHeader_0(out: bytearray, o: ResponseHeader) -> None:
 
 
 def _r_ResponseHeader_1(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_correlation_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_correlation_id, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ResponseHeader)
+        o1.correlation_id = s1_correlation_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ResponseHeader: {exc}", offset=pos) from None
-    o = _new(ResponseHeader)
-    o.correlation_id = v_correlation_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ResponseHeader_1(out: bytearray, o: ResponseHeader) -> None:
     try:
         out += _F_i.pack(o.correlation_id)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

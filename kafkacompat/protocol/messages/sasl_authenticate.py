@@ -15,6 +15,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
 _F_q = struct.Struct(">q")
+_F_qB = struct.Struct(">qB")
 
 
 class SaslAuthenticateRequest(KafkaMessage):
@@ -22,7 +23,7 @@ class SaslAuthenticateRequest(KafkaMessage):
 
     def __init__(self, *, auth_bytes: bytes = b"") -> None:
         self.auth_bytes = auth_bytes
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'SaslAuthenticateRequest'
     API_KEY = 36
@@ -39,7 +40,7 @@ class SaslAuthenticateResponse(KafkaMessage):
         self.error_message = error_message
         self.auth_bytes = auth_bytes
         self.session_lifetime_ms = session_lifetime_ms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'SaslAuthenticateResponse'
     API_KEY = 36
@@ -50,15 +51,15 @@ class SaslAuthenticateResponse(KafkaMessage):
 
 def _r_SaslAuthenticateRequest_0(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:
     try:
-        v_auth_bytes, pos = _wire.read_bytes(buf, pos)
-        if v_auth_bytes is None:
+        s1_auth_bytes, pos = _wire.read_bytes(buf, pos)
+        if s1_auth_bytes is None:
             raise _wire.null_error("auth_bytes", pos)
+        o1 = _new(SaslAuthenticateRequest)
+        o1.auth_bytes = s1_auth_bytes
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SaslAuthenticateRequest: {exc}", offset=pos) from None
-    o = _new(SaslAuthenticateRequest)
-    o.auth_bytes = v_auth_bytes
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_SaslAuthenticateRequest_0(out: bytearray, o: SaslAuthenticateRequest) -> None:
@@ -73,25 +74,26 @@ def _w_SaslAuthenticateRequest_0(out: bytearray, o: SaslAuthenticateRequest) -> 
 
 
 def _r_SaslAuthenticateRequest_1(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_auth_bytes, pos = _wire.read_compact_bytes(buf, pos)
-        if v_auth_bytes is None:
+        s1_auth_bytes, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_auth_bytes is None:
             raise _wire.null_error("auth_bytes", pos)
-        unknown = _wire.EMPTY_TAGS
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(SaslAuthenticateRequest)
+        o1.auth_bytes = s1_auth_bytes
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SaslAuthenticateRequest: {exc}", offset=pos) from None
-    o = _new(SaslAuthenticateRequest)
-    o.auth_bytes = v_auth_bytes
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_SaslAuthenticateRequest_1(out: bytearray, o: SaslAuthenticateRequest) -> None:
@@ -101,9 +103,8 @@ def _w_SaslAuthenticateRequest_1(out: bytearray, o: SaslAuthenticateRequest) -> 
         if x is None:
             raise EncodeError("field auth_bytes is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -112,21 +113,21 @@ def _w_SaslAuthenticateRequest_1(out: bytearray, o: SaslAuthenticateRequest) -> 
 
 def _r_SaslAuthenticateResponse_0(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-        v_auth_bytes, pos = _wire.read_bytes(buf, pos)
-        if v_auth_bytes is None:
+        s1_error_message, pos = _wire.read_string(buf, pos)
+        s1_auth_bytes, pos = _wire.read_bytes(buf, pos)
+        if s1_auth_bytes is None:
             raise _wire.null_error("auth_bytes", pos)
+        o1 = _new(SaslAuthenticateResponse)
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.auth_bytes = s1_auth_bytes
+        o1.session_lifetime_ms = 0
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SaslAuthenticateResponse: {exc}", offset=pos) from None
-    o = _new(SaslAuthenticateResponse)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.auth_bytes = v_auth_bytes
-    o.session_lifetime_ms = 0
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_SaslAuthenticateResponse_0(out: bytearray, o: SaslAuthenticateResponse) -> None:
@@ -145,23 +146,23 @@ def _w_SaslAuthenticateResponse_0(out: bytearray, o: SaslAuthenticateResponse) -
 
 def _r_SaslAuthenticateResponse_1(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        v_error_message, pos = _wire.read_string(buf, pos)
-        v_auth_bytes, pos = _wire.read_bytes(buf, pos)
-        if v_auth_bytes is None:
+        s1_error_message, pos = _wire.read_string(buf, pos)
+        s1_auth_bytes, pos = _wire.read_bytes(buf, pos)
+        if s1_auth_bytes is None:
             raise _wire.null_error("auth_bytes", pos)
-        (v_session_lifetime_ms,) = _F_q.unpack_from(buf, pos)
+        (s1_session_lifetime_ms,) = _F_q.unpack_from(buf, pos)
         pos += 8
+        o1 = _new(SaslAuthenticateResponse)
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.auth_bytes = s1_auth_bytes
+        o1.session_lifetime_ms = s1_session_lifetime_ms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SaslAuthenticateResponse: {exc}", offset=pos) from None
-    o = _new(SaslAuthenticateResponse)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.auth_bytes = v_auth_bytes
-    o.session_lifetime_ms = v_session_lifetime_ms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_SaslAuthenticateResponse_1(out: bytearray, o: SaslAuthenticateResponse) -> None:
@@ -180,33 +181,43 @@ def _w_SaslAuthenticateResponse_1(out: bytearray, o: SaslAuthenticateResponse) -
 
 
 def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
+    s1_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        v_auth_bytes, pos = _wire.read_compact_bytes(buf, pos)
-        if v_auth_bytes is None:
-            raise _wire.null_error("auth_bytes", pos)
-        (v_session_lifetime_ms,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        s1_auth_bytes, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_auth_bytes is None:
+            raise _wire.null_error("auth_bytes", pos)
+        (s1_session_lifetime_ms, t1,) = _F_qB.unpack_from(buf, pos)
+        pos += 9
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(SaslAuthenticateResponse)
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.auth_bytes = s1_auth_bytes
+        o1.session_lifetime_ms = s1_session_lifetime_ms
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SaslAuthenticateResponse: {exc}", offset=pos) from None
-    o = _new(SaslAuthenticateResponse)
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.auth_bytes = v_auth_bytes
-    o.session_lifetime_ms = v_session_lifetime_ms
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_SaslAuthenticateResponse_2(out: bytearray, o: SaslAuthenticateResponse) -> None:
@@ -214,15 +225,19 @@ def _w_SaslAuthenticateResponse_2(out: bytearray, o: SaslAuthenticateResponse) -
     try:
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.auth_bytes
         if x is None:
             raise EncodeError("field auth_bytes is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
         out += _F_q.pack(o.session_lifetime_ms)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -21,7 +21,7 @@ class SaslHandshakeRequest(KafkaMessage):
 
     def __init__(self, *, mechanism: str = "") -> None:
         self.mechanism = mechanism
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'SaslHandshakeRequest'
     API_KEY = 17
@@ -37,7 +37,7 @@ class SaslHandshakeResponse(KafkaMessage):
     def __init__(self, *, error_code: int = 0, mechanisms: list[str] = _wire.DEFAULT) -> None:
         self.error_code = error_code
         self.mechanisms = [] if mechanisms is _wire.DEFAULT else mechanisms
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'SaslHandshakeResponse'
     API_KEY = 17
@@ -48,15 +48,15 @@ class SaslHandshakeResponse(KafkaMessage):
 
 def _r_SaslHandshakeRequest_0(buf: Any, pos: int) -> tuple[SaslHandshakeRequest, int]:
     try:
-        v_mechanism, pos = _wire.read_string(buf, pos)
-        if v_mechanism is None:
+        s1_mechanism, pos = _wire.read_string(buf, pos)
+        if s1_mechanism is None:
             raise _wire.null_error("mechanism", pos)
+        o1 = _new(SaslHandshakeRequest)
+        o1.mechanism = s1_mechanism
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SaslHandshakeRequest: {exc}", offset=pos) from None
-    o = _new(SaslHandshakeRequest)
-    o.mechanism = v_mechanism
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_SaslHandshakeRequest_0(out: bytearray, o: SaslHandshakeRequest) -> None:
@@ -72,27 +72,27 @@ def _w_SaslHandshakeRequest_0(out: bytearray, o: SaslHandshakeRequest) -> None:
 
 def _r_SaslHandshakeResponse_0(buf: Any, pos: int) -> tuple[SaslHandshakeResponse, int]:
     item: Any
-    v_mechanisms: list[Any]
+    s1_mechanisms: list[Any]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("mechanisms", pos)
         else:
-            v_mechanisms = []
+            s1_mechanisms = []
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("mechanisms[]", pos)
-                v_mechanisms.append(item)
+                s1_mechanisms.append(item)
+        o1 = _new(SaslHandshakeResponse)
+        o1.error_code = s1_error_code
+        o1.mechanisms = s1_mechanisms
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SaslHandshakeResponse: {exc}", offset=pos) from None
-    o = _new(SaslHandshakeResponse)
-    o.error_code = v_error_code
-    o.mechanisms = v_mechanisms
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_SaslHandshakeResponse_0(out: bytearray, o: SaslHandshakeResponse) -> None:

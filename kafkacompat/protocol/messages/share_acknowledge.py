@@ -17,6 +17,7 @@ _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
+_F_iiB = struct.Struct(">iiB")
 _F_qq = struct.Struct(">qq")
 
 
@@ -28,7 +29,7 @@ class ShareAcknowledgeRequest(KafkaMessage):
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ShareAcknowledgeRequest'
     API_KEY = 79
@@ -45,7 +46,7 @@ class ShareAcknowledgeRequest(KafkaMessage):
             self.first_offset = first_offset
             self.last_offset = last_offset
             self.acknowledge_types = [] if acknowledge_types is _wire.DEFAULT else acknowledge_types
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class AcknowledgePartition(KafkaStruct):
@@ -54,7 +55,7 @@ class ShareAcknowledgeRequest(KafkaMessage):
         def __init__(self, *, partition_index: int = 0, acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch] = _wire.DEFAULT) -> None:
             self.partition_index = partition_index
             self.acknowledgement_batches = [] if acknowledgement_batches is _wire.DEFAULT else acknowledgement_batches
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class AcknowledgeTopic(KafkaStruct):
@@ -63,7 +64,7 @@ class ShareAcknowledgeRequest(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[ShareAcknowledgeRequest.AcknowledgePartition] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class ShareAcknowledgeResponse(KafkaMessage):
@@ -75,7 +76,7 @@ class ShareAcknowledgeResponse(KafkaMessage):
         self.error_message = error_message
         self.responses = [] if responses is _wire.DEFAULT else responses
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ShareAcknowledgeResponse'
     API_KEY = 79
@@ -89,7 +90,7 @@ class ShareAcknowledgeResponse(KafkaMessage):
         def __init__(self, *, leader_id: int = 0, leader_epoch: int = 0) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class PartitionData(KafkaStruct):
@@ -100,7 +101,7 @@ class ShareAcknowledgeResponse(KafkaMessage):
             self.error_code = error_code
             self.error_message = error_message
             self.current_leader = ShareAcknowledgeResponse.LeaderIdAndEpoch() if current_leader is _wire.DEFAULT else current_leader
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ShareAcknowledgeTopicResponse(KafkaStruct):
@@ -109,7 +110,7 @@ class ShareAcknowledgeResponse(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[ShareAcknowledgeResponse.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class NodeEndpoint(KafkaStruct):
@@ -120,45 +121,157 @@ class ShareAcknowledgeResponse(KafkaMessage):
             self.host = host
             self.port = port
             self.rack = rack
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
 
 
 def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_group_id: str | None
+    s1_member_id: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_acknowledgement_batches: list[Any]
+    s7_acknowledge_types: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        (v_share_session_epoch,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_share_session_epoch,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ShareAcknowledgeRequest__AcknowledgeTopic_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("acknowledgement_batches", pos)
+                        else:
+                            s5_acknowledgement_batches = []
+                            add6 = s5_acknowledgement_batches.append
+                            for _ in range(n):
+                                (s7_first_offset, s7_last_offset,) = _F_qq.unpack_from(buf, pos)
+                                pos += 16
+                                n = buf[pos] - 1
+                                if n < 0x7F:
+                                    pos += 1
+                                else:
+                                    n, pos = _wire.read_compact_array_count(buf, pos)
+                                if n < 0:
+                                    raise _wire.null_error("acknowledge_types", pos)
+                                else:
+                                    stop = pos + 1 * n
+                                    if n < 32 and stop <= buflen:
+                                        s7_acknowledge_types = list(_wire.SHORT_ARRAYS["b"][n].unpack_from(buf, pos))
+                                        pos = stop
+                                    else:
+                                        s7_acknowledge_types, pos = _wire.read_int_array(buf, pos, n, "b", 1)
+                                u7 = _wire.EMPTY_TAGS
+                                if buf[pos] == 0:
+                                    pos += 1
+                                else:
+                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count7):
+                                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        pos = end7
+                                o7 = _new(_C_ShareAcknowledgeRequest__AcknowledgementBatch)
+                                o7.first_offset = s7_first_offset
+                                o7.last_offset = s7_last_offset
+                                o7.acknowledge_types = s7_acknowledge_types
+                                o7._unknown_tags = u7
+                                add6(o7)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_ShareAcknowledgeRequest__AcknowledgePartition)
+                        o5.partition_index = s5_partition_index
+                        o5.acknowledgement_batches = s5_acknowledgement_batches
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ShareAcknowledgeRequest__AcknowledgeTopic)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ShareAcknowledgeRequest)
+        o1.group_id = s1_group_id
+        o1.member_id = s1_member_id
+        o1.share_session_epoch = s1_share_session_epoch
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ShareAcknowledgeRequest: {exc}", offset=pos) from None
-    o = _new(ShareAcknowledgeRequest)
-    o.group_id = v_group_id
-    o.member_id = v_member_id
-    o.share_session_epoch = v_share_session_epoch
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ShareAcknowledgeRequest_0(out: bytearray, o: ShareAcknowledgeRequest) -> None:
@@ -166,9 +279,19 @@ def _w_ShareAcknowledgeRequest_0(out: bytearray, o: ShareAcknowledgeRequest) -> 
     item: Any
     try:
         x = o.group_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.member_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.share_session_epoch)
         x = o.topics
         if x is None:
@@ -177,42 +300,12 @@ def _w_ShareAcknowledgeRequest_0(out: bytearray, o: ShareAcknowledgeRequest) -> 
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareAcknowledgeRequest__AcknowledgeTopic_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareAcknowledgeRequest__AcknowledgementBatch_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest.AcknowledgementBatch, int]:
-    v_acknowledge_types: list[Any]
-    try:
-        (v_first_offset, v_last_offset,) = _F_qq.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("acknowledge_types", pos)
-        else:
-            v_acknowledge_types, pos = _wire.read_int_array(buf, pos, n, "b", 1)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AcknowledgementBatch: {exc}", offset=pos) from None
-    o = _new(_C_ShareAcknowledgeRequest__AcknowledgementBatch)
-    o.first_offset = v_first_offset
-    o.last_offset = v_last_offset
-    o.acknowledge_types = v_acknowledge_types
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareAcknowledgeRequest__AcknowledgementBatch_0(out: bytearray, o: ShareAcknowledgeRequest.AcknowledgementBatch) -> None:
@@ -225,45 +318,12 @@ def _w_ShareAcknowledgeRequest__AcknowledgementBatch_0(out: bytearray, o: ShareA
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "b")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareAcknowledgeRequest__AcknowledgePartition_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest.AcknowledgePartition, int]:
-    item: Any
-    v_acknowledgement_batches: list[Any]
-    try:
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("acknowledgement_batches", pos)
-        else:
-            v_acknowledgement_batches = []
-            for _ in range(n):
-                item, pos = _r_ShareAcknowledgeRequest__AcknowledgementBatch_0(buf, pos)
-                v_acknowledgement_batches.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AcknowledgePartition: {exc}", offset=pos) from None
-    o = _new(_C_ShareAcknowledgeRequest__AcknowledgePartition)
-    o.partition_index = v_partition_index
-    o.acknowledgement_batches = v_acknowledgement_batches
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareAcknowledgeRequest__AcknowledgePartition_0(out: bytearray, o: ShareAcknowledgeRequest.AcknowledgePartition) -> None:
@@ -278,44 +338,12 @@ def _w_ShareAcknowledgeRequest__AcknowledgePartition_0(out: bytearray, o: ShareA
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareAcknowledgeRequest__AcknowledgementBatch_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareAcknowledgeRequest__AcknowledgeTopic_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest.AcknowledgeTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ShareAcknowledgeRequest__AcknowledgePartition_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AcknowledgeTopic: {exc}", offset=pos) from None
-    o = _new(_C_ShareAcknowledgeRequest__AcknowledgeTopic)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareAcknowledgeRequest__AcknowledgeTopic_0(out: bytearray, o: ShareAcknowledgeRequest.AcknowledgeTopic) -> None:
@@ -331,9 +359,8 @@ def _w_ShareAcknowledgeRequest__AcknowledgeTopic_0(out: bytearray, o: ShareAckno
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareAcknowledgeRequest__AcknowledgePartition_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -341,48 +368,178 @@ def _w_ShareAcknowledgeRequest__AcknowledgeTopic_0(out: bytearray, o: ShareAckno
 
 
 def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse, int]:
-    item: Any
-    v_responses: list[Any]
-    v_node_endpoints: list[Any]
+    s1_error_message: str | None
+    s1_node_endpoints: list[Any]
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
+    s5_current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch
+    s5_error_message: str | None
+    s8_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse_0(buf, pos)
-                v_responses.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        (s6_leader_id, s6_leader_epoch, t6,) = _F_iiB.unpack_from(buf, pos)
+                        pos += 9
+                        u6 = _wire.EMPTY_TAGS
+                        if t6:
+                            pos -= 1
+                            count6, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count6):
+                                tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                pos = end6
+                        o6 = _new(_C_ShareAcknowledgeResponse__LeaderIdAndEpoch)
+                        o6.leader_id = s6_leader_id
+                        o6.leader_epoch = s6_leader_epoch
+                        o6._unknown_tags = u6
+                        s5_current_leader = o6
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_ShareAcknowledgeResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5.current_leader = s5_current_leader
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("node_endpoints", pos)
         else:
-            v_node_endpoints = _wire.KeyedList()
+            s1_node_endpoints = _wire.KeyedList()
+            add7 = s1_node_endpoints.append
             for _ in range(n):
-                item, pos = _r_ShareAcknowledgeResponse__NodeEndpoint_0(buf, pos)
-                v_node_endpoints.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s8_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s8_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s8_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s8_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s8_rack = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s8_rack, pos = _wire.read_compact_string(buf, pos)
+                u8 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count8, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count8):
+                        tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                        u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                        pos = end8
+                o8 = _new(_C_ShareAcknowledgeResponse__NodeEndpoint)
+                o8.node_id = s8_node_id
+                o8.host = s8_host
+                o8.port = s8_port
+                o8.rack = s8_rack
+                o8._unknown_tags = u8
+                add7(o8)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ShareAcknowledgeResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.responses = s1_responses
+        o1.node_endpoints = s1_node_endpoints
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ShareAcknowledgeResponse: {exc}", offset=pos) from None
-    o = _new(ShareAcknowledgeResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.responses = v_responses
-    o.node_endpoints = v_node_endpoints
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ShareAcknowledgeResponse_0(out: bytearray, o: ShareAcknowledgeResponse) -> None:
@@ -391,7 +548,12 @@ def _w_ShareAcknowledgeResponse_0(out: bytearray, o: ShareAcknowledgeResponse) -
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.responses
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
@@ -406,74 +568,23 @@ def _w_ShareAcknowledgeResponse_0(out: bytearray, o: ShareAcknowledgeResponse) -
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareAcknowledgeResponse__NodeEndpoint_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareAcknowledgeResponse__LeaderIdAndEpoch_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.LeaderIdAndEpoch, int]:
-    try:
-        (v_leader_id, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderIdAndEpoch: {exc}", offset=pos) from None
-    o = _new(_C_ShareAcknowledgeResponse__LeaderIdAndEpoch)
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareAcknowledgeResponse__LeaderIdAndEpoch_0(out: bytearray, o: ShareAcknowledgeResponse.LeaderIdAndEpoch) -> None:
     try:
         out += _F_ii.pack(o.leader_id, o.leader_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareAcknowledgeResponse__PartitionData_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.PartitionData, int]:
-    v_current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        v_current_leader, pos = _r_ShareAcknowledgeResponse__LeaderIdAndEpoch_0(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_ShareAcknowledgeResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.current_leader = v_current_leader
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareAcknowledgeResponse__PartitionData_0(out: bytearray, o: ShareAcknowledgeResponse.PartitionData) -> None:
@@ -481,47 +592,20 @@ def _w_ShareAcknowledgeResponse__PartitionData_0(out: bytearray, o: ShareAcknowl
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.current_leader
         _w_ShareAcknowledgeResponse__LeaderIdAndEpoch_0(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ShareAcknowledgeResponse__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ShareAcknowledgeTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse_0(out: bytearray, o: ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse) -> None:
@@ -537,43 +621,12 @@ def _w_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse_0(out: bytearray,
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareAcknowledgeResponse__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareAcknowledgeResponse__NodeEndpoint_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse.NodeEndpoint, int]:
-    try:
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read NodeEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_ShareAcknowledgeResponse__NodeEndpoint)
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.rack = v_rack
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareAcknowledgeResponse__NodeEndpoint_0(out: bytearray, o: ShareAcknowledgeResponse.NodeEndpoint) -> None:
@@ -583,13 +636,22 @@ def _w_ShareAcknowledgeResponse__NodeEndpoint_0(out: bytearray, o: ShareAcknowle
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.port)
         x = o.rack
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -18,9 +18,11 @@ _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
+_F_iiB = struct.Struct(">iiB")
 _F_iiii = struct.Struct(">iiii")
 _F_qq = struct.Struct(">qq")
 _F_qqh = struct.Struct(">qqh")
+_F_qqhB = struct.Struct(">qqhB")
 
 
 class ShareFetchRequest(KafkaMessage):
@@ -35,7 +37,7 @@ class ShareFetchRequest(KafkaMessage):
         self.max_bytes = max_bytes
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.forgotten_topics_data = [] if forgotten_topics_data is _wire.DEFAULT else forgotten_topics_data
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ShareFetchRequest'
     API_KEY = 78
@@ -52,7 +54,7 @@ class ShareFetchRequest(KafkaMessage):
             self.first_offset = first_offset
             self.last_offset = last_offset
             self.acknowledge_types = [] if acknowledge_types is _wire.DEFAULT else acknowledge_types
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class FetchPartition(KafkaStruct):
@@ -62,7 +64,7 @@ class ShareFetchRequest(KafkaMessage):
             self.partition_index = partition_index
             self.partition_max_bytes = partition_max_bytes
             self.acknowledgement_batches = [] if acknowledgement_batches is _wire.DEFAULT else acknowledgement_batches
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class FetchTopic(KafkaStruct):
@@ -71,7 +73,7 @@ class ShareFetchRequest(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[ShareFetchRequest.FetchPartition] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ForgottenTopic(KafkaStruct):
@@ -80,7 +82,7 @@ class ShareFetchRequest(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[int] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class ShareFetchResponse(KafkaMessage):
@@ -92,7 +94,7 @@ class ShareFetchResponse(KafkaMessage):
         self.error_message = error_message
         self.responses = [] if responses is _wire.DEFAULT else responses
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ShareFetchResponse'
     API_KEY = 78
@@ -106,7 +108,7 @@ class ShareFetchResponse(KafkaMessage):
         def __init__(self, *, leader_id: int = 0, leader_epoch: int = 0) -> None:
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class AcquiredRecords(KafkaStruct):
@@ -116,7 +118,7 @@ class ShareFetchResponse(KafkaMessage):
             self.first_offset = first_offset
             self.last_offset = last_offset
             self.delivery_count = delivery_count
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class PartitionData(KafkaStruct):
@@ -131,7 +133,7 @@ class ShareFetchResponse(KafkaMessage):
             self.current_leader = ShareFetchResponse.LeaderIdAndEpoch() if current_leader is _wire.DEFAULT else current_leader
             self.records = records
             self.acquired_records = [] if acquired_records is _wire.DEFAULT else acquired_records
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class ShareFetchableTopicResponse(KafkaStruct):
@@ -140,7 +142,7 @@ class ShareFetchResponse(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[ShareFetchResponse.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class NodeEndpoint(KafkaStruct):
@@ -151,58 +153,205 @@ class ShareFetchResponse(KafkaMessage):
             self.host = host
             self.port = port
             self.rack = rack
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
 
 
 def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
-    item: Any
-    v_topics: list[Any]
-    v_forgotten_topics_data: list[Any]
+    s1_forgotten_topics_data: list[Any]
+    s1_group_id: str | None
+    s1_member_id: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_acknowledgement_batches: list[Any]
+    s7_acknowledge_types: list[Any]
+    s9_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        (v_share_session_epoch, v_max_wait_ms, v_min_bytes, v_max_bytes,) = _F_iiii.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_share_session_epoch, s1_max_wait_ms, s1_min_bytes, s1_max_bytes,) = _F_iiii.unpack_from(buf, pos)
         pos += 16
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_ShareFetchRequest__FetchTopic_0(buf, pos)
-                v_topics.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_partition_max_bytes,) = _F_ii.unpack_from(buf, pos)
+                        pos += 8
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("acknowledgement_batches", pos)
+                        else:
+                            s5_acknowledgement_batches = []
+                            add6 = s5_acknowledgement_batches.append
+                            for _ in range(n):
+                                (s7_first_offset, s7_last_offset,) = _F_qq.unpack_from(buf, pos)
+                                pos += 16
+                                n = buf[pos] - 1
+                                if n < 0x7F:
+                                    pos += 1
+                                else:
+                                    n, pos = _wire.read_compact_array_count(buf, pos)
+                                if n < 0:
+                                    raise _wire.null_error("acknowledge_types", pos)
+                                else:
+                                    stop = pos + 1 * n
+                                    if n < 32 and stop <= buflen:
+                                        s7_acknowledge_types = list(_wire.SHORT_ARRAYS["b"][n].unpack_from(buf, pos))
+                                        pos = stop
+                                    else:
+                                        s7_acknowledge_types, pos = _wire.read_int_array(buf, pos, n, "b", 1)
+                                u7 = _wire.EMPTY_TAGS
+                                if buf[pos] == 0:
+                                    pos += 1
+                                else:
+                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count7):
+                                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        pos = end7
+                                o7 = _new(_C_ShareFetchRequest__AcknowledgementBatch)
+                                o7.first_offset = s7_first_offset
+                                o7.last_offset = s7_last_offset
+                                o7.acknowledge_types = s7_acknowledge_types
+                                o7._unknown_tags = u7
+                                add6(o7)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_ShareFetchRequest__FetchPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.partition_max_bytes = s5_partition_max_bytes
+                        o5.acknowledgement_batches = s5_acknowledgement_batches
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ShareFetchRequest__FetchTopic)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("forgotten_topics_data", pos)
         else:
-            v_forgotten_topics_data = []
+            s1_forgotten_topics_data = []
+            add8 = s1_forgotten_topics_data.append
             for _ in range(n):
-                item, pos = _r_ShareFetchRequest__ForgottenTopic_0(buf, pos)
-                v_forgotten_topics_data.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s9_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s9_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s9_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u9 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count9, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count9):
+                        tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                        u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                        pos = end9
+                o9 = _new(_C_ShareFetchRequest__ForgottenTopic)
+                o9.topic_id = s9_topic_id
+                o9.partitions = s9_partitions
+                o9._unknown_tags = u9
+                add8(o9)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ShareFetchRequest)
+        o1.group_id = s1_group_id
+        o1.member_id = s1_member_id
+        o1.share_session_epoch = s1_share_session_epoch
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = s1_max_bytes
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = s1_forgotten_topics_data
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ShareFetchRequest: {exc}", offset=pos) from None
-    o = _new(ShareFetchRequest)
-    o.group_id = v_group_id
-    o.member_id = v_member_id
-    o.share_session_epoch = v_share_session_epoch
-    o.max_wait_ms = v_max_wait_ms
-    o.min_bytes = v_min_bytes
-    o.max_bytes = v_max_bytes
-    o.topics = v_topics
-    o.forgotten_topics_data = v_forgotten_topics_data
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ShareFetchRequest_0(out: bytearray, o: ShareFetchRequest) -> None:
@@ -210,9 +359,19 @@ def _w_ShareFetchRequest_0(out: bytearray, o: ShareFetchRequest) -> None:
     item: Any
     try:
         x = o.group_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.member_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_iiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes)
         x = o.topics
         if x is None:
@@ -228,42 +387,12 @@ def _w_ShareFetchRequest_0(out: bytearray, o: ShareFetchRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchRequest__ForgottenTopic_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareFetchRequest__AcknowledgementBatch_0(buf: Any, pos: int) -> tuple[ShareFetchRequest.AcknowledgementBatch, int]:
-    v_acknowledge_types: list[Any]
-    try:
-        (v_first_offset, v_last_offset,) = _F_qq.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("acknowledge_types", pos)
-        else:
-            v_acknowledge_types, pos = _wire.read_int_array(buf, pos, n, "b", 1)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AcknowledgementBatch: {exc}", offset=pos) from None
-    o = _new(_C_ShareFetchRequest__AcknowledgementBatch)
-    o.first_offset = v_first_offset
-    o.last_offset = v_last_offset
-    o.acknowledge_types = v_acknowledge_types
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareFetchRequest__AcknowledgementBatch_0(out: bytearray, o: ShareFetchRequest.AcknowledgementBatch) -> None:
@@ -276,46 +405,12 @@ def _w_ShareFetchRequest__AcknowledgementBatch_0(out: bytearray, o: ShareFetchRe
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "b")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareFetchRequest__FetchPartition_0(buf: Any, pos: int) -> tuple[ShareFetchRequest.FetchPartition, int]:
-    item: Any
-    v_acknowledgement_batches: list[Any]
-    try:
-        (v_partition_index, v_partition_max_bytes,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("acknowledgement_batches", pos)
-        else:
-            v_acknowledgement_batches = []
-            for _ in range(n):
-                item, pos = _r_ShareFetchRequest__AcknowledgementBatch_0(buf, pos)
-                v_acknowledgement_batches.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchPartition: {exc}", offset=pos) from None
-    o = _new(_C_ShareFetchRequest__FetchPartition)
-    o.partition_index = v_partition_index
-    o.partition_max_bytes = v_partition_max_bytes
-    o.acknowledgement_batches = v_acknowledgement_batches
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareFetchRequest__FetchPartition_0(out: bytearray, o: ShareFetchRequest.FetchPartition) -> None:
@@ -330,44 +425,12 @@ def _w_ShareFetchRequest__FetchPartition_0(out: bytearray, o: ShareFetchRequest.
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchRequest__AcknowledgementBatch_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareFetchRequest__FetchTopic_0(buf: Any, pos: int) -> tuple[ShareFetchRequest.FetchTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ShareFetchRequest__FetchPartition_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FetchTopic: {exc}", offset=pos) from None
-    o = _new(_C_ShareFetchRequest__FetchTopic)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareFetchRequest__FetchTopic_0(out: bytearray, o: ShareFetchRequest.FetchTopic) -> None:
@@ -383,40 +446,12 @@ def _w_ShareFetchRequest__FetchTopic_0(out: bytearray, o: ShareFetchRequest.Fetc
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchRequest__FetchPartition_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareFetchRequest__ForgottenTopic_0(buf: Any, pos: int) -> tuple[ShareFetchRequest.ForgottenTopic, int]:
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ForgottenTopic: {exc}", offset=pos) from None
-    o = _new(_C_ShareFetchRequest__ForgottenTopic)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareFetchRequest__ForgottenTopic_0(out: bytearray, o: ShareFetchRequest.ForgottenTopic) -> None:
@@ -430,9 +465,8 @@ def _w_ShareFetchRequest__ForgottenTopic_0(out: bytearray, o: ShareFetchRequest.
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -440,48 +474,241 @@ def _w_ShareFetchRequest__ForgottenTopic_0(out: bytearray, o: ShareFetchRequest.
 
 
 def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int]:
-    item: Any
-    v_responses: list[Any]
-    v_node_endpoints: list[Any]
+    s11_rack: str | None
+    s1_error_message: str | None
+    s1_node_endpoints: list[Any]
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
+    s5_acknowledge_error_message: str | None
+    s5_acquired_records: list[Any]
+    s5_current_leader: ShareFetchResponse.LeaderIdAndEpoch
+    s5_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u11: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            v_responses = []
+            s1_responses = []
+            add2 = s1_responses.append
             for _ in range(n):
-                item, pos = _r_ShareFetchResponse__ShareFetchableTopicResponse_0(buf, pos)
-                v_responses.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        (s5_acknowledge_error_code,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_acknowledge_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_acknowledge_error_message, pos = _wire.read_compact_string(buf, pos)
+                        (s6_leader_id, s6_leader_epoch, t6,) = _F_iiB.unpack_from(buf, pos)
+                        pos += 9
+                        u6 = _wire.EMPTY_TAGS
+                        if t6:
+                            pos -= 1
+                            count6, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count6):
+                                tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                pos = end6
+                        o6 = _new(_C_ShareFetchResponse__LeaderIdAndEpoch)
+                        o6.leader_id = s6_leader_id
+                        o6.leader_epoch = s6_leader_epoch
+                        o6._unknown_tags = u6
+                        s5_current_leader = o6
+                        s5_records, pos = _wire.read_compact_bytes(buf, pos)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("acquired_records", pos)
+                        else:
+                            stop8 = pos + 19 * n
+                            s5_acquired_records = []
+                            add7 = s5_acquired_records.append
+                            if stop8 <= buflen:
+                                for (s8_first_offset, s8_last_offset, s8_delivery_count, t8,) in _F_qqhB.iter_unpack(buf[pos:stop8]):
+                                    if t8:
+                                        break
+                                    o8 = _new(_C_ShareFetchResponse__AcquiredRecords)
+                                    o8.first_offset = s8_first_offset
+                                    o8.last_offset = s8_last_offset
+                                    o8.delivery_count = s8_delivery_count
+                                    o8._unknown_tags = _wire.EMPTY_TAGS
+                                    add7(o8)
+                                else:
+                                    pos = stop8
+                                    stop8 = -1
+                            if stop8 >= 0:  # some element carries tags, or the data is short
+                                s5_acquired_records = []
+                                add7 = s5_acquired_records.append
+                                for _ in range(n):
+                                    (s9_first_offset, s9_last_offset, s9_delivery_count, t9,) = _F_qqhB.unpack_from(buf, pos)
+                                    pos += 19
+                                    u9 = _wire.EMPTY_TAGS
+                                    if t9:
+                                        pos -= 1
+                                        count9, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count9):
+                                            tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                            u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                            pos = end9
+                                    o9 = _new(_C_ShareFetchResponse__AcquiredRecords)
+                                    o9.first_offset = s9_first_offset
+                                    o9.last_offset = s9_last_offset
+                                    o9.delivery_count = s9_delivery_count
+                                    o9._unknown_tags = u9
+                                    add7(o9)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_ShareFetchResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5.acknowledge_error_code = s5_acknowledge_error_code
+                        o5.acknowledge_error_message = s5_acknowledge_error_message
+                        o5.current_leader = s5_current_leader
+                        o5.records = s5_records
+                        o5.acquired_records = s5_acquired_records
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_ShareFetchResponse__ShareFetchableTopicResponse)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("node_endpoints", pos)
         else:
-            v_node_endpoints = _wire.KeyedList()
+            s1_node_endpoints = _wire.KeyedList()
+            add10 = s1_node_endpoints.append
             for _ in range(n):
-                item, pos = _r_ShareFetchResponse__NodeEndpoint_0(buf, pos)
-                v_node_endpoints.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s11_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s11_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s11_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s11_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s11_rack = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s11_rack, pos = _wire.read_compact_string(buf, pos)
+                u11 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count11, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count11):
+                        tag11, pos, end11 = _wire.read_tag_header(buf, pos)
+                        u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                        pos = end11
+                o11 = _new(_C_ShareFetchResponse__NodeEndpoint)
+                o11.node_id = s11_node_id
+                o11.host = s11_host
+                o11.port = s11_port
+                o11.rack = s11_rack
+                o11._unknown_tags = u11
+                add10(o11)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ShareFetchResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.responses = s1_responses
+        o1.node_endpoints = s1_node_endpoints
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ShareFetchResponse: {exc}", offset=pos) from None
-    o = _new(ShareFetchResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.responses = v_responses
-    o.node_endpoints = v_node_endpoints
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ShareFetchResponse_0(out: bytearray, o: ShareFetchResponse) -> None:
@@ -490,7 +717,12 @@ def _w_ShareFetchResponse_0(out: bytearray, o: ShareFetchResponse) -> None:
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.responses
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
@@ -505,127 +737,34 @@ def _w_ShareFetchResponse_0(out: bytearray, o: ShareFetchResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchResponse__NodeEndpoint_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareFetchResponse__LeaderIdAndEpoch_0(buf: Any, pos: int) -> tuple[ShareFetchResponse.LeaderIdAndEpoch, int]:
-    try:
-        (v_leader_id, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read LeaderIdAndEpoch: {exc}", offset=pos) from None
-    o = _new(_C_ShareFetchResponse__LeaderIdAndEpoch)
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareFetchResponse__LeaderIdAndEpoch_0(out: bytearray, o: ShareFetchResponse.LeaderIdAndEpoch) -> None:
     try:
         out += _F_ii.pack(o.leader_id, o.leader_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareFetchResponse__AcquiredRecords_0(buf: Any, pos: int) -> tuple[ShareFetchResponse.AcquiredRecords, int]:
-    try:
-        (v_first_offset, v_last_offset, v_delivery_count,) = _F_qqh.unpack_from(buf, pos)
-        pos += 18
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read AcquiredRecords: {exc}", offset=pos) from None
-    o = _new(_C_ShareFetchResponse__AcquiredRecords)
-    o.first_offset = v_first_offset
-    o.last_offset = v_last_offset
-    o.delivery_count = v_delivery_count
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareFetchResponse__AcquiredRecords_0(out: bytearray, o: ShareFetchResponse.AcquiredRecords) -> None:
     try:
         out += _F_qqh.pack(o.first_offset, o.last_offset, o.delivery_count)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareFetchResponse__PartitionData_0(buf: Any, pos: int) -> tuple[ShareFetchResponse.PartitionData, int]:
-    item: Any
-    v_current_leader: ShareFetchResponse.LeaderIdAndEpoch
-    v_acquired_records: list[Any]
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        (v_acknowledge_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_acknowledge_error_message, pos = _wire.read_compact_string(buf, pos)
-        v_current_leader, pos = _r_ShareFetchResponse__LeaderIdAndEpoch_0(buf, pos)
-        v_records, pos = _wire.read_compact_bytes(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("acquired_records", pos)
-        else:
-            v_acquired_records = []
-            for _ in range(n):
-                item, pos = _r_ShareFetchResponse__AcquiredRecords_0(buf, pos)
-                v_acquired_records.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_ShareFetchResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.acknowledge_error_code = v_acknowledge_error_code
-    o.acknowledge_error_message = v_acknowledge_error_message
-    o.current_leader = v_current_leader
-    o.records = v_records
-    o.acquired_records = v_acquired_records
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareFetchResponse__PartitionData_0(out: bytearray, o: ShareFetchResponse.PartitionData) -> None:
@@ -634,10 +773,20 @@ def _w_ShareFetchResponse__PartitionData_0(out: bytearray, o: ShareFetchResponse
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.acknowledge_error_code)
         x = o.acknowledge_error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.current_leader
         _w_ShareFetchResponse__LeaderIdAndEpoch_0(out, x)
         x = o.records
@@ -649,44 +798,12 @@ def _w_ShareFetchResponse__PartitionData_0(out: bytearray, o: ShareFetchResponse
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchResponse__AcquiredRecords_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareFetchResponse__ShareFetchableTopicResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse.ShareFetchableTopicResponse, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_ShareFetchResponse__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read ShareFetchableTopicResponse: {exc}", offset=pos) from None
-    o = _new(_C_ShareFetchResponse__ShareFetchableTopicResponse)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareFetchResponse__ShareFetchableTopicResponse_0(out: bytearray, o: ShareFetchResponse.ShareFetchableTopicResponse) -> None:
@@ -702,43 +819,12 @@ def _w_ShareFetchResponse__ShareFetchableTopicResponse_0(out: bytearray, o: Shar
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchResponse__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_ShareFetchResponse__NodeEndpoint_0(buf: Any, pos: int) -> tuple[ShareFetchResponse.NodeEndpoint, int]:
-    try:
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read NodeEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_ShareFetchResponse__NodeEndpoint)
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.rack = v_rack
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_ShareFetchResponse__NodeEndpoint_0(out: bytearray, o: ShareFetchResponse.NodeEndpoint) -> None:
@@ -748,13 +834,22 @@ def _w_ShareFetchResponse__NodeEndpoint_0(out: bytearray, o: ShareFetchResponse.
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.port)
         x = o.rack
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

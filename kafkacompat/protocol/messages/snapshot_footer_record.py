@@ -14,6 +14,7 @@ __all__ = ['SnapshotFooterRecord']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
+_F_hB = struct.Struct(">hB")
 
 
 class SnapshotFooterRecord(KafkaMessage):
@@ -21,7 +22,7 @@ class SnapshotFooterRecord(KafkaMessage):
 
     def __init__(self, *, version: int = 0) -> None:
         self.version = version
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'SnapshotFooterRecord'
     MESSAGE_TYPE = 'data'
@@ -30,32 +31,31 @@ class SnapshotFooterRecord(KafkaMessage):
 
 
 def _r_SnapshotFooterRecord_0(buf: Any, pos: int) -> tuple[SnapshotFooterRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_version,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_version, t1,) = _F_hB.unpack_from(buf, pos)
+        pos += 3
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(SnapshotFooterRecord)
+        o1.version = s1_version
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SnapshotFooterRecord: {exc}", offset=pos) from None
-    o = _new(SnapshotFooterRecord)
-    o.version = v_version
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_SnapshotFooterRecord_0(out: bytearray, o: SnapshotFooterRecord) -> None:
     try:
         out += _F_h.pack(o.version)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,6 +14,7 @@ __all__ = ['SnapshotHeaderRecord']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_hq = struct.Struct(">hq")
+_F_hqB = struct.Struct(">hqB")
 
 
 class SnapshotHeaderRecord(KafkaMessage):
@@ -22,7 +23,7 @@ class SnapshotHeaderRecord(KafkaMessage):
     def __init__(self, *, version: int = 0, last_contained_log_timestamp: int = 0) -> None:
         self.version = version
         self.last_contained_log_timestamp = last_contained_log_timestamp
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'SnapshotHeaderRecord'
     MESSAGE_TYPE = 'data'
@@ -31,33 +32,32 @@ class SnapshotHeaderRecord(KafkaMessage):
 
 
 def _r_SnapshotHeaderRecord_0(buf: Any, pos: int) -> tuple[SnapshotHeaderRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_version, v_last_contained_log_timestamp,) = _F_hq.unpack_from(buf, pos)
-        pos += 10
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_version, s1_last_contained_log_timestamp, t1,) = _F_hqB.unpack_from(buf, pos)
+        pos += 11
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(SnapshotHeaderRecord)
+        o1.version = s1_version
+        o1.last_contained_log_timestamp = s1_last_contained_log_timestamp
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SnapshotHeaderRecord: {exc}", offset=pos) from None
-    o = _new(SnapshotHeaderRecord)
-    o.version = v_version
-    o.last_contained_log_timestamp = v_last_contained_log_timestamp
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_SnapshotHeaderRecord_0(out: bytearray, o: SnapshotHeaderRecord) -> None:
     try:
         out += _F_hq.pack(o.version, o.last_contained_log_timestamp)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

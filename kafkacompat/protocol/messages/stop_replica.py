@@ -17,7 +17,9 @@ _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_ioiq = struct.Struct(">i?iq")
 _F_ih = struct.Struct(">ih")
+_F_ihB = struct.Struct(">ihB")
 _F_iio = struct.Struct(">ii?")
+_F_iioB = struct.Struct(">ii?B")
 _F_iiq = struct.Struct(">iiq")
 _F_iiqo = struct.Struct(">iiq?")
 
@@ -34,7 +36,7 @@ class StopReplicaRequest(KafkaMessage):
         self.ungrouped_partitions = [] if ungrouped_partitions is _wire.DEFAULT else ungrouped_partitions
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.topic_states = [] if topic_states is _wire.DEFAULT else topic_states
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'StopReplicaRequest'
     API_KEY = 5
@@ -49,7 +51,7 @@ class StopReplicaRequest(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partition_index: int = 0) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class StopReplicaTopicV1(KafkaStruct):
@@ -58,7 +60,7 @@ class StopReplicaRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partition_indexes: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _wire.DEFAULT else partition_indexes
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class StopReplicaPartitionState(KafkaStruct):
@@ -68,7 +70,7 @@ class StopReplicaRequest(KafkaMessage):
             self.partition_index = partition_index
             self.leader_epoch = leader_epoch
             self.delete_partition = delete_partition
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class StopReplicaTopicState(KafkaStruct):
@@ -77,7 +79,7 @@ class StopReplicaRequest(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partition_states: list[StopReplicaRequest.StopReplicaPartitionState] = _wire.DEFAULT) -> None:
             self.topic_name = topic_name
             self.partition_states = [] if partition_states is _wire.DEFAULT else partition_states
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class StopReplicaResponse(KafkaMessage):
@@ -86,7 +88,7 @@ class StopReplicaResponse(KafkaMessage):
     def __init__(self, *, error_code: int = 0, partition_errors: list[StopReplicaResponse.StopReplicaPartitionError] = _wire.DEFAULT) -> None:
         self.error_code = error_code
         self.partition_errors = [] if partition_errors is _wire.DEFAULT else partition_errors
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'StopReplicaResponse'
     API_KEY = 5
@@ -101,37 +103,45 @@ class StopReplicaResponse(KafkaMessage):
             self.topic_name = topic_name
             self.partition_index = partition_index
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_StopReplicaRequest_0(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
-    item: Any
-    v_ungrouped_partitions: list[Any]
+    s1_ungrouped_partitions: list[Any]
     try:
-        (v_controller_id, v_controller_epoch, v_delete_partitions,) = _F_iio.unpack_from(buf, pos)
+        (s1_controller_id, s1_controller_epoch, s1_delete_partitions,) = _F_iio.unpack_from(buf, pos)
         pos += 9
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("ungrouped_partitions", pos)
         else:
-            v_ungrouped_partitions = []
+            s1_ungrouped_partitions = []
+            add2 = s1_ungrouped_partitions.append
             for _ in range(n):
-                item, pos = _r_StopReplicaRequest__StopReplicaPartitionV0_0(buf, pos)
-                v_ungrouped_partitions.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                (s3_partition_index,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                o3 = _new(_C_StopReplicaRequest__StopReplicaPartitionV0)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(StopReplicaRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = -1
+        o1.delete_partitions = s1_delete_partitions
+        o1.ungrouped_partitions = s1_ungrouped_partitions
+        o1.topics = []
+        o1.topic_states = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read StopReplicaRequest: {exc}", offset=pos) from None
-    o = _new(StopReplicaRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = -1
-    o.delete_partitions = v_delete_partitions
-    o.ungrouped_partitions = v_ungrouped_partitions
-    o.topics = []
-    o.topic_states = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_StopReplicaRequest_0(out: bytearray, o: StopReplicaRequest) -> None:
@@ -157,32 +167,50 @@ def _w_StopReplicaRequest_0(out: bytearray, o: StopReplicaRequest) -> None:
 
 
 def _r_StopReplicaRequest_1(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partition_indexes: list[Any]
     try:
-        (v_controller_id, v_controller_epoch, v_broker_epoch, v_delete_partitions,) = _F_iiqo.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch, s1_delete_partitions,) = _F_iiqo.unpack_from(buf, pos)
         pos += 17
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_StopReplicaRequest__StopReplicaTopicV1_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_indexes", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partition_indexes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_StopReplicaRequest__StopReplicaTopicV1)
+                o3.name = s3_name
+                o3.partition_indexes = s3_partition_indexes
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(StopReplicaRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.delete_partitions = s1_delete_partitions
+        o1.ungrouped_partitions = []
+        o1.topics = s1_topics
+        o1.topic_states = []
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read StopReplicaRequest: {exc}", offset=pos) from None
-    o = _new(StopReplicaRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.delete_partitions = v_delete_partitions
-    o.ungrouped_partitions = []
-    o.topics = v_topics
-    o.topic_states = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_StopReplicaRequest_1(out: bytearray, o: StopReplicaRequest) -> None:
@@ -208,41 +236,84 @@ def _w_StopReplicaRequest_1(out: bytearray, o: StopReplicaRequest) -> None:
 
 
 def _r_StopReplicaRequest_2(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partition_indexes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_controller_id, v_controller_epoch, v_broker_epoch, v_delete_partitions,) = _F_iiqo.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch, s1_delete_partitions,) = _F_iiqo.unpack_from(buf, pos)
         pos += 17
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_StopReplicaRequest__StopReplicaTopicV1_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_indexes", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_partition_indexes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_StopReplicaRequest__StopReplicaTopicV1)
+                o3.name = s3_name
+                o3.partition_indexes = s3_partition_indexes
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(StopReplicaRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.delete_partitions = s1_delete_partitions
+        o1.ungrouped_partitions = []
+        o1.topics = s1_topics
+        o1.topic_states = []
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read StopReplicaRequest: {exc}", offset=pos) from None
-    o = _new(StopReplicaRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.delete_partitions = v_delete_partitions
-    o.ungrouped_partitions = []
-    o.topics = v_topics
-    o.topic_states = []
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_StopReplicaRequest_2(out: bytearray, o: StopReplicaRequest) -> None:
@@ -263,9 +334,8 @@ def _w_StopReplicaRequest_2(out: bytearray, o: StopReplicaRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_StopReplicaRequest__StopReplicaTopicV1_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -273,41 +343,115 @@ def _w_StopReplicaRequest_2(out: bytearray, o: StopReplicaRequest) -> None:
 
 
 def _r_StopReplicaRequest_3(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
-    item: Any
-    v_topic_states: list[Any]
+    s1_topic_states: list[Any]
+    s3_partition_states: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_controller_id, v_controller_epoch, v_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_states", pos)
         else:
-            v_topic_states = []
+            s1_topic_states = []
+            add2 = s1_topic_states.append
             for _ in range(n):
-                item, pos = _r_StopReplicaRequest__StopReplicaTopicState_0(buf, pos)
-                v_topic_states.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_states", pos)
+                else:
+                    stop5 = pos + 10 * n
+                    s3_partition_states = []
+                    add4 = s3_partition_states.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_leader_epoch, s5_delete_partition, t5,) in _F_iioB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_StopReplicaRequest__StopReplicaPartitionState)
+                            o5.partition_index = s5_partition_index
+                            o5.leader_epoch = s5_leader_epoch
+                            o5.delete_partition = s5_delete_partition
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partition_states = []
+                        add4 = s3_partition_states.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_leader_epoch, s6_delete_partition, t6,) = _F_iioB.unpack_from(buf, pos)
+                            pos += 10
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_StopReplicaRequest__StopReplicaPartitionState)
+                            o6.partition_index = s6_partition_index
+                            o6.leader_epoch = s6_leader_epoch
+                            o6.delete_partition = s6_delete_partition
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_StopReplicaRequest__StopReplicaTopicState)
+                o3.topic_name = s3_topic_name
+                o3.partition_states = s3_partition_states
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(StopReplicaRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.delete_partitions = False
+        o1.ungrouped_partitions = []
+        o1.topics = []
+        o1.topic_states = s1_topic_states
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read StopReplicaRequest: {exc}", offset=pos) from None
-    o = _new(StopReplicaRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.delete_partitions = False
-    o.ungrouped_partitions = []
-    o.topics = []
-    o.topic_states = v_topic_states
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_StopReplicaRequest_3(out: bytearray, o: StopReplicaRequest) -> None:
@@ -330,9 +474,8 @@ def _w_StopReplicaRequest_3(out: bytearray, o: StopReplicaRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_StopReplicaRequest__StopReplicaTopicState_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -340,41 +483,115 @@ def _w_StopReplicaRequest_3(out: bytearray, o: StopReplicaRequest) -> None:
 
 
 def _r_StopReplicaRequest_4(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
-    item: Any
-    v_topic_states: list[Any]
+    s1_topic_states: list[Any]
+    s3_partition_states: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_controller_id, v_is_k_raft_controller, v_controller_epoch, v_broker_epoch,) = _F_ioiq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_is_k_raft_controller, s1_controller_epoch, s1_broker_epoch,) = _F_ioiq.unpack_from(buf, pos)
         pos += 17
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_states", pos)
         else:
-            v_topic_states = []
+            s1_topic_states = []
+            add2 = s1_topic_states.append
             for _ in range(n):
-                item, pos = _r_StopReplicaRequest__StopReplicaTopicState_0(buf, pos)
-                v_topic_states.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_states", pos)
+                else:
+                    stop5 = pos + 10 * n
+                    s3_partition_states = []
+                    add4 = s3_partition_states.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_leader_epoch, s5_delete_partition, t5,) in _F_iioB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_StopReplicaRequest__StopReplicaPartitionState)
+                            o5.partition_index = s5_partition_index
+                            o5.leader_epoch = s5_leader_epoch
+                            o5.delete_partition = s5_delete_partition
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partition_states = []
+                        add4 = s3_partition_states.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_leader_epoch, s6_delete_partition, t6,) = _F_iioB.unpack_from(buf, pos)
+                            pos += 10
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_StopReplicaRequest__StopReplicaPartitionState)
+                            o6.partition_index = s6_partition_index
+                            o6.leader_epoch = s6_leader_epoch
+                            o6.delete_partition = s6_delete_partition
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_StopReplicaRequest__StopReplicaTopicState)
+                o3.topic_name = s3_topic_name
+                o3.partition_states = s3_partition_states
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(StopReplicaRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = s1_is_k_raft_controller
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.delete_partitions = False
+        o1.ungrouped_partitions = []
+        o1.topics = []
+        o1.topic_states = s1_topic_states
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read StopReplicaRequest: {exc}", offset=pos) from None
-    o = _new(StopReplicaRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = v_is_k_raft_controller
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.delete_partitions = False
-    o.ungrouped_partitions = []
-    o.topics = []
-    o.topic_states = v_topic_states
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_StopReplicaRequest_4(out: bytearray, o: StopReplicaRequest) -> None:
@@ -395,29 +612,12 @@ def _w_StopReplicaRequest_4(out: bytearray, o: StopReplicaRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_StopReplicaRequest__StopReplicaTopicState_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_StopReplicaRequest__StopReplicaPartitionV0_0(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaPartitionV0, int]:
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StopReplicaPartitionV0: {exc}", offset=pos) from None
-    o = _new(_C_StopReplicaRequest__StopReplicaPartitionV0)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_StopReplicaRequest__StopReplicaPartitionV0_0(out: bytearray, o: StopReplicaRequest.StopReplicaPartitionV0) -> None:
@@ -430,26 +630,6 @@ def _w_StopReplicaRequest__StopReplicaPartitionV0_0(out: bytearray, o: StopRepli
         out += _F_i.pack(o.partition_index)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_StopReplicaRequest__StopReplicaTopicV1_0(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaTopicV1, int]:
-    v_partition_indexes: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_indexes", pos)
-        else:
-            v_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StopReplicaTopicV1: {exc}", offset=pos) from None
-    o = _new(_C_StopReplicaRequest__StopReplicaTopicV1)
-    o.name = v_name
-    o.partition_indexes = v_partition_indexes
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_StopReplicaRequest__StopReplicaTopicV1_0(out: bytearray, o: StopReplicaRequest.StopReplicaTopicV1) -> None:
@@ -469,123 +649,41 @@ def _w_StopReplicaRequest__StopReplicaTopicV1_0(out: bytearray, o: StopReplicaRe
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_StopReplicaRequest__StopReplicaTopicV1_1(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaTopicV1, int]:
-    v_partition_indexes: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_indexes", pos)
-        else:
-            v_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StopReplicaTopicV1: {exc}", offset=pos) from None
-    o = _new(_C_StopReplicaRequest__StopReplicaTopicV1)
-    o.name = v_name
-    o.partition_indexes = v_partition_indexes
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_StopReplicaRequest__StopReplicaTopicV1_1(out: bytearray, o: StopReplicaRequest.StopReplicaTopicV1) -> None:
     x: Any
     try:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_indexes
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_StopReplicaRequest__StopReplicaPartitionState_0(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaPartitionState, int]:
-    try:
-        (v_partition_index, v_leader_epoch, v_delete_partition,) = _F_iio.unpack_from(buf, pos)
-        pos += 9
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StopReplicaPartitionState: {exc}", offset=pos) from None
-    o = _new(_C_StopReplicaRequest__StopReplicaPartitionState)
-    o.partition_index = v_partition_index
-    o.leader_epoch = v_leader_epoch
-    o.delete_partition = v_delete_partition
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_StopReplicaRequest__StopReplicaPartitionState_0(out: bytearray, o: StopReplicaRequest.StopReplicaPartitionState) -> None:
     try:
         out += _F_iio.pack(o.partition_index, o.leader_epoch, o.delete_partition)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_StopReplicaRequest__StopReplicaTopicState_0(buf: Any, pos: int) -> tuple[StopReplicaRequest.StopReplicaTopicState, int]:
-    item: Any
-    v_partition_states: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_states", pos)
-        else:
-            v_partition_states = []
-            for _ in range(n):
-                item, pos = _r_StopReplicaRequest__StopReplicaPartitionState_0(buf, pos)
-                v_partition_states.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StopReplicaTopicState: {exc}", offset=pos) from None
-    o = _new(_C_StopReplicaRequest__StopReplicaTopicState)
-    o.topic_name = v_topic_name
-    o.partition_states = v_partition_states
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_StopReplicaRequest__StopReplicaTopicState_0(out: bytearray, o: StopReplicaRequest.StopReplicaTopicState) -> None:
@@ -595,7 +693,12 @@ def _w_StopReplicaRequest__StopReplicaTopicState_0(out: bytearray, o: StopReplic
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_states
         if x is None:
             raise EncodeError("field partition_states is None but not nullable at this version")
@@ -603,9 +706,8 @@ def _w_StopReplicaRequest__StopReplicaTopicState_0(out: bytearray, o: StopReplic
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_StopReplicaRequest__StopReplicaPartitionState_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -613,26 +715,35 @@ def _w_StopReplicaRequest__StopReplicaTopicState_0(out: bytearray, o: StopReplic
 
 
 def _r_StopReplicaResponse_0(buf: Any, pos: int) -> tuple[StopReplicaResponse, int]:
-    item: Any
-    v_partition_errors: list[Any]
+    s1_partition_errors: list[Any]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("partition_errors", pos)
         else:
-            v_partition_errors = []
+            s1_partition_errors = []
+            add2 = s1_partition_errors.append
             for _ in range(n):
-                item, pos = _r_StopReplicaResponse__StopReplicaPartitionError_0(buf, pos)
-                v_partition_errors.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                (s3_partition_index, s3_error_code,) = _F_ih.unpack_from(buf, pos)
+                pos += 6
+                o3 = _new(_C_StopReplicaResponse__StopReplicaPartitionError)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3.error_code = s3_error_code
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(StopReplicaResponse)
+        o1.error_code = s1_error_code
+        o1.partition_errors = s1_partition_errors
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read StopReplicaResponse: {exc}", offset=pos) from None
-    o = _new(StopReplicaResponse)
-    o.error_code = v_error_code
-    o.partition_errors = v_partition_errors
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_StopReplicaResponse_0(out: bytearray, o: StopReplicaResponse) -> None:
@@ -652,35 +763,65 @@ def _w_StopReplicaResponse_0(out: bytearray, o: StopReplicaResponse) -> None:
 
 
 def _r_StopReplicaResponse_1(buf: Any, pos: int) -> tuple[StopReplicaResponse, int]:
-    item: Any
-    v_partition_errors: list[Any]
+    s1_partition_errors: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("partition_errors", pos)
         else:
-            v_partition_errors = []
+            s1_partition_errors = []
+            add2 = s1_partition_errors.append
             for _ in range(n):
-                item, pos = _r_StopReplicaResponse__StopReplicaPartitionError_1(buf, pos)
-                v_partition_errors.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                (s3_partition_index, s3_error_code, t3,) = _F_ihB.unpack_from(buf, pos)
+                pos += 7
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_StopReplicaResponse__StopReplicaPartitionError)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3.error_code = s3_error_code
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(StopReplicaResponse)
+        o1.error_code = s1_error_code
+        o1.partition_errors = s1_partition_errors
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read StopReplicaResponse: {exc}", offset=pos) from None
-    o = _new(StopReplicaResponse)
-    o.error_code = v_error_code
-    o.partition_errors = v_partition_errors
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_StopReplicaResponse_1(out: bytearray, o: StopReplicaResponse) -> None:
@@ -695,30 +836,12 @@ def _w_StopReplicaResponse_1(out: bytearray, o: StopReplicaResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_StopReplicaResponse__StopReplicaPartitionError_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_StopReplicaResponse__StopReplicaPartitionError_0(buf: Any, pos: int) -> tuple[StopReplicaResponse.StopReplicaPartitionError, int]:
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StopReplicaPartitionError: {exc}", offset=pos) from None
-    o = _new(_C_StopReplicaResponse__StopReplicaPartitionError)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_StopReplicaResponse__StopReplicaPartitionError_0(out: bytearray, o: StopReplicaResponse.StopReplicaPartitionError) -> None:
@@ -733,43 +856,21 @@ def _w_StopReplicaResponse__StopReplicaPartitionError_0(out: bytearray, o: StopR
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_StopReplicaResponse__StopReplicaPartitionError_1(buf: Any, pos: int) -> tuple[StopReplicaResponse.StopReplicaPartitionError, int]:
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StopReplicaPartitionError: {exc}", offset=pos) from None
-    o = _new(_C_StopReplicaResponse__StopReplicaPartitionError)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_StopReplicaResponse__StopReplicaPartitionError_1(out: bytearray, o: StopReplicaResponse.StopReplicaPartitionError) -> None:
     x: Any
     try:
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_ih.pack(o.partition_index, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

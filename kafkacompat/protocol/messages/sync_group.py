@@ -29,7 +29,7 @@ class SyncGroupRequest(KafkaMessage):
         self.protocol_type = protocol_type
         self.protocol_name = protocol_name
         self.assignments = [] if assignments is _wire.DEFAULT else assignments
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'SyncGroupRequest'
     API_KEY = 14
@@ -44,7 +44,7 @@ class SyncGroupRequest(KafkaMessage):
         def __init__(self, *, member_id: str = "", assignment: bytes = b"") -> None:
             self.member_id = member_id
             self.assignment = assignment
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class SyncGroupResponse(KafkaMessage):
@@ -56,7 +56,7 @@ class SyncGroupResponse(KafkaMessage):
         self.protocol_type = protocol_type
         self.protocol_name = protocol_name
         self.assignment = assignment
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'SyncGroupResponse'
     API_KEY = 14
@@ -66,37 +66,46 @@ class SyncGroupResponse(KafkaMessage):
 
 
 def _r_SyncGroupRequest_0(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
-    item: Any
-    v_assignments: list[Any]
+    s1_assignments: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_generation_id,) = _F_i.unpack_from(buf, pos)
+        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("assignments", pos)
         else:
-            v_assignments = []
+            s1_assignments = []
+            add2 = s1_assignments.append
             for _ in range(n):
-                item, pos = _r_SyncGroupRequest__SyncGroupRequestAssignment_0(buf, pos)
-                v_assignments.append(item)
+                s3_member_id, pos = _wire.read_string(buf, pos)
+                if s3_member_id is None:
+                    raise _wire.null_error("member_id", pos)
+                s3_assignment, pos = _wire.read_bytes(buf, pos)
+                if s3_assignment is None:
+                    raise _wire.null_error("assignment", pos)
+                o3 = _new(_C_SyncGroupRequest__SyncGroupRequestAssignment)
+                o3.member_id = s3_member_id
+                o3.assignment = s3_assignment
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(SyncGroupRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id = s1_generation_id
+        o1.member_id = s1_member_id
+        o1.group_instance_id = None
+        o1.protocol_type = None
+        o1.protocol_name = None
+        o1.assignments = s1_assignments
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SyncGroupRequest: {exc}", offset=pos) from None
-    o = _new(SyncGroupRequest)
-    o.group_id = v_group_id
-    o.generation_id = v_generation_id
-    o.member_id = v_member_id
-    o.group_instance_id = None
-    o.protocol_type = None
-    o.protocol_name = None
-    o.assignments = v_assignments
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_SyncGroupRequest_0(out: bytearray, o: SyncGroupRequest) -> None:
@@ -126,38 +135,47 @@ def _w_SyncGroupRequest_0(out: bytearray, o: SyncGroupRequest) -> None:
 
 
 def _r_SyncGroupRequest_1(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
-    item: Any
-    v_assignments: list[Any]
+    s1_assignments: list[Any]
     try:
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_generation_id,) = _F_i.unpack_from(buf, pos)
+        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
+        s1_member_id, pos = _wire.read_string(buf, pos)
+        if s1_member_id is None:
             raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_string(buf, pos)
+        s1_group_instance_id, pos = _wire.read_string(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("assignments", pos)
         else:
-            v_assignments = []
+            s1_assignments = []
+            add2 = s1_assignments.append
             for _ in range(n):
-                item, pos = _r_SyncGroupRequest__SyncGroupRequestAssignment_0(buf, pos)
-                v_assignments.append(item)
+                s3_member_id, pos = _wire.read_string(buf, pos)
+                if s3_member_id is None:
+                    raise _wire.null_error("member_id", pos)
+                s3_assignment, pos = _wire.read_bytes(buf, pos)
+                if s3_assignment is None:
+                    raise _wire.null_error("assignment", pos)
+                o3 = _new(_C_SyncGroupRequest__SyncGroupRequestAssignment)
+                o3.member_id = s3_member_id
+                o3.assignment = s3_assignment
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(SyncGroupRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id = s1_generation_id
+        o1.member_id = s1_member_id
+        o1.group_instance_id = s1_group_instance_id
+        o1.protocol_type = None
+        o1.protocol_name = None
+        o1.assignments = s1_assignments
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SyncGroupRequest: {exc}", offset=pos) from None
-    o = _new(SyncGroupRequest)
-    o.group_id = v_group_id
-    o.generation_id = v_generation_id
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.protocol_type = None
-    o.protocol_name = None
-    o.assignments = v_assignments
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_SyncGroupRequest_1(out: bytearray, o: SyncGroupRequest) -> None:
@@ -187,47 +205,99 @@ def _w_SyncGroupRequest_1(out: bytearray, o: SyncGroupRequest) -> None:
 
 
 def _r_SyncGroupRequest_2(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
-    item: Any
-    v_assignments: list[Any]
+    s1_assignments: list[Any]
+    s1_group_instance_id: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        (v_generation_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("assignments", pos)
         else:
-            v_assignments = []
+            s1_assignments = []
+            add2 = s1_assignments.append
             for _ in range(n):
-                item, pos = _r_SyncGroupRequest__SyncGroupRequestAssignment_1(buf, pos)
-                v_assignments.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+                s3_assignment, pos = _wire.read_compact_bytes(buf, pos)
+                if s3_assignment is None:
+                    raise _wire.null_error("assignment", pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_SyncGroupRequest__SyncGroupRequestAssignment)
+                o3.member_id = s3_member_id
+                o3.assignment = s3_assignment
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(SyncGroupRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id = s1_generation_id
+        o1.member_id = s1_member_id
+        o1.group_instance_id = s1_group_instance_id
+        o1.protocol_type = None
+        o1.protocol_name = None
+        o1.assignments = s1_assignments
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SyncGroupRequest: {exc}", offset=pos) from None
-    o = _new(SyncGroupRequest)
-    o.group_id = v_group_id
-    o.generation_id = v_generation_id
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.protocol_type = None
-    o.protocol_name = None
-    o.assignments = v_assignments
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_SyncGroupRequest_2(out: bytearray, o: SyncGroupRequest) -> None:
@@ -237,14 +307,29 @@ def _w_SyncGroupRequest_2(out: bytearray, o: SyncGroupRequest) -> None:
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.generation_id)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.assignments
         if x is None:
             raise EncodeError("field assignments is None but not nullable at this version")
@@ -252,9 +337,8 @@ def _w_SyncGroupRequest_2(out: bytearray, o: SyncGroupRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_SyncGroupRequest__SyncGroupRequestAssignment_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -262,49 +346,119 @@ def _w_SyncGroupRequest_2(out: bytearray, o: SyncGroupRequest) -> None:
 
 
 def _r_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
-    item: Any
-    v_assignments: list[Any]
+    s1_assignments: list[Any]
+    s1_group_instance_id: str | None
+    s1_protocol_name: str | None
+    s1_protocol_type: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        (v_generation_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        (s1_generation_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        v_protocol_type, pos = _wire.read_compact_string(buf, pos)
-        v_protocol_name, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_protocol_type, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_protocol_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_protocol_name, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("assignments", pos)
         else:
-            v_assignments = []
+            s1_assignments = []
+            add2 = s1_assignments.append
             for _ in range(n):
-                item, pos = _r_SyncGroupRequest__SyncGroupRequestAssignment_1(buf, pos)
-                v_assignments.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+                s3_assignment, pos = _wire.read_compact_bytes(buf, pos)
+                if s3_assignment is None:
+                    raise _wire.null_error("assignment", pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_SyncGroupRequest__SyncGroupRequestAssignment)
+                o3.member_id = s3_member_id
+                o3.assignment = s3_assignment
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(SyncGroupRequest)
+        o1.group_id = s1_group_id
+        o1.generation_id = s1_generation_id
+        o1.member_id = s1_member_id
+        o1.group_instance_id = s1_group_instance_id
+        o1.protocol_type = s1_protocol_type
+        o1.protocol_name = s1_protocol_name
+        o1.assignments = s1_assignments
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SyncGroupRequest: {exc}", offset=pos) from None
-    o = _new(SyncGroupRequest)
-    o.group_id = v_group_id
-    o.generation_id = v_generation_id
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.protocol_type = v_protocol_type
-    o.protocol_name = v_protocol_name
-    o.assignments = v_assignments
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_SyncGroupRequest_3(out: bytearray, o: SyncGroupRequest) -> None:
@@ -314,18 +468,43 @@ def _w_SyncGroupRequest_3(out: bytearray, o: SyncGroupRequest) -> None:
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.generation_id)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocol_type
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocol_name
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.assignments
         if x is None:
             raise EncodeError("field assignments is None but not nullable at this version")
@@ -333,30 +512,12 @@ def _w_SyncGroupRequest_3(out: bytearray, o: SyncGroupRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_SyncGroupRequest__SyncGroupRequestAssignment_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_SyncGroupRequest__SyncGroupRequestAssignment_0(buf: Any, pos: int) -> tuple[SyncGroupRequest.SyncGroupRequestAssignment, int]:
-    try:
-        v_member_id, pos = _wire.read_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_assignment, pos = _wire.read_bytes(buf, pos)
-        if v_assignment is None:
-            raise _wire.null_error("assignment", pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SyncGroupRequestAssignment: {exc}", offset=pos) from None
-    o = _new(_C_SyncGroupRequest__SyncGroupRequestAssignment)
-    o.member_id = v_member_id
-    o.assignment = v_assignment
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_SyncGroupRequest__SyncGroupRequestAssignment_0(out: bytearray, o: SyncGroupRequest.SyncGroupRequestAssignment) -> None:
@@ -374,46 +535,24 @@ def _w_SyncGroupRequest__SyncGroupRequestAssignment_0(out: bytearray, o: SyncGro
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_SyncGroupRequest__SyncGroupRequestAssignment_1(buf: Any, pos: int) -> tuple[SyncGroupRequest.SyncGroupRequestAssignment, int]:
-    try:
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_assignment, pos = _wire.read_compact_bytes(buf, pos)
-        if v_assignment is None:
-            raise _wire.null_error("assignment", pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read SyncGroupRequestAssignment: {exc}", offset=pos) from None
-    o = _new(_C_SyncGroupRequest__SyncGroupRequestAssignment)
-    o.member_id = v_member_id
-    o.assignment = v_assignment
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_SyncGroupRequest__SyncGroupRequestAssignment_1(out: bytearray, o: SyncGroupRequest.SyncGroupRequestAssignment) -> None:
     x: Any
     try:
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.assignment
         if x is None:
             raise EncodeError("field assignment is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -422,21 +561,21 @@ def _w_SyncGroupRequest__SyncGroupRequestAssignment_1(out: bytearray, o: SyncGro
 
 def _r_SyncGroupResponse_0(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        v_assignment, pos = _wire.read_bytes(buf, pos)
-        if v_assignment is None:
+        s1_assignment, pos = _wire.read_bytes(buf, pos)
+        if s1_assignment is None:
             raise _wire.null_error("assignment", pos)
+        o1 = _new(SyncGroupResponse)
+        o1.throttle_time_ms = 0
+        o1.error_code = s1_error_code
+        o1.protocol_type = None
+        o1.protocol_name = None
+        o1.assignment = s1_assignment
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SyncGroupResponse: {exc}", offset=pos) from None
-    o = _new(SyncGroupResponse)
-    o.throttle_time_ms = 0
-    o.error_code = v_error_code
-    o.protocol_type = None
-    o.protocol_name = None
-    o.assignment = v_assignment
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_SyncGroupResponse_0(out: bytearray, o: SyncGroupResponse) -> None:
@@ -453,21 +592,21 @@ def _w_SyncGroupResponse_0(out: bytearray, o: SyncGroupResponse) -> None:
 
 def _r_SyncGroupResponse_1(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_assignment, pos = _wire.read_bytes(buf, pos)
-        if v_assignment is None:
+        s1_assignment, pos = _wire.read_bytes(buf, pos)
+        if s1_assignment is None:
             raise _wire.null_error("assignment", pos)
+        o1 = _new(SyncGroupResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.protocol_type = None
+        o1.protocol_name = None
+        o1.assignment = s1_assignment
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SyncGroupResponse: {exc}", offset=pos) from None
-    o = _new(SyncGroupResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.protocol_type = None
-    o.protocol_name = None
-    o.assignment = v_assignment
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_SyncGroupResponse_1(out: bytearray, o: SyncGroupResponse) -> None:
@@ -483,31 +622,32 @@ def _w_SyncGroupResponse_1(out: bytearray, o: SyncGroupResponse) -> None:
 
 
 def _r_SyncGroupResponse_2(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_assignment, pos = _wire.read_compact_bytes(buf, pos)
-        if v_assignment is None:
+        s1_assignment, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_assignment is None:
             raise _wire.null_error("assignment", pos)
-        unknown = _wire.EMPTY_TAGS
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(SyncGroupResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.protocol_type = None
+        o1.protocol_name = None
+        o1.assignment = s1_assignment
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SyncGroupResponse: {exc}", offset=pos) from None
-    o = _new(SyncGroupResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.protocol_type = None
-    o.protocol_name = None
-    o.assignment = v_assignment
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_SyncGroupResponse_2(out: bytearray, o: SyncGroupResponse) -> None:
@@ -518,9 +658,8 @@ def _w_SyncGroupResponse_2(out: bytearray, o: SyncGroupResponse) -> None:
         if x is None:
             raise EncodeError("field assignment is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -528,33 +667,53 @@ def _w_SyncGroupResponse_2(out: bytearray, o: SyncGroupResponse) -> None:
 
 
 def _r_SyncGroupResponse_3(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
+    s1_protocol_name: str | None
+    s1_protocol_type: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_protocol_type, pos = _wire.read_compact_string(buf, pos)
-        v_protocol_name, pos = _wire.read_compact_string(buf, pos)
-        v_assignment, pos = _wire.read_compact_bytes(buf, pos)
-        if v_assignment is None:
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_protocol_type, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_protocol_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_protocol_name, pos = _wire.read_compact_string(buf, pos)
+        s1_assignment, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_assignment is None:
             raise _wire.null_error("assignment", pos)
-        unknown = _wire.EMPTY_TAGS
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(SyncGroupResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.protocol_type = s1_protocol_type
+        o1.protocol_name = s1_protocol_name
+        o1.assignment = s1_assignment
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read SyncGroupResponse: {exc}", offset=pos) from None
-    o = _new(SyncGroupResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.protocol_type = v_protocol_type
-    o.protocol_name = v_protocol_name
-    o.assignment = v_assignment
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_SyncGroupResponse_3(out: bytearray, o: SyncGroupResponse) -> None:
@@ -562,16 +721,25 @@ def _w_SyncGroupResponse_3(out: bytearray, o: SyncGroupResponse) -> None:
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.protocol_type
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.protocol_name
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.assignment
         if x is None:
             raise EncodeError("field assignment is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

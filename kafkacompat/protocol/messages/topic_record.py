@@ -21,7 +21,7 @@ class TopicRecord(KafkaMessage):
     def __init__(self, *, name: str = "", topic_id: uuid.UUID = _wire.ZERO_UUID) -> None:
         self.name = name
         self.topic_id = topic_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'TopicRecord'
     API_KEY = 2
@@ -31,27 +31,35 @@ class TopicRecord(KafkaMessage):
 
 
 def _r_TopicRecord_0(buf: Any, pos: int) -> tuple[TopicRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_name, pos = _wire.read_compact_text(buf, pos, "name")
+        s1_topic_id, pos = _wire.read_uuid(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(TopicRecord)
+        o1.name = s1_name
+        o1.topic_id = s1_topic_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read TopicRecord: {exc}", offset=pos) from None
-    o = _new(TopicRecord)
-    o.name = v_name
-    o.topic_id = v_topic_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_TopicRecord_0(out: bytearray, o: TopicRecord) -> None:
@@ -60,12 +68,16 @@ def _w_TopicRecord_0(out: bytearray, o: TopicRecord) -> None:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_id
         _wire.write_uuid(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,6 +15,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
+_F_ihB = struct.Struct(">ihB")
 _F_iq = struct.Struct(">iq")
 _F_iqi = struct.Struct(">iqi")
 _F_qh = struct.Struct(">qh")
@@ -33,7 +34,7 @@ class TxnOffsetCommitRequest(KafkaMessage):
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'TxnOffsetCommitRequest'
     API_KEY = 28
@@ -50,7 +51,7 @@ class TxnOffsetCommitRequest(KafkaMessage):
             self.committed_offset = committed_offset
             self.committed_leader_epoch = committed_leader_epoch
             self.committed_metadata = committed_metadata
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TxnOffsetCommitRequestTopic(KafkaStruct):
@@ -59,7 +60,7 @@ class TxnOffsetCommitRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class TxnOffsetCommitResponse(KafkaMessage):
@@ -68,7 +69,7 @@ class TxnOffsetCommitResponse(KafkaMessage):
     def __init__(self, *, throttle_time_ms: int = 0, topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'TxnOffsetCommitResponse'
     API_KEY = 28
@@ -82,7 +83,7 @@ class TxnOffsetCommitResponse(KafkaMessage):
         def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TxnOffsetCommitResponseTopic(KafkaStruct):
@@ -91,43 +92,67 @@ class TxnOffsetCommitResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_TxnOffsetCommitRequest_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        v_transactional_id, pos = _wire.read_string(buf, pos)
-        if v_transactional_id is None:
+        s1_transactional_id, pos = _wire.read_string(buf, pos)
+        if s1_transactional_id is None:
             raise _wire.null_error("transactional_id", pos)
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_producer_id, v_producer_epoch,) = _F_qh.unpack_from(buf, pos)
+        (s1_producer_id, s1_producer_epoch,) = _F_qh.unpack_from(buf, pos)
         pos += 10
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset,) = _F_iq.unpack_from(buf, pos)
+                        pos += 12
+                        s5_committed_metadata, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = -1
+                        o5.committed_metadata = s5_committed_metadata
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(TxnOffsetCommitRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.group_id = s1_group_id
+        o1.producer_id = s1_producer_id
+        o1.producer_epoch = s1_producer_epoch
+        o1.generation_id = -1
+        o1.member_id = ''
+        o1.group_instance_id = None
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read TxnOffsetCommitRequest: {exc}", offset=pos) from None
-    o = _new(TxnOffsetCommitRequest)
-    o.transactional_id = v_transactional_id
-    o.group_id = v_group_id
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.generation_id = -1
-    o.member_id = ''
-    o.group_instance_id = None
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_TxnOffsetCommitRequest_0(out: bytearray, o: TxnOffsetCommitRequest) -> None:
@@ -161,38 +186,62 @@ def _w_TxnOffsetCommitRequest_0(out: bytearray, o: TxnOffsetCommitRequest) -> No
 
 
 def _r_TxnOffsetCommitRequest_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        v_transactional_id, pos = _wire.read_string(buf, pos)
-        if v_transactional_id is None:
+        s1_transactional_id, pos = _wire.read_string(buf, pos)
+        if s1_transactional_id is None:
             raise _wire.null_error("transactional_id", pos)
-        v_group_id, pos = _wire.read_string(buf, pos)
-        if v_group_id is None:
+        s1_group_id, pos = _wire.read_string(buf, pos)
+        if s1_group_id is None:
             raise _wire.null_error("group_id", pos)
-        (v_producer_id, v_producer_epoch,) = _F_qh.unpack_from(buf, pos)
+        (s1_producer_id, s1_producer_epoch,) = _F_qh.unpack_from(buf, pos)
         pos += 10
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_1(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset, s5_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
+                        pos += 16
+                        s5_committed_metadata, pos = _wire.read_string(buf, pos)
+                        o5 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = s5_committed_leader_epoch
+                        o5.committed_metadata = s5_committed_metadata
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(TxnOffsetCommitRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.group_id = s1_group_id
+        o1.producer_id = s1_producer_id
+        o1.producer_epoch = s1_producer_epoch
+        o1.generation_id = -1
+        o1.member_id = ''
+        o1.group_instance_id = None
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read TxnOffsetCommitRequest: {exc}", offset=pos) from None
-    o = _new(TxnOffsetCommitRequest)
-    o.transactional_id = v_transactional_id
-    o.group_id = v_group_id
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.generation_id = -1
-    o.member_id = ''
-    o.group_instance_id = None
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_TxnOffsetCommitRequest_1(out: bytearray, o: TxnOffsetCommitRequest) -> None:
@@ -226,51 +275,147 @@ def _w_TxnOffsetCommitRequest_1(out: bytearray, o: TxnOffsetCommitRequest) -> No
 
 
 def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_group_instance_id: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_committed_metadata: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        v_transactional_id, pos = _wire.read_compact_string(buf, pos)
-        if v_transactional_id is None:
-            raise _wire.null_error("transactional_id", pos)
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        (v_producer_id, v_producer_epoch, v_generation_id,) = _F_qhi.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        (s1_producer_id, s1_producer_epoch, s1_generation_id,) = _F_qhi.unpack_from(buf, pos)
         pos += 14
-        v_member_id, pos = _wire.read_compact_string(buf, pos)
-        if v_member_id is None:
-            raise _wire.null_error("member_id", pos)
-        v_group_instance_id, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset, s5_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
+                        pos += 16
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_committed_metadata = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_committed_metadata, pos = _wire.read_compact_string(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = s5_committed_leader_epoch
+                        o5.committed_metadata = s5_committed_metadata
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(TxnOffsetCommitRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.group_id = s1_group_id
+        o1.producer_id = s1_producer_id
+        o1.producer_epoch = s1_producer_epoch
+        o1.generation_id = s1_generation_id
+        o1.member_id = s1_member_id
+        o1.group_instance_id = s1_group_instance_id
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read TxnOffsetCommitRequest: {exc}", offset=pos) from None
-    o = _new(TxnOffsetCommitRequest)
-    o.transactional_id = v_transactional_id
-    o.group_id = v_group_id
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.generation_id = v_generation_id
-    o.member_id = v_member_id
-    o.group_instance_id = v_group_instance_id
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_TxnOffsetCommitRequest_2(out: bytearray, o: TxnOffsetCommitRequest) -> None:
@@ -280,18 +425,38 @@ def _w_TxnOffsetCommitRequest_2(out: bytearray, o: TxnOffsetCommitRequest) -> No
         x = o.transactional_id
         if x is None:
             raise EncodeError("field transactional_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.group_instance_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -299,29 +464,12 @@ def _w_TxnOffsetCommitRequest_2(out: bytearray, o: TxnOffsetCommitRequest) -> No
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition, int]:
-    try:
-        (v_partition_index, v_committed_offset,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        v_committed_metadata, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TxnOffsetCommitRequestPartition: {exc}", offset=pos) from None
-    o = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition)
-    o.partition_index = v_partition_index
-    o.committed_offset = v_committed_offset
-    o.committed_leader_epoch = -1
-    o.committed_metadata = v_committed_metadata
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_0(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition) -> None:
@@ -334,22 +482,6 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_0(out: bytearray,
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition, int]:
-    try:
-        (v_partition_index, v_committed_offset, v_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
-        pos += 16
-        v_committed_metadata, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TxnOffsetCommitRequestPartition: {exc}", offset=pos) from None
-    o = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition)
-    o.partition_index = v_partition_index
-    o.committed_offset = v_committed_offset
-    o.committed_leader_epoch = v_committed_leader_epoch
-    o.committed_metadata = v_committed_metadata
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_1(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition) -> None:
     x: Any
     try:
@@ -360,68 +492,23 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_1(out: bytearray,
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition, int]:
-    try:
-        (v_partition_index, v_committed_offset, v_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
-        pos += 16
-        v_committed_metadata, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TxnOffsetCommitRequestPartition: {exc}", offset=pos) from None
-    o = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition)
-    o.partition_index = v_partition_index
-    o.committed_offset = v_committed_offset
-    o.committed_leader_epoch = v_committed_leader_epoch
-    o.committed_metadata = v_committed_metadata
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_2(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition) -> None:
     x: Any
     try:
         out += _F_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
         x = o.committed_metadata
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TxnOffsetCommitRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_0(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
@@ -443,30 +530,6 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_0(out: bytearray, o: 
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_1(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TxnOffsetCommitRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_1(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
     x: Any
     item: Any
@@ -486,39 +549,6 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_1(out: bytearray, o: 
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_2(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TxnOffsetCommitRequestTopic: {exc}", offset=pos) from None
-    o = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
     x: Any
     item: Any
@@ -526,7 +556,12 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(out: bytearray, o: 
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -534,9 +569,8 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(out: bytearray, o: 
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_2(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -544,26 +578,62 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(out: bytearray, o: 
 
 
 def _r_TxnOffsetCommitResponse_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_0(buf, pos)
-                v_topics.append(item)
+                s3_name, pos = _wire.read_string(buf, pos)
+                if s3_name is None:
+                    raise _wire.null_error("name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 6 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code,) in _F_ih.iter_unpack(buf[pos:stop5]):
+                            o5 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code,) = _F_ih.unpack_from(buf, pos)
+                            pos += 6
+                            o6 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o6)
+                o3 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(TxnOffsetCommitResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read TxnOffsetCommitResponse: {exc}", offset=pos) from None
-    o = _new(TxnOffsetCommitResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_TxnOffsetCommitResponse_0(out: bytearray, o: TxnOffsetCommitResponse) -> None:
@@ -583,35 +653,107 @@ def _w_TxnOffsetCommitResponse_0(out: bytearray, o: TxnOffsetCommitResponse) -> 
 
 
 def _r_TxnOffsetCommitResponse_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 7 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, t5,) in _F_ihB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
+                            pos += 7
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic)
+                o3.name = s3_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(TxnOffsetCommitResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read TxnOffsetCommitResponse: {exc}", offset=pos) from None
-    o = _new(TxnOffsetCommitResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_TxnOffsetCommitResponse_1(out: bytearray, o: TxnOffsetCommitResponse) -> None:
@@ -626,26 +768,12 @@ def _w_TxnOffsetCommitResponse_1(out: bytearray, o: TxnOffsetCommitResponse) -> 
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition, int]:
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TxnOffsetCommitResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_0(out: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition) -> None:
@@ -655,62 +783,15 @@ def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_0(out: bytearra
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition, int]:
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TxnOffsetCommitResponsePartition: {exc}", offset=pos) from None
-    o = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_1(out: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TxnOffsetCommitResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_0(out: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic) -> None:
@@ -732,39 +813,6 @@ def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_0(out: bytearray, o
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TxnOffsetCommitResponseTopic: {exc}", offset=pos) from None
-    o = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1(out: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic) -> None:
     x: Any
     item: Any
@@ -772,7 +820,12 @@ def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1(out: bytearray, o
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -780,9 +833,8 @@ def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1(out: bytearray, o
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

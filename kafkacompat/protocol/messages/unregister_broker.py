@@ -14,6 +14,7 @@ __all__ = ['UnregisterBrokerRequest', 'UnregisterBrokerResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 
 
@@ -22,7 +23,7 @@ class UnregisterBrokerRequest(KafkaMessage):
 
     def __init__(self, *, broker_id: int = 0) -> None:
         self.broker_id = broker_id
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'UnregisterBrokerRequest'
     API_KEY = 64
@@ -38,7 +39,7 @@ class UnregisterBrokerResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'UnregisterBrokerResponse'
     API_KEY = 64
@@ -48,32 +49,31 @@ class UnregisterBrokerResponse(KafkaMessage):
 
 
 def _r_UnregisterBrokerRequest_0(buf: Any, pos: int) -> tuple[UnregisterBrokerRequest, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_broker_id, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(UnregisterBrokerRequest)
+        o1.broker_id = s1_broker_id
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UnregisterBrokerRequest: {exc}", offset=pos) from None
-    o = _new(UnregisterBrokerRequest)
-    o.broker_id = v_broker_id
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UnregisterBrokerRequest_0(out: bytearray, o: UnregisterBrokerRequest) -> None:
     try:
         out += _F_i.pack(o.broker_id)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -81,27 +81,38 @@ def _w_UnregisterBrokerRequest_0(out: bytearray, o: UnregisterBrokerRequest) -> 
 
 
 def _r_UnregisterBrokerResponse_0(buf: Any, pos: int) -> tuple[UnregisterBrokerResponse, int]:
+    s1_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(UnregisterBrokerResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UnregisterBrokerResponse: {exc}", offset=pos) from None
-    o = _new(UnregisterBrokerResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UnregisterBrokerResponse_0(out: bytearray, o: UnregisterBrokerResponse) -> None:
@@ -109,10 +120,14 @@ def _w_UnregisterBrokerResponse_0(out: bytearray, o: UnregisterBrokerResponse) -
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -14,6 +14,7 @@ __all__ = ['UnregisterBrokerRecord']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_iq = struct.Struct(">iq")
+_F_iqB = struct.Struct(">iqB")
 
 
 class UnregisterBrokerRecord(KafkaMessage):
@@ -22,7 +23,7 @@ class UnregisterBrokerRecord(KafkaMessage):
     def __init__(self, *, broker_id: int = 0, broker_epoch: int = 0) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'UnregisterBrokerRecord'
     API_KEY = 1
@@ -32,33 +33,32 @@ class UnregisterBrokerRecord(KafkaMessage):
 
 
 def _r_UnregisterBrokerRecord_0(buf: Any, pos: int) -> tuple[UnregisterBrokerRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_broker_id, v_broker_epoch,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_broker_id, s1_broker_epoch, t1,) = _F_iqB.unpack_from(buf, pos)
+        pos += 13
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(UnregisterBrokerRecord)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UnregisterBrokerRecord: {exc}", offset=pos) from None
-    o = _new(UnregisterBrokerRecord)
-    o.broker_id = v_broker_id
-    o.broker_epoch = v_broker_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UnregisterBrokerRecord_0(out: bytearray, o: UnregisterBrokerRecord) -> None:
     try:
         out += _F_iq.pack(o.broker_id, o.broker_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

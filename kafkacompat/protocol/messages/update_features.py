@@ -14,9 +14,12 @@ __all__ = ['UpdateFeaturesRequest', 'UpdateFeaturesResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
+_F_oB = struct.Struct(">?B")
 _F_h = struct.Struct(">h")
 _F_ho = struct.Struct(">h?")
+_F_hoB = struct.Struct(">h?B")
 _F_hb = struct.Struct(">hb")
+_F_hbB = struct.Struct(">hbB")
 _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 
@@ -28,7 +31,7 @@ class UpdateFeaturesRequest(KafkaMessage):
         self.timeout_ms = timeout_ms
         self.feature_updates = _wire.KeyedList() if feature_updates is _wire.DEFAULT else feature_updates
         self.validate_only = validate_only
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'UpdateFeaturesRequest'
     API_KEY = 57
@@ -45,7 +48,7 @@ class UpdateFeaturesRequest(KafkaMessage):
             self.max_version_level = max_version_level
             self.allow_downgrade = allow_downgrade
             self.upgrade_type = upgrade_type
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('feature',)
 
@@ -57,7 +60,7 @@ class UpdateFeaturesResponse(KafkaMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.results = _wire.KeyedList() if results is _wire.DEFAULT else results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'UpdateFeaturesResponse'
     API_KEY = 57
@@ -72,42 +75,73 @@ class UpdateFeaturesResponse(KafkaMessage):
             self.feature = feature
             self.error_code = error_code
             self.error_message = error_message
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('feature',)
 
 
 def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
-    item: Any
-    v_feature_updates: list[Any]
+    s1_feature_updates: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("feature_updates", pos)
         else:
-            v_feature_updates = _wire.KeyedList()
+            s1_feature_updates = _wire.KeyedList()
+            add2 = s1_feature_updates.append
             for _ in range(n):
-                item, pos = _r_UpdateFeaturesRequest__FeatureUpdateKey_0(buf, pos)
-                v_feature_updates.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_feature = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_feature, pos = _wire.read_compact_text(buf, pos, "feature")
+                (s3_max_version_level, s3_allow_downgrade, t3,) = _F_hoB.unpack_from(buf, pos)
+                pos += 4
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_UpdateFeaturesRequest__FeatureUpdateKey)
+                o3.feature = s3_feature
+                o3.max_version_level = s3_max_version_level
+                o3.allow_downgrade = s3_allow_downgrade
+                o3.upgrade_type = 1
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(UpdateFeaturesRequest)
+        o1.timeout_ms = s1_timeout_ms
+        o1.feature_updates = s1_feature_updates
+        o1.validate_only = False
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateFeaturesRequest: {exc}", offset=pos) from None
-    o = _new(UpdateFeaturesRequest)
-    o.timeout_ms = v_timeout_ms
-    o.feature_updates = v_feature_updates
-    o.validate_only = False
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateFeaturesRequest_0(out: bytearray, o: UpdateFeaturesRequest) -> None:
@@ -124,9 +158,8 @@ def _w_UpdateFeaturesRequest_0(out: bytearray, o: UpdateFeaturesRequest) -> None
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateFeaturesRequest__FeatureUpdateKey_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -134,38 +167,68 @@ def _w_UpdateFeaturesRequest_0(out: bytearray, o: UpdateFeaturesRequest) -> None
 
 
 def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
-    item: Any
-    v_feature_updates: list[Any]
+    s1_feature_updates: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_timeout_ms,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("feature_updates", pos)
         else:
-            v_feature_updates = _wire.KeyedList()
+            s1_feature_updates = _wire.KeyedList()
+            add2 = s1_feature_updates.append
             for _ in range(n):
-                item, pos = _r_UpdateFeaturesRequest__FeatureUpdateKey_1(buf, pos)
-                v_feature_updates.append(item)
-        (v_validate_only,) = _F_o.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_feature = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_feature, pos = _wire.read_compact_text(buf, pos, "feature")
+                (s3_max_version_level, s3_upgrade_type, t3,) = _F_hbB.unpack_from(buf, pos)
+                pos += 4
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_UpdateFeaturesRequest__FeatureUpdateKey)
+                o3.feature = s3_feature
+                o3.max_version_level = s3_max_version_level
+                o3.allow_downgrade = False
+                o3.upgrade_type = s3_upgrade_type
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_validate_only, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(UpdateFeaturesRequest)
+        o1.timeout_ms = s1_timeout_ms
+        o1.feature_updates = s1_feature_updates
+        o1.validate_only = s1_validate_only
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateFeaturesRequest: {exc}", offset=pos) from None
-    o = _new(UpdateFeaturesRequest)
-    o.timeout_ms = v_timeout_ms
-    o.feature_updates = v_feature_updates
-    o.validate_only = v_validate_only
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateFeaturesRequest_1(out: bytearray, o: UpdateFeaturesRequest) -> None:
@@ -181,40 +244,12 @@ def _w_UpdateFeaturesRequest_1(out: bytearray, o: UpdateFeaturesRequest) -> None
             for item in x:
                 _w_UpdateFeaturesRequest__FeatureUpdateKey_1(out, item)
         out += _F_o.pack(o.validate_only)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateFeaturesRequest__FeatureUpdateKey_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest.FeatureUpdateKey, int]:
-    try:
-        v_feature, pos = _wire.read_compact_string(buf, pos)
-        if v_feature is None:
-            raise _wire.null_error("feature", pos)
-        (v_max_version_level, v_allow_downgrade,) = _F_ho.unpack_from(buf, pos)
-        pos += 3
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FeatureUpdateKey: {exc}", offset=pos) from None
-    o = _new(_C_UpdateFeaturesRequest__FeatureUpdateKey)
-    o.feature = v_feature
-    o.max_version_level = v_max_version_level
-    o.allow_downgrade = v_allow_downgrade
-    o.upgrade_type = 1
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_UpdateFeaturesRequest__FeatureUpdateKey_0(out: bytearray, o: UpdateFeaturesRequest.FeatureUpdateKey) -> None:
@@ -225,42 +260,19 @@ def _w_UpdateFeaturesRequest__FeatureUpdateKey_0(out: bytearray, o: UpdateFeatur
         x = o.feature
         if x is None:
             raise EncodeError("field feature is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_ho.pack(o.max_version_level, o.allow_downgrade)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateFeaturesRequest__FeatureUpdateKey_1(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest.FeatureUpdateKey, int]:
-    try:
-        v_feature, pos = _wire.read_compact_string(buf, pos)
-        if v_feature is None:
-            raise _wire.null_error("feature", pos)
-        (v_max_version_level, v_upgrade_type,) = _F_hb.unpack_from(buf, pos)
-        pos += 3
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read FeatureUpdateKey: {exc}", offset=pos) from None
-    o = _new(_C_UpdateFeaturesRequest__FeatureUpdateKey)
-    o.feature = v_feature
-    o.max_version_level = v_max_version_level
-    o.allow_downgrade = False
-    o.upgrade_type = v_upgrade_type
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_UpdateFeaturesRequest__FeatureUpdateKey_1(out: bytearray, o: UpdateFeaturesRequest.FeatureUpdateKey) -> None:
@@ -271,11 +283,15 @@ def _w_UpdateFeaturesRequest__FeatureUpdateKey_1(out: bytearray, o: UpdateFeatur
         x = o.feature
         if x is None:
             raise EncodeError("field feature is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_hb.pack(o.max_version_level, o.upgrade_type)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -283,38 +299,88 @@ def _w_UpdateFeaturesRequest__FeatureUpdateKey_1(out: bytearray, o: UpdateFeatur
 
 
 def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_error_message: str | None
+    s1_results: list[Any]
+    s3_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = _wire.KeyedList()
+            s1_results = _wire.KeyedList()
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_UpdateFeaturesResponse__UpdatableFeatureResult_0(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_feature = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_feature, pos = _wire.read_compact_text(buf, pos, "feature")
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_UpdateFeaturesResponse__UpdatableFeatureResult)
+                o3.feature = s3_feature
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(UpdateFeaturesResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateFeaturesResponse: {exc}", offset=pos) from None
-    o = _new(UpdateFeaturesResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateFeaturesResponse_0(out: bytearray, o: UpdateFeaturesResponse) -> None:
@@ -323,7 +389,12 @@ def _w_UpdateFeaturesResponse_0(out: bytearray, o: UpdateFeaturesResponse) -> No
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.results
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
@@ -331,9 +402,8 @@ def _w_UpdateFeaturesResponse_0(out: bytearray, o: UpdateFeaturesResponse) -> No
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateFeaturesResponse__UpdatableFeatureResult_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -341,28 +411,39 @@ def _w_UpdateFeaturesResponse_0(out: bytearray, o: UpdateFeaturesResponse) -> No
 
 
 def _r_UpdateFeaturesResponse_1(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
+    s1_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(UpdateFeaturesResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.results = _wire.KeyedList()
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateFeaturesResponse: {exc}", offset=pos) from None
-    o = _new(UpdateFeaturesResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.results = _wire.KeyedList()
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateFeaturesResponse_1(out: bytearray, o: UpdateFeaturesResponse) -> None:
@@ -370,41 +451,18 @@ def _w_UpdateFeaturesResponse_1(out: bytearray, o: UpdateFeaturesResponse) -> No
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateFeaturesResponse__UpdatableFeatureResult_0(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse.UpdatableFeatureResult, int]:
-    try:
-        v_feature, pos = _wire.read_compact_string(buf, pos)
-        if v_feature is None:
-            raise _wire.null_error("feature", pos)
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdatableFeatureResult: {exc}", offset=pos) from None
-    o = _new(_C_UpdateFeaturesResponse__UpdatableFeatureResult)
-    o.feature = v_feature
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_UpdateFeaturesResponse__UpdatableFeatureResult_0(out: bytearray, o: UpdateFeaturesResponse.UpdatableFeatureResult) -> None:
@@ -413,13 +471,22 @@ def _w_UpdateFeaturesResponse__UpdatableFeatureResult_0(out: bytearray, o: Updat
         x = o.feature
         if x is None:
             raise EncodeError("field feature is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

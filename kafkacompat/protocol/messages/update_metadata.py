@@ -16,6 +16,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
 _F_h = struct.Struct(">h")
+_F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
 _F_ioiq = struct.Struct(">i?iq")
 _F_ii = struct.Struct(">ii")
@@ -35,7 +36,7 @@ class UpdateMetadataRequest(KafkaMessage):
         self.ungrouped_partition_states = [] if ungrouped_partition_states is _wire.DEFAULT else ungrouped_partition_states
         self.topic_states = [] if topic_states is _wire.DEFAULT else topic_states
         self.live_brokers = [] if live_brokers is _wire.DEFAULT else live_brokers
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'UpdateMetadataRequest'
     API_KEY = 6
@@ -57,7 +58,7 @@ class UpdateMetadataRequest(KafkaMessage):
             self.zk_version = zk_version
             self.replicas = [] if replicas is _wire.DEFAULT else replicas
             self.offline_replicas = [] if offline_replicas is _wire.DEFAULT else offline_replicas
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class UpdateMetadataTopicState(KafkaStruct):
@@ -67,7 +68,7 @@ class UpdateMetadataRequest(KafkaMessage):
             self.topic_name = topic_name
             self.topic_id = topic_id
             self.partition_states = [] if partition_states is _wire.DEFAULT else partition_states
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class UpdateMetadataEndpoint(KafkaStruct):
@@ -78,7 +79,7 @@ class UpdateMetadataRequest(KafkaMessage):
             self.host = host
             self.listener = listener
             self.security_protocol = security_protocol
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class UpdateMetadataBroker(KafkaStruct):
@@ -90,7 +91,7 @@ class UpdateMetadataRequest(KafkaMessage):
             self.v0_port = v0_port
             self.endpoints = [] if endpoints is _wire.DEFAULT else endpoints
             self.rack = rack
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class UpdateMetadataResponse(KafkaMessage):
@@ -98,7 +99,7 @@ class UpdateMetadataResponse(KafkaMessage):
 
     def __init__(self, *, error_code: int = 0) -> None:
         self.error_code = error_code
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'UpdateMetadataResponse'
     API_KEY = 6
@@ -108,41 +109,95 @@ class UpdateMetadataResponse(KafkaMessage):
 
 
 def _r_UpdateMetadataRequest_0(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    item: Any
-    v_ungrouped_partition_states: list[Any]
-    v_live_brokers: list[Any]
+    s1_live_brokers: list[Any]
+    s1_ungrouped_partition_states: list[Any]
+    s3_isr: list[Any]
+    s3_replicas: list[Any]
     try:
-        (v_controller_id, v_controller_epoch,) = _F_ii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("ungrouped_partition_states", pos)
         else:
-            v_ungrouped_partition_states = []
+            s1_ungrouped_partition_states = []
+            add2 = s1_ungrouped_partition_states.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataPartitionState_0(buf, pos)
-                v_ungrouped_partition_states.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                (s3_partition_index, s3_controller_epoch, s3_leader, s3_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                pos += 16
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("isr", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                (s3_zk_version,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("replicas", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3.controller_epoch = s3_controller_epoch
+                o3.leader = s3_leader
+                o3.leader_epoch = s3_leader_epoch
+                o3.isr = s3_isr
+                o3.zk_version = s3_zk_version
+                o3.replicas = s3_replicas
+                o3.offline_replicas = []
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_brokers", pos)
         else:
-            v_live_brokers = []
+            s1_live_brokers = []
+            add4 = s1_live_brokers.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataBroker_0(buf, pos)
-                v_live_brokers.append(item)
+                (s5_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s5_v0_host, pos = _wire.read_string(buf, pos)
+                if s5_v0_host is None:
+                    raise _wire.null_error("v0_host", pos)
+                (s5_v0_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                o5 = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
+                o5.id = s5_id
+                o5.v0_host = s5_v0_host
+                o5.v0_port = s5_v0_port
+                o5.endpoints = []
+                o5.rack = ""
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(UpdateMetadataRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.type = 0
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = -1
+        o1.ungrouped_partition_states = s1_ungrouped_partition_states
+        o1.topic_states = []
+        o1.live_brokers = s1_live_brokers
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateMetadataRequest: {exc}", offset=pos) from None
-    o = _new(UpdateMetadataRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = -1
-    o.ungrouped_partition_states = v_ungrouped_partition_states
-    o.topic_states = []
-    o.live_brokers = v_live_brokers
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateMetadataRequest_0(out: bytearray, o: UpdateMetadataRequest) -> None:
@@ -175,41 +230,112 @@ def _w_UpdateMetadataRequest_0(out: bytearray, o: UpdateMetadataRequest) -> None
 
 
 def _r_UpdateMetadataRequest_1(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    item: Any
-    v_ungrouped_partition_states: list[Any]
-    v_live_brokers: list[Any]
+    s1_live_brokers: list[Any]
+    s1_ungrouped_partition_states: list[Any]
+    s3_isr: list[Any]
+    s3_replicas: list[Any]
+    s5_endpoints: list[Any]
     try:
-        (v_controller_id, v_controller_epoch,) = _F_ii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("ungrouped_partition_states", pos)
         else:
-            v_ungrouped_partition_states = []
+            s1_ungrouped_partition_states = []
+            add2 = s1_ungrouped_partition_states.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataPartitionState_0(buf, pos)
-                v_ungrouped_partition_states.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                (s3_partition_index, s3_controller_epoch, s3_leader, s3_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                pos += 16
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("isr", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                (s3_zk_version,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("replicas", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3.controller_epoch = s3_controller_epoch
+                o3.leader = s3_leader
+                o3.leader_epoch = s3_leader_epoch
+                o3.isr = s3_isr
+                o3.zk_version = s3_zk_version
+                o3.replicas = s3_replicas
+                o3.offline_replicas = []
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_brokers", pos)
         else:
-            v_live_brokers = []
+            s1_live_brokers = []
+            add4 = s1_live_brokers.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataBroker_1(buf, pos)
-                v_live_brokers.append(item)
+                (s5_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("endpoints", pos)
+                else:
+                    s5_endpoints = []
+                    add6 = s5_endpoints.append
+                    for _ in range(n):
+                        (s7_port,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s7_host, pos = _wire.read_string(buf, pos)
+                        if s7_host is None:
+                            raise _wire.null_error("host", pos)
+                        (s7_security_protocol,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        o7 = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
+                        o7.port = s7_port
+                        o7.host = s7_host
+                        o7.listener = ""
+                        o7.security_protocol = s7_security_protocol
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                o5 = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
+                o5.id = s5_id
+                o5.v0_host = ""
+                o5.v0_port = 0
+                o5.endpoints = s5_endpoints
+                o5.rack = ""
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(UpdateMetadataRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.type = 0
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = -1
+        o1.ungrouped_partition_states = s1_ungrouped_partition_states
+        o1.topic_states = []
+        o1.live_brokers = s1_live_brokers
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateMetadataRequest: {exc}", offset=pos) from None
-    o = _new(UpdateMetadataRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = -1
-    o.ungrouped_partition_states = v_ungrouped_partition_states
-    o.topic_states = []
-    o.live_brokers = v_live_brokers
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateMetadataRequest_1(out: bytearray, o: UpdateMetadataRequest) -> None:
@@ -242,41 +368,113 @@ def _w_UpdateMetadataRequest_1(out: bytearray, o: UpdateMetadataRequest) -> None
 
 
 def _r_UpdateMetadataRequest_2(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    item: Any
-    v_ungrouped_partition_states: list[Any]
-    v_live_brokers: list[Any]
+    s1_live_brokers: list[Any]
+    s1_ungrouped_partition_states: list[Any]
+    s3_isr: list[Any]
+    s3_replicas: list[Any]
+    s5_endpoints: list[Any]
     try:
-        (v_controller_id, v_controller_epoch,) = _F_ii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("ungrouped_partition_states", pos)
         else:
-            v_ungrouped_partition_states = []
+            s1_ungrouped_partition_states = []
+            add2 = s1_ungrouped_partition_states.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataPartitionState_0(buf, pos)
-                v_ungrouped_partition_states.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                (s3_partition_index, s3_controller_epoch, s3_leader, s3_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                pos += 16
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("isr", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                (s3_zk_version,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("replicas", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3.controller_epoch = s3_controller_epoch
+                o3.leader = s3_leader
+                o3.leader_epoch = s3_leader_epoch
+                o3.isr = s3_isr
+                o3.zk_version = s3_zk_version
+                o3.replicas = s3_replicas
+                o3.offline_replicas = []
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_brokers", pos)
         else:
-            v_live_brokers = []
+            s1_live_brokers = []
+            add4 = s1_live_brokers.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataBroker_2(buf, pos)
-                v_live_brokers.append(item)
+                (s5_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("endpoints", pos)
+                else:
+                    s5_endpoints = []
+                    add6 = s5_endpoints.append
+                    for _ in range(n):
+                        (s7_port,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s7_host, pos = _wire.read_string(buf, pos)
+                        if s7_host is None:
+                            raise _wire.null_error("host", pos)
+                        (s7_security_protocol,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        o7 = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
+                        o7.port = s7_port
+                        o7.host = s7_host
+                        o7.listener = ""
+                        o7.security_protocol = s7_security_protocol
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                s5_rack, pos = _wire.read_string(buf, pos)
+                o5 = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
+                o5.id = s5_id
+                o5.v0_host = ""
+                o5.v0_port = 0
+                o5.endpoints = s5_endpoints
+                o5.rack = s5_rack
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(UpdateMetadataRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.type = 0
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = -1
+        o1.ungrouped_partition_states = s1_ungrouped_partition_states
+        o1.topic_states = []
+        o1.live_brokers = s1_live_brokers
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateMetadataRequest: {exc}", offset=pos) from None
-    o = _new(UpdateMetadataRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = -1
-    o.ungrouped_partition_states = v_ungrouped_partition_states
-    o.topic_states = []
-    o.live_brokers = v_live_brokers
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateMetadataRequest_2(out: bytearray, o: UpdateMetadataRequest) -> None:
@@ -309,41 +507,116 @@ def _w_UpdateMetadataRequest_2(out: bytearray, o: UpdateMetadataRequest) -> None
 
 
 def _r_UpdateMetadataRequest_3(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    item: Any
-    v_ungrouped_partition_states: list[Any]
-    v_live_brokers: list[Any]
+    s1_live_brokers: list[Any]
+    s1_ungrouped_partition_states: list[Any]
+    s3_isr: list[Any]
+    s3_replicas: list[Any]
+    s5_endpoints: list[Any]
     try:
-        (v_controller_id, v_controller_epoch,) = _F_ii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("ungrouped_partition_states", pos)
         else:
-            v_ungrouped_partition_states = []
+            s1_ungrouped_partition_states = []
+            add2 = s1_ungrouped_partition_states.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataPartitionState_0(buf, pos)
-                v_ungrouped_partition_states.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                (s3_partition_index, s3_controller_epoch, s3_leader, s3_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                pos += 16
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("isr", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                (s3_zk_version,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("replicas", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3.controller_epoch = s3_controller_epoch
+                o3.leader = s3_leader
+                o3.leader_epoch = s3_leader_epoch
+                o3.isr = s3_isr
+                o3.zk_version = s3_zk_version
+                o3.replicas = s3_replicas
+                o3.offline_replicas = []
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_brokers", pos)
         else:
-            v_live_brokers = []
+            s1_live_brokers = []
+            add4 = s1_live_brokers.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataBroker_3(buf, pos)
-                v_live_brokers.append(item)
+                (s5_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("endpoints", pos)
+                else:
+                    s5_endpoints = []
+                    add6 = s5_endpoints.append
+                    for _ in range(n):
+                        (s7_port,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s7_host, pos = _wire.read_string(buf, pos)
+                        if s7_host is None:
+                            raise _wire.null_error("host", pos)
+                        s7_listener, pos = _wire.read_string(buf, pos)
+                        if s7_listener is None:
+                            raise _wire.null_error("listener", pos)
+                        (s7_security_protocol,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        o7 = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
+                        o7.port = s7_port
+                        o7.host = s7_host
+                        o7.listener = s7_listener
+                        o7.security_protocol = s7_security_protocol
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                s5_rack, pos = _wire.read_string(buf, pos)
+                o5 = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
+                o5.id = s5_id
+                o5.v0_host = ""
+                o5.v0_port = 0
+                o5.endpoints = s5_endpoints
+                o5.rack = s5_rack
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(UpdateMetadataRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.type = 0
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = -1
+        o1.ungrouped_partition_states = s1_ungrouped_partition_states
+        o1.topic_states = []
+        o1.live_brokers = s1_live_brokers
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateMetadataRequest: {exc}", offset=pos) from None
-    o = _new(UpdateMetadataRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = -1
-    o.ungrouped_partition_states = v_ungrouped_partition_states
-    o.topic_states = []
-    o.live_brokers = v_live_brokers
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateMetadataRequest_3(out: bytearray, o: UpdateMetadataRequest) -> None:
@@ -376,41 +649,127 @@ def _w_UpdateMetadataRequest_3(out: bytearray, o: UpdateMetadataRequest) -> None
 
 
 def _r_UpdateMetadataRequest_4(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    item: Any
-    v_ungrouped_partition_states: list[Any]
-    v_live_brokers: list[Any]
+    s1_live_brokers: list[Any]
+    s1_ungrouped_partition_states: list[Any]
+    s3_isr: list[Any]
+    s3_offline_replicas: list[Any]
+    s3_replicas: list[Any]
+    s5_endpoints: list[Any]
     try:
-        (v_controller_id, v_controller_epoch,) = _F_ii.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch,) = _F_ii.unpack_from(buf, pos)
         pos += 8
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("ungrouped_partition_states", pos)
         else:
-            v_ungrouped_partition_states = []
+            s1_ungrouped_partition_states = []
+            add2 = s1_ungrouped_partition_states.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataPartitionState_1(buf, pos)
-                v_ungrouped_partition_states.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                (s3_partition_index, s3_controller_epoch, s3_leader, s3_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                pos += 16
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("isr", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                (s3_zk_version,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("replicas", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("offline_replicas", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s3_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s3_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o3 = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
+                o3.topic_name = s3_topic_name
+                o3.partition_index = s3_partition_index
+                o3.controller_epoch = s3_controller_epoch
+                o3.leader = s3_leader
+                o3.leader_epoch = s3_leader_epoch
+                o3.isr = s3_isr
+                o3.zk_version = s3_zk_version
+                o3.replicas = s3_replicas
+                o3.offline_replicas = s3_offline_replicas
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_brokers", pos)
         else:
-            v_live_brokers = []
+            s1_live_brokers = []
+            add4 = s1_live_brokers.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataBroker_3(buf, pos)
-                v_live_brokers.append(item)
+                (s5_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("endpoints", pos)
+                else:
+                    s5_endpoints = []
+                    add6 = s5_endpoints.append
+                    for _ in range(n):
+                        (s7_port,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s7_host, pos = _wire.read_string(buf, pos)
+                        if s7_host is None:
+                            raise _wire.null_error("host", pos)
+                        s7_listener, pos = _wire.read_string(buf, pos)
+                        if s7_listener is None:
+                            raise _wire.null_error("listener", pos)
+                        (s7_security_protocol,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        o7 = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
+                        o7.port = s7_port
+                        o7.host = s7_host
+                        o7.listener = s7_listener
+                        o7.security_protocol = s7_security_protocol
+                        o7._unknown_tags = _wire.EMPTY_TAGS
+                        add6(o7)
+                s5_rack, pos = _wire.read_string(buf, pos)
+                o5 = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
+                o5.id = s5_id
+                o5.v0_host = ""
+                o5.v0_port = 0
+                o5.endpoints = s5_endpoints
+                o5.rack = s5_rack
+                o5._unknown_tags = _wire.EMPTY_TAGS
+                add4(o5)
+        o1 = _new(UpdateMetadataRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.type = 0
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = -1
+        o1.ungrouped_partition_states = s1_ungrouped_partition_states
+        o1.topic_states = []
+        o1.live_brokers = s1_live_brokers
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateMetadataRequest: {exc}", offset=pos) from None
-    o = _new(UpdateMetadataRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = -1
-    o.ungrouped_partition_states = v_ungrouped_partition_states
-    o.topic_states = []
-    o.live_brokers = v_live_brokers
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateMetadataRequest_4(out: bytearray, o: UpdateMetadataRequest) -> None:
@@ -443,41 +802,141 @@ def _w_UpdateMetadataRequest_4(out: bytearray, o: UpdateMetadataRequest) -> None
 
 
 def _r_UpdateMetadataRequest_5(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    item: Any
-    v_topic_states: list[Any]
-    v_live_brokers: list[Any]
+    s1_live_brokers: list[Any]
+    s1_topic_states: list[Any]
+    s3_partition_states: list[Any]
+    s5_isr: list[Any]
+    s5_offline_replicas: list[Any]
+    s5_replicas: list[Any]
+    s7_endpoints: list[Any]
     try:
-        (v_controller_id, v_controller_epoch, v_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_states", pos)
         else:
-            v_topic_states = []
+            s1_topic_states = []
+            add2 = s1_topic_states.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataTopicState_0(buf, pos)
-                v_topic_states.append(item)
+                s3_topic_name, pos = _wire.read_string(buf, pos)
+                if s3_topic_name is None:
+                    raise _wire.null_error("topic_name", pos)
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_states", pos)
+                else:
+                    s3_partition_states = []
+                    add4 = s3_partition_states.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_controller_epoch, s5_leader, s5_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                        pos += 16
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_zk_version,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("offline_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o5 = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
+                        o5.topic_name = ""
+                        o5.partition_index = s5_partition_index
+                        o5.controller_epoch = s5_controller_epoch
+                        o5.leader = s5_leader
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.zk_version = s5_zk_version
+                        o5.replicas = s5_replicas
+                        o5.offline_replicas = s5_offline_replicas
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_UpdateMetadataRequest__UpdateMetadataTopicState)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partition_states = s3_partition_states
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_brokers", pos)
         else:
-            v_live_brokers = []
+            s1_live_brokers = []
+            add6 = s1_live_brokers.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataBroker_3(buf, pos)
-                v_live_brokers.append(item)
+                (s7_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("endpoints", pos)
+                else:
+                    s7_endpoints = []
+                    add8 = s7_endpoints.append
+                    for _ in range(n):
+                        (s9_port,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        s9_host, pos = _wire.read_string(buf, pos)
+                        if s9_host is None:
+                            raise _wire.null_error("host", pos)
+                        s9_listener, pos = _wire.read_string(buf, pos)
+                        if s9_listener is None:
+                            raise _wire.null_error("listener", pos)
+                        (s9_security_protocol,) = _F_h.unpack_from(buf, pos)
+                        pos += 2
+                        o9 = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
+                        o9.port = s9_port
+                        o9.host = s9_host
+                        o9.listener = s9_listener
+                        o9.security_protocol = s9_security_protocol
+                        o9._unknown_tags = _wire.EMPTY_TAGS
+                        add8(o9)
+                s7_rack, pos = _wire.read_string(buf, pos)
+                o7 = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
+                o7.id = s7_id
+                o7.v0_host = ""
+                o7.v0_port = 0
+                o7.endpoints = s7_endpoints
+                o7.rack = s7_rack
+                o7._unknown_tags = _wire.EMPTY_TAGS
+                add6(o7)
+        o1 = _new(UpdateMetadataRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.type = 0
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.ungrouped_partition_states = []
+        o1.topic_states = s1_topic_states
+        o1.live_brokers = s1_live_brokers
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateMetadataRequest: {exc}", offset=pos) from None
-    o = _new(UpdateMetadataRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.ungrouped_partition_states = []
-    o.topic_states = v_topic_states
-    o.live_brokers = v_live_brokers
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateMetadataRequest_5(out: bytearray, o: UpdateMetadataRequest) -> None:
@@ -510,50 +969,245 @@ def _w_UpdateMetadataRequest_5(out: bytearray, o: UpdateMetadataRequest) -> None
 
 
 def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    item: Any
-    v_topic_states: list[Any]
-    v_live_brokers: list[Any]
+    s1_live_brokers: list[Any]
+    s1_topic_states: list[Any]
+    s3_partition_states: list[Any]
+    s5_isr: list[Any]
+    s5_offline_replicas: list[Any]
+    s5_replicas: list[Any]
+    s7_endpoints: list[Any]
+    s7_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        (v_controller_id, v_controller_epoch, v_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_states", pos)
         else:
-            v_topic_states = []
+            s1_topic_states = []
+            add2 = s1_topic_states.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataTopicState_1(buf, pos)
-                v_topic_states.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_states", pos)
+                else:
+                    s3_partition_states = []
+                    add4 = s3_partition_states.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_controller_epoch, s5_leader, s5_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                        pos += 16
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_zk_version,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("offline_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
+                        o5.topic_name = ""
+                        o5.partition_index = s5_partition_index
+                        o5.controller_epoch = s5_controller_epoch
+                        o5.leader = s5_leader
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.zk_version = s5_zk_version
+                        o5.replicas = s5_replicas
+                        o5.offline_replicas = s5_offline_replicas
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_UpdateMetadataRequest__UpdateMetadataTopicState)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = _wire.ZERO_UUID
+                o3.partition_states = s3_partition_states
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_brokers", pos)
         else:
-            v_live_brokers = []
+            s1_live_brokers = []
+            add6 = s1_live_brokers.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataBroker_4(buf, pos)
-                v_live_brokers.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s7_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("endpoints", pos)
+                else:
+                    s7_endpoints = []
+                    add8 = s7_endpoints.append
+                    for _ in range(n):
+                        (s9_port,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s9_host = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s9_host, pos = _wire.read_compact_text(buf, pos, "host")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s9_listener = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s9_listener, pos = _wire.read_compact_text(buf, pos, "listener")
+                        (s9_security_protocol, t9,) = _F_hB.unpack_from(buf, pos)
+                        pos += 3
+                        u9 = _wire.EMPTY_TAGS
+                        if t9:
+                            pos -= 1
+                            count9, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count9):
+                                tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                pos = end9
+                        o9 = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
+                        o9.port = s9_port
+                        o9.host = s9_host
+                        o9.listener = s9_listener
+                        o9.security_protocol = s9_security_protocol
+                        o9._unknown_tags = u9
+                        add8(o9)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s7_rack = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s7_rack, pos = _wire.read_compact_string(buf, pos)
+                u7 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count7, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count7):
+                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        pos = end7
+                o7 = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
+                o7.id = s7_id
+                o7.v0_host = ""
+                o7.v0_port = 0
+                o7.endpoints = s7_endpoints
+                o7.rack = s7_rack
+                o7._unknown_tags = u7
+                add6(o7)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(UpdateMetadataRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.type = 0
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.ungrouped_partition_states = []
+        o1.topic_states = s1_topic_states
+        o1.live_brokers = s1_live_brokers
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateMetadataRequest: {exc}", offset=pos) from None
-    o = _new(UpdateMetadataRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.ungrouped_partition_states = []
-    o.topic_states = v_topic_states
-    o.live_brokers = v_live_brokers
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateMetadataRequest_6(out: bytearray, o: UpdateMetadataRequest) -> None:
@@ -581,9 +1235,8 @@ def _w_UpdateMetadataRequest_6(out: bytearray, o: UpdateMetadataRequest) -> None
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataBroker_4(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -591,50 +1244,246 @@ def _w_UpdateMetadataRequest_6(out: bytearray, o: UpdateMetadataRequest) -> None
 
 
 def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    item: Any
-    v_topic_states: list[Any]
-    v_live_brokers: list[Any]
+    s1_live_brokers: list[Any]
+    s1_topic_states: list[Any]
+    s3_partition_states: list[Any]
+    s5_isr: list[Any]
+    s5_offline_replicas: list[Any]
+    s5_replicas: list[Any]
+    s7_endpoints: list[Any]
+    s7_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        (v_controller_id, v_controller_epoch, v_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_controller_epoch, s1_broker_epoch,) = _F_iiq.unpack_from(buf, pos)
         pos += 16
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_states", pos)
         else:
-            v_topic_states = []
+            s1_topic_states = []
+            add2 = s1_topic_states.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataTopicState_2(buf, pos)
-                v_topic_states.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_states", pos)
+                else:
+                    s3_partition_states = []
+                    add4 = s3_partition_states.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_controller_epoch, s5_leader, s5_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                        pos += 16
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_zk_version,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("offline_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
+                        o5.topic_name = ""
+                        o5.partition_index = s5_partition_index
+                        o5.controller_epoch = s5_controller_epoch
+                        o5.leader = s5_leader
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.zk_version = s5_zk_version
+                        o5.replicas = s5_replicas
+                        o5.offline_replicas = s5_offline_replicas
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_UpdateMetadataRequest__UpdateMetadataTopicState)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = s3_topic_id
+                o3.partition_states = s3_partition_states
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_brokers", pos)
         else:
-            v_live_brokers = []
+            s1_live_brokers = []
+            add6 = s1_live_brokers.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataBroker_4(buf, pos)
-                v_live_brokers.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s7_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("endpoints", pos)
+                else:
+                    s7_endpoints = []
+                    add8 = s7_endpoints.append
+                    for _ in range(n):
+                        (s9_port,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s9_host = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s9_host, pos = _wire.read_compact_text(buf, pos, "host")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s9_listener = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s9_listener, pos = _wire.read_compact_text(buf, pos, "listener")
+                        (s9_security_protocol, t9,) = _F_hB.unpack_from(buf, pos)
+                        pos += 3
+                        u9 = _wire.EMPTY_TAGS
+                        if t9:
+                            pos -= 1
+                            count9, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count9):
+                                tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                pos = end9
+                        o9 = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
+                        o9.port = s9_port
+                        o9.host = s9_host
+                        o9.listener = s9_listener
+                        o9.security_protocol = s9_security_protocol
+                        o9._unknown_tags = u9
+                        add8(o9)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s7_rack = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s7_rack, pos = _wire.read_compact_string(buf, pos)
+                u7 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count7, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count7):
+                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        pos = end7
+                o7 = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
+                o7.id = s7_id
+                o7.v0_host = ""
+                o7.v0_port = 0
+                o7.endpoints = s7_endpoints
+                o7.rack = s7_rack
+                o7._unknown_tags = u7
+                add6(o7)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(UpdateMetadataRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = False
+        o1.type = 0
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.ungrouped_partition_states = []
+        o1.topic_states = s1_topic_states
+        o1.live_brokers = s1_live_brokers
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateMetadataRequest: {exc}", offset=pos) from None
-    o = _new(UpdateMetadataRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.ungrouped_partition_states = []
-    o.topic_states = v_topic_states
-    o.live_brokers = v_live_brokers
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateMetadataRequest_7(out: bytearray, o: UpdateMetadataRequest) -> None:
@@ -662,9 +1511,8 @@ def _w_UpdateMetadataRequest_7(out: bytearray, o: UpdateMetadataRequest) -> None
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataBroker_4(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -672,57 +1520,253 @@ def _w_UpdateMetadataRequest_7(out: bytearray, o: UpdateMetadataRequest) -> None
 
 
 def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
-    item: Any
-    v_topic_states: list[Any]
-    v_live_brokers: list[Any]
+    s1_live_brokers: list[Any]
+    s1_topic_states: list[Any]
+    s3_partition_states: list[Any]
+    s5_isr: list[Any]
+    s5_offline_replicas: list[Any]
+    s5_replicas: list[Any]
+    s7_endpoints: list[Any]
+    s7_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
-        (v_controller_id, v_is_k_raft_controller, v_controller_epoch, v_broker_epoch,) = _F_ioiq.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_controller_id, s1_is_k_raft_controller, s1_controller_epoch, s1_broker_epoch,) = _F_ioiq.unpack_from(buf, pos)
         pos += 17
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topic_states", pos)
         else:
-            v_topic_states = []
+            s1_topic_states = []
+            add2 = s1_topic_states.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataTopicState_2(buf, pos)
-                v_topic_states.append(item)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partition_states", pos)
+                else:
+                    s3_partition_states = []
+                    add4 = s3_partition_states.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_controller_epoch, s5_leader, s5_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
+                        pos += 16
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("isr", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_isr = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        (s5_zk_version,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("offline_replicas", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_offline_replicas = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
+                        o5.topic_name = ""
+                        o5.partition_index = s5_partition_index
+                        o5.controller_epoch = s5_controller_epoch
+                        o5.leader = s5_leader
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.isr = s5_isr
+                        o5.zk_version = s5_zk_version
+                        o5.replicas = s5_replicas
+                        o5.offline_replicas = s5_offline_replicas
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_UpdateMetadataRequest__UpdateMetadataTopicState)
+                o3.topic_name = s3_topic_name
+                o3.topic_id = s3_topic_id
+                o3.partition_states = s3_partition_states
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("live_brokers", pos)
         else:
-            v_live_brokers = []
+            s1_live_brokers = []
+            add6 = s1_live_brokers.append
             for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataBroker_4(buf, pos)
-                v_live_brokers.append(item)
-        v_type = 0
-        unknown = _wire.EMPTY_TAGS
+                (s7_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("endpoints", pos)
+                else:
+                    s7_endpoints = []
+                    add8 = s7_endpoints.append
+                    for _ in range(n):
+                        (s9_port,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s9_host = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s9_host, pos = _wire.read_compact_text(buf, pos, "host")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s9_listener = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s9_listener, pos = _wire.read_compact_text(buf, pos, "listener")
+                        (s9_security_protocol, t9,) = _F_hB.unpack_from(buf, pos)
+                        pos += 3
+                        u9 = _wire.EMPTY_TAGS
+                        if t9:
+                            pos -= 1
+                            count9, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count9):
+                                tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                pos = end9
+                        o9 = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
+                        o9.port = s9_port
+                        o9.host = s9_host
+                        o9.listener = s9_listener
+                        o9.security_protocol = s9_security_protocol
+                        o9._unknown_tags = u9
+                        add8(o9)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s7_rack = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s7_rack, pos = _wire.read_compact_string(buf, pos)
+                u7 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count7, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count7):
+                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        pos = end7
+                o7 = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
+                o7.id = s7_id
+                o7.v0_host = ""
+                o7.v0_port = 0
+                o7.endpoints = s7_endpoints
+                o7.rack = s7_rack
+                o7._unknown_tags = u7
+                add6(o7)
+        s1_type = 0
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    (v_type,) = _F_b.unpack_from(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    (s1_type,) = _F_b.unpack_from(buf, pos)
                     pos += 1
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(UpdateMetadataRequest)
+        o1.controller_id = s1_controller_id
+        o1.is_k_raft_controller = s1_is_k_raft_controller
+        o1.type = s1_type
+        o1.controller_epoch = s1_controller_epoch
+        o1.broker_epoch = s1_broker_epoch
+        o1.ungrouped_partition_states = []
+        o1.topic_states = s1_topic_states
+        o1.live_brokers = s1_live_brokers
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateMetadataRequest: {exc}", offset=pos) from None
-    o = _new(UpdateMetadataRequest)
-    o.controller_id = v_controller_id
-    o.is_k_raft_controller = v_is_k_raft_controller
-    o.type = v_type
-    o.controller_epoch = v_controller_epoch
-    o.broker_epoch = v_broker_epoch
-    o.ungrouped_partition_states = []
-    o.topic_states = v_topic_states
-    o.live_brokers = v_live_brokers
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateMetadataRequest_8(out: bytearray, o: UpdateMetadataRequest) -> None:
@@ -752,49 +1796,12 @@ def _w_UpdateMetadataRequest_8(out: bytearray, o: UpdateMetadataRequest) -> None
             x = o.type
             t += _F_b.pack(x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateMetadataRequest__UpdateMetadataPartitionState_0(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataPartitionState, int]:
-    v_isr: list[Any]
-    v_replicas: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index, v_controller_epoch, v_leader, v_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr", pos)
-        else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_zk_version,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replicas", pos)
-        else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataPartitionState: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.controller_epoch = v_controller_epoch
-    o.leader = v_leader
-    o.leader_epoch = v_leader_epoch
-    o.isr = v_isr
-    o.zk_version = v_zk_version
-    o.replicas = v_replicas
-    o.offline_replicas = []
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_0(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
@@ -820,49 +1827,6 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_0(out: bytearray, o: 
             _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateMetadataRequest__UpdateMetadataPartitionState_1(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataPartitionState, int]:
-    v_isr: list[Any]
-    v_replicas: list[Any]
-    v_offline_replicas: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        (v_partition_index, v_controller_epoch, v_leader, v_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr", pos)
-        else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_zk_version,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replicas", pos)
-        else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("offline_replicas", pos)
-        else:
-            v_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataPartitionState: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
-    o.topic_name = v_topic_name
-    o.partition_index = v_partition_index
-    o.controller_epoch = v_controller_epoch
-    o.leader = v_leader
-    o.leader_epoch = v_leader_epoch
-    o.isr = v_isr
-    o.zk_version = v_zk_version
-    o.replicas = v_replicas
-    o.offline_replicas = v_offline_replicas
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_1(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
@@ -896,46 +1860,6 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_1(out: bytearray, o: 
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_UpdateMetadataRequest__UpdateMetadataPartitionState_2(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataPartitionState, int]:
-    v_isr: list[Any]
-    v_replicas: list[Any]
-    v_offline_replicas: list[Any]
-    try:
-        (v_partition_index, v_controller_epoch, v_leader, v_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr", pos)
-        else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_zk_version,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replicas", pos)
-        else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("offline_replicas", pos)
-        else:
-            v_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataPartitionState: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
-    o.topic_name = ""
-    o.partition_index = v_partition_index
-    o.controller_epoch = v_controller_epoch
-    o.leader = v_leader
-    o.leader_epoch = v_leader_epoch
-    o.isr = v_isr
-    o.zk_version = v_zk_version
-    o.replicas = v_replicas
-    o.offline_replicas = v_offline_replicas
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_2(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
     x: Any
     try:
@@ -963,55 +1887,6 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_2(out: bytearray, o: 
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_UpdateMetadataRequest__UpdateMetadataPartitionState_3(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataPartitionState, int]:
-    v_isr: list[Any]
-    v_replicas: list[Any]
-    v_offline_replicas: list[Any]
-    try:
-        (v_partition_index, v_controller_epoch, v_leader, v_leader_epoch,) = _F_iiii.unpack_from(buf, pos)
-        pos += 16
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("isr", pos)
-        else:
-            v_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        (v_zk_version,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("replicas", pos)
-        else:
-            v_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("offline_replicas", pos)
-        else:
-            v_offline_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataPartitionState: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
-    o.topic_name = ""
-    o.partition_index = v_partition_index
-    o.controller_epoch = v_controller_epoch
-    o.leader = v_leader
-    o.leader_epoch = v_leader_epoch
-    o.isr = v_isr
-    o.zk_version = v_zk_version
-    o.replicas = v_replicas
-    o.offline_replicas = v_offline_replicas
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_3(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
     x: Any
     try:
@@ -1035,38 +1910,12 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_3(out: bytearray, o: 
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateMetadataRequest__UpdateMetadataTopicState_0(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataTopicState, int]:
-    item: Any
-    v_partition_states: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_states", pos)
-        else:
-            v_partition_states = []
-            for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataPartitionState_2(buf, pos)
-                v_partition_states.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataTopicState: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataTopicState)
-    o.topic_name = v_topic_name
-    o.topic_id = _wire.ZERO_UUID
-    o.partition_states = v_partition_states
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataTopicState_0(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataTopicState) -> None:
@@ -1088,40 +1937,6 @@ def _w_UpdateMetadataRequest__UpdateMetadataTopicState_0(out: bytearray, o: Upda
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_UpdateMetadataRequest__UpdateMetadataTopicState_1(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataTopicState, int]:
-    item: Any
-    v_partition_states: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_states", pos)
-        else:
-            v_partition_states = []
-            for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataPartitionState_3(buf, pos)
-                v_partition_states.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataTopicState: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataTopicState)
-    o.topic_name = v_topic_name
-    o.topic_id = _wire.ZERO_UUID
-    o.partition_states = v_partition_states
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_UpdateMetadataRequest__UpdateMetadataTopicState_1(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataTopicState) -> None:
     x: Any
     item: Any
@@ -1129,7 +1944,12 @@ def _w_UpdateMetadataRequest__UpdateMetadataTopicState_1(out: bytearray, o: Upda
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_states
         if x is None:
             raise EncodeError("field partition_states is None but not nullable at this version")
@@ -1137,48 +1957,12 @@ def _w_UpdateMetadataRequest__UpdateMetadataTopicState_1(out: bytearray, o: Upda
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataPartitionState_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateMetadataRequest__UpdateMetadataTopicState_2(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataTopicState, int]:
-    item: Any
-    v_partition_states: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_states", pos)
-        else:
-            v_partition_states = []
-            for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataPartitionState_3(buf, pos)
-                v_partition_states.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataTopicState: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataTopicState)
-    o.topic_name = v_topic_name
-    o.topic_id = v_topic_id
-    o.partition_states = v_partition_states
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataTopicState_2(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataTopicState) -> None:
@@ -1188,7 +1972,12 @@ def _w_UpdateMetadataRequest__UpdateMetadataTopicState_2(out: bytearray, o: Upda
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topic_id
         _wire.write_uuid(out, x)
         x = o.partition_states
@@ -1198,33 +1987,12 @@ def _w_UpdateMetadataRequest__UpdateMetadataTopicState_2(out: bytearray, o: Upda
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataPartitionState_3(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateMetadataRequest__UpdateMetadataEndpoint_0(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataEndpoint, int]:
-    try:
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_security_protocol,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
-    o.port = v_port
-    o.host = v_host
-    o.listener = ""
-    o.security_protocol = v_security_protocol
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataEndpoint_0(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataEndpoint) -> None:
@@ -1238,29 +2006,6 @@ def _w_UpdateMetadataRequest__UpdateMetadataEndpoint_0(out: bytearray, o: Update
         out += _F_h.pack(o.security_protocol)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateMetadataRequest__UpdateMetadataEndpoint_1(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataEndpoint, int]:
-    try:
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        v_listener, pos = _wire.read_string(buf, pos)
-        if v_listener is None:
-            raise _wire.null_error("listener", pos)
-        (v_security_protocol,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
-    o.port = v_port
-    o.host = v_host
-    o.listener = v_listener
-    o.security_protocol = v_security_protocol
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataEndpoint_1(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataEndpoint) -> None:
@@ -1280,38 +2025,6 @@ def _w_UpdateMetadataRequest__UpdateMetadataEndpoint_1(out: bytearray, o: Update
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_UpdateMetadataRequest__UpdateMetadataEndpoint_2(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataEndpoint, int]:
-    try:
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        v_listener, pos = _wire.read_compact_string(buf, pos)
-        if v_listener is None:
-            raise _wire.null_error("listener", pos)
-        (v_security_protocol,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
-    o.port = v_port
-    o.host = v_host
-    o.listener = v_listener
-    o.security_protocol = v_security_protocol
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_UpdateMetadataRequest__UpdateMetadataEndpoint_2(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataEndpoint) -> None:
     x: Any
     try:
@@ -1319,40 +2032,28 @@ def _w_UpdateMetadataRequest__UpdateMetadataEndpoint_2(out: bytearray, o: Update
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.listener
         if x is None:
             raise EncodeError("field listener is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_h.pack(o.security_protocol)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateMetadataRequest__UpdateMetadataBroker_0(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataBroker, int]:
-    try:
-        (v_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_v0_host, pos = _wire.read_string(buf, pos)
-        if v_v0_host is None:
-            raise _wire.null_error("v0_host", pos)
-        (v_v0_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataBroker: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
-    o.id = v_id
-    o.v0_host = v_v0_host
-    o.v0_port = v_v0_port
-    o.endpoints = []
-    o.rack = ""
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataBroker_0(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
@@ -1366,32 +2067,6 @@ def _w_UpdateMetadataRequest__UpdateMetadataBroker_0(out: bytearray, o: UpdateMe
         out += _F_i.pack(o.v0_port)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateMetadataRequest__UpdateMetadataBroker_1(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataBroker, int]:
-    item: Any
-    v_endpoints: list[Any]
-    try:
-        (v_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("endpoints", pos)
-        else:
-            v_endpoints = []
-            for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataEndpoint_0(buf, pos)
-                v_endpoints.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataBroker: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
-    o.id = v_id
-    o.v0_host = ""
-    o.v0_port = 0
-    o.endpoints = v_endpoints
-    o.rack = ""
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataBroker_1(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
@@ -1408,33 +2083,6 @@ def _w_UpdateMetadataRequest__UpdateMetadataBroker_1(out: bytearray, o: UpdateMe
                 _w_UpdateMetadataRequest__UpdateMetadataEndpoint_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateMetadataRequest__UpdateMetadataBroker_2(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataBroker, int]:
-    item: Any
-    v_endpoints: list[Any]
-    try:
-        (v_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("endpoints", pos)
-        else:
-            v_endpoints = []
-            for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataEndpoint_0(buf, pos)
-                v_endpoints.append(item)
-        v_rack, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataBroker: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
-    o.id = v_id
-    o.v0_host = ""
-    o.v0_port = 0
-    o.endpoints = v_endpoints
-    o.rack = v_rack
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataBroker_2(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
@@ -1455,33 +2103,6 @@ def _w_UpdateMetadataRequest__UpdateMetadataBroker_2(out: bytearray, o: UpdateMe
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_UpdateMetadataRequest__UpdateMetadataBroker_3(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataBroker, int]:
-    item: Any
-    v_endpoints: list[Any]
-    try:
-        (v_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("endpoints", pos)
-        else:
-            v_endpoints = []
-            for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataEndpoint_1(buf, pos)
-                v_endpoints.append(item)
-        v_rack, pos = _wire.read_string(buf, pos)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataBroker: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
-    o.id = v_id
-    o.v0_host = ""
-    o.v0_port = 0
-    o.endpoints = v_endpoints
-    o.rack = v_rack
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
-
-
 def _w_UpdateMetadataRequest__UpdateMetadataBroker_3(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
     x: Any
     item: Any
@@ -1500,42 +2121,6 @@ def _w_UpdateMetadataRequest__UpdateMetadataBroker_3(out: bytearray, o: UpdateMe
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_UpdateMetadataRequest__UpdateMetadataBroker_4(buf: Any, pos: int) -> tuple[UpdateMetadataRequest.UpdateMetadataBroker, int]:
-    item: Any
-    v_endpoints: list[Any]
-    try:
-        (v_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("endpoints", pos)
-        else:
-            v_endpoints = []
-            for _ in range(n):
-                item, pos = _r_UpdateMetadataRequest__UpdateMetadataEndpoint_2(buf, pos)
-                v_endpoints.append(item)
-        v_rack, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read UpdateMetadataBroker: {exc}", offset=pos) from None
-    o = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
-    o.id = v_id
-    o.v0_host = ""
-    o.v0_port = 0
-    o.endpoints = v_endpoints
-    o.rack = v_rack
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_UpdateMetadataRequest__UpdateMetadataBroker_4(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
     x: Any
     item: Any
@@ -1549,10 +2134,14 @@ def _w_UpdateMetadataRequest__UpdateMetadataBroker_4(out: bytearray, o: UpdateMe
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataEndpoint_2(out, item)
         x = o.rack
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -1561,14 +2150,14 @@ def _w_UpdateMetadataRequest__UpdateMetadataBroker_4(out: bytearray, o: UpdateMe
 
 def _r_UpdateMetadataResponse_0(buf: Any, pos: int) -> tuple[UpdateMetadataResponse, int]:
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
+        o1 = _new(UpdateMetadataResponse)
+        o1.error_code = s1_error_code
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateMetadataResponse: {exc}", offset=pos) from None
-    o = _new(UpdateMetadataResponse)
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateMetadataResponse_0(out: bytearray, o: UpdateMetadataResponse) -> None:
@@ -1579,32 +2168,31 @@ def _w_UpdateMetadataResponse_0(out: bytearray, o: UpdateMetadataResponse) -> No
 
 
 def _r_UpdateMetadataResponse_1(buf: Any, pos: int) -> tuple[UpdateMetadataResponse, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_error_code, t1,) = _F_hB.unpack_from(buf, pos)
+        pos += 3
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(UpdateMetadataResponse)
+        o1.error_code = s1_error_code
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateMetadataResponse: {exc}", offset=pos) from None
-    o = _new(UpdateMetadataResponse)
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateMetadataResponse_1(out: bytearray, o: UpdateMetadataResponse) -> None:
     try:
         out += _F_h.pack(o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,8 +15,11 @@ __all__ = ['UpdateRaftVoterRequest', 'UpdateRaftVoterResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_H = struct.Struct(">H")
+_F_HB = struct.Struct(">HB")
 _F_hh = struct.Struct(">hh")
+_F_hhB = struct.Struct(">hhB")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
 
@@ -31,7 +34,7 @@ class UpdateRaftVoterRequest(KafkaMessage):
         self.voter_directory_id = voter_directory_id
         self.listeners = _wire.KeyedList() if listeners is _wire.DEFAULT else listeners
         self.k_raft_version_feature = UpdateRaftVoterRequest.KRaftVersionFeature() if k_raft_version_feature is _wire.DEFAULT else k_raft_version_feature
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'UpdateRaftVoterRequest'
     API_KEY = 82
@@ -47,7 +50,7 @@ class UpdateRaftVoterRequest(KafkaMessage):
             self.name = name
             self.host = host
             self.port = port
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -57,7 +60,7 @@ class UpdateRaftVoterRequest(KafkaMessage):
         def __init__(self, *, min_supported_version: int = 0, max_supported_version: int = 0) -> None:
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class UpdateRaftVoterResponse(KafkaMessage):
@@ -67,7 +70,7 @@ class UpdateRaftVoterResponse(KafkaMessage):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.current_leader = UpdateRaftVoterResponse.CurrentLeader() if current_leader is _wire.DEFAULT else current_leader
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'UpdateRaftVoterResponse'
     API_KEY = 82
@@ -83,48 +86,111 @@ class UpdateRaftVoterResponse(KafkaMessage):
             self.leader_epoch = leader_epoch
             self.host = host
             self.port = port
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequest, int]:
-    item: Any
-    v_listeners: list[Any]
-    v_k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature
+    s1_cluster_id: str | None
+    s1_k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature
+    s1_listeners: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u4: tuple[tuple[int, bytes], ...]
     try:
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (v_current_leader_epoch, v_voter_id,) = _F_ii.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_current_leader_epoch, s1_voter_id,) = _F_ii.unpack_from(buf, pos)
         pos += 8
-        v_voter_directory_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        s1_voter_directory_id, pos = _wire.read_uuid(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("listeners", pos)
         else:
-            v_listeners = _wire.KeyedList()
+            s1_listeners = _wire.KeyedList()
+            add2 = s1_listeners.append
             for _ in range(n):
-                item, pos = _r_UpdateRaftVoterRequest__Listener_0(buf, pos)
-                v_listeners.append(item)
-        v_k_raft_version_feature, pos = _r_UpdateRaftVoterRequest__KRaftVersionFeature_0(buf, pos)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, t3,) = _F_HB.unpack_from(buf, pos)
+                pos += 3
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_UpdateRaftVoterRequest__Listener)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3._unknown_tags = u3
+                add2(o3)
+        (s4_min_supported_version, s4_max_supported_version, t4,) = _F_hhB.unpack_from(buf, pos)
+        pos += 5
+        u4 = _wire.EMPTY_TAGS
+        if t4:
+            pos -= 1
+            count4, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count4):
+                tag4, pos, end4 = _wire.read_tag_header(buf, pos)
+                u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                pos = end4
+        o4 = _new(_C_UpdateRaftVoterRequest__KRaftVersionFeature)
+        o4.min_supported_version = s4_min_supported_version
+        o4.max_supported_version = s4_max_supported_version
+        o4._unknown_tags = u4
+        s1_k_raft_version_feature = o4
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(UpdateRaftVoterRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.current_leader_epoch = s1_current_leader_epoch
+        o1.voter_id = s1_voter_id
+        o1.voter_directory_id = s1_voter_directory_id
+        o1.listeners = s1_listeners
+        o1.k_raft_version_feature = s1_k_raft_version_feature
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateRaftVoterRequest: {exc}", offset=pos) from None
-    o = _new(UpdateRaftVoterRequest)
-    o.cluster_id = v_cluster_id
-    o.current_leader_epoch = v_current_leader_epoch
-    o.voter_id = v_voter_id
-    o.voter_directory_id = v_voter_directory_id
-    o.listeners = v_listeners
-    o.k_raft_version_feature = v_k_raft_version_feature
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateRaftVoterRequest_0(out: bytearray, o: UpdateRaftVoterRequest) -> None:
@@ -132,7 +198,12 @@ def _w_UpdateRaftVoterRequest_0(out: bytearray, o: UpdateRaftVoterRequest) -> No
     item: Any
     try:
         x = o.cluster_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_ii.pack(o.current_leader_epoch, o.voter_id)
         x = o.voter_directory_id
         _wire.write_uuid(out, x)
@@ -145,42 +216,12 @@ def _w_UpdateRaftVoterRequest_0(out: bytearray, o: UpdateRaftVoterRequest) -> No
                 _w_UpdateRaftVoterRequest__Listener_0(out, item)
         x = o.k_raft_version_feature
         _w_UpdateRaftVoterRequest__KRaftVersionFeature_0(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateRaftVoterRequest__Listener_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequest.Listener, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_H.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Listener: {exc}", offset=pos) from None
-    o = _new(_C_UpdateRaftVoterRequest__Listener)
-    o.name = v_name
-    o.host = v_host
-    o.port = v_port
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_UpdateRaftVoterRequest__Listener_0(out: bytearray, o: UpdateRaftVoterRequest.Listener) -> None:
@@ -189,49 +230,35 @@ def _w_UpdateRaftVoterRequest__Listener_0(out: bytearray, o: UpdateRaftVoterRequ
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_H.pack(o.port)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_UpdateRaftVoterRequest__KRaftVersionFeature_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequest.KRaftVersionFeature, int]:
-    try:
-        (v_min_supported_version, v_max_supported_version,) = _F_hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read KRaftVersionFeature: {exc}", offset=pos) from None
-    o = _new(_C_UpdateRaftVoterRequest__KRaftVersionFeature)
-    o.min_supported_version = v_min_supported_version
-    o.max_supported_version = v_max_supported_version
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_UpdateRaftVoterRequest__KRaftVersionFeature_0(out: bytearray, o: UpdateRaftVoterRequest.KRaftVersionFeature) -> None:
     try:
         out += _F_hh.pack(o.min_supported_version, o.max_supported_version)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -239,33 +266,63 @@ def _w_UpdateRaftVoterRequest__KRaftVersionFeature_0(out: bytearray, o: UpdateRa
 
 
 def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterResponse, int]:
-    v_current_leader: UpdateRaftVoterResponse.CurrentLeader
+    s1_current_leader: UpdateRaftVoterResponse.CurrentLeader
+    u1: tuple[tuple[int, bytes], ...]
+    u2: tuple[tuple[int, bytes], ...]
     try:
-        (v_throttle_time_ms, v_error_code,) = _F_ih.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
         pos += 6
-        v_current_leader = UpdateRaftVoterResponse.CurrentLeader()
-        unknown = _wire.EMPTY_TAGS
+        s1_current_leader = UpdateRaftVoterResponse.CurrentLeader()
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    v_current_leader, pos = _r_UpdateRaftVoterResponse__CurrentLeader_0(buf, pos)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    (s2_leader_id, s2_leader_epoch,) = _F_ii.unpack_from(buf, pos)
+                    pos += 8
+                    size = buf[pos]
+                    if 0 < size < 0x80:
+                        stop = pos + size
+                        if stop > buflen:
+                            raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                        s2_host = str(buf[pos + 1 : stop], "utf-8")
+                        pos = stop
+                    else:
+                        s2_host, pos = _wire.read_compact_text(buf, pos, "host")
+                    (s2_port, t2,) = _F_iB.unpack_from(buf, pos)
+                    pos += 5
+                    u2 = _wire.EMPTY_TAGS
+                    if t2:
+                        pos -= 1
+                        count2, pos = _wire.read_uvarint(buf, pos)
+                        for _ in range(count2):
+                            tag2, pos, end2 = _wire.read_tag_header(buf, pos)
+                            u2 = (*u2, (tag2, bytes(buf[pos:end2])))
+                            pos = end2
+                    o2 = _new(_C_UpdateRaftVoterResponse__CurrentLeader)
+                    o2.leader_id = s2_leader_id
+                    o2.leader_epoch = s2_leader_epoch
+                    o2.host = s2_host
+                    o2.port = s2_port
+                    o2._unknown_tags = u2
+                    s1_current_leader = o2
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(UpdateRaftVoterResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.current_leader = s1_current_leader
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UpdateRaftVoterResponse: {exc}", offset=pos) from None
-    o = _new(UpdateRaftVoterResponse)
-    o.throttle_time_ms = v_throttle_time_ms
-    o.error_code = v_error_code
-    o.current_leader = v_current_leader
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UpdateRaftVoterResponse_0(out: bytearray, o: UpdateRaftVoterResponse) -> None:
@@ -278,41 +335,12 @@ def _w_UpdateRaftVoterResponse_0(out: bytearray, o: UpdateRaftVoterResponse) -> 
             x = o.current_leader
             _w_UpdateRaftVoterResponse__CurrentLeader_0(t, x)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_UpdateRaftVoterResponse__CurrentLeader_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterResponse.CurrentLeader, int]:
-    try:
-        (v_leader_id, v_leader_epoch,) = _F_ii.unpack_from(buf, pos)
-        pos += 8
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read CurrentLeader: {exc}", offset=pos) from None
-    o = _new(_C_UpdateRaftVoterResponse__CurrentLeader)
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.host = v_host
-    o.port = v_port
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_UpdateRaftVoterResponse__CurrentLeader_0(out: bytearray, o: UpdateRaftVoterResponse.CurrentLeader) -> None:
@@ -322,11 +350,15 @@ def _w_UpdateRaftVoterResponse__CurrentLeader_0(out: bytearray, o: UpdateRaftVot
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.port)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

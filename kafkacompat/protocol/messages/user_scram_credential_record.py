@@ -15,6 +15,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 
 
 class UserScramCredentialRecord(KafkaMessage):
@@ -27,7 +28,7 @@ class UserScramCredentialRecord(KafkaMessage):
         self.stored_key = stored_key
         self.server_key = server_key
         self.iterations = iterations
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'UserScramCredentialRecord'
     API_KEY = 11
@@ -37,43 +38,50 @@ class UserScramCredentialRecord(KafkaMessage):
 
 
 def _r_UserScramCredentialRecord_0(buf: Any, pos: int) -> tuple[UserScramCredentialRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        (v_mechanism,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        v_salt, pos = _wire.read_compact_bytes(buf, pos)
-        if v_salt is None:
-            raise _wire.null_error("salt", pos)
-        v_stored_key, pos = _wire.read_compact_bytes(buf, pos)
-        if v_stored_key is None:
-            raise _wire.null_error("stored_key", pos)
-        v_server_key, pos = _wire.read_compact_bytes(buf, pos)
-        if v_server_key is None:
-            raise _wire.null_error("server_key", pos)
-        (v_iterations,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_name = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            s1_name, pos = _wire.read_compact_text(buf, pos, "name")
+        (s1_mechanism,) = _F_b.unpack_from(buf, pos)
+        pos += 1
+        s1_salt, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_salt is None:
+            raise _wire.null_error("salt", pos)
+        s1_stored_key, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_stored_key is None:
+            raise _wire.null_error("stored_key", pos)
+        s1_server_key, pos = _wire.read_compact_bytes(buf, pos)
+        if s1_server_key is None:
+            raise _wire.null_error("server_key", pos)
+        (s1_iterations, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(UserScramCredentialRecord)
+        o1.name = s1_name
+        o1.mechanism = s1_mechanism
+        o1.salt = s1_salt
+        o1.stored_key = s1_stored_key
+        o1.server_key = s1_server_key
+        o1.iterations = s1_iterations
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read UserScramCredentialRecord: {exc}", offset=pos) from None
-    o = _new(UserScramCredentialRecord)
-    o.name = v_name
-    o.mechanism = v_mechanism
-    o.salt = v_salt
-    o.stored_key = v_stored_key
-    o.server_key = v_server_key
-    o.iterations = v_iterations
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_UserScramCredentialRecord_0(out: bytearray, o: UserScramCredentialRecord) -> None:
@@ -82,7 +90,12 @@ def _w_UserScramCredentialRecord_0(out: bytearray, o: UserScramCredentialRecord)
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_b.pack(o.mechanism)
         x = o.salt
         if x is None:
@@ -97,9 +110,8 @@ def _w_UserScramCredentialRecord_0(out: bytearray, o: UserScramCredentialRecord)
             raise EncodeError("field server_key is None but not nullable at this version")
         _wire.write_compact_bytes(out, x)
         out += _F_i.pack(o.iterations)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,12 +15,16 @@ __all__ = ['VoteRequest', 'VoteResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_H = struct.Struct(">H")
+_F_HB = struct.Struct(">HB")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_ihiio = struct.Struct(">ihii?")
+_F_ihiioB = struct.Struct(">ihii?B")
 _F_iii = struct.Struct(">iii")
 _F_iiiiq = struct.Struct(">iiiiq")
+_F_iiiiqB = struct.Struct(">iiiiqB")
 _F_iq = struct.Struct(">iq")
+_F_iqB = struct.Struct(">iqB")
 
 
 class VoteRequest(KafkaMessage):
@@ -30,7 +34,7 @@ class VoteRequest(KafkaMessage):
         self.cluster_id = cluster_id
         self.voter_id = voter_id
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'VoteRequest'
     API_KEY = 52
@@ -50,7 +54,7 @@ class VoteRequest(KafkaMessage):
             self.voter_directory_id = voter_directory_id
             self.last_offset_epoch = last_offset_epoch
             self.last_offset = last_offset
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicData(KafkaStruct):
@@ -59,7 +63,7 @@ class VoteRequest(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partitions: list[VoteRequest.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class VoteResponse(KafkaMessage):
@@ -69,7 +73,7 @@ class VoteResponse(KafkaMessage):
         self.error_code = error_code
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'VoteResponse'
     API_KEY = 52
@@ -86,7 +90,7 @@ class VoteResponse(KafkaMessage):
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch
             self.vote_granted = vote_granted
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class TopicData(KafkaStruct):
@@ -95,7 +99,7 @@ class VoteResponse(KafkaMessage):
         def __init__(self, *, topic_name: str = "", partitions: list[VoteResponse.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_name = topic_name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class NodeEndpoint(KafkaStruct):
@@ -105,41 +109,132 @@ class VoteResponse(KafkaMessage):
             self.node_id = node_id
             self.host = host
             self.port = port
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
 
 
 def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_cluster_id: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_VoteRequest__TopicData_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 25 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_candidate_epoch, s5_candidate_id, s5_last_offset_epoch, s5_last_offset, t5,) in _F_iiiiqB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_VoteRequest__PartitionData)
+                            o5.partition_index = s5_partition_index
+                            o5.candidate_epoch = s5_candidate_epoch
+                            o5.candidate_id = s5_candidate_id
+                            o5.last_offset_epoch = s5_last_offset_epoch
+                            o5.last_offset = s5_last_offset
+                            o5.candidate_directory_id = _wire.ZERO_UUID
+                            o5.voter_directory_id = _wire.ZERO_UUID
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_candidate_epoch, s6_candidate_id, s6_last_offset_epoch, s6_last_offset, t6,) = _F_iiiiqB.unpack_from(buf, pos)
+                            pos += 25
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_VoteRequest__PartitionData)
+                            o6.partition_index = s6_partition_index
+                            o6.candidate_epoch = s6_candidate_epoch
+                            o6.candidate_id = s6_candidate_id
+                            o6.candidate_directory_id = _wire.ZERO_UUID
+                            o6.voter_directory_id = _wire.ZERO_UUID
+                            o6.last_offset_epoch = s6_last_offset_epoch
+                            o6.last_offset = s6_last_offset
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_VoteRequest__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(VoteRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.voter_id = -1
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read VoteRequest: {exc}", offset=pos) from None
-    o = _new(VoteRequest)
-    o.cluster_id = v_cluster_id
-    o.voter_id = -1
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
@@ -147,7 +242,12 @@ def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
     item: Any
     try:
         x = o.cluster_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -155,9 +255,8 @@ def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteRequest__TopicData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -165,37 +264,111 @@ def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
 
 
 def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_cluster_id: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        v_cluster_id, pos = _wire.read_compact_string(buf, pos)
-        (v_voter_id,) = _F_i.unpack_from(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_voter_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_VoteRequest__TopicData_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_candidate_epoch, s5_candidate_id,) = _F_iii.unpack_from(buf, pos)
+                        pos += 12
+                        s5_candidate_directory_id, pos = _wire.read_uuid(buf, pos)
+                        s5_voter_directory_id, pos = _wire.read_uuid(buf, pos)
+                        (s5_last_offset_epoch, s5_last_offset, t5,) = _F_iqB.unpack_from(buf, pos)
+                        pos += 13
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_VoteRequest__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.candidate_epoch = s5_candidate_epoch
+                        o5.candidate_id = s5_candidate_id
+                        o5.candidate_directory_id = s5_candidate_directory_id
+                        o5.voter_directory_id = s5_voter_directory_id
+                        o5.last_offset_epoch = s5_last_offset_epoch
+                        o5.last_offset = s5_last_offset
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_VoteRequest__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(VoteRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.voter_id = s1_voter_id
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read VoteRequest: {exc}", offset=pos) from None
-    o = _new(VoteRequest)
-    o.cluster_id = v_cluster_id
-    o.voter_id = v_voter_id
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
@@ -203,7 +376,12 @@ def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
     item: Any
     try:
         x = o.cluster_id
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_i.pack(o.voter_id)
         x = o.topics
         if x is None:
@@ -212,83 +390,23 @@ def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteRequest__TopicData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_VoteRequest__PartitionData_0(buf: Any, pos: int) -> tuple[VoteRequest.PartitionData, int]:
-    try:
-        (v_partition_index, v_candidate_epoch, v_candidate_id, v_last_offset_epoch, v_last_offset,) = _F_iiiiq.unpack_from(buf, pos)
-        pos += 24
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_VoteRequest__PartitionData)
-    o.partition_index = v_partition_index
-    o.candidate_epoch = v_candidate_epoch
-    o.candidate_id = v_candidate_id
-    o.candidate_directory_id = _wire.ZERO_UUID
-    o.voter_directory_id = _wire.ZERO_UUID
-    o.last_offset_epoch = v_last_offset_epoch
-    o.last_offset = v_last_offset
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_VoteRequest__PartitionData_0(out: bytearray, o: VoteRequest.PartitionData) -> None:
     try:
         out += _F_iiiiq.pack(o.partition_index, o.candidate_epoch, o.candidate_id, o.last_offset_epoch, o.last_offset)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_VoteRequest__PartitionData_1(buf: Any, pos: int) -> tuple[VoteRequest.PartitionData, int]:
-    try:
-        (v_partition_index, v_candidate_epoch, v_candidate_id,) = _F_iii.unpack_from(buf, pos)
-        pos += 12
-        v_candidate_directory_id, pos = _wire.read_uuid(buf, pos)
-        v_voter_directory_id, pos = _wire.read_uuid(buf, pos)
-        (v_last_offset_epoch, v_last_offset,) = _F_iq.unpack_from(buf, pos)
-        pos += 12
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_VoteRequest__PartitionData)
-    o.partition_index = v_partition_index
-    o.candidate_epoch = v_candidate_epoch
-    o.candidate_id = v_candidate_id
-    o.candidate_directory_id = v_candidate_directory_id
-    o.voter_directory_id = v_voter_directory_id
-    o.last_offset_epoch = v_last_offset_epoch
-    o.last_offset = v_last_offset
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_VoteRequest__PartitionData_1(out: bytearray, o: VoteRequest.PartitionData) -> None:
@@ -300,46 +418,12 @@ def _w_VoteRequest__PartitionData_1(out: bytearray, o: VoteRequest.PartitionData
         x = o.voter_directory_id
         _wire.write_uuid(out, x)
         out += _F_iq.pack(o.last_offset_epoch, o.last_offset)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_VoteRequest__TopicData_0(buf: Any, pos: int) -> tuple[VoteRequest.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_VoteRequest__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_VoteRequest__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_VoteRequest__TopicData_0(out: bytearray, o: VoteRequest.TopicData) -> None:
@@ -349,7 +433,12 @@ def _w_VoteRequest__TopicData_0(out: bytearray, o: VoteRequest.TopicData) -> Non
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -357,46 +446,12 @@ def _w_VoteRequest__TopicData_0(out: bytearray, o: VoteRequest.TopicData) -> Non
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteRequest__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_VoteRequest__TopicData_1(buf: Any, pos: int) -> tuple[VoteRequest.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_VoteRequest__PartitionData_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_VoteRequest__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_VoteRequest__TopicData_1(out: bytearray, o: VoteRequest.TopicData) -> None:
@@ -406,7 +461,12 @@ def _w_VoteRequest__TopicData_1(out: bytearray, o: VoteRequest.TopicData) -> Non
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -414,9 +474,8 @@ def _w_VoteRequest__TopicData_1(out: bytearray, o: VoteRequest.TopicData) -> Non
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteRequest__PartitionData_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -424,36 +483,114 @@ def _w_VoteRequest__TopicData_1(out: bytearray, o: VoteRequest.TopicData) -> Non
 
 
 def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_VoteResponse__TopicData_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 16 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, s5_leader_id, s5_leader_epoch, s5_vote_granted, t5,) in _F_ihiioB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_VoteResponse__PartitionData)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5.leader_id = s5_leader_id
+                            o5.leader_epoch = s5_leader_epoch
+                            o5.vote_granted = s5_vote_granted
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, s6_leader_id, s6_leader_epoch, s6_vote_granted, t6,) = _F_ihiioB.unpack_from(buf, pos)
+                            pos += 16
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_VoteResponse__PartitionData)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6.leader_id = s6_leader_id
+                            o6.leader_epoch = s6_leader_epoch
+                            o6.vote_granted = s6_vote_granted
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_VoteResponse__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(VoteResponse)
+        o1.error_code = s1_error_code
+        o1.topics = s1_topics
+        o1.node_endpoints = _wire.KeyedList()
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read VoteResponse: {exc}", offset=pos) from None
-    o = _new(VoteResponse)
-    o.error_code = v_error_code
-    o.topics = v_topics
-    o.node_endpoints = _wire.KeyedList()
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_VoteResponse_0(out: bytearray, o: VoteResponse) -> None:
@@ -470,9 +607,8 @@ def _w_VoteResponse_0(out: bytearray, o: VoteResponse) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteResponse__TopicData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -480,50 +616,159 @@ def _w_VoteResponse_0(out: bytearray, o: VoteResponse) -> None:
 
 
 def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
-    item: Any
-    v_topics: list[Any]
-    v_node_endpoints: list[Any]
+    s1_node_endpoints: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        (v_error_code,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_error_code,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_VoteResponse__TopicData_0(buf, pos)
-                v_topics.append(item)
-        v_node_endpoints = _wire.KeyedList()
-        unknown = _wire.EMPTY_TAGS
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 16 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, s5_leader_id, s5_leader_epoch, s5_vote_granted, t5,) in _F_ihiioB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_VoteResponse__PartitionData)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5.leader_id = s5_leader_id
+                            o5.leader_epoch = s5_leader_epoch
+                            o5.vote_granted = s5_vote_granted
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, s6_leader_id, s6_leader_epoch, s6_vote_granted, t6,) = _F_ihiioB.unpack_from(buf, pos)
+                            pos += 16
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                            o6 = _new(_C_VoteResponse__PartitionData)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6.leader_id = s6_leader_id
+                            o6.leader_epoch = s6_leader_epoch
+                            o6.vote_granted = s6_vote_granted
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_VoteResponse__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        s1_node_endpoints = _wire.KeyedList()
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                if tag == 0:
-                    n, pos = _wire.read_compact_array_count(buf, pos)
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
                     if n < 0:
                         raise _wire.null_error("node_endpoints", pos)
                     else:
-                        v_node_endpoints = _wire.KeyedList()
+                        s1_node_endpoints = _wire.KeyedList()
+                        add7 = s1_node_endpoints.append
                         for _ in range(n):
-                            item, pos = _r_VoteResponse__NodeEndpoint_0(buf, pos)
-                            v_node_endpoints.append(item)
-                    if pos != end:
-                        raise DecodeError(f"tagged field 0 should end at byte {end} but its value ends at {pos}", offset=pos)
+                            (s8_node_id,) = _F_i.unpack_from(buf, pos)
+                            pos += 4
+                            size = buf[pos]
+                            if 0 < size < 0x80:
+                                stop = pos + size
+                                if stop > buflen:
+                                    raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                s8_host = str(buf[pos + 1 : stop], "utf-8")
+                                pos = stop
+                            else:
+                                s8_host, pos = _wire.read_compact_text(buf, pos, "host")
+                            (s8_port, t8,) = _F_HB.unpack_from(buf, pos)
+                            pos += 3
+                            u8 = _wire.EMPTY_TAGS
+                            if t8:
+                                pos -= 1
+                                count8, pos = _wire.read_uvarint(buf, pos)
+                                for _ in range(count8):
+                                    tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                    u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                    pos = end8
+                            o8 = _new(_C_VoteResponse__NodeEndpoint)
+                            o8.node_id = s8_node_id
+                            o8.host = s8_host
+                            o8.port = s8_port
+                            o8._unknown_tags = u8
+                            add7(o8)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                    pos = end
+                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    pos = end1
+        o1 = _new(VoteResponse)
+        o1.error_code = s1_error_code
+        o1.topics = s1_topics
+        o1.node_endpoints = s1_node_endpoints
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read VoteResponse: {exc}", offset=pos) from None
-    o = _new(VoteResponse)
-    o.error_code = v_error_code
-    o.topics = v_topics
-    o.node_endpoints = v_node_endpoints
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_VoteResponse_1(out: bytearray, o: VoteResponse) -> None:
@@ -549,82 +794,23 @@ def _w_VoteResponse_1(out: bytearray, o: VoteResponse) -> None:
                 for item in x:
                     _w_VoteResponse__NodeEndpoint_0(t, item)
             tags.append((0, t))
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_VoteResponse__PartitionData_0(buf: Any, pos: int) -> tuple[VoteResponse.PartitionData, int]:
-    try:
-        (v_partition_index, v_error_code, v_leader_id, v_leader_epoch, v_vote_granted,) = _F_ihiio.unpack_from(buf, pos)
-        pos += 15
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_VoteResponse__PartitionData)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.leader_id = v_leader_id
-    o.leader_epoch = v_leader_epoch
-    o.vote_granted = v_vote_granted
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_VoteResponse__PartitionData_0(out: bytearray, o: VoteResponse.PartitionData) -> None:
     try:
         out += _F_ihiio.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_VoteResponse__TopicData_0(buf: Any, pos: int) -> tuple[VoteResponse.TopicData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_name, pos = _wire.read_compact_string(buf, pos)
-        if v_topic_name is None:
-            raise _wire.null_error("topic_name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_VoteResponse__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read TopicData: {exc}", offset=pos) from None
-    o = _new(_C_VoteResponse__TopicData)
-    o.topic_name = v_topic_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_VoteResponse__TopicData_0(out: bytearray, o: VoteResponse.TopicData) -> None:
@@ -634,7 +820,12 @@ def _w_VoteResponse__TopicData_0(out: bytearray, o: VoteResponse.TopicData) -> N
         x = o.topic_name
         if x is None:
             raise EncodeError("field topic_name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -642,41 +833,12 @@ def _w_VoteResponse__TopicData_0(out: bytearray, o: VoteResponse.TopicData) -> N
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteResponse__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_VoteResponse__NodeEndpoint_0(buf: Any, pos: int) -> tuple[VoteResponse.NodeEndpoint, int]:
-    try:
-        (v_node_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_H.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read NodeEndpoint: {exc}", offset=pos) from None
-    o = _new(_C_VoteResponse__NodeEndpoint)
-    o.node_id = v_node_id
-    o.host = v_host
-    o.port = v_port
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_VoteResponse__NodeEndpoint_0(out: bytearray, o: VoteResponse.NodeEndpoint) -> None:
@@ -686,11 +848,15 @@ def _w_VoteResponse__NodeEndpoint_0(out: bytearray, o: VoteResponse.NodeEndpoint
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_H.pack(o.port)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

@@ -15,8 +15,10 @@ __all__ = ['VotersRecord']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_H = struct.Struct(">H")
+_F_HB = struct.Struct(">HB")
 _F_h = struct.Struct(">h")
 _F_hh = struct.Struct(">hh")
+_F_hhB = struct.Struct(">hhB")
 _F_i = struct.Struct(">i")
 
 
@@ -26,7 +28,7 @@ class VotersRecord(KafkaMessage):
     def __init__(self, *, version: int = 0, voters: list[VotersRecord.Voter] = _wire.DEFAULT) -> None:
         self.version = version
         self.voters = [] if voters is _wire.DEFAULT else voters
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'VotersRecord'
     MESSAGE_TYPE = 'data'
@@ -40,7 +42,7 @@ class VotersRecord(KafkaMessage):
             self.name = name
             self.host = host
             self.port = port
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
 
@@ -50,7 +52,7 @@ class VotersRecord(KafkaMessage):
         def __init__(self, *, min_supported_version: int = 0, max_supported_version: int = 0) -> None:
             self.min_supported_version = min_supported_version
             self.max_supported_version = max_supported_version
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class Voter(KafkaStruct):
@@ -61,40 +63,128 @@ class VotersRecord(KafkaMessage):
             self.voter_directory_id = voter_directory_id
             self.endpoints = _wire.KeyedList() if endpoints is _wire.DEFAULT else endpoints
             self.k_raft_version_feature = VotersRecord.KRaftVersionFeature() if k_raft_version_feature is _wire.DEFAULT else k_raft_version_feature
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
-    item: Any
-    v_voters: list[Any]
+    s1_voters: list[Any]
+    s3_endpoints: list[Any]
+    s3_k_raft_version_feature: VotersRecord.KRaftVersionFeature
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
     try:
-        (v_version,) = _F_h.unpack_from(buf, pos)
+        buflen = len(buf)
+        (s1_version,) = _F_h.unpack_from(buf, pos)
         pos += 2
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("voters", pos)
         else:
-            v_voters = []
+            s1_voters = []
+            add2 = s1_voters.append
             for _ in range(n):
-                item, pos = _r_VotersRecord__Voter_0(buf, pos)
-                v_voters.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_voter_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                s3_voter_directory_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("endpoints", pos)
+                else:
+                    s3_endpoints = _wire.KeyedList()
+                    add4 = s3_endpoints.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_host = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_host, pos = _wire.read_compact_text(buf, pos, "host")
+                        (s5_port, t5,) = _F_HB.unpack_from(buf, pos)
+                        pos += 3
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_VotersRecord__Endpoint)
+                        o5.name = s5_name
+                        o5.host = s5_host
+                        o5.port = s5_port
+                        o5._unknown_tags = u5
+                        add4(o5)
+                (s6_min_supported_version, s6_max_supported_version, t6,) = _F_hhB.unpack_from(buf, pos)
+                pos += 5
+                u6 = _wire.EMPTY_TAGS
+                if t6:
+                    pos -= 1
+                    count6, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count6):
+                        tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                        u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                        pos = end6
+                o6 = _new(_C_VotersRecord__KRaftVersionFeature)
+                o6.min_supported_version = s6_min_supported_version
+                o6.max_supported_version = s6_max_supported_version
+                o6._unknown_tags = u6
+                s3_k_raft_version_feature = o6
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_VotersRecord__Voter)
+                o3.voter_id = s3_voter_id
+                o3.voter_directory_id = s3_voter_directory_id
+                o3.endpoints = s3_endpoints
+                o3.k_raft_version_feature = s3_k_raft_version_feature
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(VotersRecord)
+        o1.version = s1_version
+        o1.voters = s1_voters
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read VotersRecord: {exc}", offset=pos) from None
-    o = _new(VotersRecord)
-    o.version = v_version
-    o.voters = v_voters
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_VotersRecord_0(out: bytearray, o: VotersRecord) -> None:
@@ -109,42 +199,12 @@ def _w_VotersRecord_0(out: bytearray, o: VotersRecord) -> None:
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VotersRecord__Voter_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_VotersRecord__Endpoint_0(buf: Any, pos: int) -> tuple[VotersRecord.Endpoint, int]:
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        v_host, pos = _wire.read_compact_string(buf, pos)
-        if v_host is None:
-            raise _wire.null_error("host", pos)
-        (v_port,) = _F_H.unpack_from(buf, pos)
-        pos += 2
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Endpoint: {exc}", offset=pos) from None
-    o = _new(_C_VotersRecord__Endpoint)
-    o.name = v_name
-    o.host = v_host
-    o.port = v_port
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_VotersRecord__Endpoint_0(out: bytearray, o: VotersRecord.Endpoint) -> None:
@@ -153,90 +213,39 @@ def _w_VotersRecord__Endpoint_0(out: bytearray, o: VotersRecord.Endpoint) -> Non
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.host
         if x is None:
             raise EncodeError("field host is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         out += _F_H.pack(o.port)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_VotersRecord__KRaftVersionFeature_0(buf: Any, pos: int) -> tuple[VotersRecord.KRaftVersionFeature, int]:
-    try:
-        (v_min_supported_version, v_max_supported_version,) = _F_hh.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read KRaftVersionFeature: {exc}", offset=pos) from None
-    o = _new(_C_VotersRecord__KRaftVersionFeature)
-    o.min_supported_version = v_min_supported_version
-    o.max_supported_version = v_max_supported_version
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_VotersRecord__KRaftVersionFeature_0(out: bytearray, o: VotersRecord.KRaftVersionFeature) -> None:
     try:
         out += _F_hh.pack(o.min_supported_version, o.max_supported_version)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_VotersRecord__Voter_0(buf: Any, pos: int) -> tuple[VotersRecord.Voter, int]:
-    item: Any
-    v_endpoints: list[Any]
-    v_k_raft_version_feature: VotersRecord.KRaftVersionFeature
-    try:
-        (v_voter_id,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        v_voter_directory_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("endpoints", pos)
-        else:
-            v_endpoints = _wire.KeyedList()
-            for _ in range(n):
-                item, pos = _r_VotersRecord__Endpoint_0(buf, pos)
-                v_endpoints.append(item)
-        v_k_raft_version_feature, pos = _r_VotersRecord__KRaftVersionFeature_0(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read Voter: {exc}", offset=pos) from None
-    o = _new(_C_VotersRecord__Voter)
-    o.voter_id = v_voter_id
-    o.voter_directory_id = v_voter_directory_id
-    o.endpoints = v_endpoints
-    o.k_raft_version_feature = v_k_raft_version_feature
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_VotersRecord__Voter_0(out: bytearray, o: VotersRecord.Voter) -> None:
@@ -255,9 +264,8 @@ def _w_VotersRecord__Voter_0(out: bytearray, o: VotersRecord.Voter) -> None:
                 _w_VotersRecord__Endpoint_0(out, item)
         x = o.k_raft_version_feature
         _w_VotersRecord__KRaftVersionFeature_0(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

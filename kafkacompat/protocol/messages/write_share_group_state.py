@@ -17,6 +17,7 @@ _NONE = VersionRange.NONE
 _F_ih = struct.Struct(">ih")
 _F_iiiq = struct.Struct(">iiiq")
 _F_qqbh = struct.Struct(">qqbh")
+_F_qqbhB = struct.Struct(">qqbhB")
 
 
 class WriteShareGroupStateRequest(KafkaMessage):
@@ -25,7 +26,7 @@ class WriteShareGroupStateRequest(KafkaMessage):
     def __init__(self, *, group_id: str = "", topics: list[WriteShareGroupStateRequest.WriteStateData] = _wire.DEFAULT) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _wire.DEFAULT else topics
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'WriteShareGroupStateRequest'
     API_KEY = 85
@@ -43,7 +44,7 @@ class WriteShareGroupStateRequest(KafkaMessage):
             self.last_offset = last_offset
             self.delivery_state = delivery_state
             self.delivery_count = delivery_count
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class PartitionData(KafkaStruct):
@@ -55,7 +56,7 @@ class WriteShareGroupStateRequest(KafkaMessage):
             self.leader_epoch = leader_epoch
             self.start_offset = start_offset
             self.state_batches = [] if state_batches is _wire.DEFAULT else state_batches
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class WriteStateData(KafkaStruct):
@@ -64,7 +65,7 @@ class WriteShareGroupStateRequest(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[WriteShareGroupStateRequest.PartitionData] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class WriteShareGroupStateResponse(KafkaMessage):
@@ -72,7 +73,7 @@ class WriteShareGroupStateResponse(KafkaMessage):
 
     def __init__(self, *, results: list[WriteShareGroupStateResponse.WriteStateResult] = _wire.DEFAULT) -> None:
         self.results = [] if results is _wire.DEFAULT else results
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'WriteShareGroupStateResponse'
     API_KEY = 85
@@ -87,7 +88,7 @@ class WriteShareGroupStateResponse(KafkaMessage):
             self.partition = partition
             self.error_code = error_code
             self.error_message = error_message
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class WriteStateResult(KafkaStruct):
@@ -96,41 +97,147 @@ class WriteShareGroupStateResponse(KafkaMessage):
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[WriteShareGroupStateResponse.PartitionResult] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_WriteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest, int]:
-    item: Any
-    v_topics: list[Any]
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_state_batches: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        v_group_id, pos = _wire.read_compact_string(buf, pos)
-        if v_group_id is None:
-            raise _wire.null_error("group_id", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            v_topics = []
+            s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
-                item, pos = _r_WriteShareGroupStateRequest__WriteStateData_0(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition, s5_state_epoch, s5_leader_epoch, s5_start_offset,) = _F_iiiq.unpack_from(buf, pos)
+                        pos += 20
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("state_batches", pos)
+                        else:
+                            stop7 = pos + 20 * n
+                            s5_state_batches = []
+                            add6 = s5_state_batches.append
+                            if stop7 <= buflen:
+                                for (s7_first_offset, s7_last_offset, s7_delivery_state, s7_delivery_count, t7,) in _F_qqbhB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_WriteShareGroupStateRequest__StateBatch)
+                                    o7.first_offset = s7_first_offset
+                                    o7.last_offset = s7_last_offset
+                                    o7.delivery_state = s7_delivery_state
+                                    o7.delivery_count = s7_delivery_count
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_state_batches = []
+                                add6 = s5_state_batches.append
+                                for _ in range(n):
+                                    (s8_first_offset, s8_last_offset, s8_delivery_state, s8_delivery_count, t8,) = _F_qqbhB.unpack_from(buf, pos)
+                                    pos += 20
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_WriteShareGroupStateRequest__StateBatch)
+                                    o8.first_offset = s8_first_offset
+                                    o8.last_offset = s8_last_offset
+                                    o8.delivery_state = s8_delivery_state
+                                    o8.delivery_count = s8_delivery_count
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_WriteShareGroupStateRequest__PartitionData)
+                        o5.partition = s5_partition
+                        o5.state_epoch = s5_state_epoch
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.start_offset = s5_start_offset
+                        o5.state_batches = s5_state_batches
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_WriteShareGroupStateRequest__WriteStateData)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(WriteShareGroupStateRequest)
+        o1.group_id = s1_group_id
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read WriteShareGroupStateRequest: {exc}", offset=pos) from None
-    o = _new(WriteShareGroupStateRequest)
-    o.group_id = v_group_id
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_WriteShareGroupStateRequest_0(out: bytearray, o: WriteShareGroupStateRequest) -> None:
@@ -140,7 +247,12 @@ def _w_WriteShareGroupStateRequest_0(out: bytearray, o: WriteShareGroupStateRequ
         x = o.group_id
         if x is None:
             raise EncodeError("field group_id is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -148,84 +260,23 @@ def _w_WriteShareGroupStateRequest_0(out: bytearray, o: WriteShareGroupStateRequ
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteShareGroupStateRequest__WriteStateData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_WriteShareGroupStateRequest__StateBatch_0(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest.StateBatch, int]:
-    try:
-        (v_first_offset, v_last_offset, v_delivery_state, v_delivery_count,) = _F_qqbh.unpack_from(buf, pos)
-        pos += 19
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read StateBatch: {exc}", offset=pos) from None
-    o = _new(_C_WriteShareGroupStateRequest__StateBatch)
-    o.first_offset = v_first_offset
-    o.last_offset = v_last_offset
-    o.delivery_state = v_delivery_state
-    o.delivery_count = v_delivery_count
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_WriteShareGroupStateRequest__StateBatch_0(out: bytearray, o: WriteShareGroupStateRequest.StateBatch) -> None:
     try:
         out += _F_qqbh.pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_WriteShareGroupStateRequest__PartitionData_0(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest.PartitionData, int]:
-    item: Any
-    v_state_batches: list[Any]
-    try:
-        (v_partition, v_state_epoch, v_leader_epoch, v_start_offset,) = _F_iiiq.unpack_from(buf, pos)
-        pos += 20
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("state_batches", pos)
-        else:
-            v_state_batches = []
-            for _ in range(n):
-                item, pos = _r_WriteShareGroupStateRequest__StateBatch_0(buf, pos)
-                v_state_batches.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionData: {exc}", offset=pos) from None
-    o = _new(_C_WriteShareGroupStateRequest__PartitionData)
-    o.partition = v_partition
-    o.state_epoch = v_state_epoch
-    o.leader_epoch = v_leader_epoch
-    o.start_offset = v_start_offset
-    o.state_batches = v_state_batches
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_WriteShareGroupStateRequest__PartitionData_0(out: bytearray, o: WriteShareGroupStateRequest.PartitionData) -> None:
@@ -240,44 +291,12 @@ def _w_WriteShareGroupStateRequest__PartitionData_0(out: bytearray, o: WriteShar
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteShareGroupStateRequest__StateBatch_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_WriteShareGroupStateRequest__WriteStateData_0(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest.WriteStateData, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_WriteShareGroupStateRequest__PartitionData_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WriteStateData: {exc}", offset=pos) from None
-    o = _new(_C_WriteShareGroupStateRequest__WriteStateData)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_WriteShareGroupStateRequest__WriteStateData_0(out: bytearray, o: WriteShareGroupStateRequest.WriteStateData) -> None:
@@ -293,9 +312,8 @@ def _w_WriteShareGroupStateRequest__WriteStateData_0(out: bytearray, o: WriteSha
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteShareGroupStateRequest__PartitionData_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -303,32 +321,92 @@ def _w_WriteShareGroupStateRequest__WriteStateData_0(out: bytearray, o: WriteSha
 
 
 def _r_WriteShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse, int]:
-    item: Any
-    v_results: list[Any]
+    s1_results: list[Any]
+    s3_partitions: list[Any]
+    s5_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("results", pos)
         else:
-            v_results = []
+            s1_results = []
+            add2 = s1_results.append
             for _ in range(n):
-                item, pos = _r_WriteShareGroupStateResponse__WriteStateResult_0(buf, pos)
-                v_results.append(item)
-        unknown = _wire.EMPTY_TAGS
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_WriteShareGroupStateResponse__PartitionResult)
+                        o5.partition = s5_partition
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_WriteShareGroupStateResponse__WriteStateResult)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(WriteShareGroupStateResponse)
+        o1.results = s1_results
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read WriteShareGroupStateResponse: {exc}", offset=pos) from None
-    o = _new(WriteShareGroupStateResponse)
-    o.results = v_results
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_WriteShareGroupStateResponse_0(out: bytearray, o: WriteShareGroupStateResponse) -> None:
@@ -342,37 +420,12 @@ def _w_WriteShareGroupStateResponse_0(out: bytearray, o: WriteShareGroupStateRes
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteShareGroupStateResponse__WriteStateResult_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_WriteShareGroupStateResponse__PartitionResult_0(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse.PartitionResult, int]:
-    try:
-        (v_partition, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        v_error_message, pos = _wire.read_compact_string(buf, pos)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read PartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_WriteShareGroupStateResponse__PartitionResult)
-    o.partition = v_partition
-    o.error_code = v_error_code
-    o.error_message = v_error_message
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_WriteShareGroupStateResponse__PartitionResult_0(out: bytearray, o: WriteShareGroupStateResponse.PartitionResult) -> None:
@@ -380,45 +433,18 @@ def _w_WriteShareGroupStateResponse__PartitionResult_0(out: bytearray, o: WriteS
     try:
         out += _F_ih.pack(o.partition, o.error_code)
         x = o.error_message
-        _wire.write_compact_string(out, x)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_WriteShareGroupStateResponse__WriteStateResult_0(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse.WriteStateResult, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_topic_id, pos = _wire.read_uuid(buf, pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_WriteShareGroupStateResponse__PartitionResult_0(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WriteStateResult: {exc}", offset=pos) from None
-    o = _new(_C_WriteShareGroupStateResponse__WriteStateResult)
-    o.topic_id = v_topic_id
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
 
 
 def _w_WriteShareGroupStateResponse__WriteStateResult_0(out: bytearray, o: WriteShareGroupStateResponse.WriteStateResult) -> None:
@@ -434,9 +460,8 @@ def _w_WriteShareGroupStateResponse__WriteStateResult_0(out: bytearray, o: Write
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteShareGroupStateResponse__PartitionResult_0(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

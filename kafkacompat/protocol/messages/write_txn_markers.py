@@ -14,7 +14,9 @@ __all__ = ['WriteTxnMarkersRequest', 'WriteTxnMarkersResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
+_F_ihB = struct.Struct(">ihB")
 _F_q = struct.Struct(">q")
 _F_qho = struct.Struct(">qh?")
 
@@ -24,7 +26,7 @@ class WriteTxnMarkersRequest(KafkaMessage):
 
     def __init__(self, *, markers: list[WriteTxnMarkersRequest.WritableTxnMarker] = _wire.DEFAULT) -> None:
         self.markers = [] if markers is _wire.DEFAULT else markers
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'WriteTxnMarkersRequest'
     API_KEY = 27
@@ -39,7 +41,7 @@ class WriteTxnMarkersRequest(KafkaMessage):
         def __init__(self, *, name: str = "", partition_indexes: list[int] = _wire.DEFAULT) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is _wire.DEFAULT else partition_indexes
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class WritableTxnMarker(KafkaStruct):
@@ -51,7 +53,7 @@ class WriteTxnMarkersRequest(KafkaMessage):
             self.transaction_result = transaction_result
             self.topics = [] if topics is _wire.DEFAULT else topics
             self.coordinator_epoch = coordinator_epoch
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 class WriteTxnMarkersResponse(KafkaMessage):
@@ -59,7 +61,7 @@ class WriteTxnMarkersResponse(KafkaMessage):
 
     def __init__(self, *, markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult] = _wire.DEFAULT) -> None:
         self.markers = [] if markers is _wire.DEFAULT else markers
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'WriteTxnMarkersResponse'
     API_KEY = 27
@@ -73,7 +75,7 @@ class WriteTxnMarkersResponse(KafkaMessage):
         def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class WritableTxnMarkerTopicResult(KafkaStruct):
@@ -82,7 +84,7 @@ class WriteTxnMarkersResponse(KafkaMessage):
         def __init__(self, *, name: str = "", partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult] = _wire.DEFAULT) -> None:
             self.name = name
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
     class WritableTxnMarkerResult(KafkaStruct):
@@ -91,28 +93,66 @@ class WriteTxnMarkersResponse(KafkaMessage):
         def __init__(self, *, producer_id: int = 0, topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult] = _wire.DEFAULT) -> None:
             self.producer_id = producer_id
             self.topics = [] if topics is _wire.DEFAULT else topics
-            self.unknown_tagged_fields = _wire.EMPTY_TAGS
+            self._unknown_tags = _wire.EMPTY_TAGS
 
 
 
 def _r_WriteTxnMarkersRequest_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
-    item: Any
-    v_markers: list[Any]
+    s1_markers: list[Any]
+    s3_topics: list[Any]
+    s5_partition_indexes: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("markers", pos)
         else:
-            v_markers = []
+            s1_markers = []
+            add2 = s1_markers.append
             for _ in range(n):
-                item, pos = _r_WriteTxnMarkersRequest__WritableTxnMarker_0(buf, pos)
-                v_markers.append(item)
+                (s3_producer_id, s3_producer_epoch, s3_transaction_result,) = _F_qho.unpack_from(buf, pos)
+                pos += 11
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        s5_name, pos = _wire.read_string(buf, pos)
+                        if s5_name is None:
+                            raise _wire.null_error("name", pos)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partition_indexes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_partition_indexes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        o5 = _new(_C_WriteTxnMarkersRequest__WritableTxnMarkerTopic)
+                        o5.name = s5_name
+                        o5.partition_indexes = s5_partition_indexes
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                (s3_coordinator_epoch,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                o3 = _new(_C_WriteTxnMarkersRequest__WritableTxnMarker)
+                o3.producer_id = s3_producer_id
+                o3.producer_epoch = s3_producer_epoch
+                o3.transaction_result = s3_transaction_result
+                o3.topics = s3_topics
+                o3.coordinator_epoch = s3_coordinator_epoch
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(WriteTxnMarkersRequest)
+        o1.markers = s1_markers
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read WriteTxnMarkersRequest: {exc}", offset=pos) from None
-    o = _new(WriteTxnMarkersRequest)
-    o.markers = v_markers
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_WriteTxnMarkersRequest_0(out: bytearray, o: WriteTxnMarkersRequest) -> None:
@@ -131,32 +171,108 @@ def _w_WriteTxnMarkersRequest_0(out: bytearray, o: WriteTxnMarkersRequest) -> No
 
 
 def _r_WriteTxnMarkersRequest_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
-    item: Any
-    v_markers: list[Any]
+    s1_markers: list[Any]
+    s3_topics: list[Any]
+    s5_partition_indexes: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("markers", pos)
         else:
-            v_markers = []
+            s1_markers = []
+            add2 = s1_markers.append
             for _ in range(n):
-                item, pos = _r_WriteTxnMarkersRequest__WritableTxnMarker_1(buf, pos)
-                v_markers.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_producer_id, s3_producer_epoch, s3_transaction_result,) = _F_qho.unpack_from(buf, pos)
+                pos += 11
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partition_indexes", pos)
+                        else:
+                            stop = pos + 4 * n
+                            if n < 32 and stop <= buflen:
+                                s5_partition_indexes = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                pos = stop
+                            else:
+                                s5_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_WriteTxnMarkersRequest__WritableTxnMarkerTopic)
+                        o5.name = s5_name
+                        o5.partition_indexes = s5_partition_indexes
+                        o5._unknown_tags = u5
+                        add4(o5)
+                (s3_coordinator_epoch, t3,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_WriteTxnMarkersRequest__WritableTxnMarker)
+                o3.producer_id = s3_producer_id
+                o3.producer_epoch = s3_producer_epoch
+                o3.transaction_result = s3_transaction_result
+                o3.topics = s3_topics
+                o3.coordinator_epoch = s3_coordinator_epoch
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(WriteTxnMarkersRequest)
+        o1.markers = s1_markers
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read WriteTxnMarkersRequest: {exc}", offset=pos) from None
-    o = _new(WriteTxnMarkersRequest)
-    o.markers = v_markers
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_WriteTxnMarkersRequest_1(out: bytearray, o: WriteTxnMarkersRequest) -> None:
@@ -170,33 +286,12 @@ def _w_WriteTxnMarkersRequest_1(out: bytearray, o: WriteTxnMarkersRequest) -> No
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteTxnMarkersRequest__WritableTxnMarker_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_WriteTxnMarkersRequest__WritableTxnMarkerTopic_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest.WritableTxnMarkerTopic, int]:
-    v_partition_indexes: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_indexes", pos)
-        else:
-            v_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WritableTxnMarkerTopic: {exc}", offset=pos) from None
-    o = _new(_C_WriteTxnMarkersRequest__WritableTxnMarkerTopic)
-    o.name = v_name
-    o.partition_indexes = v_partition_indexes
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_WriteTxnMarkersRequest__WritableTxnMarkerTopic_0(out: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarkerTopic) -> None:
@@ -216,83 +311,30 @@ def _w_WriteTxnMarkersRequest__WritableTxnMarkerTopic_0(out: bytearray, o: Write
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_WriteTxnMarkersRequest__WritableTxnMarkerTopic_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest.WritableTxnMarkerTopic, int]:
-    v_partition_indexes: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partition_indexes", pos)
-        else:
-            v_partition_indexes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WritableTxnMarkerTopic: {exc}", offset=pos) from None
-    o = _new(_C_WriteTxnMarkersRequest__WritableTxnMarkerTopic)
-    o.name = v_name
-    o.partition_indexes = v_partition_indexes
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_WriteTxnMarkersRequest__WritableTxnMarkerTopic_1(out: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarkerTopic) -> None:
     x: Any
     try:
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partition_indexes
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             out += _wire.uvarint(len(x) + 1)
             _wire.write_int_array(out, x, "i")
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_WriteTxnMarkersRequest__WritableTxnMarker_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest.WritableTxnMarker, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        (v_producer_id, v_producer_epoch, v_transaction_result,) = _F_qho.unpack_from(buf, pos)
-        pos += 11
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_WriteTxnMarkersRequest__WritableTxnMarkerTopic_0(buf, pos)
-                v_topics.append(item)
-        (v_coordinator_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WritableTxnMarker: {exc}", offset=pos) from None
-    o = _new(_C_WriteTxnMarkersRequest__WritableTxnMarker)
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.transaction_result = v_transaction_result
-    o.topics = v_topics
-    o.coordinator_epoch = v_coordinator_epoch
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_WriteTxnMarkersRequest__WritableTxnMarker_0(out: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarker) -> None:
@@ -312,43 +354,6 @@ def _w_WriteTxnMarkersRequest__WritableTxnMarker_0(out: bytearray, o: WriteTxnMa
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_WriteTxnMarkersRequest__WritableTxnMarker_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest.WritableTxnMarker, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        (v_producer_id, v_producer_epoch, v_transaction_result,) = _F_qho.unpack_from(buf, pos)
-        pos += 11
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_WriteTxnMarkersRequest__WritableTxnMarkerTopic_1(buf, pos)
-                v_topics.append(item)
-        (v_coordinator_epoch,) = _F_i.unpack_from(buf, pos)
-        pos += 4
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WritableTxnMarker: {exc}", offset=pos) from None
-    o = _new(_C_WriteTxnMarkersRequest__WritableTxnMarker)
-    o.producer_id = v_producer_id
-    o.producer_epoch = v_producer_epoch
-    o.transaction_result = v_transaction_result
-    o.topics = v_topics
-    o.coordinator_epoch = v_coordinator_epoch
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_WriteTxnMarkersRequest__WritableTxnMarker_1(out: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarker) -> None:
     x: Any
     item: Any
@@ -362,9 +367,8 @@ def _w_WriteTxnMarkersRequest__WritableTxnMarker_1(out: bytearray, o: WriteTxnMa
             for item in x:
                 _w_WriteTxnMarkersRequest__WritableTxnMarkerTopic_1(out, item)
         out += _F_i.pack(o.coordinator_epoch)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
@@ -372,23 +376,74 @@ def _w_WriteTxnMarkersRequest__WritableTxnMarker_1(out: bytearray, o: WriteTxnMa
 
 
 def _r_WriteTxnMarkersResponse_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
-    item: Any
-    v_markers: list[Any]
+    s1_markers: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
     try:
+        buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("markers", pos)
         else:
-            v_markers = []
+            s1_markers = []
+            add2 = s1_markers.append
             for _ in range(n):
-                item, pos = _r_WriteTxnMarkersResponse__WritableTxnMarkerResult_0(buf, pos)
-                v_markers.append(item)
+                (s3_producer_id,) = _F_q.unpack_from(buf, pos)
+                pos += 8
+                n, pos = _wire.read_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        s5_name, pos = _wire.read_string(buf, pos)
+                        if s5_name is None:
+                            raise _wire.null_error("name", pos)
+                        n, pos = _wire.read_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            stop7 = pos + 6 * n
+                            s5_partitions = []
+                            add6 = s5_partitions.append
+                            if stop7 <= buflen:
+                                for (s7_partition_index, s7_error_code,) in _F_ih.iter_unpack(buf[pos:stop7]):
+                                    o7 = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult)
+                                    o7.partition_index = s7_partition_index
+                                    o7.error_code = s7_error_code
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_partitions = []
+                                add6 = s5_partitions.append
+                                for _ in range(n):
+                                    (s8_partition_index, s8_error_code,) = _F_ih.unpack_from(buf, pos)
+                                    pos += 6
+                                    o8 = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult)
+                                    o8.partition_index = s8_partition_index
+                                    o8.error_code = s8_error_code
+                                    o8._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o8)
+                        o5 = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult)
+                        o5.name = s5_name
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = _wire.EMPTY_TAGS
+                        add4(o5)
+                o3 = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerResult)
+                o3.producer_id = s3_producer_id
+                o3.topics = s3_topics
+                o3._unknown_tags = _wire.EMPTY_TAGS
+                add2(o3)
+        o1 = _new(WriteTxnMarkersResponse)
+        o1.markers = s1_markers
+        o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read WriteTxnMarkersResponse: {exc}", offset=pos) from None
-    o = _new(WriteTxnMarkersResponse)
-    o.markers = v_markers
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
+    return o1, pos
 
 
 def _w_WriteTxnMarkersResponse_0(out: bytearray, o: WriteTxnMarkersResponse) -> None:
@@ -407,32 +462,133 @@ def _w_WriteTxnMarkersResponse_0(out: bytearray, o: WriteTxnMarkersResponse) -> 
 
 
 def _r_WriteTxnMarkersResponse_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
-    item: Any
-    v_markers: list[Any]
+    s1_markers: list[Any]
+    s3_topics: list[Any]
+    s5_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
     try:
-        n, pos = _wire.read_compact_array_count(buf, pos)
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("markers", pos)
         else:
-            v_markers = []
+            s1_markers = []
+            add2 = s1_markers.append
             for _ in range(n):
-                item, pos = _r_WriteTxnMarkersResponse__WritableTxnMarkerResult_1(buf, pos)
-                v_markers.append(item)
-        unknown = _wire.EMPTY_TAGS
+                (s3_producer_id,) = _F_q.unpack_from(buf, pos)
+                pos += 8
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("topics", pos)
+                else:
+                    s3_topics = []
+                    add4 = s3_topics.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            pos = stop
+                        else:
+                            s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("partitions", pos)
+                        else:
+                            stop7 = pos + 7 * n
+                            s5_partitions = []
+                            add6 = s5_partitions.append
+                            if stop7 <= buflen:
+                                for (s7_partition_index, s7_error_code, t7,) in _F_ihB.iter_unpack(buf[pos:stop7]):
+                                    if t7:
+                                        break
+                                    o7 = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult)
+                                    o7.partition_index = s7_partition_index
+                                    o7.error_code = s7_error_code
+                                    o7._unknown_tags = _wire.EMPTY_TAGS
+                                    add6(o7)
+                                else:
+                                    pos = stop7
+                                    stop7 = -1
+                            if stop7 >= 0:  # some element carries tags, or the data is short
+                                s5_partitions = []
+                                add6 = s5_partitions.append
+                                for _ in range(n):
+                                    (s8_partition_index, s8_error_code, t8,) = _F_ihB.unpack_from(buf, pos)
+                                    pos += 7
+                                    u8 = _wire.EMPTY_TAGS
+                                    if t8:
+                                        pos -= 1
+                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        for _ in range(count8):
+                                            tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            pos = end8
+                                    o8 = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult)
+                                    o8.partition_index = s8_partition_index
+                                    o8.error_code = s8_error_code
+                                    o8._unknown_tags = u8
+                                    add6(o8)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                        o5 = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult)
+                        o5.name = s5_name
+                        o5.partitions = s5_partitions
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                o3 = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerResult)
+                o3.producer_id = s3_producer_id
+                o3.topics = s3_topics
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
         else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(WriteTxnMarkersResponse)
+        o1.markers = s1_markers
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read WriteTxnMarkersResponse: {exc}", offset=pos) from None
-    o = _new(WriteTxnMarkersResponse)
-    o.markers = v_markers
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_WriteTxnMarkersResponse_1(out: bytearray, o: WriteTxnMarkersResponse) -> None:
@@ -446,26 +602,12 @@ def _w_WriteTxnMarkersResponse_1(out: bytearray, o: WriteTxnMarkersResponse) -> 
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult, int]:
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WritableTxnMarkerPartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_0(out: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult) -> None:
@@ -475,62 +617,15 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_0(out: bytearra
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult, int]:
-    try:
-        (v_partition_index, v_error_code,) = _F_ih.unpack_from(buf, pos)
-        pos += 6
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WritableTxnMarkerPartitionResult: {exc}", offset=pos) from None
-    o = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult)
-    o.partition_index = v_partition_index
-    o.error_code = v_error_code
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_1(out: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_0(buf, pos)
-                v_partitions.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WritableTxnMarkerTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_0(out: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult) -> None:
@@ -552,39 +647,6 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_0(out: bytearray, o
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult, int]:
-    item: Any
-    v_partitions: list[Any]
-    try:
-        v_name, pos = _wire.read_compact_string(buf, pos)
-        if v_name is None:
-            raise _wire.null_error("name", pos)
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("partitions", pos)
-        else:
-            v_partitions = []
-            for _ in range(n):
-                item, pos = _r_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_1(buf, pos)
-                v_partitions.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WritableTxnMarkerTopicResult: {exc}", offset=pos) from None
-    o = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult)
-    o.name = v_name
-    o.partitions = v_partitions
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1(out: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult) -> None:
     x: Any
     item: Any
@@ -592,7 +654,12 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1(out: bytearray, o
         x = o.name
         if x is None:
             raise EncodeError("field name is None but not nullable at this version")
-        _wire.write_compact_string(out, x)
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
         x = o.partitions
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
@@ -600,36 +667,12 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1(out: bytearray, o
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write item: {exc}") from None
-
-
-def _r_WriteTxnMarkersResponse__WritableTxnMarkerResult_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerResult, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        (v_producer_id,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        n, pos = _wire.read_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_0(buf, pos)
-                v_topics.append(item)
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WritableTxnMarkerResult: {exc}", offset=pos) from None
-    o = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerResult)
-    o.producer_id = v_producer_id
-    o.topics = v_topics
-    o.unknown_tagged_fields = _wire.EMPTY_TAGS
-    return o, pos
 
 
 def _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_0(out: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerResult) -> None:
@@ -648,38 +691,6 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_0(out: bytearray, o: Wri
         raise EncodeError(f"cannot write item: {exc}") from None
 
 
-def _r_WriteTxnMarkersResponse__WritableTxnMarkerResult_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse.WritableTxnMarkerResult, int]:
-    item: Any
-    v_topics: list[Any]
-    try:
-        (v_producer_id,) = _F_q.unpack_from(buf, pos)
-        pos += 8
-        n, pos = _wire.read_compact_array_count(buf, pos)
-        if n < 0:
-            raise _wire.null_error("topics", pos)
-        else:
-            v_topics = []
-            for _ in range(n):
-                item, pos = _r_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1(buf, pos)
-                v_topics.append(item)
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
-    except _wire.DECODE_FAILURES as exc:
-        raise DecodeError(f"cannot read WritableTxnMarkerResult: {exc}", offset=pos) from None
-    o = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerResult)
-    o.producer_id = v_producer_id
-    o.topics = v_topics
-    o.unknown_tagged_fields = unknown
-    return o, pos
-
-
 def _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_1(out: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerResult) -> None:
     x: Any
     item: Any
@@ -692,9 +703,8 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_1(out: bytearray, o: Wri
             out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1(out, item)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:

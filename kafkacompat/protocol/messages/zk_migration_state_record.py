@@ -14,6 +14,7 @@ __all__ = ['ZkMigrationStateRecord']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_b = struct.Struct(">b")
+_F_bB = struct.Struct(">bB")
 
 
 class ZkMigrationStateRecord(KafkaMessage):
@@ -21,7 +22,7 @@ class ZkMigrationStateRecord(KafkaMessage):
 
     def __init__(self, *, zk_migration_state: int = 0) -> None:
         self.zk_migration_state = zk_migration_state
-        self.unknown_tagged_fields = _wire.EMPTY_TAGS
+        self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ZkMigrationStateRecord'
     API_KEY = 21
@@ -31,32 +32,31 @@ class ZkMigrationStateRecord(KafkaMessage):
 
 
 def _r_ZkMigrationStateRecord_0(buf: Any, pos: int) -> tuple[ZkMigrationStateRecord, int]:
+    u1: tuple[tuple[int, bytes], ...]
     try:
-        (v_zk_migration_state,) = _F_b.unpack_from(buf, pos)
-        pos += 1
-        unknown = _wire.EMPTY_TAGS
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            count, pos = _wire.read_uvarint(buf, pos)
-            for _ in range(count):
-                tag, pos, end = _wire.read_tag_header(buf, pos)
-                unknown = (*unknown, (tag, bytes(buf[pos:end])))
-                pos = end
+        (s1_zk_migration_state, t1,) = _F_bB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_uvarint(buf, pos)
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                pos = end1
+        o1 = _new(ZkMigrationStateRecord)
+        o1.zk_migration_state = s1_zk_migration_state
+        o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ZkMigrationStateRecord: {exc}", offset=pos) from None
-    o = _new(ZkMigrationStateRecord)
-    o.zk_migration_state = v_zk_migration_state
-    o.unknown_tagged_fields = unknown
-    return o, pos
+    return o1, pos
 
 
 def _w_ZkMigrationStateRecord_0(out: bytearray, o: ZkMigrationStateRecord) -> None:
     try:
         out += _F_b.pack(o.zk_migration_state)
-        tags: list[tuple[int, bytearray]] = []
-        if tags or o.unknown_tagged_fields:
-            _wire.write_tagged_fields(out, tags, o.unknown_tagged_fields)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
