@@ -14,6 +14,7 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -59,6 +60,7 @@ class TansuBroker:
         cluster_id: str = "kafkacompat-tests",
         startup_timeout: float = 20.0,
         stop_timeout: float = 10.0,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.host = LOOPBACK
         self._pick_port = port is None  # a port we chose may be lost to a race: retry
@@ -66,6 +68,7 @@ class TansuBroker:
         self.cluster_id = cluster_id
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
+        self.extra_args = tuple(extra_args)  # e.g. ("--authentication",) to offer SASL
         self._proc: subprocess.Popen[bytes] | None = None
         self._stdout: IO[bytes] | None = None
         self._stderr: IO[bytes] | None = None
@@ -88,6 +91,7 @@ class TansuBroker:
             url,
             "--storage-engine",
             "memory://tansu/",
+            *self.extra_args,
         ]
 
     def __enter__(self) -> TansuBroker:

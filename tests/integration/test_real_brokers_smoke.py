@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafkacompat.testing.tansu import TansuBroker
 from tests.brokers import LOOPBACK
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster
 from tests.brokers.raw import (
@@ -21,7 +22,6 @@ from tests.brokers.raw import (
     find_coordinator_request,
     parse_api_versions,
 )
-from kafkacompat.testing.tansu import TansuBroker
 
 pytestmark = pytest.mark.broker
 

@@ -1,0 +1,58 @@
+"""Describe (or delete) many consumer groups with one batched coordinator lookup (KIP-699).
+
+    python examples/admin_groups.py --bootstrap 127.0.0.1:9092 --groups 500 [--delete]
+
+Before KIP-699 an admin tool sent one FindCoordinator request per group.  Here
+the lookup is planned: one request per 500 groups where the broker takes
+FindCoordinator v4+, one per group (pipelined) where it does not.  The groups
+are then grouped by coordinator, and each coordinator gets ONE DescribeGroups
+(or DeleteGroups) request for all of its groups.
+"""
+
+import argparse
+from collections import Counter
+
+import trio
+
+import kafkacompat
+from kafkacompat.protocol.messages import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+)
+
+
+async def main(bootstrap: str, groups: list[str], delete: bool) -> None:
+    async with kafkacompat.connect(bootstrap) as cluster:
+        # 1. Plan and run the lookup: batched where possible, retried per group.
+        lookup = await cluster.find_coordinators(groups, "group")
+        print(f"lookup: {lookup.describe()}")
+        for group, failure in lookup.failed.items():
+            print(f"  {group}: no coordinator ({failure.error_name}: {failure.message})")
+
+        # 2. One request per coordinator, for all of its groups.
+        for node_id, members in lookup.by_coordinator().items():
+            if delete:
+                answer = await cluster.request(node_id, DeleteGroupsRequest(groups_names=members))
+                assert isinstance(answer, DeleteGroupsResponse)
+                outcome = Counter("deleted" if r.error_code == 0 else f"error {r.error_code}"
+                                  for r in answer.results)
+                verb = "DeleteGroups"
+            else:
+                answer = await cluster.request(node_id, DescribeGroupsRequest(groups=members))
+                assert isinstance(answer, DescribeGroupsResponse)
+                outcome = Counter(g.group_state or f"error {g.error_code}" for g in answer.groups)
+                verb = "DescribeGroups"
+            print(f"node {node_id}: one {verb} for {len(members)} group(s): {dict(outcome)}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap", required=True, help="host:port[,host:port...]")
+    parser.add_argument("--groups", type=int, default=100, help="how many groups (named PREFIX-N)")
+    parser.add_argument("--prefix", default="example-group")
+    parser.add_argument("--delete", action="store_true", help="delete the groups instead of describing them")
+    args = parser.parse_args()
+    names = [f"{args.prefix}-{n}" for n in range(args.groups)]
+    trio.run(main, args.bootstrap, names, args.delete)

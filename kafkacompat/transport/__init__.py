@@ -1,0 +1,56 @@
+"""The trio transport: connections that negotiate by themselves, and clusters of them.
+
+This package is the only place that imports trio and tenacity.  Its names are
+loaded on first use, so that opening one connection does not import the
+cluster layer, tenacity or the blocking facade.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkacompat.transport.cluster import Cluster, connect
+    from kafkacompat.transport.config import ConnectionConfig, RetryPolicy, SaslConfig, Secret, TlsConfig
+    from kafkacompat.transport.connection import BrokerConnection, CapabilityChange, open_connection
+    from kafkacompat.transport.sync import SyncCluster, connect_sync
+
+_HOMES = {
+    "BrokerConnection": "connection",
+    "CapabilityChange": "connection",
+    "open_connection": "connection",
+    "Cluster": "cluster",
+    "connect": "cluster",
+    "ConnectionConfig": "config",
+    "RetryPolicy": "config",
+    "SaslConfig": "config",
+    "Secret": "config",
+    "TlsConfig": "config",
+    "SyncCluster": "sync",
+    "connect_sync": "sync",
+}
+
+__all__ = [
+    "BrokerConnection",
+    "CapabilityChange",
+    "Cluster",
+    "ConnectionConfig",
+    "RetryPolicy",
+    "SaslConfig",
+    "Secret",
+    "SyncCluster",
+    "TlsConfig",
+    "connect",
+    "connect_sync",
+    "open_connection",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,115 @@
+"""How a connection is set up: timeouts, limits, TLS, SASL, retries, version policy.
+
+All frozen data.  Secrets (SASL passwords) are held in ``Secret`` objects whose
+repr and str never show the value, so a config can be logged or printed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkacompat.errors import KafkaCompatError
+from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.version_policy import VersionPolicy
+from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
+
+__all__ = ["ConfigError", "ConnectionConfig", "RetryPolicy", "SaslConfig", "Secret", "TlsConfig"]
+
+
+class ConfigError(KafkaCompatError, ValueError):
+    """A configuration value that cannot work."""
+
+
+class Secret:
+    """A string that never shows itself in reprs, logs or tracebacks."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        if not isinstance(value, str):
+            raise ConfigError("a secret must be a str")
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+
+@dataclass(frozen=True, slots=True)
+class TlsConfig:
+    """TLS for the connection; verification and hostname checks are on unless turned off."""
+
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    key_password: Secret | None = None
+    verify: bool = True
+    check_hostname: bool = True
+    server_hostname: str | None = None  # SNI and the name checked; defaults to the host
+
+
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+@dataclass(frozen=True, slots=True)
+class SaslConfig:
+    mechanism: str
+    username: str
+    password: Secret
+    max_scram_iterations: int = 100_000  # refuse a server that asks for more (a CPU trap)
+
+    def __post_init__(self) -> None:
+        if self.mechanism.upper() not in MECHANISMS:
+            raise ConfigError(f"SASL mechanism {self.mechanism!r} is not one of {', '.join(MECHANISMS)}")
+        object.__setattr__(self, "mechanism", self.mechanism.upper())
+        if isinstance(self.password, str):
+            object.__setattr__(self, "password", Secret(self.password))
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Exponential backoff with jitter, bounded; used for transport and retriable errors."""
+
+    attempts: int = 5
+    initial_backoff: float = 0.05
+    max_backoff: float = 1.0
+    jitter: float = 0.05
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ConfigError("retry attempts must be at least 1")
+        if self.initial_backoff < 0 or self.max_backoff < self.initial_backoff:
+            raise ConfigError("backoff bounds must satisfy 0 <= initial <= max")
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionConfig:
+    connect_timeout: float = 10.0
+    request_timeout: float = 30.0
+    max_in_flight: int = 32
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    client_id: str | None = "kafkacompat"
+    handshake: HandshakeConfig = field(default_factory=HandshakeConfig)
+    policy: VersionPolicy | None = None
+    tls: TlsConfig | None = None
+    sasl: SaslConfig | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    def __post_init__(self) -> None:
+        if self.max_in_flight < 1:
+            raise ConfigError("max_in_flight must be at least 1")
+        if not 0 < self.max_frame_size <= 0x7FFFFFFF:
+            raise ConfigError("max_frame_size must be between 1 and 2**31-1")
+        if self.connect_timeout <= 0 or self.request_timeout <= 0:
+            raise ConfigError("timeouts must be positive")

@@ -1,0 +1,408 @@
+"""One negotiated, pipelined connection to one broker.
+
+Opening a ``BrokerConnection`` connects (TCP, TLS), runs the ApiVersions
+handshake, authenticates with SASL where configured (its versions picked from
+the handshake's answer), and only then lets requests through: a request made
+before the connection is ready waits for it.  The capabilities learned belong
+to this connection and die with it; ``reconnect`` negotiates again, replaces
+them, and records what changed (a broker upgraded or downgraded in between).
+
+Requests are pipelined up to ``max_in_flight``; one reader task matches
+responses to callers by correlation id.  Kafka answers the requests of one
+connection in the order they were written, so a response must carry the id of
+the oldest request still awaiting one; any other id (one nobody asked for, or
+another caller's, out of turn) means the stream can no longer be trusted: the
+connection closes and every caller in flight gets the error, so nothing is
+ever handed to the wrong caller.  (Apache Kafka never answers a Produce with
+``acks=0``; Tansu and librdkafka's mock broker do: such an answer is dropped.)  A
+request that times out or is cancelled after it was written leaves its
+correlation id behind as abandoned, so its late answer is dropped quietly; a
+request cancelled half-way through being written closes the connection,
+since the stream would be corrupt.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from kafkacompat.errors import (
+    DecodeError,
+    KafkaCompatError,
+    KafkaTimeoutError,
+    ProtocolError,
+    TransportError,
+)
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.handshake_types import HandshakeResult
+from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.versions import VersionRange
+from kafkacompat.reference import API_NAMES
+from kafkacompat.transport.config import ConnectionConfig
+from kafkacompat.transport.negotiate import negotiate
+from kafkacompat.transport.seam import lone_exception
+from kafkacompat.transport.stream import FramedStream
+
+__all__ = ["BrokerConnection", "CapabilityChange", "open_connection"]
+
+log = logging.getLogger("kafkacompat.transport")
+
+_INT32_MAX = 0x7FFFFFFF
+PRODUCE = 0
+_ACKS0_MEMORY = 1024  # acks=0 ids remembered, in case the broker answers them anyway
+
+
+@dataclass(frozen=True, slots=True)
+class CapabilityChange:
+    """What a reconnect learned that differs from the previous negotiation."""
+
+    node: str
+    changed: Mapping[int, tuple[VersionRange, VersionRange]]  # api key -> (before, after)
+    release_before: str
+    release_after: str
+
+    def describe(self) -> str:
+        parts = [f"{API_NAMES.get(k, k)}({k}) {a} -> {b}" for k, (a, b) in sorted(self.changed.items())]
+        return (
+            f"broker {self.node} changed between connections "
+            f"({self.release_before} -> {self.release_after}): " + ", ".join(parts)
+        )
+
+
+@dataclass(slots=True)
+class _Pending:
+    response_cls: type[KafkaMessage]
+    version: int
+    done: trio.Event = field(default_factory=trio.Event)
+    response: KafkaMessage | None = None
+    error: KafkaCompatError | None = None
+
+    def resolve(self, response: KafkaMessage | None = None, error: KafkaCompatError | None = None) -> None:
+        if not self.done.is_set():
+            self.response, self.error = response, error
+            self.done.set()
+
+
+class BrokerConnection:
+    """A connection to ``host:port`` that negotiates by itself before carrying requests."""
+
+    def __init__(
+        self, host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.node_id = node_id
+        self.config = config or ConnectionConfig()
+        self.capabilities: BrokerCapabilities | None = None
+        self.handshake: HandshakeResult | None = None
+        self.changes: list[CapabilityChange] = []
+        self._stream: FramedStream | None = None
+        self._ready = trio.Event()
+        self._failure: KafkaCompatError | None = None
+        self._pending: dict[int, _Pending] = {}
+        self._abandoned: set[int] = set()
+        self._awaiting: deque[int] = deque()  # ids written that expect an answer, oldest first
+        self._acks0_ids: dict[int, None] = {}  # recent acks=0 ids, oldest first
+        self._send_lock = trio.Lock()
+        self._slots = trio.Semaphore(self.config.max_in_flight)
+        self._correlation_ids = itertools.count(1)
+        self._reader_scope: trio.CancelScope | None = None
+        self._closed = False
+
+    @property
+    def node(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def is_ready(self) -> bool:
+        return self._ready.is_set() and self._failure is None and not self._closed
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    def __repr__(self) -> str:
+        state = "ready" if self.is_ready else ("closed" if self._closed else "not ready")
+        return f"<BrokerConnection {self.node} {state}>"
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def open(self, nursery: trio.Nursery) -> BrokerCapabilities:
+        """Connect, negotiate and authenticate; the reader task runs in ``nursery``."""
+        if self._stream is not None:
+            raise TransportError("this connection is already open", node=self.node)
+        self._closed = False
+        try:
+            stream, result = await negotiate(self.host, self.port, self.config)
+        except KafkaCompatError as exc:
+            self._fail_everything(exc)
+            raise
+        capabilities = BrokerCapabilities.from_handshake(result, node=self.node, node_id=self.node_id)
+        self._correlation_ids = itertools.count(_next_id(result))
+        self._awaiting.clear()
+        self._acks0_ids.clear()
+        if self.config.sasl is not None:
+            from kafkacompat.transport.sasl import authenticate
+
+            try:
+                await authenticate(stream, capabilities, self.config, self._next_correlation_id)
+            except BaseException as exc:
+                await stream.aclose()
+                if isinstance(exc, KafkaCompatError):
+                    exc.transcript = exc.transcript or result.transcript
+                    self._fail_everything(exc)
+                raise
+        self._note_change(capabilities)
+        self._stream, self.handshake, self.capabilities = stream, result, capabilities
+        self._failure = None
+        await nursery.start(self._read_loop, stream)
+        self._ready.set()
+        return capabilities
+
+    async def reconnect(self, nursery: trio.Nursery) -> BrokerCapabilities:
+        """Close and negotiate again; the new capabilities replace the old ones."""
+        await self.aclose()
+        self._stream = None
+        self._ready = trio.Event()
+        self._slots = trio.Semaphore(self.config.max_in_flight)
+        self._abandoned.clear()
+        return await self.open(nursery)
+
+    async def aclose(self) -> None:
+        """Close; every request still in flight fails with a TransportError."""
+        if not self._closed:
+            self._closed = True
+            self._fail_everything(TransportError("the connection was closed", node=self.node))
+            if self._reader_scope is not None:
+                self._reader_scope.cancel()
+        if self._stream is not None:  # even when already marked closed: closing twice is harmless
+            await self._stream.aclose()
+
+    # -- requests ----------------------------------------------------------------------
+
+    def pick_version(self, api_key: int) -> int:
+        if self.capabilities is None:
+            raise TransportError("the connection has not negotiated yet", node=self.node)
+        return self.capabilities.pick_version(api_key, self.config.policy)
+
+    async def request(
+        self, message: KafkaMessage, *, version: int | None = None, request_timeout: float | None = None
+    ) -> KafkaMessage:
+        """Send ``message`` at the picked (or given) version; return the decoded response.
+
+        ``request_timeout`` overrides the configured one for this call; when it
+        passes, the request is abandoned (its late answer is dropped) and
+        ``KafkaTimeoutError`` is raised.  Cancelling the caller works as well.
+
+        A Produce request with ``acks=0`` gets no response from Kafka: it
+        returns once written, with None.
+        """
+        limit = request_timeout if request_timeout is not None else self.config.request_timeout
+        deadline = trio.current_time() + limit
+        if message.MESSAGE_TYPE != "request" or message.API_KEY is None:
+            raise ProtocolError(f"{message.NAME} is not a request")
+        with trio.move_on_at(deadline):
+            await self._ready.wait()
+        if self._failure is not None:
+            raise self._failure
+        if not self._ready.is_set():
+            raise KafkaTimeoutError("timed out waiting for the connection to be ready", node=self.node)
+        assert self._stream is not None and self.capabilities is not None
+        api_key = message.API_KEY
+        if version is None:
+            version = self.pick_version(api_key)
+        response_cls: type[KafkaMessage] = getattr(messages, messages.CLASS_BY_KEY[(api_key, "response")])
+        expects_reply = not (api_key == PRODUCE and getattr(message, "acks", 1) == 0)
+        correlation_id: int | None = None
+        written = False
+        try:
+            # The deadline covers the wait for an in-flight slot as well.
+            with trio.fail_at(deadline):
+                async with self._slots:
+                    correlation_id = self._next_correlation_id()
+                    frame = framing.encode_request(message, version, correlation_id, self.config.client_id)
+                    pending = _Pending(response_cls, version)
+                    if expects_reply:
+                        self._pending[correlation_id] = pending
+                    await self._send(frame, correlation_id, expects_reply)
+                    written = True
+                    if not expects_reply:
+                        return None  # type: ignore[return-value]
+                    await pending.done.wait()
+        except trio.TooSlowError:
+            if correlation_id is None:
+                raise KafkaTimeoutError(
+                    f"timed out waiting for one of the {self.config.max_in_flight} in-flight slots "
+                    f"to send {message.NAME} v{version}",
+                    node=self.node,
+                ) from None
+            self._forget(correlation_id, written)
+            raise KafkaTimeoutError(
+                f"no response to {message.NAME} v{version} within the timeout", node=self.node
+            ) from None
+        except BaseException:
+            if correlation_id is not None:
+                self._forget(correlation_id, written)
+            raise
+        if pending.error is not None:
+            raise pending.error
+        assert pending.response is not None
+        return pending.response
+
+    def _next_correlation_id(self) -> int:
+        value = next(self._correlation_ids)
+        if value > _INT32_MAX:
+            self._correlation_ids = itertools.count(2)
+            value = 1
+        return value
+
+    async def _send(self, frame: bytes, correlation_id: int, expects_reply: bool) -> None:
+        assert self._stream is not None
+        async with self._send_lock:
+            # Checked under the lock: the connection may have failed while this request queued.
+            if self._failure is not None:
+                raise self._failure
+            # Recorded before the first byte goes out (the answer may come back at once); a
+            # write that does not complete closes the connection, so the record stays exact.
+            if expects_reply:
+                self._awaiting.append(correlation_id)
+            else:
+                self._acks0_ids[correlation_id] = None
+                if len(self._acks0_ids) > _ACKS0_MEMORY:
+                    del self._acks0_ids[next(iter(self._acks0_ids))]
+            sending = True
+            try:
+                await self._stream.send(frame)
+                sending = False
+            finally:
+                if sending:  # cut off half-way: the stream cannot be trusted any more
+                    self._fail_everything(
+                        TransportError("a request was interrupted while being written", node=self.node)
+                    )
+                    self._close_soon()
+
+    def _forget(self, correlation_id: int, written: bool) -> None:
+        if self._pending.pop(correlation_id, None) is not None and written:
+            self._abandoned.add(correlation_id)
+
+    # -- the reader -------------------------------------------------------------------
+
+    async def _read_loop(self, stream: FramedStream, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:
+            self._reader_scope = scope
+            task_status.started()
+            try:
+                while True:
+                    frame = await stream.receive_frame()
+                    self._deliver(frame)
+            except KafkaCompatError as exc:
+                if not self._closed:
+                    log.debug("connection %s failed: %s", self.node, exc)
+                self._fail_everything(exc)
+            finally:
+                # However the reader ends (a failure, aclose, a write cut off half-way and
+                # _close_soon), the socket goes with it.
+                await stream.aclose()
+
+    def _deliver(self, frame: bytes) -> None:
+        correlation_id = framing.peek_correlation_id(frame)
+        if self._awaiting and self._awaiting[0] == correlation_id:
+            self._awaiting.popleft()
+        elif correlation_id in self._acks0_ids:  # a broker that answers acks=0 anyway
+            del self._acks0_ids[correlation_id]
+            return
+        else:
+            expected = self._awaiting[0] if self._awaiting else None
+            raise ProtocolError(
+                f"the broker answered correlation id {correlation_id} where the oldest request "
+                f"awaiting an answer has {expected}; closing the connection"
+            )
+        pending = self._pending.pop(correlation_id, None)
+        if pending is None:
+            if correlation_id in self._abandoned:
+                self._abandoned.discard(correlation_id)
+                return
+            raise ProtocolError(
+                f"the broker answered correlation id {correlation_id}, which no request in flight has; "
+                "closing the connection"
+            )
+        try:
+            # Trailing bytes are tolerated, as Kafka's Java client tolerates them.
+            _, response = framing.decode_response(
+                frame, pending.response_cls, pending.version, allow_trailing=True
+            )
+        except DecodeError as exc:
+            exc.node = self.node
+            pending.resolve(error=exc)
+        else:
+            pending.resolve(response)
+
+    def _fail_everything(self, error: KafkaCompatError) -> None:
+        if error.node is None:
+            error.node = self.node
+        if self._failure is None:
+            self._failure = error
+        pending, self._pending = self._pending, {}
+        for item in pending.values():
+            item.resolve(error=error)
+        self._ready.set()  # wake anyone waiting to send: they will see the failure
+
+    def _close_soon(self) -> None:
+        self._closed = True
+        if self._reader_scope is not None:
+            self._reader_scope.cancel()
+
+    def _note_change(self, capabilities: BrokerCapabilities) -> None:
+        before = self.capabilities
+        if before is None:
+            return
+        keys = set(before.api_ranges) | set(capabilities.api_ranges)
+        changed = {
+            k: (before.broker_range(k), capabilities.broker_range(k))
+            for k in keys
+            if before.broker_range(k) != capabilities.broker_range(k)
+        }
+        if changed:
+            change = CapabilityChange(
+                self.node, changed, before.release_guess.text, capabilities.release_guess.text
+            )
+            self.changes.append(change)
+            log.warning("%s", change.describe())
+
+
+def _next_id(result: HandshakeResult) -> int:
+    attempts = len(result.transcript.attempts)
+    return attempts + 1
+
+
+@asynccontextmanager
+async def open_connection(
+    host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
+) -> AsyncIterator[BrokerConnection]:
+    """``async with open_connection(host, port) as conn:`` negotiated, then closed.
+
+    Errors come out as themselves (a ``KafkaCompatError`` from opening, or
+    whatever the body raised), not wrapped in the nursery's exception group.
+    """
+    try:
+        async with trio.open_nursery() as nursery:
+            connection = BrokerConnection(host, port, config, node_id=node_id)
+            try:
+                await connection.open(nursery)
+                yield connection
+            finally:
+                await connection.aclose()
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        lone = lone_exception(group)
+        if lone is group:
+            raise
+        raise lone from lone.__cause__

@@ -1,0 +1,190 @@
+"""Finding the brokers: bootstrap addresses, the Metadata answer, and what failing looks like.
+
+The pieces of ``cluster`` that do not need a running cluster: parsing a
+bootstrap list, asking one negotiated connection for Metadata (brokers and
+controller, no topics) at the version it negotiated, and the errors that tell
+"unreachable" apart from the handshake's and the version policy's errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError
+from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
+from kafkacompat.transport.config import ConfigError
+from kafkacompat.transport.connection import BrokerConnection
+
+__all__ = [
+    "RETRIABLE",
+    "BrokerAddress",
+    "BrokersUnavailableError",
+    "ClusterMetadata",
+    "NoBrokerReachableError",
+    "UnknownBrokerError",
+    "address_label",
+    "ask_metadata",
+    "describe_failure",
+    "parse_bootstrap",
+    "raise_failures",
+]
+
+METADATA = MetadataRequest.API_KEY
+DEFAULT_PORT = 9092
+#: What is worth retrying: the connection failed or a deadline passed.
+RETRIABLE = (TransportError, KafkaTimeoutError)
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+class NoBrokerReachableError(TransportError):
+    """No address could be reached; ``reasons`` maps each address tried to why it failed."""
+
+    def __init__(self, reasons: Mapping[str, KafkaCompatError], *, what: str = "bootstrap address",
+                 rounds: int = 1) -> None:
+        self.reasons: Mapping[str, KafkaCompatError] = MappingProxyType(dict(reasons))
+        self.rounds = rounds
+        listed = "; ".join(f"{label}: {describe_failure(exc, label)}" for label, exc in self.reasons.items())
+        tries = f" (tried {rounds} time(s))" if rounds > 1 else ""
+        super().__init__(f"no {what} could be reached{tries}: {listed or 'none given'}")
+
+
+class BrokersUnavailableError(TransportError):
+    """Some brokers the metadata names could not be connected to; ``reasons`` by node id."""
+
+    def __init__(self, reasons: Mapping[int, KafkaCompatError], labels: Mapping[int, str]) -> None:
+        self.reasons: Mapping[int, KafkaCompatError] = MappingProxyType(dict(reasons))
+        listed = "; ".join(
+            f"node {node_id} at {labels.get(node_id, '?')}: {describe_failure(exc, labels.get(node_id, ''))}"
+            for node_id, exc in self.reasons.items()
+        )
+        super().__init__(f"{len(self.reasons)} broker(s) could not be reached: {listed}")
+
+
+class UnknownBrokerError(TransportError, LookupError):
+    """A node id the cluster metadata does not name."""
+
+
+def describe_failure(exc: KafkaCompatError, label: str) -> str:
+    text = exc.message
+    for suffix in (f" (node {label})", f" to {label}"):
+        text = text.replace(suffix, "")
+    return f"{type(exc).__name__}: {text}"
+
+
+# -- addresses and metadata -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerAddress:
+    """One broker as Metadata names it."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+    @property
+    def address(self) -> str:
+        return address_label(self.host, self.port)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterMetadata:
+    """What one Metadata answer said about the cluster (no topics are asked for)."""
+
+    cluster_id: str | None
+    controller_id: int | None  # None: not given (v0) or not among the brokers
+    brokers: Mapping[int, BrokerAddress]
+    metadata_version: int
+    answered_by: str
+
+    def describe(self) -> str:
+        nodes = ", ".join(f"{b.node_id}@{b.address}" for b in self.brokers.values())
+        controller = self.controller_id if self.controller_id is not None else "unknown"
+        return (
+            f"cluster {self.cluster_id or '(no id)'}: {len(self.brokers)} broker(s) [{nodes}], "
+            f"controller {controller} (Metadata v{self.metadata_version} from {self.answered_by})"
+        )
+
+
+def address_label(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def parse_bootstrap(bootstrap: str | Iterable[str | tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+    """``"h1:9092,h2:9092"``, ``["h1:9092", ("h2", 9092)]`` or ``"[::1]:9092"`` -> (host, port) pairs."""
+    items: list[str | tuple[str, int]]
+    items = [part for part in bootstrap.split(",")] if isinstance(bootstrap, str) else list(bootstrap)
+    addresses: list[tuple[str, int]] = []
+    for item in items:
+        if isinstance(item, tuple):
+            host, port = item
+        else:
+            host, port = _split_address(item.strip()) if item.strip() else ("", 0)
+            if not host:
+                continue
+        if not isinstance(port, int) or not 0 < port < 65536:
+            raise ConfigError(f"bad port in bootstrap address {item!r}")
+        if (host, port) not in addresses:
+            addresses.append((host, port))
+    if not addresses:
+        raise ConfigError(f"no bootstrap address in {bootstrap!r}")
+    return tuple(addresses)
+
+
+def _split_address(text: str) -> tuple[str, int]:
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest.removeprefix(":")
+    elif text.count(":") == 1:
+        host, _, port_text = text.partition(":")
+    else:  # a bare name, or a bare IPv6 address
+        host, port_text = text, ""
+    try:
+        port = int(port_text) if port_text else DEFAULT_PORT
+    except ValueError:
+        raise ConfigError(f"bad port in bootstrap address {text!r}") from None
+    return host, port
+
+
+
+# -- asking ---------------------------------------------------------------------------------
+
+
+async def ask_metadata(conn: BrokerConnection) -> ClusterMetadata:
+    """Metadata (brokers and controller, no topics) at the version ``conn`` negotiated."""
+    try:
+        version = conn.pick_version(METADATA)
+    except KafkaCompatError as exc:
+        if exc.transcript is None and conn.handshake is not None:
+            exc.transcript = conn.handshake.transcript
+        raise
+    response = await conn.request(MetadataRequest(topics=[]), version=version)
+    assert isinstance(response, MetadataResponse)
+    brokers = {
+        b.node_id: BrokerAddress(b.node_id, b.host, b.port, b.rack)
+        for b in sorted(response.brokers, key=lambda b: b.node_id)
+    }
+    if not brokers:
+        raise TransportError(f"Metadata v{version} named no brokers", node=conn.node)
+    controller = response.controller_id if response.controller_id in brokers else None
+    return ClusterMetadata(
+        response.cluster_id, controller, MappingProxyType(brokers), version, conn.node
+    )
+
+
+
+def raise_failures(failures: Mapping[int, KafkaCompatError], labels: Mapping[int, str]) -> None:
+    """All transport failures: one ``BrokersUnavailableError``; else the first other error, noted."""
+    other = [exc for exc in failures.values() if not isinstance(exc, RETRIABLE)]
+    if not other:
+        raise BrokersUnavailableError(failures, labels)
+    error = other[0]
+    for node_id, exc in failures.items():
+        if exc is not error:
+            error.add_note(f"node {node_id} at {labels.get(node_id, '?')}: {describe_failure(exc, '')}")
+    raise error

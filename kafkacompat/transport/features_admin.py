@@ -1,0 +1,264 @@
+"""KIP-584 features across a cluster: describe them, and finalize levels safely.
+
+``describe_features`` asks every broker, on its own connection, for a fresh
+ApiVersions answer (at the version its handshake settled on) and reads the
+supported and finalized features from it.  Brokers learn of a change at
+different times, so the finalized answers are merged by epoch
+(``merge_finalized``): the newest epoch wins whatever the order of arrival, and
+brokers still answering an older epoch are reported as stale.
+
+``update_features`` checks before it sends: every broker must support each
+target level and the dependencies between features must hold after the change
+(``can_finalize_all``); a refused check raises ``FeatureUpdateBlockedError``
+naming the blocking brokers and dependencies, and nothing is sent.  The request
+then goes to the controller when Metadata names one that can be reached, else
+to any broker (KRaft brokers forward it), at the version that connection
+negotiated; a dry run sends it with ``validate_only``.  A NOT_CONTROLLER answer
+refreshes the metadata and tries again, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+import trio
+
+from kafkacompat.errors import KafkaCompatError
+from kafkacompat.negotiation.feature_updates import (
+    UPDATE_FEATURES,
+    FeatureUpdateResult,
+    build_update_features,
+    plan_feature_updates,
+    read_update_features,
+)
+from kafkacompat.negotiation.features import (
+    BrokerFeatures,
+    FeatureError,
+    FinalizedObservation,
+    FinalizedView,
+    FinalizeVerdict,
+    StaleObservation,
+    can_finalize_all,
+    max_safe_level,
+    merge_finalized,
+)
+from kafkacompat.negotiation.handshake_reply import first_ranges
+from kafkacompat.protocol.error_codes import BY_NAME
+from kafkacompat.protocol.messages import ApiVersionsResponse, UpdateFeaturesResponse
+from kafkacompat.protocol.versions import VersionRange
+from kafkacompat.transport.connection import BrokerConnection
+from kafkacompat.transport.coordinator_lookup import _backoff
+from kafkacompat.transport.discovery import raise_failures
+
+if TYPE_CHECKING:
+    from kafkacompat.transport.cluster import Cluster
+
+__all__ = [
+    "ClusterFeatures",
+    "FeatureUpdateBlockedError",
+    "FeatureUpdateReport",
+    "NodeFeatures",
+    "describe_features",
+    "update_features",
+]
+
+_UNLISTED = VersionRange(0, 0)
+NOT_CONTROLLER = BY_NAME["NOT_CONTROLLER"].code
+
+
+class FeatureUpdateBlockedError(FeatureError):
+    """The levels cannot be finalized here; ``verdict`` names the blocking brokers and dependencies."""
+
+    def __init__(self, verdict: FinalizeVerdict) -> None:
+        super().__init__(verdict.reason)
+        self.verdict = verdict
+
+    @property
+    def blocking_brokers(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(b.node for b in self.verdict.blocking_brokers))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFeatures:
+    """What one broker answered about features.  ``source`` says where it came from."""
+
+    node_id: int
+    node: str
+    supported: Mapping[str, VersionRange] = field(hash=False)
+    finalized: Mapping[str, VersionRange] = field(hash=False)
+    epoch: int
+    source: str
+
+
+@dataclass(frozen=True)
+class ClusterFeatures:
+    """Every broker's features and the merged finalized state (``finalized``)."""
+
+    nodes: Mapping[int, NodeFeatures] = field(hash=False)
+    finalized: FinalizedView
+    unreachable: Mapping[int, KafkaCompatError] = field(hash=False)
+
+    @property
+    def epoch(self) -> int:
+        return self.finalized.epoch
+
+    @property
+    def levels(self) -> dict[str, int]:
+        """The finalized level of each finalized feature (newest epoch)."""
+        return self.finalized.levels
+
+    @property
+    def stale(self) -> tuple[StaleObservation, ...]:
+        return self.finalized.stale
+
+    def supported_everywhere(self, feature: str) -> VersionRange:
+        """The levels of ``feature`` every broker supports (unlisted: level 0 only)."""
+        common = VersionRange.ALL
+        for node in self.nodes.values():
+            common &= node.supported.get(feature, _UNLISTED)
+        return common
+
+    def brokers(self) -> list[BrokerFeatures]:
+        return [BrokerFeatures(n.node, n.supported) for n in self.nodes.values()]
+
+    def max_safe_level(self, feature: str) -> int | None:
+        """The highest level of ``feature`` that every broker supports with dependencies met."""
+        return max_safe_level(feature, self.brokers(), self.levels)
+
+    def describe(self) -> str:
+        names = sorted({name for n in self.nodes.values() for name in n.supported} | set(self.levels))
+        lines = [f"finalized epoch {self.epoch} ({len(self.nodes)} broker(s) answered)"]
+        for name in names:
+            level = self.levels.get(name)
+            finalized = f"finalized at {level}" if level is not None else "not finalized"
+            lines.append(f"  {name}: {finalized}; supported everywhere: {self.supported_everywhere(name)}")
+        if not names:
+            lines.append("  no features supported or finalized")
+        lines += [f"  stale: {s.node} answered epoch {s.epoch} < {s.newest_epoch}" for s in self.stale]
+        lines += [f"  conflict: {node} answered other features at the same epoch"
+                  for node in self.finalized.conflicts]
+        lines += [f"  unreachable: node {n}: {type(e).__name__}: {e}" for n, e in self.unreachable.items()]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class FeatureUpdateReport:
+    """What the controller (or the broker asked) said about each feature."""
+
+    dry_run: bool
+    node_id: int
+    node: str
+    version: int
+    results: tuple[FeatureUpdateResult, ...]
+    verdict: FinalizeVerdict
+    attempts: int
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+    @property
+    def by_feature(self) -> Mapping[str, FeatureUpdateResult]:
+        return MappingProxyType({r.update.feature: r for r in self.results})
+
+    def describe(self) -> str:
+        mode = "dry run" if self.dry_run else "update"
+        head = f"UpdateFeatures v{self.version} ({mode}) to node {self.node_id} at {self.node}:"
+        return "\n".join([head, *(f"  {r.sentence()}" for r in self.results)])
+
+
+async def describe_features(cluster: Cluster) -> ClusterFeatures:
+    """Ask every reachable broker; merge the finalized answers by epoch."""
+    opened, failed = await cluster.open_all()
+    if not opened:
+        raise_failures(failed, _labels(cluster))
+    nodes: dict[int, NodeFeatures] = {}
+
+    async def ask(node_id: int, conn: BrokerConnection) -> None:
+        try:
+            nodes[node_id] = await _ask_features(node_id, conn)
+        except KafkaCompatError as exc:
+            failed[node_id] = exc
+
+    async with trio.open_nursery() as nursery:
+        for node_id, conn in opened.items():
+            nursery.start_soon(ask, node_id, conn)
+    ordered = dict(sorted(nodes.items()))
+    view = merge_finalized(FinalizedObservation(n.node, n.epoch, n.finalized) for n in ordered.values())
+    return ClusterFeatures(MappingProxyType(ordered), view, MappingProxyType(dict(sorted(failed.items()))))
+
+
+async def _ask_features(node_id: int, conn: BrokerConnection) -> NodeFeatures:
+    handshake, capabilities = conn.handshake, conn.capabilities
+    assert handshake is not None and capabilities is not None
+    version = handshake.api_versions_version
+    if version is not None:
+        response = await conn.request(conn.config.handshake.request(version), version=version)
+        assert isinstance(response, ApiVersionsResponse)
+        if response.error_code == 0:
+            return NodeFeatures(
+                node_id,
+                conn.node,
+                first_ranges((f.name, f.min_version, f.max_version) for f in response.supported_features),
+                first_ranges(
+                    (f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features
+                ),
+                response.finalized_features_epoch,
+                f"ApiVersions v{version}",
+            )
+    return NodeFeatures(
+        node_id, conn.node, capabilities.supported_features, capabilities.finalized_features,
+        capabilities.finalized_features_epoch if capabilities.finalized_features_epoch is not None else -1,
+        "handshake",
+    )
+
+
+async def update_features(
+    cluster: Cluster,
+    updates: Mapping[str, int],
+    *,
+    dry_run: bool = False,
+    unsafe: bool = False,
+    request_timeout: float | None = None,
+) -> FeatureUpdateReport:
+    """Check ``updates`` against every broker, then send them; see the module documentation."""
+    features = await describe_features(cluster)
+    if features.unreachable:  # cannot vouch for brokers that did not answer
+        raise_failures(features.unreachable, _labels(cluster))
+    verdict = can_finalize_all(dict(updates), features.brokers(), finalized=features.levels)
+    if not verdict.ok:
+        raise FeatureUpdateBlockedError(verdict)
+    planned = plan_feature_updates(updates, features.levels, unsafe=unsafe)
+    attempts = cluster.config.retry.attempts
+    for attempt in range(1, attempts + 1):
+        node_id, conn = await _destination(cluster)
+        version = conn.pick_version(UPDATE_FEATURES)
+        request = build_update_features(planned, version, validate_only=dry_run)
+        response = await conn.request(request, version=version, request_timeout=request_timeout)
+        assert isinstance(response, UpdateFeaturesResponse)
+        if response.error_code == NOT_CONTROLLER and attempt < attempts:
+            await trio.sleep(_backoff(cluster.config.retry, attempt))
+            await cluster.refresh_metadata()
+            continue
+        results = read_update_features(response, version, planned, validate_only=dry_run)
+        return FeatureUpdateReport(dry_run, node_id, conn.node, version, results, verdict, attempt)
+    raise AssertionError("the loop returns on its last attempt")  # pragma: no cover
+
+
+async def _destination(cluster: Cluster) -> tuple[int, BrokerConnection]:
+    controller = cluster.controller_id
+    if controller is not None:
+        try:
+            return controller, await cluster.connection(controller)
+        except KafkaCompatError:
+            pass  # any broker will do: KRaft brokers forward to the active controller
+    conn = await cluster.any_connection()
+    assert conn.node_id is not None
+    return conn.node_id, conn
+
+
+def _labels(cluster: Cluster) -> dict[int, str]:
+    return {node_id: broker.address for node_id, broker in cluster.brokers.items()}

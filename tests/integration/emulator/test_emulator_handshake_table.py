@@ -1,0 +1,76 @@
+"""The kafkacompat handshake (over kafkacompat.transport) against every release and kind."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from kafkacompat.errors import BrokerTooOldError
+from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.testing.emulator import ApiVersionsEra, BrokerProfile, Fault, release_profiles
+from kafkacompat.transport.config import ConnectionConfig
+from kafkacompat.transport.connection import open_connection
+
+PROFILES = release_profiles()
+CONFIG = ConnectionConfig(connect_timeout=5, request_timeout=5)
+
+
+def ranges(profile: BrokerProfile) -> dict[int, tuple[int, int]]:
+    return {key: (r.lowest, r.highest) for key, r in profile.apis.items()}
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.label)
+async def test_the_handshake_against_every_release(profile: BrokerProfile, emulated_cluster: object) -> None:
+    cluster = await emulated_cluster(profile)  # type: ignore[operator]
+    broker = cluster.brokers[0]
+    with trio.fail_after(15):
+        if profile.api_versions_era is ApiVersionsEra.ABSENT:
+            caught: list[BaseException] = []
+            try:
+                async with open_connection(broker.host, broker.port, CONFIG):
+                    pass
+            except* BrokerTooOldError as group:
+                caught.extend(group.exceptions)
+            assert caught, "a pre-0.10 broker must fail the handshake as too old"
+            assert profile.release is not None
+            fallback = ConnectionConfig(
+                connect_timeout=5, request_timeout=5,
+                handshake=HandshakeConfig(fallback_release=profile.release, fallback_kind=profile.kind),
+            )
+            async with open_connection(broker.host, broker.port, fallback) as conn:
+                stand_in = conn.handshake
+                assert stand_in is not None and stand_in.used_fallback
+                assert {k: (r.lowest, r.highest) for k, r in stand_in.api_ranges.items()} == ranges(profile)
+            return
+        async with open_connection(broker.host, broker.port, CONFIG) as conn:
+            result = conn.handshake
+    assert result is not None
+    assert {k: (r.lowest, r.highest) for k, r in result.api_ranges.items()} == ranges(profile)
+    own = profile.apis[18].highest
+    attempts = [(a.version, a.outcome) for a in result.transcript.attempts]
+    if own >= 4:
+        assert attempts == [(4, "ok")]
+    elif profile.api_versions_era is ApiVersionsEra.KIP_511:
+        assert attempts == [(4, "unsupported-version"), (own, "ok")]  # KIP-511: retry at key 18's max
+    else:
+        assert attempts[0] == (4, "unsupported-version") and attempts[-1] == (0, "ok")
+    assert result.api_versions_version == attempts[-1][0]
+    if result.api_versions_version >= 3 and profile.reports_finalized:
+        assert dict(result.supported_features) == dict(profile.supported_features)
+        assert {k: v.highest for k, v in result.finalized_features.items()} == cluster.state.finalized
+        assert result.finalized_features_epoch == cluster.state.finalized_epoch
+    # What the emulator saw is what the transcript says was sent.
+    assert [r.api_version for r in broker.requests if r.api_key == 18] == [v for v, _ in attempts]
+
+
+async def test_the_handshake_through_event_hubs_and_tansu_impersonations(emulated_cluster: object) -> None:
+    hubs = await emulated_cluster("3.9", faults=[Fault.event_hubs()])  # type: ignore[operator]
+    tansu = await emulated_cluster("3.9", faults=[Fault.tansu_api_versions()])  # type: ignore[operator]
+    with trio.fail_after(15):
+        async with open_connection(hubs.brokers[0].host, hubs.brokers[0].port, CONFIG) as conn:
+            assert conn.handshake is not None
+            attempts = [(a.version, a.outcome) for a in conn.handshake.transcript.attempts]
+        assert attempts[0][0] == 4 and attempts[-1] == (0, "ok")  # reset at v4, answered at v0
+        async with open_connection(tansu.brokers[0].host, tansu.brokers[0].port, CONFIG) as conn:
+            assert conn.handshake is not None
+            assert conn.handshake.api_versions_version == 4  # v4 is advertised: no impersonation needed

@@ -1,0 +1,315 @@
+"""SASL through ``open_connection``: Tansu 0.6.0, an in-test scramp server, and a scripted stream.
+
+Tansu 0.6.0 with ``--authentication`` offers SCRAM but holds no users: every
+login ends with ``e=unknown-user`` in server-final under error code 0, which
+must still be a refusal.  Successful logins and wrong passwords run against
+``tests.support.sasl_server`` (scramp's SCRAM server, PLAIN, v1 and raw v0).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator
+
+import pytest
+import trio
+
+from kafkacompat.errors import AuthenticationError, KafkaCompatError, KafkaTimeoutError, ProtocolError
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.protocol import framing
+from kafkacompat.protocol.messages import (
+    MetadataRequest,
+    MetadataResponse,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from kafkacompat.testing.ports import BrokerStartError
+from kafkacompat.testing.tansu import TansuBroker
+from kafkacompat.transport.config import ConnectionConfig, SaslConfig, Secret
+from kafkacompat.transport.connection import open_connection
+from kafkacompat.transport.negotiate import negotiate
+from kafkacompat.transport.sasl import MAX_ROUND_TRIPS, authenticate
+from tests.support.sasl_server import run_sasl_server
+
+pytestmark = pytest.mark.broker
+
+USER, PASSWORD, WRONG = "alice", "Wonderland-0xC0FFEE", "Looking-Glass-0xBAD"
+MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+SCRAM = ["SCRAM-SHA-256", "SCRAM-SHA-512"]
+DEADLINE = 15
+
+
+def config(mechanism: str, password: str = PASSWORD, **sasl: object) -> ConnectionConfig:
+    return ConnectionConfig(
+        connect_timeout=3,
+        request_timeout=3,
+        sasl=SaslConfig(mechanism, USER, Secret(password), **sasl),  # type: ignore[arg-type]
+    )
+
+
+def unwrap(exc: BaseException) -> BaseException:
+    # open_connection runs in a nursery, so its errors may arrive in an ExceptionGroup.
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+async def login(host: str, port: int, cfg: ConnectionConfig) -> list[int]:
+    """Open, authenticate, and send Metadata (refused by the server before authentication)."""
+    with trio.fail_after(DEADLINE):
+        async with open_connection(host, port, cfg) as conn:
+            response = await conn.request(MetadataRequest(topics=[]))
+    assert isinstance(response, MetadataResponse)
+    return [broker.node_id for broker in response.brokers]
+
+
+async def login_error(host: str, port: int, cfg: ConnectionConfig) -> KafkaCompatError:
+    try:
+        await login(host, port, cfg)
+    except Exception as exc:  # unwrapped and checked just below
+        error = unwrap(exc)
+        assert isinstance(error, KafkaCompatError), repr(error)
+        assert error.node == f"{host}:{port}"
+        return error
+    pytest.fail("the login succeeded")
+
+
+# -- Tansu 0.6.0 -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tansu_auth() -> Iterator[TansuBroker]:
+    try:
+        broker = TansuBroker(extra_args=("--authentication",)).__enter__()
+    except BrokerStartError as exc:
+        pytest.fail(f"could not start Tansu with --authentication: {exc}", pytrace=False)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.mark.parametrize("mechanism", SCRAM)
+async def test_tansu_unknown_user_with_error_code_zero_is_refused(
+    tansu_auth: TansuBroker, mechanism: str
+) -> None:
+    # First what Tansu advertises, by hand: the mechanism is enabled.
+    with trio.fail_after(DEADLINE):
+        stream, _ = await negotiate(tansu_auth.host, tansu_auth.port, ConnectionConfig())
+        try:
+            await stream.send(framing.encode_request(SaslHandshakeRequest(mechanism=mechanism), 1, 90, "t"))
+            _, reply = framing.decode_response(await stream.receive_frame(), SaslHandshakeResponse, 1)
+        finally:
+            await stream.aclose()
+    assert isinstance(reply, SaslHandshakeResponse)
+    assert (reply.error_code, reply.mechanisms) == (0, [mechanism])
+
+    error = await login_error(tansu_auth.host, tansu_auth.port, config(mechanism))
+    assert isinstance(error, AuthenticationError)
+    assert "unknown-user" in str(error) and mechanism in str(error)
+
+
+async def test_tansu_without_plain_closes_on_the_handshake(tansu_auth: TansuBroker) -> None:
+    error = await login_error(tansu_auth.host, tansu_auth.port, config("PLAIN"))
+    assert isinstance(error, AuthenticationError)
+    assert "closed the connection in answer to SaslHandshake" in str(error)
+
+
+async def test_tansu_without_authentication_refuses_every_mechanism(tansu: TansuBroker) -> None:
+    # Without --authentication Tansu answers UNSUPPORTED_SASL_MECHANISM yet lists the mechanism asked.
+    error = await login_error(tansu.host, tansu.port, config("SCRAM-SHA-256"))
+    assert isinstance(error, AuthenticationError)
+    assert "UNSUPPORTED_SASL_MECHANISM" in str(error) and "is SASL enabled" in str(error)
+
+
+# -- the in-test scramp server --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("handshake_max", [1, 0], ids=["SaslAuthenticate", "raw-v0"])
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+async def test_login_and_wrong_password(mechanism: str, handshake_max: int) -> None:
+    async with run_sasl_server({USER: PASSWORD}, handshake_max=handshake_max) as server:
+        assert await login(server.host, server.port, config(mechanism)) == [1]
+        assert server.logins == [(mechanism, USER)]
+        error = await login_error(server.host, server.port, config(mechanism, WRONG))
+    assert isinstance(error, AuthenticationError)
+    if handshake_max:
+        assert f"{mechanism} authentication as 'alice' failed: SASL_AUTHENTICATION_FAILED (58)" in str(error)
+    else:  # under v0 the broker's only answer is to close
+        assert "closed the connection during" in str(error) and "SaslHandshake v0" in str(error)
+    assert server.logins == [(mechanism, USER)]
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+async def test_unknown_user(mechanism: str) -> None:
+    async with run_sasl_server({"bob": PASSWORD}) as server:
+        error = await login_error(server.host, server.port, config(mechanism))
+    assert isinstance(error, AuthenticationError) and "SASL_AUTHENTICATION_FAILED" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("fault", "match"),
+    [
+        ("tamper-signature", "server signature is wrong"),
+        ("foreign-nonce", "nonce does not extend the client nonce"),
+        ("final-error", "refused SCRAM-SHA-.* authentication: other-error"),
+    ],
+)
+@pytest.mark.parametrize("handshake_max", [1, 0], ids=["SaslAuthenticate", "raw-v0"])
+@pytest.mark.parametrize("mechanism", SCRAM)
+async def test_scram_broker_misbehaviour_is_refused(
+    mechanism: str, handshake_max: int, fault: str, match: str
+) -> None:
+    async with run_sasl_server({USER: PASSWORD}, fault=fault, handshake_max=handshake_max) as server:
+        error = await login_error(server.host, server.port, config(mechanism))
+    assert isinstance(error, AuthenticationError)
+    assert re.search(match, str(error)), str(error)
+
+
+@pytest.mark.parametrize("mechanism", SCRAM)
+async def test_iteration_count_above_the_cap_is_refused(mechanism: str) -> None:
+    async with run_sasl_server({USER: PASSWORD}, iterations=8192) as server:
+        error = await login_error(server.host, server.port, config(mechanism, max_scram_iterations=5000))
+        assert await login(server.host, server.port, config(mechanism, max_scram_iterations=8192)) == [1]
+    assert isinstance(error, AuthenticationError)
+    assert "asks for 8192" in str(error) and "maximum of 5000" in str(error)
+
+
+async def test_mechanism_the_broker_does_not_enable() -> None:
+    async with run_sasl_server({USER: PASSWORD}, mechanisms=("SCRAM-SHA-512", "PLAIN")) as server:
+        error = await login_error(server.host, server.port, config("SCRAM-SHA-256"))
+    assert isinstance(error, AuthenticationError)
+    assert "does not enable SASL mechanism SCRAM-SHA-256; it enables: SCRAM-SHA-512, PLAIN" in str(error)
+
+
+async def test_a_silent_broker_times_out() -> None:
+    async with run_sasl_server({USER: PASSWORD}, fault="silent") as server:
+        cfg = ConnectionConfig(request_timeout=0.5, sasl=SaslConfig("PLAIN", USER, Secret(PASSWORD)))
+        start = trio.current_time()
+        error = await login_error(server.host, server.port, cfg)
+    assert isinstance(error, KafkaTimeoutError) and "SaslAuthenticate" in str(error)
+    assert trio.current_time() - start < 5
+
+
+async def test_a_broker_echoing_the_password_is_redacted() -> None:
+    async with run_sasl_server({USER: PASSWORD}, fault="echo-password") as server:
+        error = await login_error(server.host, server.port, config("PLAIN"))
+    assert "with password *** is not allowed" in str(error)
+    assert PASSWORD in server.refusals[0]  # the server did echo it
+
+
+async def test_the_password_never_shows(caplog: pytest.LogCaptureFixture) -> None:
+    """Every failure's message, repr and transcript, the config's repr and the logs."""
+    caplog.set_level(logging.DEBUG, logger="kafkacompat")
+    texts: list[str] = []
+    scenarios: list[tuple[dict[str, object], str, str]] = [({}, mechanism, WRONG) for mechanism in MECHANISMS]
+    scenarios += [({"fault": f}, m, PASSWORD) for f in ("tamper-signature", "final-error") for m in SCRAM]
+    scenarios += [({"fault": "echo-password"}, "PLAIN", PASSWORD), ({"handshake_max": 0}, "PLAIN", WRONG)]
+    scenarios += [({"iterations": 8192}, "SCRAM-SHA-256", PASSWORD)]
+    for options, mechanism, password in scenarios:
+        async with run_sasl_server({USER: PASSWORD}, **options) as server:
+            cfg = config(mechanism, password, max_scram_iterations=5000)
+            error = await login_error(server.host, server.port, cfg)
+            if not options:  # and a successful login, for its debug log line
+                await login(server.host, server.port, config(mechanism))
+        texts += [str(error), repr(error), repr(error.transcript), repr(cfg), str(cfg)]
+    logged = [record.getMessage() for record in caplog.records]
+    assert any("authenticated to" in line for line in logged)
+    texts += logged
+    assert len(texts) > 5 * len(scenarios)
+    for text in texts:
+        assert PASSWORD not in text and WRONG not in text
+
+
+# -- the driver against a scripted stream ---------------------------------------------------------
+
+
+class ScriptedStream:
+    """A FramedStream stand-in that answers each request with ``answer(request)``."""
+
+    node = "scripted:9092"
+
+    def __init__(self, answer: Callable[[framing.RequestFrame], bytes]) -> None:
+        self.answer = answer
+        self.replies: list[bytes] = []
+        self.sent = 0
+
+    async def send(self, frame: bytes) -> None:
+        self.sent += 1
+        self.replies.append(self.answer(framing.decode_request(frame[4:])))
+
+    async def receive_frame(self) -> bytes:
+        return self.replies.pop(0)[4:]
+
+
+def always_continue(request: framing.RequestFrame) -> bytes:
+    cid, version = request.header.correlation_id, request.header.request_api_version
+    if isinstance(request.body, SaslHandshakeRequest):
+        return framing.encode_response(SaslHandshakeResponse(mechanisms=["PLAIN"]), version, cid)
+    assert isinstance(request.body, SaslAuthenticateRequest)
+    return framing.encode_response(SaslAuthenticateResponse(auth_bytes=b"more"), version, cid)
+
+
+class EndlessMechanism:
+    name = "PLAIN"
+    finished = False
+
+    def initial(self) -> bytes:
+        return b"hello"
+
+    def step(self, challenge: bytes) -> bytes | None:
+        return b"again"
+
+
+def capabilities(**ranges: str) -> BrokerCapabilities:
+    keys = {"handshake": 17, "authenticate": 36}
+    return BrokerCapabilities.from_ranges("scripted:9092", {keys[k]: v for k, v in ranges.items()})
+
+
+async def run(stream: ScriptedStream, caps: BrokerCapabilities, **kwargs: object) -> None:
+    ids = iter(range(1, 100))
+    with trio.fail_after(DEADLINE):
+        await authenticate(stream, caps, config("PLAIN"), lambda: next(ids), **kwargs)  # type: ignore[arg-type]
+
+
+async def test_round_trips_are_bounded() -> None:
+    stream = ScriptedStream(always_continue)
+    with pytest.raises(AuthenticationError, match=f"did not finish in {MAX_ROUND_TRIPS} round trips"):
+        await run(stream, capabilities(handshake="0-1", authenticate="0-2"), mechanism=EndlessMechanism())
+    assert stream.sent == 1 + MAX_ROUND_TRIPS
+
+
+async def test_versions_come_from_the_capabilities() -> None:
+    seen: list[tuple[int, int]] = []
+
+    def answer(request: framing.RequestFrame) -> bytes:
+        seen.append((request.header.request_api_key, request.header.request_api_version))
+        return always_continue(request)
+
+    await run(ScriptedStream(answer), capabilities(handshake="0-1", authenticate="0-1"))
+    assert seen == [(17, 1), (36, 1)]
+
+
+@pytest.mark.parametrize(
+    ("ranges", "match"),
+    [
+        ({}, "does not list SaslHandshake"),
+        ({"handshake": "1-1"}, "SaslHandshake v1 but no usable SaslAuthenticate"),
+    ],
+)
+async def test_brokers_without_usable_versions(ranges: dict[str, str], match: str) -> None:
+    stream = ScriptedStream(always_continue)
+    with pytest.raises(AuthenticationError, match=match) as info:
+        await run(stream, capabilities(**ranges))
+    assert info.value.node == "scripted:9092" and stream.sent == 0
+
+
+async def test_a_mismatched_correlation_id_is_a_protocol_error() -> None:
+    def answer(request: framing.RequestFrame) -> bytes:
+        return framing.encode_response(SaslHandshakeResponse(mechanisms=["PLAIN"]), 1, 4242)
+
+    with pytest.raises(ProtocolError, match="correlation id 4242"):
+        await run(ScriptedStream(answer), capabilities(handshake="0-1", authenticate="0-2"))
