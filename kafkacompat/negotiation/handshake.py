@@ -247,7 +247,8 @@ class ApiVersionsHandshake:
                 detail,
                 BrokerTooOldError,
                 f"{closed}: the broker is too old (before Kafka 0.10, which introduced "
-                "ApiVersions) or it is not a Kafka broker; configure fallback_release "
+                "ApiVersions), it is not a Kafka broker, or the listener expects TLS "
+                "(a TLS listener drops plaintext without a word); configure fallback_release "
                 "(e.g. '0.9.0') to use a pre-0.10 broker",
             )
         self._apply(Event.CONNECTION_CLOSED, verdict)

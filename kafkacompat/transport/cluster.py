@@ -65,7 +65,7 @@ from kafkacompat.transport.features_admin import (
     describe_features,
     update_features,
 )
-from kafkacompat.transport.seam import lone_exception
+from kafkacompat.transport.seam import raise_lone
 
 __all__ = [
     "BrokerAddress",
@@ -407,7 +407,4 @@ async def connect(
                     await cluster.aclose()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
-        lone = lone_exception(group)
-        if lone is group:
-            raise
-        raise lone from lone.__cause__
+        raise_lone(group)

@@ -48,7 +48,7 @@ from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import API_NAMES
 from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.negotiate import negotiate
-from kafkacompat.transport.seam import lone_exception
+from kafkacompat.transport.seam import raise_lone
 from kafkacompat.transport.stream import FramedStream
 
 __all__ = ["BrokerConnection", "CapabilityChange", "open_connection"]
@@ -402,7 +402,4 @@ async def open_connection(
                 await connection.aclose()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
-        lone = lone_exception(group)
-        if lone is group:
-            raise
-        raise lone from lone.__cause__
+        raise_lone(group)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import errno
 import ssl
+from typing import NoReturn
 
 import trio
 
 from kafkacompat.errors import AuthenticationError, KafkaCompatError, KafkaTimeoutError, TransportError
 
-__all__ = ["lone_exception", "translate"]
+__all__ = ["lone_exception", "raise_lone", "translate"]
 
 
 def translate(exc: BaseException, node: str, doing: str) -> KafkaCompatError:
@@ -51,6 +52,14 @@ def translate(exc: BaseException, node: str, doing: str) -> KafkaCompatError:
             return TransportError(f"cannot resolve the host while {doing}: {exc}", node=node)
         return TransportError(f"{exc.strerror or exc} while {doing}", node=node)
     return TransportError(f"{type(exc).__name__}: {exc} while {doing}", node=node)
+
+
+def raise_lone(group: BaseExceptionGroup[BaseException]) -> NoReturn:
+    """Raise the group's one exception as itself (the group when it holds several)."""
+    lone = lone_exception(group)
+    if lone is group:
+        raise group
+    raise lone from lone.__cause__
 
 
 def lone_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
