@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkacompat.errors import DecodeError, ProtocolError, WrongProtocolError
+from kafkacompat.errors import DecodeError, KafkaCompatError, ProtocolError, WrongProtocolError
 from kafkacompat.protocol import _wire, messages
 from kafkacompat.protocol.message import KafkaMessage, decode_at
 from kafkacompat.protocol.messages import RequestHeader, ResponseHeader
@@ -191,6 +191,7 @@ class FrameSplitter:
         self.max_size = max_size
         self._buffer = bytearray()
         self._expected: int | None = None
+        self._error: KafkaCompatError | None = None
 
     def unconsumed(self, limit: int = 16) -> bytes:
         """The first bytes not yet taken as a frame (what a refused prefix started with)."""
@@ -202,13 +203,26 @@ class FrameSplitter:
         return len(self._buffer)
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+        """The frames completed by ``data``.
+
+        A bad size prefix raises; when good frames came before it in the same
+        chunk, they are returned first and the error is raised by the next call.
+        """
+        if self._error is not None:
+            raise self._error
         self._buffer += data
         frames: list[bytes] = []
         while True:
             if self._expected is None:
                 if len(self._buffer) < 4:
                     return frames
-                self._expected = check_frame_size(self._buffer[:4], self.max_size)
+                try:
+                    self._expected = check_frame_size(self._buffer[:4], self.max_size)
+                except KafkaCompatError as exc:
+                    if not frames:
+                        raise
+                    self._error = exc
+                    return frames
                 del self._buffer[:4]
             if len(self._buffer) < self._expected:
                 return frames

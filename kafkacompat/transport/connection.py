@@ -212,7 +212,7 @@ class BrokerConnection:
         with trio.move_on_at(deadline):
             await self._ready.wait()
         if self._failure is not None:
-            raise self._failure
+            raise self._failure.with_traceback(None)
         if not self._ready.is_set():
             raise KafkaTimeoutError("timed out waiting for the connection to be ready", node=self.node)
         assert self._stream is not None and self.capabilities is not None
@@ -253,7 +253,7 @@ class BrokerConnection:
                 self._forget(correlation_id, written)
             raise
         if pending.error is not None:
-            raise pending.error
+            raise pending.error.with_traceback(None)  # shared by every failed caller: no pile-up
         assert pending.response is not None
         return pending.response
 
@@ -269,7 +269,7 @@ class BrokerConnection:
         async with self._send_lock:
             # Checked under the lock: the connection may have failed while this request queued.
             if self._failure is not None:
-                raise self._failure
+                raise self._failure.with_traceback(None)
             # Recorded before the first byte goes out (the answer may come back at once); a
             # write that does not complete closes the connection, so the record stays exact.
             if expects_reply:

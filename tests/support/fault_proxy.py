@@ -4,36 +4,42 @@
 both directions.  Each direction (``to_client``: broker -> client, and
 ``to_broker``: client -> broker) carries a tuple of ``Fault`` rules:
 
-=====================================  ========================================================
-rule                                   effect
-=====================================  ========================================================
-``Fault.passthrough()``                nothing (the same as no rule)
-``Fault.close_after(n)``               forward ``n`` bytes, then close both sides (FIN)
-``Fault.reset_after(n)``               forward ``n`` bytes, then reset the client (RST, via
-                                       SO_LINGER 0) and close the broker side
-``Fault.stall_after(n)``               forward ``n`` bytes, then forward nothing more (and read
-                                       nothing more) until ``FaultProxy.release()``; the
-                                       sockets stay open
-``Fault.corrupt_at(n, xor)``           flip bits of the byte at offset ``n``
-``Fault.rewrite_size(k, prefix)``      replace the 4-byte size prefix of the k-th frame (1-based)
-``Fault.rewrite_correlation_id(k, v)`` replace the correlation id of the k-th frame (an int,
-                                       or a function of the original id)
-=====================================  ========================================================
+==========================================  ===================================================
+rule                                        effect
+==========================================  ===================================================
+``Fault.passthrough()``                     nothing (the same as no rule)
+``Fault.close_after(n)``                    forward ``n`` bytes, then close both sides (FIN)
+``Fault.reset_after(n)``                    forward ``n`` bytes, then reset the client (RST,
+                                            via SO_LINGER 0) and close the broker side
+``Fault.stall_after(n)``                    forward ``n`` bytes, then forward (and read) nothing
+                                            more until ``FaultProxy.release()``; the sockets
+                                            stay open
+``Fault.corrupt_at(n, xor)``                flip bits of the byte at offset ``n``
+``Fault.rewrite_size(k, prefix)``           replace the 4-byte size prefix of frame ``k``
+``Fault.rewrite_correlation_id(k, new)``    replace the correlation id of frame ``k`` (an int,
+                                            or a function of the original id)
+==========================================  ===================================================
 
-Offsets count bytes of one direction of one connection from 0; a byte action
-at offset ``n`` fires when the broker (or client) sends the byte at ``n``, so
-``close_after(0)`` lets the request through and closes before the first reply
-byte.  Frame rules parse the size prefixes of the *original* stream, so frame
-boundaries stay right after a prefix was rewritten.  A rule applies to every
-connection, or only to the connection numbers (1-based) in ``connections``.
+Byte offsets count one direction of one connection from 0, or, with
+``frame=k``, from the start of frame ``k`` (``n >= 0``) or back from its end
+(``n < 0``: -1 is its last byte).  A close, reset or stall at offset ``n``
+fires when the byte at ``n`` arrives, so ``close_after(0)`` lets the request
+through and closes before the first byte of the reply.  Frames are numbered
+from 1 and found by parsing the size prefixes of the *original* stream, so the
+frame boundaries stay right after a prefix was rewritten.  A rule applies to
+every connection, or only to the connection numbers (from 1) in
+``connections``.
 
-The proxy is bounded: it accepts at most ``max_connections`` connections, then
-closes its listener (later connection attempts are refused).  All its tasks
-live in the nursery it is started in, so cancelling that nursery stops it and
-closes every socket.  What it saw is kept per connection in ``ConnectionRecord``:
-bytes each way, request and response frames with their correlation ids, the
-highest number of requests outstanding at the broker, and events for "the
-client closed its side" and "this connection is finished".
+Bounded: the proxy accepts at most ``max_connections`` connections and then
+closes its listener (later attempts are refused); each copying loop handles
+at most ``_MAX_CHUNKS`` reads; the whole proxy stops after ``max_lifetime``
+seconds.  Its tasks live in the nursery it was started in, so cancelling that
+nursery stops it and closes every socket.  ``fault_proxy()`` is the async
+context manager that does all of this.  What the proxy saw is kept per
+connection in ``ConnectionRecord``: bytes each way, frames with their
+correlation ids (and the request headers), the most requests outstanding at
+the broker at once, and events for "the client closed its side" and "this
+connection is finished".
 """
 
 from __future__ import annotations
@@ -48,10 +54,23 @@ from typing import Any
 
 import trio
 
-__all__ = ["LOOPBACK", "ConnectionRecord", "Fault", "FaultProxy", "fault_proxy"]
+__all__ = [
+    "LOOPBACK",
+    "PREFIX_HTTP",
+    "PREFIX_INT32_MAX",
+    "PREFIX_MINUS_ONE",
+    "PREFIX_TLS",
+    "ConnectionRecord",
+    "DirectionRecord",
+    "Fault",
+    "FaultProxy",
+    "fault_proxy",
+    "rewrite_offline",
+]
 
 LOOPBACK = "127.0.0.1"
 _CHUNK = 65536
+_MAX_CHUNKS = 100_000  # per direction and connection: a bound on every copying loop
 
 # Size prefixes a broken or foreign peer might send instead of a Kafka frame size.
 PREFIX_INT32_MAX = b"\x7f\xff\xff\xff"
@@ -175,6 +194,8 @@ class DirectionRecord:
 
 @dataclass(slots=True)
 class ConnectionRecord:
+    """What the proxy saw of one connection (numbered from 1, in accept order)."""
+
     number: int
     upstream: tuple[str, int]
     to_client: DirectionRecord = field(default_factory=DirectionRecord)
@@ -273,7 +294,10 @@ class _Direction:
                 lo, hi = patch.start, patch.end
             else:
                 lo, hi = max(patch.start, before), min(patch.end, self.fed)
-            replacement = patch.compute(bytes(self.held[patch.start - self.sent : patch.end - self.sent]))
+            original = b""
+            if patch.needs_original:  # all of it is held: ready_end kept it back
+                original = bytes(self.held[patch.start - self.sent : patch.end - self.sent])
+            replacement = patch.compute(original)
             for offset in range(lo, hi):
                 self.held[offset - self.sent] = replacement[offset - patch.start]
             if self.fed >= patch.end:
@@ -355,6 +379,7 @@ class FaultProxy:
         to_broker: Sequence[Fault] = (),
         max_connections: int = 8,
         connect_timeout: float = 5.0,
+        max_lifetime: float = 120.0,
     ) -> None:
         if upstream[0] != LOOPBACK:
             raise ValueError("the fault proxy only talks to 127.0.0.1")
@@ -363,13 +388,13 @@ class FaultProxy:
         self.to_broker = tuple(to_broker)
         self.max_connections = max_connections
         self.connect_timeout = connect_timeout
+        self.max_lifetime = max_lifetime  # the proxy stops by itself after this, whatever happens
         self.host = LOOPBACK
         self.port = 0
         self.connections: list[ConnectionRecord] = []
         self.accepting = False
         self._released = trio.Event()
         self._any_stall = trio.Event()
-        self._accepted = trio.Event()  # set, then replaced, at each accepted connection
 
     @property
     def address(self) -> tuple[str, int]:
@@ -383,11 +408,6 @@ class FaultProxy:
         """Wait until some direction of some connection has stalled."""
         await self._any_stall.wait()
 
-    async def wait_connections(self, count: int) -> None:
-        """Wait until ``count`` connections were accepted (bounded by the caller's deadline)."""
-        while len(self.connections) < count:
-            await self._accepted.wait()
-
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Listen, then serve up to ``max_connections`` connections; started with ``nursery.start``."""
         listeners = await trio.open_tcp_listeners(0, host=LOOPBACK)
@@ -395,20 +415,19 @@ class FaultProxy:
         for extra in listeners[1:]:
             await trio.aclose_forcefully(extra)
         self.port = listener.socket.getsockname()[1]
-        async with trio.open_nursery() as nursery:
-            self.accepting = True
-            task_status.started(self)
-            try:
-                while len(self.connections) < self.max_connections:
-                    client = await listener.accept()
-                    record = ConnectionRecord(len(self.connections) + 1, self.upstream)
-                    self.connections.append(record)
-                    self._accepted.set()
-                    self._accepted = trio.Event()
-                    nursery.start_soon(self._serve, client, record)
-            finally:
-                self.accepting = False
-                await trio.aclose_forcefully(listener)
+        with trio.move_on_after(self.max_lifetime):
+            async with trio.open_nursery() as nursery:
+                self.accepting = True
+                task_status.started(self)
+                try:
+                    while len(self.connections) < self.max_connections:
+                        client = await listener.accept()
+                        record = ConnectionRecord(len(self.connections) + 1, self.upstream)
+                        self.connections.append(record)
+                        nursery.start_soon(self._serve, client, record)
+                finally:
+                    self.accepting = False
+                    await trio.aclose_forcefully(listener)
 
     async def _serve(self, client: trio.SocketStream, record: ConnectionRecord) -> None:
         upstream: trio.SocketStream | None = None
@@ -459,7 +478,7 @@ class FaultProxy:
                     stats.correlation_ids.append(_int32(head[:4]))
 
         try:
-            while True:
+            for _ in range(_MAX_CHUNKS):
                 try:
                     data = await source.receive_some(_CHUNK)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -504,6 +523,24 @@ class FaultProxy:
                 self._any_stall.set()
                 await self._released.wait()
         return None
+
+
+def rewrite_offline(faults: Sequence[Fault], pieces: Sequence[bytes]) -> bytes:
+    """What one direction would forward of ``pieces`` (as they would arrive), without sockets.
+
+    Rewrites and corruption only: a close, reset or stall changes when bytes
+    flow, not which, and is ignored here.  For checking the proxy itself.
+    """
+    direction = _Direction("to_client", [f for f in faults if f.kind != "pass"], DirectionRecord())
+    out = bytearray()
+    for piece in pieces:
+        direction.receive(piece, lambda *_: None)
+        end = direction.ready_end()
+        out += direction.held[: end - direction.sent]
+        del direction.held[: end - direction.sent]
+        direction.sent = end
+    out += direction.held  # end of stream: whatever was held back
+    return bytes(out)
 
 
 def _for(faults: Sequence[Fault], number: int) -> tuple[Fault, ...]:

@@ -169,7 +169,7 @@ async def test_200_pipelined_find_coordinator_v3_respect_max_in_flight(tansu: Ta
             assert isinstance(reply, m.FindCoordinatorResponse), reply
             assert reply.error_code == 0
             assert (reply.node_id, reply.host, reply.port) == (broker.node_id, broker.host, broker.port)
-        assert 1 < peak <= 16, peak
+        assert peak == 16, peak  # the bound is reached (the 200 start together) and never passed
         # Seen on the wire: never more than 16 requests the broker had not answered yet.
         assert 1 < record.peak_outstanding <= 16, record.peak_outstanding
         requests = record.to_broker.correlation_ids
@@ -385,6 +385,7 @@ async def test_nothing_is_left_behind(tansu: TansuBroker) -> None:
     """After open_connection exits: no task of the connection, and the proxy saw the socket close."""
     with trio.fail_after(DEADLINE):
         async with fault_proxy(_address(tansu)) as proxy:
+            gc.collect()  # earlier tests' garbage is not this test's business
             tasks_before = _count_tasks()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", ResourceWarning)

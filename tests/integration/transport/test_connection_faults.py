@@ -13,6 +13,7 @@ frame 3 FindCoordinator's.
 from __future__ import annotations
 
 import gc
+import itertools
 import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,8 +43,8 @@ from tests.support.fault_proxy import (
     PREFIX_MINUS_ONE,
     PREFIX_TLS,
     Fault,
-    _Direction,
     fault_proxy,
+    rewrite_offline,
 )
 
 pytestmark = pytest.mark.broker
@@ -403,27 +404,6 @@ async def _exchange_mock(address: tuple[str, int]) -> dict[str, Any]:
 # ------------------------------------------------------------ the proxy itself --
 
 
-def _through(faults: Sequence[Fault], stream: bytes, cuts: Sequence[int]) -> bytes:
-    """Feed ``stream`` to one proxy direction in the given pieces; what it would forward."""
-    direction = _Direction("to_client", faults, _record())
-    out = bytearray()
-    previous = 0
-    for cut in [*cuts, len(stream)]:
-        direction.receive(stream[previous:cut], lambda *_: None)
-        end = direction.ready_end()
-        out += direction.held[: end - direction.sent]
-        del direction.held[: end - direction.sent]
-        direction.sent = end
-        previous = cut
-    return bytes(out)
-
-
-def _record() -> Any:
-    from tests.support.fault_proxy import DirectionRecord
-
-    return DirectionRecord()
-
-
 def _frame(correlation_id: int, body: bytes) -> bytes:
     payload = correlation_id.to_bytes(4, "big", signed=True) + body
     return len(payload).to_bytes(4, "big") + payload
@@ -438,4 +418,6 @@ def test_the_proxy_rewrites_exactly_the_bytes_asked_whatever_the_chunking(cuts: 
         Fault.corrupt_at(-1, xor=0x20, frame=1),
     ]
     expected = _frame(7, b"abC") + _frame(800, b"defgh") + b"HTTP" + (9).to_bytes(4, "big")
-    assert _through(rules, stream, cuts) == expected
+    bounds = [0, *cuts, len(stream)]
+    pieces = [stream[lo:hi] for lo, hi in itertools.pairwise(bounds)]
+    assert rewrite_offline(rules, pieces) == expected

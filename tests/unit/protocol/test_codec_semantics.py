@@ -272,3 +272,10 @@ def test_frame_splitter_reassembles_and_refuses_before_buffering() -> None:
     assert frames == [b"ab", b"c"] and splitter.pending == 0
     with pytest.raises(ProtocolError):
         splitter.feed(b"\x00\x00\x01\x00")  # 256 > 16: refused on the prefix alone
+
+
+def test_frame_splitter_hands_over_good_frames_before_a_bad_prefix() -> None:
+    splitter = framing.FrameSplitter(max_size=16)
+    assert splitter.feed(b"\x00\x00\x00\x01a" + b"HTTP/1.1 400") == [b"a"]
+    with pytest.raises(WrongProtocolError):
+        splitter.feed(b"")
