@@ -33,6 +33,7 @@ __all__ = [
     "build_update_features",
     "plan_feature_updates",
     "read_update_features",
+    "result_sentence",
 ]
 
 UPDATE_FEATURES = 57
@@ -85,16 +86,17 @@ class FeatureUpdateResult:
     def sentence(self) -> str:
         """The result as kafka-features prints it."""
         u = self.update
-        if self.ok:
-            if self.validate_only:
-                done = "disabled" if u.verb == "disable" else f"{u.verb}d to {u.level}"
-                return f"{u.feature} can be {done}."
-            if u.verb == "disable":
-                return f"{u.feature} was disabled."
-            return f"{u.feature} was {u.verb}d to {u.level}."
-        reason = self.error_message or error_for(self.error_code).message
-        target = "" if u.verb == "disable" else f" to {u.level}"
-        return f"Could not {u.verb} {u.feature}{target}. {reason}"
+        error = None if self.ok else (self.error_message or error_for(self.error_code).message)
+        return result_sentence(u.verb, u.feature, u.level, error, dry_run=self.validate_only)
+
+
+def result_sentence(verb: str, feature: str, level: int, error: str | None, *, dry_run: bool) -> str:
+    """kafka-features' sentence for one feature: ``verb`` is upgrade, downgrade or disable."""
+    if error is None:
+        done = "disabled." if verb == "disable" else f"{verb}d to {level}."
+        return f"{feature} {'can be' if dry_run else 'was'} {done}"
+    target = f"disable {feature}" if verb == "disable" else f"{verb} {feature} to {level}"
+    return f"{'Can not' if dry_run else 'Could not'} {target}. {error}"
 
 
 def plan_feature_updates(

@@ -80,6 +80,10 @@ def test_results_per_feature_before_v2_and_from_top_level_at_v2() -> None:
         .sentence()
         .endswith("can be upgraded to 1.")
     )
+    refused = read_update_features(
+        UpdateFeaturesResponse(error_code=96, error_message="no"), 2, updates, validate_only=True
+    )
+    assert refused[0].sentence() == "Can not upgrade kraft.version to 1. no"  # a dry run, as Kafka says it
     failed = UpdateFeaturesResponse(error_code=96, error_message="controller said no")
     assert [r.ok for r in read_update_features(failed, 1, updates)] == [False, False]
 

@@ -1,0 +1,394 @@
+"""The connection options every command shares, turned into a ``ConnectionConfig``.
+
+Where to connect: ``--bootstrap-server H:P[,H:P...]`` or a positional ``H:P``.
+How: ``--command-config FILE`` (Kafka's client properties: ``security.protocol``,
+``ssl.*``, ``sasl.*``) and flags that override it: ``--tls``, ``--ca-file``,
+``--no-hostname-check``, ``--sasl-mechanism``, ``--sasl-username``,
+``--sasl-password-env VAR``.  A password is never taken on the command line
+(it would show in ``ps`` and in shell history): it comes from the environment
+variable named by ``--sasl-password-env`` or from ``sasl.jaas.config``.
+
+Version policy flags (``--cap``, ``--pin``, ``--deprecate``, ``--block``,
+``--honour-spec-deprecations``) narrow the versions picked, and
+``--fallback-release`` lets a pre-0.10 broker be inspected through the API
+table of a configured release.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkacompat.cli.properties import JaasEntry, load_properties, parse_jaas_config
+from kafkacompat.cli.redaction import Redactor
+from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.version_policy import VersionPolicy
+from kafkacompat.transport.config import (
+    MECHANISMS,
+    ConfigError,
+    ConnectionConfig,
+    RetryPolicy,
+    SaslConfig,
+    Secret,
+    TlsConfig,
+)
+
+__all__ = [
+    "PROTOCOLS",
+    "ConnectionOptions",
+    "add_connection_options",
+    "build_policy",
+    "resolve_connection",
+]
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+# The keys read here; any other ssl./sasl. key is reported as ignored (by name only).
+_READ_KEYS = frozenset(
+    {
+        "bootstrap.servers",
+        "client.id",
+        "request.timeout.ms",
+        "security.protocol",
+        "ssl.truststore.location",
+        "ssl.truststore.type",
+        "ssl.truststore.password",
+        "ssl.keystore.location",
+        "ssl.keystore.type",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.endpoint.identification.algorithm",
+        "sasl.mechanism",
+        "sasl.jaas.config",
+    }
+)
+_JKS_MAGIC = b"\xfe\xed\xfe\xed"
+
+
+class _RefusePassword(argparse.Action):
+    """``--sasl-password`` exists only to refuse it, without echoing what followed it."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        parser.exit(
+            2,
+            f"{parser.prog}: error: passwords are not taken on the command line; "
+            "use --sasl-password-env VAR or sasl.jaas.config in --command-config\n",
+        )
+
+
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """Add the shared connection, security and policy options to a subcommand's parser."""
+    parser.add_argument("bootstrap", nargs="?", metavar="HOST:PORT", help="a bootstrap broker")
+    where = parser.add_argument_group("connection")
+    where.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT[,HOST:PORT...]", help="the broker(s) to bootstrap from"
+    )
+    where.add_argument(
+        "--command-config",
+        metavar="FILE",
+        type=Path,
+        help="Kafka client properties: security.protocol, ssl.*, sasl.*",
+    )
+    where.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="connect and request timeout (default 10)",
+    )
+    where.add_argument(
+        "--retries",
+        type=int,
+        default=3,
+        metavar="N",
+        help="attempts per address for transport errors (default 3)",
+    )
+    where.add_argument("--tls", action="store_true", help="use TLS (SSL or SASL_SSL)")
+    where.add_argument("--ca-file", type=Path, metavar="PEM", help="CA certificates (PEM) to trust")
+    where.add_argument(
+        "--no-hostname-check",
+        action="store_true",
+        help="do not check the broker's certificate name (as an empty ssl.endpoint.identification.algorithm)",
+    )
+    where.add_argument("--sasl-mechanism", choices=MECHANISMS, type=str.upper)
+    where.add_argument("--sasl-username", metavar="USER")
+    where.add_argument(
+        "--sasl-password-env", metavar="VAR", help="the environment variable holding the SASL password"
+    )
+    where.add_argument("--sasl-password", nargs="?", action=_RefusePassword, help=argparse.SUPPRESS)
+    where.add_argument(
+        "--fallback-release",
+        metavar="RELEASE",
+        help="for a broker older than 0.10: use this release's API table",
+    )
+    policy = parser.add_argument_group("version policy")
+    policy.add_argument(
+        "--cap",
+        action="append",
+        default=[],
+        metavar="API=V",
+        help="never send API above version V (API: name or key)",
+    )
+    policy.add_argument("--pin", action="append", default=[], metavar="API=V", help="send API at V only")
+    policy.add_argument(
+        "--deprecate",
+        action="append",
+        default=[],
+        metavar="API=VERSIONS",
+        help="treat these versions as deprecated (e.g. Fetch=0-3)",
+    )
+    policy.add_argument(
+        "--block",
+        action="append",
+        default=[],
+        metavar="API=VERSIONS",
+        help="never send these versions (e.g. Produce=9,10)",
+    )
+    policy.add_argument(
+        "--honour-spec-deprecations",
+        action="store_true",
+        help="also avoid the versions the protocol specs deprecate",
+    )
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """Where and how to connect, with the secrets to keep out of every output."""
+
+    bootstrap: str
+    config: ConnectionConfig
+    protocol: str
+    redactor: Redactor = field(repr=False)
+    ignored_keys: tuple[str, ...] = ()
+
+
+def _api_pairs(values: Sequence[str], flag: str) -> list[tuple[str | int, str]]:
+    pairs: list[tuple[str | int, str]] = []
+    for value in values:
+        api, found, rest = value.partition("=")
+        if not found or not api.strip() or not rest.strip():
+            raise ConfigError(f"{flag} wants API=VERSION, got {value!r}")
+        name = api.strip()
+        pairs.append((int(name) if name.isdigit() else name, rest.strip()))
+    return pairs
+
+
+def build_policy(args: argparse.Namespace) -> VersionPolicy | None:
+    """The version policy of the policy flags; None when none is given."""
+    if not (args.cap or args.pin or args.deprecate or args.block or args.honour_spec_deprecations):
+        return None
+
+    def versions(text: str, flag: str) -> list[str]:
+        return [part.strip() for part in text.split(",") if part.strip()] or [text]
+
+    def single(text: str, flag: str) -> int:
+        if not text.isdigit():
+            raise ConfigError(f"{flag} wants one version number, got {text!r}")
+        return int(text)
+
+    try:
+        return VersionPolicy(
+            caps={api: single(v, "--cap") for api, v in _api_pairs(args.cap, "--cap")},
+            pins={api: single(v, "--pin") for api, v in _api_pairs(args.pin, "--pin")},
+            deprecated={
+                api: versions(v, "--deprecate") for api, v in _api_pairs(args.deprecate, "--deprecate")
+            },
+            blocked={api: versions(v, "--block") for api, v in _api_pairs(args.block, "--block")},
+            honour_spec_deprecations=args.honour_spec_deprecations,
+        )
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"bad version policy: {exc}") from None
+
+
+def _bootstrap(args: argparse.Namespace, properties: Mapping[str, str]) -> str:
+    given = [value for value in (args.bootstrap_server, args.bootstrap) if value]
+    if len(given) == 2 and given[0] != given[1]:
+        raise ConfigError("give the bootstrap server once: either --bootstrap-server or HOST:PORT")
+    bootstrap = given[0] if given else properties.get("bootstrap.servers", "").strip()
+    if not bootstrap:
+        raise ConfigError("no broker given: pass --bootstrap-server HOST:PORT (or HOST:PORT)")
+    return bootstrap
+
+
+def _check_pem(path: Path, what: str, kind_key: str, kind: str | None) -> Path:
+    if kind is not None and kind.upper() != "PEM":
+        raise ConfigError(
+            f"{kind_key}={kind} is not supported: kafkacompat reads PEM files only "
+            f"(export a JKS or PKCS12 store with keytool -exportcert -rfc, or openssl pkcs12 -nodes)"
+        )
+    try:
+        head = path.read_bytes()[:4096]
+    except FileNotFoundError:
+        raise ConfigError(f"the {what} {path} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the {what} {path}: {exc.strerror}") from None
+    if head.startswith(_JKS_MAGIC):
+        raise ConfigError(
+            f"the {what} {path} is a JKS keystore, which is not supported: export it to PEM "
+            f"(keytool -exportcert -rfc -keystore {path.name} -file ca.pem) and point to that"
+        )
+    if b"-----BEGIN " not in head:
+        raise ConfigError(
+            f"the {what} {path} is not a PEM file (no -----BEGIN line); PKCS12 and JKS "
+            "stores are not supported"
+        )
+    return path
+
+
+def _tls(args: argparse.Namespace, props: Mapping[str, str], redactor: Redactor) -> TlsConfig:
+    ca_file: Path | None = args.ca_file
+    if ca_file is None and props.get("ssl.truststore.location"):
+        ca_file = Path(props["ssl.truststore.location"])
+    if ca_file is not None:
+        _check_pem(ca_file, "CA file", "ssl.truststore.type", props.get("ssl.truststore.type"))
+    algorithm = props.get("ssl.endpoint.identification.algorithm", "https").strip().lower()
+    if algorithm not in ("", "https"):
+        raise ConfigError("ssl.endpoint.identification.algorithm must be https or empty (no hostname check)")
+    cert_file: Path | None = None
+    key_password: Secret | None = None
+    if props.get("ssl.keystore.location"):
+        cert_file = _check_pem(
+            Path(props["ssl.keystore.location"]),
+            "keystore",
+            "ssl.keystore.type",
+            props.get("ssl.keystore.type"),
+        )
+        if props.get("ssl.key.password"):
+            key_password = Secret(props["ssl.key.password"])
+            redactor.add(key_password)
+    return TlsConfig(
+        ca_file=ca_file,
+        cert_file=cert_file,
+        key_password=key_password,
+        check_hostname=algorithm == "https" and not args.no_hostname_check,
+    )
+
+
+def _jaas(props: Mapping[str, str]) -> JaasEntry | None:
+    text = props.get("sasl.jaas.config", "").strip()
+    if not text:
+        return None
+    entry = parse_jaas_config(text)
+    if entry.module not in (_PLAIN_MODULE, _SCRAM_MODULE):
+        raise ConfigError(
+            f"sasl.jaas.config names {entry.short_module}, which is not supported: "
+            "use PlainLoginModule or ScramLoginModule with username= and password="
+        )
+    return entry
+
+
+def _sasl(
+    args: argparse.Namespace, props: Mapping[str, str], environ: Mapping[str, str], redactor: Redactor
+) -> SaslConfig:
+    entry = _jaas(props)
+    mechanism = args.sasl_mechanism or props.get("sasl.mechanism", "").strip().upper()
+    if not mechanism:
+        if entry is not None and entry.module == _PLAIN_MODULE:
+            mechanism = "PLAIN"
+        else:
+            raise ConfigError(
+                "SASL needs a mechanism: --sasl-mechanism or sasl.mechanism "
+                f"({', '.join(MECHANISMS)}); Kafka's default, GSSAPI, is not supported"
+            )
+    if mechanism not in MECHANISMS:
+        raise ConfigError(f"SASL mechanism {mechanism} is not supported; use one of {', '.join(MECHANISMS)}")
+    if entry is not None:
+        wanted = _PLAIN_MODULE if mechanism == "PLAIN" else _SCRAM_MODULE
+        if entry.module != wanted:
+            raise ConfigError(
+                f"sasl.jaas.config uses {entry.short_module}, but the mechanism "
+                f"{mechanism} needs {wanted.rsplit('.', 1)[-1]}"
+            )
+    options = entry.options if entry is not None else {}
+    username = args.sasl_username or options.get("username")
+    if args.sasl_password_env:
+        if args.sasl_password_env not in environ:
+            raise ConfigError(
+                f"the environment variable {args.sasl_password_env} (named by --sasl-password-env) is not set"
+            )
+        password = Secret(environ[args.sasl_password_env])
+    elif "password" in options:
+        password = Secret(options["password"])
+    else:
+        raise ConfigError("SASL needs a password: --sasl-password-env VAR, or password= in sasl.jaas.config")
+    redactor.add(password)
+    if not username:
+        raise ConfigError("SASL needs a username: --sasl-username, or username= in sasl.jaas.config")
+    return SaslConfig(mechanism, username, password)
+
+
+def _protocol(args: argparse.Namespace, props: Mapping[str, str]) -> str:
+    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper() or "PLAINTEXT"
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"security.protocol must be one of {', '.join(PROTOCOLS)}")
+    tls = protocol.endswith("SSL") or args.tls or args.ca_file is not None
+    sasl = protocol.startswith("SASL") or bool(
+        args.sasl_mechanism or args.sasl_username or args.sasl_password_env
+    )
+    return ("SASL_" if sasl else "") + ("SSL" if tls else "PLAINTEXT")
+
+
+def resolve_connection(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> ConnectionOptions:
+    """The bootstrap list and ``ConnectionConfig`` the parsed options describe."""
+    env = os.environ if environ is None else environ
+    redactor = Redactor()
+    props = load_properties(args.command_config) if args.command_config is not None else {}
+    for key, value in props.items():  # mask every password-like value, whatever happens later
+        if "password" in key or key == "sasl.jaas.config":
+            redactor.add(Secret(value))
+    if props.get("sasl.jaas.config"):
+        with suppress(ConfigError):  # mask its password on its own too, even when SASL is not used
+            redactor.add(Secret(parse_jaas_config(props["sasl.jaas.config"]).options.get("password", "")))
+    if args.sasl_password_env and args.sasl_password_env in env:
+        redactor.add(Secret(env[args.sasl_password_env]))
+    bootstrap = _bootstrap(args, props)
+    protocol = _protocol(args, props)
+    tls = _tls(args, props, redactor) if protocol.endswith("SSL") else None
+    sasl = _sasl(args, props, env, redactor) if protocol.startswith("SASL") else None
+    if args.timeout is None or args.timeout <= 0:
+        raise ConfigError("--timeout must be positive")
+    if args.retries < 1:
+        raise ConfigError("--retries must be at least 1")
+    request_timeout = args.timeout
+    if "request.timeout.ms" in props:
+        try:
+            request_timeout = int(props["request.timeout.ms"]) / 1000
+        except ValueError:
+            raise ConfigError("request.timeout.ms must be a whole number of milliseconds") from None
+    client_id = props.get("client.id") or "kafkacompat"
+    handshake = HandshakeConfig(client_id=client_id, fallback_release=args.fallback_release)
+    config = ConnectionConfig(
+        connect_timeout=args.timeout,
+        request_timeout=request_timeout,
+        client_id=client_id,
+        handshake=handshake,
+        policy=build_policy(args),
+        tls=tls,
+        sasl=sasl,
+        retry=RetryPolicy(attempts=args.retries),
+    )
+    ignored = tuple(sorted(k for k in props if k not in _READ_KEYS))
+    return ConnectionOptions(bootstrap, config, protocol, redactor, ignored)
+
+
+def warn_ignored(options: ConnectionOptions) -> None:
+    """Name (never show the values of) the command config keys that are not used."""
+    if options.ignored_keys:
+        print(
+            f"kafkacompat: ignoring command config key(s): {', '.join(options.ignored_keys)}", file=sys.stderr
+        )

@@ -1,0 +1,155 @@
+"""``kafkacompat features describe``: Kafka's lines for the cluster, then what differs by broker.
+
+The ``Feature: ...`` lines read the cluster as a whole: the supported levels
+are those every broker supports (a broker that does not list a feature
+supports level 0 only), the finalized level and epoch are the newest any
+broker answered.  Below them (unless ``--brief``): which brokers answered at
+which epoch, how the brokers' supported levels differ, and the highest level
+of each feature that could be finalized now.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkacompat.cli.feature_text import epoch_text, level_text
+from kafkacompat.negotiation.features import CATALOG, FeatureError
+from kafkacompat.protocol.versions import VersionRange
+from kafkacompat.transport.features_admin import ClusterFeatures
+
+__all__ = ["describe_document", "describe_lines"]
+
+INDENT = "\t"
+
+
+def _names(features: ClusterFeatures) -> list[str]:
+    return sorted({name for n in features.nodes.values() for name in n.supported} | set(features.levels))
+
+
+def _range(feature: str, versions: VersionRange) -> tuple[str, str]:
+    if versions.empty:
+        return "-", "-"
+    return level_text(feature, versions.lowest), level_text(feature, versions.highest)
+
+
+def _id(features: ClusterFeatures, label: str) -> str:
+    ids = {n.node: n.node_id for n in features.nodes.values()}
+    return str(ids.get(label, label))
+
+
+def _ids(features: ClusterFeatures, labels: tuple[str, ...] | list[str]) -> str:
+    listed = sorted((_id(features, label) for label in labels), key=lambda i: (len(i), i))
+    return ("node " if len(listed) == 1 else "nodes ") + ", ".join(listed)
+
+
+def _safe(features: ClusterFeatures, name: str) -> int | None:
+    try:
+        return features.max_safe_level(name)
+    except FeatureError:
+        return None
+
+
+def kafka_lines(features: ClusterFeatures) -> list[str]:
+    lines = []
+    for name in _names(features):
+        low, high = _range(name, features.supported_everywhere(name))
+        lines.append(
+            f"Feature: {name}\tSupportedMinVersion: {low}\tSupportedMaxVersion: {high}\t"
+            f"FinalizedVersionLevel: {level_text(name, features.levels.get(name, 0))}\t"
+            f"Epoch: {epoch_text(features.epoch)}"
+        )
+    return lines
+
+
+def describe_lines(features: ClusterFeatures, *, brief: bool = False) -> list[str]:
+    lines = kafka_lines(features)
+    if brief:
+        return lines
+    view = features.finalized
+    sources = f" from {_ids(features, view.sources)}" if view.sources else ""
+    if lines:
+        lines.append("")
+    lines.append(
+        f"Checked on {len(features.nodes)} broker(s): finalized epoch {epoch_text(view.epoch)}{sources}"
+    )
+    if not _names(features):
+        lines.append(f"{INDENT}no broker supports or finalizes any feature")
+    lines += [
+        f"{INDENT}node {_id(features, s.node)} is behind: it answered epoch {s.epoch}" for s in view.stale
+    ]
+    if view.conflicts:
+        lines.append(f"{INDENT}{_ids(features, view.conflicts)} answered other levels at the same epoch")
+    lines += [
+        f"{INDENT}node {node_id} could not be asked: {error}"
+        for node_id, error in features.unreachable.items()
+    ]
+    differing = []
+    for name in _names(features):
+        ranges = {n.node_id: n.supported.get(name) for n in features.nodes.values()}
+        if len({str(r) for r in ranges.values()}) > 1:
+            parts = [
+                f"node {node_id} "
+                + ("does not list it" if r is None else "supports {} to {}".format(*_range(name, r)))
+                for node_id, r in ranges.items()
+            ]
+            differing.append(f"{INDENT}{name}: {'; '.join(parts)}")
+    if differing:
+        lines += ["Brokers differ:", *differing]
+    if _names(features):
+        lines.append("Highest level every broker supports, dependencies met:")
+    for name in _names(features):
+        safe = _safe(features, name)
+        text = (
+            "none"
+            if safe is None
+            else (
+                CATALOG.describe(name, safe).removeprefix(f"{name} ")
+                if name == "metadata.version"
+                else str(safe)
+            )
+        )
+        lines.append(f"{INDENT}{name}: {text}")
+    return lines
+
+
+def _features(table: Any) -> dict[str, dict[str, int]]:
+    return {name: {"min": r.lowest, "max": r.highest} for name, r in sorted(table.items())}
+
+
+def describe_document(features: ClusterFeatures) -> dict[str, Any]:
+    view = features.finalized
+    ids = {n.node: n.node_id for n in features.nodes.values()}
+    return {
+        "_command": "features describe",
+        "_version": 1,
+        "finalized_features_epoch": view.epoch if view.epoch >= 0 else None,
+        "finalized_features": _features(view.features),
+        "features": [
+            {
+                "name": name,
+                "supported_everywhere": (
+                    None
+                    if (r := features.supported_everywhere(name)).empty
+                    else {"min": r.lowest, "max": r.highest}
+                ),
+                "finalized_level": features.levels.get(name, 0),
+                "max_safe_level": _safe(features, name),
+            }
+            for name in _names(features)
+        ],
+        "brokers": [
+            {
+                "node_id": n.node_id,
+                "endpoint": n.node,
+                "supported_features": _features(n.supported),
+                "finalized_features": _features(n.finalized),
+                "finalized_features_epoch": n.epoch,
+                "source": n.source,
+            }
+            for n in features.nodes.values()
+        ],
+        "behind": [{"node_id": ids.get(s.node), "epoch": s.epoch} for s in view.stale],
+        "unreachable": [
+            {"node_id": node_id, "error": str(error)} for node_id, error in features.unreachable.items()
+        ],
+    }

@@ -1,0 +1,98 @@
+"""``kafkacompat snapshot``: append one JSON line per broker connection, for the fleet pipeline.
+
+Each line is schema 1 of the fleet pipeline's input, made by the pipeline's
+own ``snapshot_line`` (``kafkacompat.pipeline.snapshot_format``; the shape is
+in docs/cli.md): when it was observed, the cluster id, the node, its
+endpoint, the release guess, every API range it answered, its supported and
+finalized features with the epoch, and the handshake.  ``--out -`` writes to
+stdout.  Lines are appended, never rewritten, so one file can collect many
+runs.  Exit status: 0 when every broker probed gave a line, 1 otherwise (the
+others are still written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from kafkacompat.cli.connection_options import add_connection_options, resolve_connection, warn_ignored
+from kafkacompat.cli.inspect import failure_note
+from kafkacompat.cli.inspect_model import ProbeReport
+from kafkacompat.cli.output import Output, Progress
+from kafkacompat.cli.probe import probe
+from kafkacompat.pipeline.snapshot_format import snapshot_json, snapshot_line, validate_snapshot
+from kafkacompat.transport.config import ConfigError
+
+__all__ = ["register", "run", "snapshot_lines"]
+
+
+def snapshot_lines(report: ProbeReport, cluster_id: str | None = None) -> list[str]:
+    """One schema-1 line per broker that answered; ``cluster_id`` overrides Metadata's."""
+    name = cluster_id or report.cluster_id
+    if not name:
+        raise ConfigError(
+            "the cluster sent no cluster id (its Metadata version predates them); name it with --cluster-id"
+        )
+    lines = []
+    for broker in report.brokers:
+        if broker.capabilities is None:
+            continue
+        line = snapshot_line(broker.capabilities, name, report.observed_at, node_id=broker.node_id)
+        problems = validate_snapshot(line)
+        if problems:  # pragma: no cover - the pipeline's helper writes valid lines
+            raise ConfigError(f"the snapshot of node {broker.node_id} is not valid: {'; '.join(problems)}")
+        lines.append(snapshot_json(line))
+    return lines
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "snapshot",
+        help="append one JSON line per broker for the fleet pipeline",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+        allow_abbrev=False,
+    )
+    add_connection_options(parser)
+    parser.add_argument("--all-brokers", action="store_true", help="one line for every broker Metadata names")
+    parser.add_argument(
+        "--out", required=True, metavar="FILE.jsonl", help="the file to append to ('-': stdout)"
+    )
+    parser.add_argument("--cluster-id", metavar="ID", help="the cluster id to record (default: Metadata's)")
+    parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    parser.set_defaults(handler=run)
+
+
+def _append(path: str, lines: list[str]) -> None:
+    text = "".join(line + "\n" for line in lines)
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"--out {target} is a directory")
+    try:
+        with target.open("a", encoding="utf-8") as file:
+            file.write(text)
+    except OSError as exc:
+        raise ConfigError(f"cannot append to {target}: {exc.strerror}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    options = resolve_connection(args)
+    output = Output(options.redactor)
+    warn_ignored(options)
+    progress = None
+    if args.all_brokers:
+        progress = Progress(0, "negotiating", redactor=options.redactor, mode="off" if args.quiet else None)
+    report = probe(options, all_brokers=args.all_brokers, progress=progress)
+    lines = [options.redactor.text(line) for line in snapshot_lines(report, args.cluster_id)]
+    _append(args.out, lines)
+    if args.out != "-" and not args.quiet:
+        output.note(f"appended {len(lines)} line(s) to {args.out}")
+    if report.failed:
+        output.note(f"kafkacompat {args.command}: {failure_note(report)}")
+        return 1
+    return 0

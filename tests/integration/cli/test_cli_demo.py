@@ -1,0 +1,38 @@
+"""``make demo``: runs on this machine, shows every part, and stops what it started."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+import trio
+
+from tests.integration.cli.cli_runner import DEADLINE, ROOT
+
+pytestmark = pytest.mark.broker
+
+
+async def test_demo_runs_every_part() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with trio.fail_after(DEADLINE * 2):
+        done = await trio.run_process(
+            [sys.executable, "-m", "kafkacompat.demo"],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            env=env,
+            cwd=ROOT,
+        )
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()
+    for heading in (
+        "1. A real broker: Tansu on 127.0.0.1, inspected",
+        "2. The coordinators of 300 groups, in one batched request",
+        "3. An emulated Kafka 0.10.0 broker: the handshake comes down to v0",
+    ):
+        assert f"{heading}\n{'=' * len(heading)}\n" in out
+    assert "300 of 300 found with 1 batched FindCoordinator request(s) (v6) in 1 round trip(s)" in out
+    assert "300 of 300 found with 300 single-key FindCoordinator request(s) (v0)" in out
+    assert "\t2. ApiVersions v0 on connection 1: ok" in out
+    assert "Tansu stopped." in out and "The emulated broker stopped." in out

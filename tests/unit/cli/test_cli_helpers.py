@@ -1,0 +1,190 @@
+"""Redaction, failure sentences, progress and output plumbing of the command line."""
+
+from __future__ import annotations
+
+import io
+import os
+import traceback
+from pathlib import Path
+
+import pytest
+
+from kafkacompat.cli.failures import CommandFailed, explain_failure
+from kafkacompat.cli.output import Output, Progress, progress_mode
+from kafkacompat.cli.redaction import Redactor
+from kafkacompat.errors import (
+    AuthenticationError,
+    BrokerTooOldError,
+    KafkaTimeoutError,
+    TransportError,
+    UnsupportedVersionError,
+    WrongProtocolError,
+)
+from kafkacompat.transport.cluster import NoBrokerReachableError
+from kafkacompat.transport.config import ConfigError, ConnectionConfig, SaslConfig, Secret, TlsConfig
+from kafkacompat.transport.stream import PeerClosedError
+
+SECRET = "hunter2-0xC0FFEE"
+PLAIN = ConnectionConfig()
+TLS = ConnectionConfig(tls=TlsConfig())
+SASL = ConnectionConfig(sasl=SaslConfig("PLAIN", "u", Secret("x")))
+
+
+# -- redaction ------------------------------------------------------------------------------
+
+
+def test_redactor_masks_text_longest_first() -> None:
+    redactor = Redactor([Secret("abc"), Secret("abcdef"), Secret("")])
+    assert redactor.text("xx abcdef yy abc") == "xx *** yy ***"
+    assert bool(Redactor()) is False and bool(redactor) is True
+
+
+def test_scrub_reaches_message_args_notes_causes_and_groups() -> None:
+    redactor = Redactor([Secret(SECRET)])
+    inner = AuthenticationError(f"broker said {SECRET}", node="h:1")
+    inner.add_note(f"note with {SECRET}")
+    outer = TransportError(f"wrapped {SECRET}")
+    outer.__cause__ = inner
+    group = ExceptionGroup("g", [outer, ValueError(SECRET)])
+    try:
+        with redactor.scrubbing():
+            raise group
+    except ExceptionGroup as caught:
+        rendered = "".join(traceback.format_exception(caught))
+    assert SECRET not in rendered
+    assert "broker said ***" in rendered and "note with ***" in rendered
+    assert inner.message == "broker said ***"
+
+
+# -- failures -------------------------------------------------------------------------------
+
+
+def unreachable(*reasons: Exception) -> NoBrokerReachableError:
+    return NoBrokerReachableError({f"h:{n}": r for n, r in enumerate(reasons)})  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("error", "config", "starts", "hint"),
+    [
+        (unreachable(TransportError("connection refused")), PLAIN, "unreachable: no bootstrap address", None),
+        (unreachable(KafkaTimeoutError("no answer")), PLAIN, "no answer: ", "add --tls"),
+        (unreachable(KafkaTimeoutError("no answer")), TLS, "no answer: ", None),
+        (unreachable(PeerClosedError("closed")), PLAIN, "connection closed: ", "it may require SASL"),
+        (unreachable(PeerClosedError("closed")), SASL, "connection closed: ", None),
+        (WrongProtocolError("the peer answered with HTTP"), PLAIN, "not a Kafka broker: ", None),
+        (
+            WrongProtocolError("the peer answered with a TLS alert"),
+            PLAIN,
+            "not a Kafka broker: ",
+            "add --tls",
+        ),
+        (BrokerTooOldError("closed on v0", node="h:1"), PLAIN, "too old, or not Kafka: ", "add --tls"),
+        (BrokerTooOldError("closed on v0"), TLS, "too old, or not Kafka: ", "--fallback-release 0.9.0"),
+        (
+            AuthenticationError("SCRAM-SHA-256 authentication as 'u' failed"),
+            SASL,
+            "authentication failed: ",
+            None,
+        ),
+        (AuthenticationError("TLS failed: UNEXPECTED_EOF", node="h:1"), TLS, "TLS failed: ", "drop --tls"),
+        (AuthenticationError("TLS certificate verification failed", node="h:1"), TLS, "TLS failed: ", None),
+        (
+            AuthenticationError("TLS failed: EOF", node="elsewhere:9"),
+            TLS,
+            "TLS failed: ",
+            "advertised.listeners",
+        ),
+        (UnsupportedVersionError("no Metadata version"), PLAIN, "no usable version: ", None),
+        (KafkaTimeoutError("slow"), PLAIN, "timed out: ", None),
+        (TransportError("reset"), PLAIN, "connection failed: ", None),
+    ],
+)
+def test_failures_get_a_kind_and_a_hint(
+    error: Exception, config: ConnectionConfig, starts: str, hint: str | None
+) -> None:
+    sentence = explain_failure(error, config, "h:1")  # type: ignore[arg-type]
+    assert sentence.startswith(starts)
+    assert "\n" not in sentence
+    hints = (
+        "add --tls",
+        "drop --tls",
+        "it may require SASL",
+        "advertised.listeners",
+        "--fallback-release 0.9.0",
+    )
+    expected = [] if hint is None else [hint]
+    if isinstance(error, BrokerTooOldError):
+        expected = [h for h in hints if h in ("--fallback-release 0.9.0", hint)]
+    assert [h for h in hints if h in sentence] == expected
+
+
+def test_config_errors_and_command_failures_pass_through() -> None:
+    assert explain_failure(ConfigError("bad"), PLAIN) == "bad"
+    assert explain_failure(CommandFailed("done"), PLAIN) == "done"
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+def test_output_masks_secrets_everywhere() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    output = Output(Redactor([Secret(SECRET)]), stdout=out, stderr=err)
+    output.line(f"a {SECRET}")
+    output.lines([SECRET])
+    output.json({"k": SECRET})
+    output.note(SECRET)
+    assert SECRET not in out.getvalue() + err.getvalue()
+    assert out.getvalue().count("***") == 3
+
+
+class BrokenStream(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError
+
+
+def test_a_closed_reader_ends_the_output_quietly() -> None:
+    output = Output(stdout=BrokenStream())
+    output.line("first")
+    output.line("second")
+    assert output.closed
+
+
+def test_progress_modes_follow_stderr(tmp_path: Path) -> None:
+    assert progress_mode(io.StringIO(), quiet=True) == "off"
+    assert progress_mode(io.StringIO()) == "plain"
+    read, write = os.pipe()
+    try:
+        with os.fdopen(write, "w") as pipe:
+            assert progress_mode(pipe) == "off"
+    finally:
+        os.close(read)
+    with (tmp_path / "log").open("w") as file:
+        assert progress_mode(file) == "plain"
+
+
+def test_plain_and_live_progress() -> None:
+    plain = io.StringIO()
+    progress = Progress(2, "negotiating", stream=plain, mode="plain")
+    progress.start()
+    progress.step("node 1 at h:1")
+    progress.step("node 2 at h:2", "refused")
+    progress.finish()
+    assert plain.getvalue().splitlines() == [
+        "negotiating: 2 broker(s)",
+        "  [1/2] node 1 at h:1: ok",
+        "  [2/2] node 2 at h:2: failed: refused",
+    ]
+    live = io.StringIO()
+    progress = Progress(2, "negotiating", stream=live, mode="live")
+    progress.start()
+    progress.step("node 1")
+    progress.step("node 2", "refused")
+    progress.finish()
+    text = live.getvalue()
+    assert "\rnegotiating: 2/2 done, 1 failed" in text and text.endswith("\r")
+    quiet = io.StringIO()
+    progress = Progress(1, "x", stream=quiet, mode="off")
+    progress.start()
+    progress.step("n")
+    progress.finish()
+    assert quiet.getvalue() == ""
