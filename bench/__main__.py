@@ -26,6 +26,7 @@ from bench.common import BenchConfig, Row, format_table
 # Section name -> module; run in this order.
 SECTIONS: dict[str, str] = {
     "codec": "bench.codec",
+    "transport": "bench.transport",
 }
 
 
