@@ -2,37 +2,80 @@
 
 Bytes and outcomes go in, decisions come out, so the transport, the command
 line, the emulator and the Spark pipeline all share one implementation.
+
+The names below are loaded on first use: a connection that only negotiates
+does not import the coordinator planner, the feature logic or the release table.
 """
 
-from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
-from kafkacompat.negotiation.coordinators import (
-    CoordinatorKeyType,
-    CoordinatorPlan,
-    CoordinatorResults,
-    plan_coordinator_lookups,
-    replan,
-)
-from kafkacompat.negotiation.feature_updates import (
-    FeatureUpdate,
-    FeatureUpdateResult,
-    UpgradeType,
-    build_update_features,
-    plan_feature_updates,
-    read_update_features,
-)
-from kafkacompat.negotiation.features import (
-    CATALOG,
-    FinalizedObservation,
-    can_finalize,
-    can_finalize_all,
-    max_safe_level,
-    merge_finalized,
-)
-from kafkacompat.negotiation.handshake import ApiVersionsHandshake, HandshakeConfig, HandshakeResult
-from kafkacompat.negotiation.release_guess import ReleaseGuess, guess_release
-from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
-from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy, explain, pick_version
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkacompat.negotiation.capabilities import BrokerCapabilities
+    from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
+    from kafkacompat.negotiation.coordinators import (
+        CoordinatorKeyType,
+        CoordinatorPlan,
+        CoordinatorResults,
+        plan_coordinator_lookups,
+        replan,
+    )
+    from kafkacompat.negotiation.feature_updates import (
+        FeatureUpdate,
+        FeatureUpdateResult,
+        UpgradeType,
+        build_update_features,
+        plan_feature_updates,
+        read_update_features,
+    )
+    from kafkacompat.negotiation.features import (
+        CATALOG,
+        FinalizedObservation,
+        can_finalize,
+        can_finalize_all,
+        max_safe_level,
+        merge_finalized,
+    )
+    from kafkacompat.negotiation.handshake import ApiVersionsHandshake, HandshakeConfig, HandshakeResult
+    from kafkacompat.negotiation.release_guess import ReleaseGuess, guess_release
+    from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
+    from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy, explain, pick_version
+
+_HOMES = {
+    "ApiVersionsHandshake": "handshake",
+    "BrokerCapabilities": "capabilities",
+    "CATALOG": "features",
+    "ClusterView": "cluster_view",
+    "CoordinatorKeyType": "coordinators",
+    "CoordinatorPlan": "coordinators",
+    "CoordinatorResults": "coordinators",
+    "FeatureUpdate": "feature_updates",
+    "FeatureUpdateResult": "feature_updates",
+    "FinalizedObservation": "features",
+    "HandshakeAttempt": "transcript",
+    "HandshakeConfig": "handshake",
+    "HandshakeResult": "handshake",
+    "HandshakeTranscript": "transcript",
+    "ReleaseGuess": "release_guess",
+    "UpgradeType": "feature_updates",
+    "VersionChoice": "version_policy",
+    "VersionPolicy": "version_policy",
+    "build_cluster_view": "cluster_view",
+    "build_update_features": "feature_updates",
+    "can_finalize": "features",
+    "can_finalize_all": "features",
+    "explain": "version_policy",
+    "guess_release": "release_guess",
+    "max_safe_level": "features",
+    "merge_finalized": "features",
+    "pick_version": "version_policy",
+    "plan_coordinator_lookups": "coordinators",
+    "plan_feature_updates": "feature_updates",
+    "read_update_features": "feature_updates",
+    "replan": "coordinators",
+}
 
 __all__ = [
     "CATALOG",
@@ -67,3 +110,12 @@ __all__ = [
     "read_update_features",
     "replan",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -56,7 +56,7 @@ def as_range(value: RangeLike) -> VersionRange:
         and len(value) == 2
         and all(isinstance(end, int) and not isinstance(end, bool) for end in value)
     ):
-        return VersionRange(value[0], value[1])
+        return VersionRange.of(value[0], value[1])
     raise TypeError(f"not a version range: {value!r}")
 
 

@@ -190,5 +190,6 @@ def first_ranges(rows: Iterable[tuple[K, int, int]]) -> Mapping[K, VersionRange]
     """Read-only key -> range; the first row of a repeated key wins, as in Kafka's keyed lists."""
     ranges: dict[K, VersionRange] = {}
     for key, low, high in rows:
-        ranges.setdefault(key, VersionRange(low, high))
+        if key not in ranges:
+            ranges[key] = VersionRange.of(low, high)
     return MappingProxyType(ranges)

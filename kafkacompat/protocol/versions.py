@@ -7,6 +7,7 @@ an open end is stored as ``OPEN_END`` (the largest int16), as Kafka does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -27,6 +28,11 @@ class VersionRange:
 
     NONE: ClassVar[VersionRange]
     ALL: ClassVar[VersionRange]
+
+    @staticmethod
+    def of(lowest: int, highest: int) -> VersionRange:
+        """The range ``lowest..highest``, shared: ranges repeat across brokers and replies."""
+        return _shared_range(lowest, highest)
 
     @classmethod
     def parse(cls, text: str) -> VersionRange:
@@ -89,6 +95,11 @@ class VersionRange:
 
     def __repr__(self) -> str:
         return f"VersionRange({str(self)!r})"
+
+
+@functools.lru_cache(maxsize=4096)
+def _shared_range(lowest: int, highest: int) -> VersionRange:
+    return VersionRange(lowest, highest)
 
 
 VersionRange.NONE = VersionRange(1, 0)

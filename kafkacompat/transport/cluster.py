@@ -43,7 +43,7 @@ from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.message import KafkaMessage
-from kafkacompat.transport.config import ConnectionConfig
+from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection, CapabilityChange
 from kafkacompat.transport.coordinator_lookup import CoordinatorLookup, KeyTypeLike, find_coordinators
 from kafkacompat.transport.discovery import (
@@ -392,7 +392,7 @@ async def connect(
     ``UnsupportedVersionError`` (see the module documentation).
     """
     addresses = parse_bootstrap(bootstrap)
-    settings = config or ConnectionConfig()
+    settings = config or DEFAULT_CONFIG
     if policy is not None:
         settings = dataclasses.replace(settings, policy=policy)
     try:

@@ -14,7 +14,15 @@ from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
 
-__all__ = ["ConfigError", "ConnectionConfig", "RetryPolicy", "SaslConfig", "Secret", "TlsConfig"]
+__all__ = [
+    "DEFAULT_CONFIG",
+    "ConfigError",
+    "ConnectionConfig",
+    "RetryPolicy",
+    "SaslConfig",
+    "Secret",
+    "TlsConfig",
+]
 
 
 class ConfigError(KafkaCompatError, ValueError):
@@ -113,3 +121,8 @@ class ConnectionConfig:
             raise ConfigError("max_frame_size must be between 1 and 2**31-1")
         if self.connect_timeout <= 0 or self.request_timeout <= 0:
             raise ConfigError("timeouts must be positive")
+
+
+# Built once: building a config checks and encodes the ApiVersions request, which
+# a connection opened with the defaults should not pay for every time.
+DEFAULT_CONFIG = ConnectionConfig()

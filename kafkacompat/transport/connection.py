@@ -46,7 +46,7 @@ from kafkacompat.protocol import framing, messages
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import API_NAMES
-from kafkacompat.transport.config import ConnectionConfig
+from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.negotiate import negotiate
 from kafkacompat.transport.seam import raise_lone
 from kafkacompat.transport.stream import FramedStream
@@ -100,7 +100,7 @@ class BrokerConnection:
         self.host = host
         self.port = port
         self.node_id = node_id
-        self.config = config or ConnectionConfig()
+        self.config = config or DEFAULT_CONFIG
         self.capabilities: BrokerCapabilities | None = None
         self.handshake: HandshakeResult | None = None
         self.changes: list[CapabilityChange] = []

@@ -9,6 +9,8 @@ before buffering anything it announces.  End of stream is a
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import socket
 import ssl
 from collections import deque
 
@@ -89,13 +91,28 @@ class FramedStream:
                 await self._stream.aclose()
 
 
+async def _open_tcp(host: str, port: int) -> trio.SocketStream:
+    """TCP to ``host:port``; a numeric address skips name resolution and happy eyeballs."""
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        return await trio.open_tcp_stream(host, port)
+    sock = trio.socket.socket(family, socket.SOCK_STREAM)
+    try:
+        await sock.connect((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return trio.SocketStream(sock)
+
+
 async def open_framed_stream(host: str, port: int, config: ConnectionConfig) -> FramedStream:
     """Connect (and run the TLS handshake) within the connect timeout."""
     node = f"{host}:{port}"
     doing = "connecting"
     try:
         with trio.fail_after(config.connect_timeout):
-            stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
+            stream: trio.abc.Stream = await _open_tcp(host, port)
             if config.tls is not None:
                 doing = "running the TLS handshake"
                 ssl_stream = trio.SSLStream(
