@@ -21,10 +21,16 @@ def translate(exc: BaseException, node: str, doing: str) -> KafkaCompatError:
     """The kafkacompat error for a low-level failure while ``doing`` something with ``node``."""
     if isinstance(exc, KafkaCompatError):
         return exc
+    tls_handshake = "TLS handshake" in doing
     if isinstance(exc, ssl.SSLCertVerificationError):
         return AuthenticationError(
             f"TLS certificate verification failed while {doing}: {exc.verify_message or exc}", node=node
         )
+    # A reset and an EOF mid-handshake mean the same thing (the peer would not
+    # finish TLS with us); they are reported alike, whichever the OS delivers.
+    reset = isinstance(exc, ConnectionResetError | trio.BrokenResourceError)
+    if tls_handshake and reset and not isinstance(exc.__cause__, ssl.SSLError):
+        return AuthenticationError(f"TLS failed while {doing}: the peer reset the connection", node=node)
     if isinstance(exc, ssl.SSLError):
         return AuthenticationError(f"TLS failed while {doing}: {exc.reason or exc}", node=node)
     if isinstance(exc, trio.TooSlowError):

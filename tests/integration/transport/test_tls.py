@@ -174,7 +174,7 @@ async def test_terminator_is_bounded_and_stops(tansu: TansuBroker, tls_files: Tl
     with trio.fail_after(DEADLINE):
         async with serve_tls_terminator((tansu.host, tansu.port), context, max_connections=1) as term:
             await metadata(term.host, term.port, tls(tls_files))
-            # The second connection is closed at once: mid-handshake, which the seam calls a TLS failure.
+            # The second connection is closed at once: mid-handshake, a TLS failure.
             error, _ = await failure(term.host, term.port, tls(tls_files))
             assert (term.accepted, term.forwarded) == (2, 1)
             port = term.port
