@@ -297,9 +297,9 @@ class MessageRenderer:
             if not inner.lines:
                 out("return")
             else:
-                for name in ("x", "item"):
-                    if inner.uses(name):
-                        out(f"{name}: Any")
+                for local in ("x", "item"):
+                    if inner.uses(local):
+                        out(f"{local}: Any")
                 out("try:")
                 out.extend(inner)
                 out("except _wire.ENCODE_FAILURES as exc:")
@@ -350,11 +350,15 @@ class MessageRenderer:
                     out(f'raise EncodeError("field {f.py_name} is None but not nullable at this version")')
             out("else:")
             with out.block():
-                out(
-                    f"{sink} += _wire.uvarint(len(x) + 1)"
-                    if fl.compact
-                    else f"{sink} += _wire.INT32.pack(len(x))"
-                )
+                if fl.compact:  # a one-byte count for up to 126 elements, inline
+                    out("if len(x) < 0x7F:")
+                    with out.block():
+                        out(f"{sink}.append(len(x) + 1)")
+                    out("else:")
+                    with out.block():
+                        out(f"{sink} += _wire.uvarint(len(x) + 1)")
+                else:
+                    out(f"{sink} += _wire.INT32.pack(len(x))")
                 self._write_elements(out, fl, sink)
             return
         if f.struct is not None:
@@ -414,7 +418,16 @@ class MessageRenderer:
                 out(f"{writer}({sink}, item)")
             return
         if f.type in FIXED:
-            out(f'_wire.write_int_array({sink}, x, "{PRIMITIVES[f.type][0]}")')
+            code = PRIMITIVES[f.type][0]
+            if f.type == "bool":
+                out(f'_wire.write_int_array({sink}, x, "{code}")')
+                return
+            out("if len(x) < 32:")
+            with out.block():
+                out(f'{sink} += _wire.SHORT_ARRAYS["{code}"][len(x)].pack(*x)')
+            out("else:")
+            with out.block():
+                out(f'_wire.write_int_array({sink}, x, "{code}")')
             return
         out("for item in x:")
         with out.block():

@@ -176,7 +176,7 @@ class ReaderRenderer:
             out("if stop > buflen:")
             with out.block():
                 out('raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)')
-            out(f'{target} = str(buf[pos + 1 : stop], "utf-8")')
+            out(f"{target} = buf[pos + 1 : stop].decode()")
             out("pos = stop")
         out("else:")
         with out.block():
@@ -215,6 +215,9 @@ class ReaderRenderer:
                 out(f'{target}, pos = _wire.read_int_array(buf, pos, n, "{code}", {width})')
             return
         out(f"{target} = []")
+        self.sites += 1
+        append = f"add{self.sites}"
+        out(f"{append} = {target}.append")
         out("for _ in range(n):")
         with out.block():
             if f.type == "bool":
@@ -228,7 +231,7 @@ class ReaderRenderer:
                     out("if item is None:")
                     with out.block():
                         out(f'raise _wire.null_error("{f.py_name}[]", pos)')
-            out(f"{target}.append(item)")
+            out(f"{append}(item)")
         self.declarations["item"] = "Any"
 
     def fixed_elements(

@@ -211,7 +211,13 @@ class KafkaMessage(KafkaStruct):
 
 
 def decode_at(name: str, reader: Reader, data: Any, pos: int, version: int) -> tuple[Any, int]:
-    """Run a generated reader from ``pos``; returns the object and where it ended."""
+    """Run a generated reader from ``pos``; returns the object and where it ended.
+
+    Readers work on ``bytes`` (slicing and decoding strings is fastest there);
+    any other buffer is copied once here.
+    """
+    if data.__class__ is not bytes:
+        data = bytes(data)
     try:
         return reader(data, pos)
     except DecodeError as exc:

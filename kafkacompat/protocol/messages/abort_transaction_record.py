@@ -47,7 +47,7 @@ def _r_AbortTransactionRecord_0(buf: Any, pos: int) -> tuple[AbortTransactionRec
                         stop = pos + size
                         if stop > buflen:
                             raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                        s1_reason = str(buf[pos + 1 : stop], "utf-8")
+                        s1_reason = buf[pos + 1 : stop].decode()
                         pos = stop
                     else:
                         s1_reason, pos = _wire.read_compact_string(buf, pos)
@@ -83,7 +83,7 @@ def _w_AbortTransactionRecord_0(out: bytearray, o: AbortTransactionRecord) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AbortTransactionRecord: {exc}") from None
 
 
 

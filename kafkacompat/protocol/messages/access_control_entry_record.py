@@ -52,7 +52,7 @@ def _r_AccessControlEntryRecord_0(buf: Any, pos: int) -> tuple[AccessControlEntr
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_resource_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_resource_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
@@ -63,7 +63,7 @@ def _r_AccessControlEntryRecord_0(buf: Any, pos: int) -> tuple[AccessControlEntr
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_principal = str(buf[pos + 1 : stop], "utf-8")
+            s1_principal = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_principal, pos = _wire.read_compact_text(buf, pos, "principal")
@@ -72,7 +72,7 @@ def _r_AccessControlEntryRecord_0(buf: Any, pos: int) -> tuple[AccessControlEntr
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_host = str(buf[pos + 1 : stop], "utf-8")
+            s1_host = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -141,7 +141,7 @@ def _w_AccessControlEntryRecord_0(out: bytearray, o: AccessControlEntryRecord) -
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AccessControlEntryRecord: {exc}") from None
 
 
 

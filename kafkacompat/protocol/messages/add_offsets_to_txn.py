@@ -84,7 +84,7 @@ def _w_AddOffsetsToTxnRequest_0(out: bytearray, o: AddOffsetsToTxnRequest) -> No
             raise EncodeError("field group_id is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddOffsetsToTxnRequest: {exc}") from None
 
 
 def _r_AddOffsetsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
@@ -96,7 +96,7 @@ def _r_AddOffsetsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequ
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_transactional_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
@@ -107,7 +107,7 @@ def _r_AddOffsetsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequ
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -158,7 +158,7 @@ def _w_AddOffsetsToTxnRequest_1(out: bytearray, o: AddOffsetsToTxnRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddOffsetsToTxnRequest: {exc}") from None
 
 
 def _r_AddOffsetsToTxnResponse_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
@@ -178,7 +178,7 @@ def _w_AddOffsetsToTxnResponse_0(out: bytearray, o: AddOffsetsToTxnResponse) -> 
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddOffsetsToTxnResponse: {exc}") from None
 
 
 def _r_AddOffsetsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnResponse, int]:
@@ -211,7 +211,7 @@ def _w_AddOffsetsToTxnResponse_1(out: bytearray, o: AddOffsetsToTxnResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddOffsetsToTxnResponse: {exc}") from None
 
 
 

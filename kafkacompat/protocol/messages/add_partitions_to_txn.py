@@ -174,7 +174,7 @@ def _w_AddPartitionsToTxnRequest_0(out: bytearray, o: AddPartitionsToTxnRequest)
             for item in x:
                 _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnRequest: {exc}") from None
 
 
 def _r_AddPartitionsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
@@ -189,7 +189,7 @@ def _r_AddPartitionsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddPartitionsToT
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_v3_and_below_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_v3_and_below_transactional_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_v3_and_below_transactional_id, pos = _wire.read_compact_text(buf, pos, "v3_and_below_transactional_id")
@@ -211,7 +211,7 @@ def _r_AddPartitionsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddPartitionsToT
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -284,7 +284,10 @@ def _w_AddPartitionsToTxnRequest_1(out: bytearray, o: AddPartitionsToTxnRequest)
         if x is None:
             raise EncodeError("field v3_and_below_topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1(out, item)
         if o._unknown_tags:
@@ -292,7 +295,7 @@ def _w_AddPartitionsToTxnRequest_1(out: bytearray, o: AddPartitionsToTxnRequest)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnRequest: {exc}") from None
 
 
 def _r_AddPartitionsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
@@ -320,7 +323,7 @@ def _r_AddPartitionsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddPartitionsToT
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_transactional_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
@@ -342,7 +345,7 @@ def _r_AddPartitionsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddPartitionsToT
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -428,7 +431,10 @@ def _w_AddPartitionsToTxnRequest_2(out: bytearray, o: AddPartitionsToTxnRequest)
         if x is None:
             raise EncodeError("field transactions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0(out, item)
         if o._unknown_tags:
@@ -436,7 +442,7 @@ def _w_AddPartitionsToTxnRequest_2(out: bytearray, o: AddPartitionsToTxnRequest)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnRequest: {exc}") from None
 
 
 def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_0(out: bytearray, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic) -> None:
@@ -451,9 +457,12 @@ def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_0(out: bytearray, o: A
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnTopic: {exc}") from None
 
 
 def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1(out: bytearray, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic) -> None:
@@ -472,14 +481,20 @@ def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1(out: bytearray, o: A
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnTopic: {exc}") from None
 
 
 def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0(out: bytearray, o: AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction) -> None:
@@ -500,7 +515,10 @@ def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0(out: bytearray
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1(out, item)
         if o._unknown_tags:
@@ -508,7 +526,7 @@ def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction_0(out: bytearray
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnTransaction: {exc}") from None
 
 
 def _r_AddPartitionsToTxnResponse_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
@@ -587,7 +605,7 @@ def _w_AddPartitionsToTxnResponse_0(out: bytearray, o: AddPartitionsToTxnRespons
             for item in x:
                 _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnResponse: {exc}") from None
 
 
 def _r_AddPartitionsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
@@ -616,7 +634,7 @@ def _r_AddPartitionsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddPartitionsTo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -707,7 +725,10 @@ def _w_AddPartitionsToTxnResponse_1(out: bytearray, o: AddPartitionsToTxnRespons
         if x is None:
             raise EncodeError("field results_by_topic_v3_and_below is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(out, item)
         if o._unknown_tags:
@@ -715,7 +736,7 @@ def _w_AddPartitionsToTxnResponse_1(out: bytearray, o: AddPartitionsToTxnRespons
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnResponse: {exc}") from None
 
 
 def _r_AddPartitionsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddPartitionsToTxnResponse, int]:
@@ -746,7 +767,7 @@ def _r_AddPartitionsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddPartitionsTo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_transactional_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
@@ -766,7 +787,7 @@ def _r_AddPartitionsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddPartitionsTo
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -871,7 +892,10 @@ def _w_AddPartitionsToTxnResponse_2(out: bytearray, o: AddPartitionsToTxnRespons
         if x is None:
             raise EncodeError("field results_by_transaction is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0(out, item)
         if o._unknown_tags:
@@ -879,14 +903,14 @@ def _w_AddPartitionsToTxnResponse_2(out: bytearray, o: AddPartitionsToTxnRespons
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnResponse: {exc}") from None
 
 
 def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_0(out: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.partition_error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnPartitionResult: {exc}") from None
 
 
 def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_1(out: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult) -> None:
@@ -897,7 +921,7 @@ def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_1(out: byte
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnPartitionResult: {exc}") from None
 
 
 def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_0(out: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult) -> None:
@@ -916,7 +940,7 @@ def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_0(out: bytearra
             for item in x:
                 _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnTopicResult: {exc}") from None
 
 
 def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(out: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult) -> None:
@@ -936,7 +960,10 @@ def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(out: bytearra
         if x is None:
             raise EncodeError("field results_by_partition is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult_1(out, item)
         if o._unknown_tags:
@@ -944,7 +971,7 @@ def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(out: bytearra
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnTopicResult: {exc}") from None
 
 
 def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0(out: bytearray, o: AddPartitionsToTxnResponse.AddPartitionsToTxnResult) -> None:
@@ -964,7 +991,10 @@ def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0(out: bytearray, o:
         if x is None:
             raise EncodeError("field topic_results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult_1(out, item)
         if o._unknown_tags:
@@ -972,7 +1002,7 @@ def _w_AddPartitionsToTxnResponse__AddPartitionsToTxnResult_0(out: bytearray, o:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddPartitionsToTxnResult: {exc}") from None
 
 
 _C_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic

@@ -77,7 +77,7 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -100,7 +100,7 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -109,7 +109,7 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -168,7 +168,10 @@ def _w_AddRaftVoterRequest_0(out: bytearray, o: AddRaftVoterRequest) -> None:
         if x is None:
             raise EncodeError("field listeners is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddRaftVoterRequest__Listener_0(out, item)
         if o._unknown_tags:
@@ -176,7 +179,7 @@ def _w_AddRaftVoterRequest_0(out: bytearray, o: AddRaftVoterRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddRaftVoterRequest: {exc}") from None
 
 
 def _w_AddRaftVoterRequest__Listener_0(out: bytearray, o: AddRaftVoterRequest.Listener) -> None:
@@ -206,7 +209,7 @@ def _w_AddRaftVoterRequest__Listener_0(out: bytearray, o: AddRaftVoterRequest.Li
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Listener: {exc}") from None
 
 
 def _r_AddRaftVoterResponse_0(buf: Any, pos: int) -> tuple[AddRaftVoterResponse, int]:
@@ -221,7 +224,7 @@ def _r_AddRaftVoterResponse_0(buf: Any, pos: int) -> tuple[AddRaftVoterResponse,
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -260,7 +263,7 @@ def _w_AddRaftVoterResponse_0(out: bytearray, o: AddRaftVoterResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AddRaftVoterResponse: {exc}") from None
 
 
 _C_AddRaftVoterRequest__Listener = AddRaftVoterRequest.Listener

@@ -81,7 +81,7 @@ def _w_AllocateProducerIdsRequest_0(out: bytearray, o: AllocateProducerIdsReques
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AllocateProducerIdsRequest: {exc}") from None
 
 
 def _r_AllocateProducerIdsResponse_0(buf: Any, pos: int) -> tuple[AllocateProducerIdsResponse, int]:
@@ -116,7 +116,7 @@ def _w_AllocateProducerIdsResponse_0(out: bytearray, o: AllocateProducerIdsRespo
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AllocateProducerIdsResponse: {exc}") from None
 
 
 

@@ -173,7 +173,7 @@ def _w_AlterClientQuotasRequest_0(out: bytearray, o: AlterClientQuotasRequest) -
                 _w_AlterClientQuotasRequest__EntryData_0(out, item)
         out += _F_o.pack(o.validate_only)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterClientQuotasRequest: {exc}") from None
 
 
 def _r_AlterClientQuotasRequest_1(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest, int]:
@@ -214,7 +214,7 @@ def _r_AlterClientQuotasRequest_1(buf: Any, pos: int) -> tuple[AlterClientQuotas
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_entity_type = str(buf[pos + 1 : stop], "utf-8")
+                            s5_entity_type = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
@@ -223,7 +223,7 @@ def _r_AlterClientQuotasRequest_1(buf: Any, pos: int) -> tuple[AlterClientQuotas
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_entity_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_entity_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_entity_name, pos = _wire.read_compact_string(buf, pos)
@@ -257,7 +257,7 @@ def _r_AlterClientQuotasRequest_1(buf: Any, pos: int) -> tuple[AlterClientQuotas
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s7_key = str(buf[pos + 1 : stop], "utf-8")
+                            s7_key = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s7_key, pos = _wire.read_compact_text(buf, pos, "key")
@@ -318,7 +318,10 @@ def _w_AlterClientQuotasRequest_1(out: bytearray, o: AlterClientQuotasRequest) -
         if x is None:
             raise EncodeError("field entries is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterClientQuotasRequest__EntryData_1(out, item)
         out += _F_o.pack(o.validate_only)
@@ -327,7 +330,7 @@ def _w_AlterClientQuotasRequest_1(out: bytearray, o: AlterClientQuotasRequest) -
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterClientQuotasRequest: {exc}") from None
 
 
 def _w_AlterClientQuotasRequest__EntityData_0(out: bytearray, o: AlterClientQuotasRequest.EntityData) -> None:
@@ -340,7 +343,7 @@ def _w_AlterClientQuotasRequest__EntityData_0(out: bytearray, o: AlterClientQuot
         x = o.entity_name
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntityData: {exc}") from None
 
 
 def _w_AlterClientQuotasRequest__EntityData_1(out: bytearray, o: AlterClientQuotasRequest.EntityData) -> None:
@@ -367,7 +370,7 @@ def _w_AlterClientQuotasRequest__EntityData_1(out: bytearray, o: AlterClientQuot
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntityData: {exc}") from None
 
 
 def _w_AlterClientQuotasRequest__OpData_0(out: bytearray, o: AlterClientQuotasRequest.OpData) -> None:
@@ -379,7 +382,7 @@ def _w_AlterClientQuotasRequest__OpData_0(out: bytearray, o: AlterClientQuotasRe
         _wire.write_string(out, x)
         out += _F_do.pack(o.value, o.remove)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OpData: {exc}") from None
 
 
 def _w_AlterClientQuotasRequest__OpData_1(out: bytearray, o: AlterClientQuotasRequest.OpData) -> None:
@@ -400,7 +403,7 @@ def _w_AlterClientQuotasRequest__OpData_1(out: bytearray, o: AlterClientQuotasRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OpData: {exc}") from None
 
 
 def _w_AlterClientQuotasRequest__EntryData_0(out: bytearray, o: AlterClientQuotasRequest.EntryData) -> None:
@@ -422,7 +425,7 @@ def _w_AlterClientQuotasRequest__EntryData_0(out: bytearray, o: AlterClientQuota
             for item in x:
                 _w_AlterClientQuotasRequest__OpData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntryData: {exc}") from None
 
 
 def _w_AlterClientQuotasRequest__EntryData_1(out: bytearray, o: AlterClientQuotasRequest.EntryData) -> None:
@@ -433,14 +436,20 @@ def _w_AlterClientQuotasRequest__EntryData_1(out: bytearray, o: AlterClientQuota
         if x is None:
             raise EncodeError("field entity is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterClientQuotasRequest__EntityData_1(out, item)
         x = o.ops
         if x is None:
             raise EncodeError("field ops is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterClientQuotasRequest__OpData_1(out, item)
         if o._unknown_tags:
@@ -448,7 +457,7 @@ def _w_AlterClientQuotasRequest__EntryData_1(out: bytearray, o: AlterClientQuota
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntryData: {exc}") from None
 
 
 def _r_AlterClientQuotasResponse_0(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse, int]:
@@ -511,7 +520,7 @@ def _w_AlterClientQuotasResponse_0(out: bytearray, o: AlterClientQuotasResponse)
             for item in x:
                 _w_AlterClientQuotasResponse__EntryData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterClientQuotasResponse: {exc}") from None
 
 
 def _r_AlterClientQuotasResponse_1(buf: Any, pos: int) -> tuple[AlterClientQuotasResponse, int]:
@@ -544,7 +553,7 @@ def _r_AlterClientQuotasResponse_1(buf: Any, pos: int) -> tuple[AlterClientQuota
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -564,7 +573,7 @@ def _r_AlterClientQuotasResponse_1(buf: Any, pos: int) -> tuple[AlterClientQuota
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_entity_type = str(buf[pos + 1 : stop], "utf-8")
+                            s5_entity_type = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
@@ -573,7 +582,7 @@ def _r_AlterClientQuotasResponse_1(buf: Any, pos: int) -> tuple[AlterClientQuota
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_entity_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_entity_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_entity_name, pos = _wire.read_compact_string(buf, pos)
@@ -633,7 +642,10 @@ def _w_AlterClientQuotasResponse_1(out: bytearray, o: AlterClientQuotasResponse)
         if x is None:
             raise EncodeError("field entries is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterClientQuotasResponse__EntryData_1(out, item)
         if o._unknown_tags:
@@ -641,7 +653,7 @@ def _w_AlterClientQuotasResponse_1(out: bytearray, o: AlterClientQuotasResponse)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterClientQuotasResponse: {exc}") from None
 
 
 def _w_AlterClientQuotasResponse__EntityData_0(out: bytearray, o: AlterClientQuotasResponse.EntityData) -> None:
@@ -654,7 +666,7 @@ def _w_AlterClientQuotasResponse__EntityData_0(out: bytearray, o: AlterClientQuo
         x = o.entity_name
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntityData: {exc}") from None
 
 
 def _w_AlterClientQuotasResponse__EntityData_1(out: bytearray, o: AlterClientQuotasResponse.EntityData) -> None:
@@ -681,7 +693,7 @@ def _w_AlterClientQuotasResponse__EntityData_1(out: bytearray, o: AlterClientQuo
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntityData: {exc}") from None
 
 
 def _w_AlterClientQuotasResponse__EntryData_0(out: bytearray, o: AlterClientQuotasResponse.EntryData) -> None:
@@ -699,7 +711,7 @@ def _w_AlterClientQuotasResponse__EntryData_0(out: bytearray, o: AlterClientQuot
             for item in x:
                 _w_AlterClientQuotasResponse__EntityData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntryData: {exc}") from None
 
 
 def _w_AlterClientQuotasResponse__EntryData_1(out: bytearray, o: AlterClientQuotasResponse.EntryData) -> None:
@@ -718,7 +730,10 @@ def _w_AlterClientQuotasResponse__EntryData_1(out: bytearray, o: AlterClientQuot
         if x is None:
             raise EncodeError("field entity is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterClientQuotasResponse__EntityData_1(out, item)
         if o._unknown_tags:
@@ -726,7 +741,7 @@ def _w_AlterClientQuotasResponse__EntryData_1(out: bytearray, o: AlterClientQuot
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntryData: {exc}") from None
 
 
 _C_AlterClientQuotasRequest__EntityData = AlterClientQuotasRequest.EntityData

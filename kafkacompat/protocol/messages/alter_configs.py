@@ -144,7 +144,7 @@ def _w_AlterConfigsRequest_0(out: bytearray, o: AlterConfigsRequest) -> None:
                 _w_AlterConfigsRequest__AlterConfigsResource_0(out, item)
         out += _F_o.pack(o.validate_only)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterConfigsRequest: {exc}") from None
 
 
 def _r_AlterConfigsRequest_1(buf: Any, pos: int) -> tuple[AlterConfigsRequest, int]:
@@ -174,7 +174,7 @@ def _r_AlterConfigsRequest_1(buf: Any, pos: int) -> tuple[AlterConfigsRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_resource_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
@@ -194,7 +194,7 @@ def _r_AlterConfigsRequest_1(buf: Any, pos: int) -> tuple[AlterConfigsRequest, i
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -203,7 +203,7 @@ def _r_AlterConfigsRequest_1(buf: Any, pos: int) -> tuple[AlterConfigsRequest, i
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_value = str(buf[pos + 1 : stop], "utf-8")
+                            s5_value = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_value, pos = _wire.read_compact_string(buf, pos)
@@ -263,7 +263,10 @@ def _w_AlterConfigsRequest_1(out: bytearray, o: AlterConfigsRequest) -> None:
         if x is None:
             raise EncodeError("field resources is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterConfigsRequest__AlterConfigsResource_1(out, item)
         out += _F_o.pack(o.validate_only)
@@ -272,7 +275,7 @@ def _w_AlterConfigsRequest_1(out: bytearray, o: AlterConfigsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterConfigsRequest: {exc}") from None
 
 
 def _w_AlterConfigsRequest__AlterableConfig_0(out: bytearray, o: AlterConfigsRequest.AlterableConfig) -> None:
@@ -285,7 +288,7 @@ def _w_AlterConfigsRequest__AlterableConfig_0(out: bytearray, o: AlterConfigsReq
         x = o.value
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterableConfig: {exc}") from None
 
 
 def _w_AlterConfigsRequest__AlterableConfig_1(out: bytearray, o: AlterConfigsRequest.AlterableConfig) -> None:
@@ -312,7 +315,7 @@ def _w_AlterConfigsRequest__AlterableConfig_1(out: bytearray, o: AlterConfigsReq
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterableConfig: {exc}") from None
 
 
 def _w_AlterConfigsRequest__AlterConfigsResource_0(out: bytearray, o: AlterConfigsRequest.AlterConfigsResource) -> None:
@@ -332,7 +335,7 @@ def _w_AlterConfigsRequest__AlterConfigsResource_0(out: bytearray, o: AlterConfi
             for item in x:
                 _w_AlterConfigsRequest__AlterableConfig_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterConfigsResource: {exc}") from None
 
 
 def _w_AlterConfigsRequest__AlterConfigsResource_1(out: bytearray, o: AlterConfigsRequest.AlterConfigsResource) -> None:
@@ -353,7 +356,10 @@ def _w_AlterConfigsRequest__AlterConfigsResource_1(out: bytearray, o: AlterConfi
         if x is None:
             raise EncodeError("field configs is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterConfigsRequest__AlterableConfig_1(out, item)
         if o._unknown_tags:
@@ -361,7 +367,7 @@ def _w_AlterConfigsRequest__AlterConfigsResource_1(out: bytearray, o: AlterConfi
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterConfigsResource: {exc}") from None
 
 
 def _r_AlterConfigsResponse_0(buf: Any, pos: int) -> tuple[AlterConfigsResponse, int]:
@@ -413,7 +419,7 @@ def _w_AlterConfigsResponse_0(out: bytearray, o: AlterConfigsResponse) -> None:
             for item in x:
                 _w_AlterConfigsResponse__AlterConfigsResourceResponse_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterConfigsResponse: {exc}") from None
 
 
 def _r_AlterConfigsResponse_1(buf: Any, pos: int) -> tuple[AlterConfigsResponse, int]:
@@ -443,7 +449,7 @@ def _r_AlterConfigsResponse_1(buf: Any, pos: int) -> tuple[AlterConfigsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -454,7 +460,7 @@ def _r_AlterConfigsResponse_1(buf: Any, pos: int) -> tuple[AlterConfigsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_resource_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
@@ -501,7 +507,10 @@ def _w_AlterConfigsResponse_1(out: bytearray, o: AlterConfigsResponse) -> None:
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterConfigsResponse__AlterConfigsResourceResponse_1(out, item)
         if o._unknown_tags:
@@ -509,7 +518,7 @@ def _w_AlterConfigsResponse_1(out: bytearray, o: AlterConfigsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterConfigsResponse: {exc}") from None
 
 
 def _w_AlterConfigsResponse__AlterConfigsResourceResponse_0(out: bytearray, o: AlterConfigsResponse.AlterConfigsResourceResponse) -> None:
@@ -524,7 +533,7 @@ def _w_AlterConfigsResponse__AlterConfigsResourceResponse_0(out: bytearray, o: A
             raise EncodeError("field resource_name is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterConfigsResourceResponse: {exc}") from None
 
 
 def _w_AlterConfigsResponse__AlterConfigsResourceResponse_1(out: bytearray, o: AlterConfigsResponse.AlterConfigsResourceResponse) -> None:
@@ -553,7 +562,7 @@ def _w_AlterConfigsResponse__AlterConfigsResourceResponse_1(out: bytearray, o: A
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterConfigsResourceResponse: {exc}") from None
 
 
 _C_AlterConfigsRequest__AlterableConfig = AlterConfigsRequest.AlterableConfig

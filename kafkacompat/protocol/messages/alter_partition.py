@@ -140,7 +140,7 @@ def _r_AlterPartitionRequest_0(buf: Any, pos: int) -> tuple[AlterPartitionReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -233,7 +233,10 @@ def _w_AlterPartitionRequest_0(out: bytearray, o: AlterPartitionRequest) -> None
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__TopicData_0(out, item)
         if o._unknown_tags:
@@ -241,7 +244,7 @@ def _w_AlterPartitionRequest_0(out: bytearray, o: AlterPartitionRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterPartitionRequest: {exc}") from None
 
 
 def _r_AlterPartitionRequest_1(buf: Any, pos: int) -> tuple[AlterPartitionRequest, int]:
@@ -271,7 +274,7 @@ def _r_AlterPartitionRequest_1(buf: Any, pos: int) -> tuple[AlterPartitionReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -364,7 +367,10 @@ def _w_AlterPartitionRequest_1(out: bytearray, o: AlterPartitionRequest) -> None
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__TopicData_1(out, item)
         if o._unknown_tags:
@@ -372,7 +378,7 @@ def _w_AlterPartitionRequest_1(out: bytearray, o: AlterPartitionRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterPartitionRequest: {exc}") from None
 
 
 def _r_AlterPartitionRequest_2(buf: Any, pos: int) -> tuple[AlterPartitionRequest, int]:
@@ -487,7 +493,10 @@ def _w_AlterPartitionRequest_2(out: bytearray, o: AlterPartitionRequest) -> None
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__TopicData_2(out, item)
         if o._unknown_tags:
@@ -495,7 +504,7 @@ def _w_AlterPartitionRequest_2(out: bytearray, o: AlterPartitionRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterPartitionRequest: {exc}") from None
 
 
 def _r_AlterPartitionRequest_3(buf: Any, pos: int) -> tuple[AlterPartitionRequest, int]:
@@ -639,7 +648,10 @@ def _w_AlterPartitionRequest_3(out: bytearray, o: AlterPartitionRequest) -> None
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__TopicData_3(out, item)
         if o._unknown_tags:
@@ -647,7 +659,7 @@ def _w_AlterPartitionRequest_3(out: bytearray, o: AlterPartitionRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterPartitionRequest: {exc}") from None
 
 
 def _w_AlterPartitionRequest__BrokerState_0(out: bytearray, o: AlterPartitionRequest.BrokerState) -> None:
@@ -658,7 +670,7 @@ def _w_AlterPartitionRequest__BrokerState_0(out: bytearray, o: AlterPartitionReq
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerState: {exc}") from None
 
 
 def _w_AlterPartitionRequest__PartitionData_0(out: bytearray, o: AlterPartitionRequest.PartitionData) -> None:
@@ -673,15 +685,21 @@ def _w_AlterPartitionRequest__PartitionData_0(out: bytearray, o: AlterPartitionR
         if x is None:
             raise EncodeError("field new_isr is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_AlterPartitionRequest__PartitionData_1(out: bytearray, o: AlterPartitionRequest.PartitionData) -> None:
@@ -694,15 +712,21 @@ def _w_AlterPartitionRequest__PartitionData_1(out: bytearray, o: AlterPartitionR
         if x is None:
             raise EncodeError("field new_isr is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_bi.pack(o.leader_recovery_state, o.partition_epoch)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_AlterPartitionRequest__PartitionData_2(out: bytearray, o: AlterPartitionRequest.PartitionData) -> None:
@@ -716,7 +740,10 @@ def _w_AlterPartitionRequest__PartitionData_2(out: bytearray, o: AlterPartitionR
         if x is None:
             raise EncodeError("field new_isr_with_epochs is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__BrokerState_0(out, item)
         out += _F_bi.pack(o.leader_recovery_state, o.partition_epoch)
@@ -725,7 +752,7 @@ def _w_AlterPartitionRequest__PartitionData_2(out: bytearray, o: AlterPartitionR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_AlterPartitionRequest__TopicData_0(out: bytearray, o: AlterPartitionRequest.TopicData) -> None:
@@ -745,7 +772,10 @@ def _w_AlterPartitionRequest__TopicData_0(out: bytearray, o: AlterPartitionReque
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -753,7 +783,7 @@ def _w_AlterPartitionRequest__TopicData_0(out: bytearray, o: AlterPartitionReque
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_AlterPartitionRequest__TopicData_1(out: bytearray, o: AlterPartitionRequest.TopicData) -> None:
@@ -773,7 +803,10 @@ def _w_AlterPartitionRequest__TopicData_1(out: bytearray, o: AlterPartitionReque
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__PartitionData_1(out, item)
         if o._unknown_tags:
@@ -781,7 +814,7 @@ def _w_AlterPartitionRequest__TopicData_1(out: bytearray, o: AlterPartitionReque
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_AlterPartitionRequest__TopicData_2(out: bytearray, o: AlterPartitionRequest.TopicData) -> None:
@@ -794,7 +827,10 @@ def _w_AlterPartitionRequest__TopicData_2(out: bytearray, o: AlterPartitionReque
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__PartitionData_1(out, item)
         if o._unknown_tags:
@@ -802,7 +838,7 @@ def _w_AlterPartitionRequest__TopicData_2(out: bytearray, o: AlterPartitionReque
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_AlterPartitionRequest__TopicData_3(out: bytearray, o: AlterPartitionRequest.TopicData) -> None:
@@ -815,7 +851,10 @@ def _w_AlterPartitionRequest__TopicData_3(out: bytearray, o: AlterPartitionReque
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionRequest__PartitionData_2(out, item)
         if o._unknown_tags:
@@ -823,7 +862,7 @@ def _w_AlterPartitionRequest__TopicData_3(out: bytearray, o: AlterPartitionReque
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _r_AlterPartitionResponse_0(buf: Any, pos: int) -> tuple[AlterPartitionResponse, int]:
@@ -853,7 +892,7 @@ def _r_AlterPartitionResponse_0(buf: Any, pos: int) -> tuple[AlterPartitionRespo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -947,7 +986,10 @@ def _w_AlterPartitionResponse_0(out: bytearray, o: AlterPartitionResponse) -> No
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionResponse__TopicData_0(out, item)
         if o._unknown_tags:
@@ -955,7 +997,7 @@ def _w_AlterPartitionResponse_0(out: bytearray, o: AlterPartitionResponse) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterPartitionResponse: {exc}") from None
 
 
 def _r_AlterPartitionResponse_1(buf: Any, pos: int) -> tuple[AlterPartitionResponse, int]:
@@ -985,7 +1027,7 @@ def _r_AlterPartitionResponse_1(buf: Any, pos: int) -> tuple[AlterPartitionRespo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -1079,7 +1121,10 @@ def _w_AlterPartitionResponse_1(out: bytearray, o: AlterPartitionResponse) -> No
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionResponse__TopicData_1(out, item)
         if o._unknown_tags:
@@ -1087,7 +1132,7 @@ def _w_AlterPartitionResponse_1(out: bytearray, o: AlterPartitionResponse) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterPartitionResponse: {exc}") from None
 
 
 def _r_AlterPartitionResponse_2(buf: Any, pos: int) -> tuple[AlterPartitionResponse, int]:
@@ -1203,7 +1248,10 @@ def _w_AlterPartitionResponse_2(out: bytearray, o: AlterPartitionResponse) -> No
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionResponse__TopicData_2(out, item)
         if o._unknown_tags:
@@ -1211,7 +1259,7 @@ def _w_AlterPartitionResponse_2(out: bytearray, o: AlterPartitionResponse) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterPartitionResponse: {exc}") from None
 
 
 def _w_AlterPartitionResponse__PartitionData_0(out: bytearray, o: AlterPartitionResponse.PartitionData) -> None:
@@ -1222,15 +1270,21 @@ def _w_AlterPartitionResponse__PartitionData_0(out: bytearray, o: AlterPartition
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_AlterPartitionResponse__PartitionData_1(out: bytearray, o: AlterPartitionResponse.PartitionData) -> None:
@@ -1241,15 +1295,21 @@ def _w_AlterPartitionResponse__PartitionData_1(out: bytearray, o: AlterPartition
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_bi.pack(o.leader_recovery_state, o.partition_epoch)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_AlterPartitionResponse__TopicData_0(out: bytearray, o: AlterPartitionResponse.TopicData) -> None:
@@ -1269,7 +1329,10 @@ def _w_AlterPartitionResponse__TopicData_0(out: bytearray, o: AlterPartitionResp
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionResponse__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -1277,7 +1340,7 @@ def _w_AlterPartitionResponse__TopicData_0(out: bytearray, o: AlterPartitionResp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_AlterPartitionResponse__TopicData_1(out: bytearray, o: AlterPartitionResponse.TopicData) -> None:
@@ -1297,7 +1360,10 @@ def _w_AlterPartitionResponse__TopicData_1(out: bytearray, o: AlterPartitionResp
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionResponse__PartitionData_1(out, item)
         if o._unknown_tags:
@@ -1305,7 +1371,7 @@ def _w_AlterPartitionResponse__TopicData_1(out: bytearray, o: AlterPartitionResp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_AlterPartitionResponse__TopicData_2(out: bytearray, o: AlterPartitionResponse.TopicData) -> None:
@@ -1318,7 +1384,10 @@ def _w_AlterPartitionResponse__TopicData_2(out: bytearray, o: AlterPartitionResp
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionResponse__PartitionData_1(out, item)
         if o._unknown_tags:
@@ -1326,7 +1395,7 @@ def _w_AlterPartitionResponse__TopicData_2(out: bytearray, o: AlterPartitionResp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 _C_AlterPartitionRequest__BrokerState = AlterPartitionRequest.BrokerState

@@ -113,7 +113,7 @@ def _r_AlterPartitionReassignmentsRequest_0(buf: Any, pos: int) -> tuple[AlterPa
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -199,7 +199,10 @@ def _w_AlterPartitionReassignmentsRequest_0(out: bytearray, o: AlterPartitionRea
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionReassignmentsRequest__ReassignableTopic_0(out, item)
         if o._unknown_tags:
@@ -207,7 +210,7 @@ def _w_AlterPartitionReassignmentsRequest_0(out: bytearray, o: AlterPartitionRea
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterPartitionReassignmentsRequest: {exc}") from None
 
 
 def _w_AlterPartitionReassignmentsRequest__ReassignablePartition_0(out: bytearray, o: AlterPartitionReassignmentsRequest.ReassignablePartition) -> None:
@@ -218,14 +221,20 @@ def _w_AlterPartitionReassignmentsRequest__ReassignablePartition_0(out: bytearra
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReassignablePartition: {exc}") from None
 
 
 def _w_AlterPartitionReassignmentsRequest__ReassignableTopic_0(out: bytearray, o: AlterPartitionReassignmentsRequest.ReassignableTopic) -> None:
@@ -245,7 +254,10 @@ def _w_AlterPartitionReassignmentsRequest__ReassignableTopic_0(out: bytearray, o
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionReassignmentsRequest__ReassignablePartition_0(out, item)
         if o._unknown_tags:
@@ -253,7 +265,7 @@ def _w_AlterPartitionReassignmentsRequest__ReassignableTopic_0(out: bytearray, o
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReassignableTopic: {exc}") from None
 
 
 def _r_AlterPartitionReassignmentsResponse_0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsResponse, int]:
@@ -273,7 +285,7 @@ def _r_AlterPartitionReassignmentsResponse_0(buf: Any, pos: int) -> tuple[AlterP
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -293,7 +305,7 @@ def _r_AlterPartitionReassignmentsResponse_0(buf: Any, pos: int) -> tuple[AlterP
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -315,7 +327,7 @@ def _r_AlterPartitionReassignmentsResponse_0(buf: Any, pos: int) -> tuple[AlterP
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -384,7 +396,10 @@ def _w_AlterPartitionReassignmentsResponse_0(out: bytearray, o: AlterPartitionRe
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(out, item)
         if o._unknown_tags:
@@ -392,7 +407,7 @@ def _w_AlterPartitionReassignmentsResponse_0(out: bytearray, o: AlterPartitionRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterPartitionReassignmentsResponse: {exc}") from None
 
 
 def _w_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0(out: bytearray, o: AlterPartitionReassignmentsResponse.ReassignablePartitionResponse) -> None:
@@ -411,7 +426,7 @@ def _w_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0(out:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReassignablePartitionResponse: {exc}") from None
 
 
 def _w_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(out: bytearray, o: AlterPartitionReassignmentsResponse.ReassignableTopicResponse) -> None:
@@ -431,7 +446,10 @@ def _w_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(out: byt
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse_0(out, item)
         if o._unknown_tags:
@@ -439,7 +457,7 @@ def _w_AlterPartitionReassignmentsResponse__ReassignableTopicResponse_0(out: byt
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReassignableTopicResponse: {exc}") from None
 
 
 _C_AlterPartitionReassignmentsRequest__ReassignablePartition = AlterPartitionReassignmentsRequest.ReassignablePartition

@@ -152,7 +152,7 @@ def _w_AlterReplicaLogDirsRequest_0(out: bytearray, o: AlterReplicaLogDirsReques
             for item in x:
                 _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterReplicaLogDirsRequest: {exc}") from None
 
 
 def _r_AlterReplicaLogDirsRequest_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:
@@ -180,7 +180,7 @@ def _r_AlterReplicaLogDirsRequest_1(buf: Any, pos: int) -> tuple[AlterReplicaLog
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_path = str(buf[pos + 1 : stop], "utf-8")
+                    s3_path = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_path, pos = _wire.read_compact_text(buf, pos, "path")
@@ -200,7 +200,7 @@ def _r_AlterReplicaLogDirsRequest_1(buf: Any, pos: int) -> tuple[AlterReplicaLog
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -271,7 +271,10 @@ def _w_AlterReplicaLogDirsRequest_1(out: bytearray, o: AlterReplicaLogDirsReques
         if x is None:
             raise EncodeError("field dirs is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1(out, item)
         if o._unknown_tags:
@@ -279,7 +282,7 @@ def _w_AlterReplicaLogDirsRequest_1(out: bytearray, o: AlterReplicaLogDirsReques
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterReplicaLogDirsRequest: {exc}") from None
 
 
 def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_0(out: bytearray, o: AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic) -> None:
@@ -294,9 +297,12 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_0(out: bytearray, o: 
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterReplicaLogDirTopic: {exc}") from None
 
 
 def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_1(out: bytearray, o: AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic) -> None:
@@ -315,14 +321,20 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_1(out: bytearray, o: 
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterReplicaLogDirTopic: {exc}") from None
 
 
 def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_0(out: bytearray, o: AlterReplicaLogDirsRequest.AlterReplicaLogDir) -> None:
@@ -341,7 +353,7 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_0(out: bytearray, o: Alter
             for item in x:
                 _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterReplicaLogDir: {exc}") from None
 
 
 def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1(out: bytearray, o: AlterReplicaLogDirsRequest.AlterReplicaLogDir) -> None:
@@ -361,7 +373,10 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1(out: bytearray, o: Alter
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_1(out, item)
         if o._unknown_tags:
@@ -369,7 +384,7 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDir_1(out: bytearray, o: Alter
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterReplicaLogDir: {exc}") from None
 
 
 def _r_AlterReplicaLogDirsResponse_0(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse, int]:
@@ -444,7 +459,7 @@ def _w_AlterReplicaLogDirsResponse_0(out: bytearray, o: AlterReplicaLogDirsRespo
             for item in x:
                 _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterReplicaLogDirsResponse: {exc}") from None
 
 
 def _r_AlterReplicaLogDirsResponse_1(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsResponse, int]:
@@ -473,7 +488,7 @@ def _r_AlterReplicaLogDirsResponse_1(buf: Any, pos: int) -> tuple[AlterReplicaLo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -560,7 +575,10 @@ def _w_AlterReplicaLogDirsResponse_1(out: bytearray, o: AlterReplicaLogDirsRespo
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1(out, item)
         if o._unknown_tags:
@@ -568,14 +586,14 @@ def _w_AlterReplicaLogDirsResponse_1(out: bytearray, o: AlterReplicaLogDirsRespo
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterReplicaLogDirsResponse: {exc}") from None
 
 
 def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_0(out: bytearray, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterReplicaLogDirPartitionResult: {exc}") from None
 
 
 def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_1(out: bytearray, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult) -> None:
@@ -586,7 +604,7 @@ def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_1(out: byt
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterReplicaLogDirPartitionResult: {exc}") from None
 
 
 def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_0(out: bytearray, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult) -> None:
@@ -605,7 +623,7 @@ def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_0(out: bytearr
             for item in x:
                 _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterReplicaLogDirTopicResult: {exc}") from None
 
 
 def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1(out: bytearray, o: AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult) -> None:
@@ -625,7 +643,10 @@ def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1(out: bytearr
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult_1(out, item)
         if o._unknown_tags:
@@ -633,7 +654,7 @@ def _w_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult_1(out: bytearr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterReplicaLogDirTopicResult: {exc}") from None
 
 
 _C_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic = AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic

@@ -105,7 +105,7 @@ def _r_AlterUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[AlterUser
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -140,7 +140,7 @@ def _r_AlterUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[AlterUser
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -195,14 +195,20 @@ def _w_AlterUserScramCredentialsRequest_0(out: bytearray, o: AlterUserScramCrede
         if x is None:
             raise EncodeError("field deletions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterUserScramCredentialsRequest__ScramCredentialDeletion_0(out, item)
         x = o.upsertions
         if x is None:
             raise EncodeError("field upsertions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterUserScramCredentialsRequest__ScramCredentialUpsertion_0(out, item)
         if o._unknown_tags:
@@ -210,7 +216,7 @@ def _w_AlterUserScramCredentialsRequest_0(out: bytearray, o: AlterUserScramCrede
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterUserScramCredentialsRequest: {exc}") from None
 
 
 def _w_AlterUserScramCredentialsRequest__ScramCredentialDeletion_0(out: bytearray, o: AlterUserScramCredentialsRequest.ScramCredentialDeletion) -> None:
@@ -231,7 +237,7 @@ def _w_AlterUserScramCredentialsRequest__ScramCredentialDeletion_0(out: bytearra
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ScramCredentialDeletion: {exc}") from None
 
 
 def _w_AlterUserScramCredentialsRequest__ScramCredentialUpsertion_0(out: bytearray, o: AlterUserScramCredentialsRequest.ScramCredentialUpsertion) -> None:
@@ -260,7 +266,7 @@ def _w_AlterUserScramCredentialsRequest__ScramCredentialUpsertion_0(out: bytearr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ScramCredentialUpsertion: {exc}") from None
 
 
 def _r_AlterUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsResponse, int]:
@@ -288,7 +294,7 @@ def _r_AlterUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[AlterUse
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_user = str(buf[pos + 1 : stop], "utf-8")
+                    s3_user = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_user, pos = _wire.read_compact_text(buf, pos, "user")
@@ -299,7 +305,7 @@ def _r_AlterUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[AlterUse
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -345,7 +351,10 @@ def _w_AlterUserScramCredentialsResponse_0(out: bytearray, o: AlterUserScramCred
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0(out, item)
         if o._unknown_tags:
@@ -353,7 +362,7 @@ def _w_AlterUserScramCredentialsResponse_0(out: bytearray, o: AlterUserScramCred
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterUserScramCredentialsResponse: {exc}") from None
 
 
 def _w_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0(out: bytearray, o: AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult) -> None:
@@ -381,7 +390,7 @@ def _w_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult_0(out:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterUserScramCredentialsResult: {exc}") from None
 
 
 _C_AlterUserScramCredentialsRequest__ScramCredentialDeletion = AlterUserScramCredentialsRequest.ScramCredentialDeletion

@@ -115,7 +115,7 @@ def _r_ApiVersionsRequest_1(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_client_software_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_client_software_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_client_software_name, pos = _wire.read_compact_text(buf, pos, "client_software_name")
@@ -124,7 +124,7 @@ def _r_ApiVersionsRequest_1(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_client_software_version = str(buf[pos + 1 : stop], "utf-8")
+            s1_client_software_version = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_client_software_version, pos = _wire.read_compact_text(buf, pos, "client_software_version")
@@ -172,7 +172,7 @@ def _w_ApiVersionsRequest_1(out: bytearray, o: ApiVersionsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ApiVersionsRequest: {exc}") from None
 
 
 def _r_ApiVersionsResponse_0(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
@@ -238,7 +238,7 @@ def _w_ApiVersionsResponse_0(out: bytearray, o: ApiVersionsResponse) -> None:
             for item in x:
                 _w_ApiVersionsResponse__ApiVersion_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ApiVersionsResponse: {exc}") from None
 
 
 def _r_ApiVersionsResponse_1(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
@@ -307,7 +307,7 @@ def _w_ApiVersionsResponse_1(out: bytearray, o: ApiVersionsResponse) -> None:
                 _w_ApiVersionsResponse__ApiVersion_0(out, item)
         out += _F_i.pack(o.throttle_time_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ApiVersionsResponse: {exc}") from None
 
 
 def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, int]:
@@ -396,7 +396,7 @@ def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                                 stop = pos + size
                                 if stop > buflen:
                                     raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                s6_name = str(buf[pos + 1 : stop], "utf-8")
+                                s6_name = buf[pos + 1 : stop].decode()
                                 pos = stop
                             else:
                                 s6_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -440,7 +440,7 @@ def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                                 stop = pos + size
                                 if stop > buflen:
                                     raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                s8_name = str(buf[pos + 1 : stop], "utf-8")
+                                s8_name = buf[pos + 1 : stop].decode()
                                 pos = stop
                             else:
                                 s8_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -493,7 +493,10 @@ def _w_ApiVersionsResponse_2(out: bytearray, o: ApiVersionsResponse) -> None:
         if x is None:
             raise EncodeError("field api_keys is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ApiVersionsResponse__ApiVersion_1(out, item)
         out += _F_i.pack(o.throttle_time_ms)
@@ -504,7 +507,10 @@ def _w_ApiVersionsResponse_2(out: bytearray, o: ApiVersionsResponse) -> None:
             if x is None:
                 raise EncodeError("field supported_features is None but not nullable at this version")
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _w_ApiVersionsResponse__SupportedFeatureKey_0(t, item)
             tags.append((0, t))
@@ -519,7 +525,10 @@ def _w_ApiVersionsResponse_2(out: bytearray, o: ApiVersionsResponse) -> None:
             if x is None:
                 raise EncodeError("field finalized_features is None but not nullable at this version")
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _w_ApiVersionsResponse__FinalizedFeatureKey_0(t, item)
             tags.append((2, t))
@@ -533,14 +542,14 @@ def _w_ApiVersionsResponse_2(out: bytearray, o: ApiVersionsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ApiVersionsResponse: {exc}") from None
 
 
 def _w_ApiVersionsResponse__ApiVersion_0(out: bytearray, o: ApiVersionsResponse.ApiVersion) -> None:
     try:
         out += _F_hhh.pack(o.api_key, o.min_version, o.max_version)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ApiVersion: {exc}") from None
 
 
 def _w_ApiVersionsResponse__ApiVersion_1(out: bytearray, o: ApiVersionsResponse.ApiVersion) -> None:
@@ -551,7 +560,7 @@ def _w_ApiVersionsResponse__ApiVersion_1(out: bytearray, o: ApiVersionsResponse.
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ApiVersion: {exc}") from None
 
 
 def _w_ApiVersionsResponse__SupportedFeatureKey_0(out: bytearray, o: ApiVersionsResponse.SupportedFeatureKey) -> None:
@@ -572,7 +581,7 @@ def _w_ApiVersionsResponse__SupportedFeatureKey_0(out: bytearray, o: ApiVersions
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SupportedFeatureKey: {exc}") from None
 
 
 def _w_ApiVersionsResponse__FinalizedFeatureKey_0(out: bytearray, o: ApiVersionsResponse.FinalizedFeatureKey) -> None:
@@ -593,7 +602,7 @@ def _w_ApiVersionsResponse__FinalizedFeatureKey_0(out: bytearray, o: ApiVersions
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FinalizedFeatureKey: {exc}") from None
 
 
 

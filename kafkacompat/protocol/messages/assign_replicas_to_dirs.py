@@ -238,7 +238,10 @@ def _w_AssignReplicasToDirsRequest_0(out: bytearray, o: AssignReplicasToDirsRequ
         if x is None:
             raise EncodeError("field directories is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AssignReplicasToDirsRequest__DirectoryData_0(out, item)
         if o._unknown_tags:
@@ -246,7 +249,7 @@ def _w_AssignReplicasToDirsRequest_0(out: bytearray, o: AssignReplicasToDirsRequ
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AssignReplicasToDirsRequest: {exc}") from None
 
 
 def _w_AssignReplicasToDirsRequest__PartitionData_0(out: bytearray, o: AssignReplicasToDirsRequest.PartitionData) -> None:
@@ -257,7 +260,7 @@ def _w_AssignReplicasToDirsRequest__PartitionData_0(out: bytearray, o: AssignRep
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_AssignReplicasToDirsRequest__TopicData_0(out: bytearray, o: AssignReplicasToDirsRequest.TopicData) -> None:
@@ -270,7 +273,10 @@ def _w_AssignReplicasToDirsRequest__TopicData_0(out: bytearray, o: AssignReplica
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AssignReplicasToDirsRequest__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -278,7 +284,7 @@ def _w_AssignReplicasToDirsRequest__TopicData_0(out: bytearray, o: AssignReplica
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_AssignReplicasToDirsRequest__DirectoryData_0(out: bytearray, o: AssignReplicasToDirsRequest.DirectoryData) -> None:
@@ -291,7 +297,10 @@ def _w_AssignReplicasToDirsRequest__DirectoryData_0(out: bytearray, o: AssignRep
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AssignReplicasToDirsRequest__TopicData_0(out, item)
         if o._unknown_tags:
@@ -299,7 +308,7 @@ def _w_AssignReplicasToDirsRequest__DirectoryData_0(out: bytearray, o: AssignRep
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DirectoryData: {exc}") from None
 
 
 def _r_AssignReplicasToDirsResponse_0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsResponse, int]:
@@ -436,7 +445,10 @@ def _w_AssignReplicasToDirsResponse_0(out: bytearray, o: AssignReplicasToDirsRes
         if x is None:
             raise EncodeError("field directories is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AssignReplicasToDirsResponse__DirectoryData_0(out, item)
         if o._unknown_tags:
@@ -444,7 +456,7 @@ def _w_AssignReplicasToDirsResponse_0(out: bytearray, o: AssignReplicasToDirsRes
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AssignReplicasToDirsResponse: {exc}") from None
 
 
 def _w_AssignReplicasToDirsResponse__PartitionData_0(out: bytearray, o: AssignReplicasToDirsResponse.PartitionData) -> None:
@@ -455,7 +467,7 @@ def _w_AssignReplicasToDirsResponse__PartitionData_0(out: bytearray, o: AssignRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_AssignReplicasToDirsResponse__TopicData_0(out: bytearray, o: AssignReplicasToDirsResponse.TopicData) -> None:
@@ -468,7 +480,10 @@ def _w_AssignReplicasToDirsResponse__TopicData_0(out: bytearray, o: AssignReplic
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AssignReplicasToDirsResponse__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -476,7 +491,7 @@ def _w_AssignReplicasToDirsResponse__TopicData_0(out: bytearray, o: AssignReplic
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_AssignReplicasToDirsResponse__DirectoryData_0(out: bytearray, o: AssignReplicasToDirsResponse.DirectoryData) -> None:
@@ -489,7 +504,10 @@ def _w_AssignReplicasToDirsResponse__DirectoryData_0(out: bytearray, o: AssignRe
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AssignReplicasToDirsResponse__TopicData_0(out, item)
         if o._unknown_tags:
@@ -497,7 +515,7 @@ def _w_AssignReplicasToDirsResponse__DirectoryData_0(out: bytearray, o: AssignRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DirectoryData: {exc}") from None
 
 
 _C_AssignReplicasToDirsRequest__PartitionData = AssignReplicasToDirsRequest.PartitionData

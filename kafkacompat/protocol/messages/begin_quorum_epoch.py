@@ -198,7 +198,7 @@ def _w_BeginQuorumEpochRequest_0(out: bytearray, o: BeginQuorumEpochRequest) -> 
             for item in x:
                 _w_BeginQuorumEpochRequest__TopicData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BeginQuorumEpochRequest: {exc}") from None
 
 
 def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest, int]:
@@ -217,7 +217,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -239,7 +239,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -304,7 +304,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s7_name = str(buf[pos + 1 : stop], "utf-8")
+                    s7_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s7_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -313,7 +313,7 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s7_host = str(buf[pos + 1 : stop], "utf-8")
+                    s7_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s7_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -369,14 +369,20 @@ def _w_BeginQuorumEpochRequest_1(out: bytearray, o: BeginQuorumEpochRequest) -> 
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BeginQuorumEpochRequest__TopicData_1(out, item)
         x = o.leader_endpoints
         if x is None:
             raise EncodeError("field leader_endpoints is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BeginQuorumEpochRequest__LeaderEndpoint_0(out, item)
         if o._unknown_tags:
@@ -384,14 +390,14 @@ def _w_BeginQuorumEpochRequest_1(out: bytearray, o: BeginQuorumEpochRequest) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BeginQuorumEpochRequest: {exc}") from None
 
 
 def _w_BeginQuorumEpochRequest__PartitionData_0(out: bytearray, o: BeginQuorumEpochRequest.PartitionData) -> None:
     try:
         out += _F_iii.pack(o.partition_index, o.leader_id, o.leader_epoch)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_BeginQuorumEpochRequest__PartitionData_1(out: bytearray, o: BeginQuorumEpochRequest.PartitionData) -> None:
@@ -406,7 +412,7 @@ def _w_BeginQuorumEpochRequest__PartitionData_1(out: bytearray, o: BeginQuorumEp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_BeginQuorumEpochRequest__TopicData_0(out: bytearray, o: BeginQuorumEpochRequest.TopicData) -> None:
@@ -425,7 +431,7 @@ def _w_BeginQuorumEpochRequest__TopicData_0(out: bytearray, o: BeginQuorumEpochR
             for item in x:
                 _w_BeginQuorumEpochRequest__PartitionData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_BeginQuorumEpochRequest__TopicData_1(out: bytearray, o: BeginQuorumEpochRequest.TopicData) -> None:
@@ -445,7 +451,10 @@ def _w_BeginQuorumEpochRequest__TopicData_1(out: bytearray, o: BeginQuorumEpochR
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BeginQuorumEpochRequest__PartitionData_1(out, item)
         if o._unknown_tags:
@@ -453,7 +462,7 @@ def _w_BeginQuorumEpochRequest__TopicData_1(out: bytearray, o: BeginQuorumEpochR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_BeginQuorumEpochRequest__LeaderEndpoint_0(out: bytearray, o: BeginQuorumEpochRequest.LeaderEndpoint) -> None:
@@ -483,7 +492,7 @@ def _w_BeginQuorumEpochRequest__LeaderEndpoint_0(out: bytearray, o: BeginQuorumE
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderEndpoint: {exc}") from None
 
 
 def _r_BeginQuorumEpochResponse_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse, int]:
@@ -565,7 +574,7 @@ def _w_BeginQuorumEpochResponse_0(out: bytearray, o: BeginQuorumEpochResponse) -
             for item in x:
                 _w_BeginQuorumEpochResponse__TopicData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BeginQuorumEpochResponse: {exc}") from None
 
 
 def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochResponse, int]:
@@ -596,7 +605,7 @@ def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochR
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -687,7 +696,7 @@ def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochR
                                 stop = pos + size
                                 if stop > buflen:
                                     raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                s8_host = str(buf[pos + 1 : stop], "utf-8")
+                                s8_host = buf[pos + 1 : stop].decode()
                                 pos = stop
                             else:
                                 s8_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -731,7 +740,10 @@ def _w_BeginQuorumEpochResponse_1(out: bytearray, o: BeginQuorumEpochResponse) -
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BeginQuorumEpochResponse__TopicData_1(out, item)
         tags: list[tuple[int, bytearray]] = []
@@ -741,7 +753,10 @@ def _w_BeginQuorumEpochResponse_1(out: bytearray, o: BeginQuorumEpochResponse) -
             if x is None:
                 raise EncodeError("field node_endpoints is None but not nullable at this version")
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _w_BeginQuorumEpochResponse__NodeEndpoint_0(t, item)
             tags.append((0, t))
@@ -750,14 +765,14 @@ def _w_BeginQuorumEpochResponse_1(out: bytearray, o: BeginQuorumEpochResponse) -
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BeginQuorumEpochResponse: {exc}") from None
 
 
 def _w_BeginQuorumEpochResponse__PartitionData_0(out: bytearray, o: BeginQuorumEpochResponse.PartitionData) -> None:
     try:
         out += _F_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_BeginQuorumEpochResponse__PartitionData_1(out: bytearray, o: BeginQuorumEpochResponse.PartitionData) -> None:
@@ -768,7 +783,7 @@ def _w_BeginQuorumEpochResponse__PartitionData_1(out: bytearray, o: BeginQuorumE
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_BeginQuorumEpochResponse__TopicData_0(out: bytearray, o: BeginQuorumEpochResponse.TopicData) -> None:
@@ -787,7 +802,7 @@ def _w_BeginQuorumEpochResponse__TopicData_0(out: bytearray, o: BeginQuorumEpoch
             for item in x:
                 _w_BeginQuorumEpochResponse__PartitionData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_BeginQuorumEpochResponse__TopicData_1(out: bytearray, o: BeginQuorumEpochResponse.TopicData) -> None:
@@ -807,7 +822,10 @@ def _w_BeginQuorumEpochResponse__TopicData_1(out: bytearray, o: BeginQuorumEpoch
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BeginQuorumEpochResponse__PartitionData_1(out, item)
         if o._unknown_tags:
@@ -815,7 +833,7 @@ def _w_BeginQuorumEpochResponse__TopicData_1(out: bytearray, o: BeginQuorumEpoch
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_BeginQuorumEpochResponse__NodeEndpoint_0(out: bytearray, o: BeginQuorumEpochResponse.NodeEndpoint) -> None:
@@ -837,7 +855,7 @@ def _w_BeginQuorumEpochResponse__NodeEndpoint_0(out: bytearray, o: BeginQuorumEp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write NodeEndpoint: {exc}") from None
 
 
 _C_BeginQuorumEpochRequest__PartitionData = BeginQuorumEpochRequest.PartitionData

@@ -93,7 +93,7 @@ def _w_BrokerHeartbeatRequest_0(out: bytearray, o: BrokerHeartbeatRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerHeartbeatRequest: {exc}") from None
 
 
 def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
@@ -121,9 +121,10 @@ def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
                         raise _wire.null_error("offline_log_dirs", pos)
                     else:
                         s1_offline_log_dirs = []
+                        add2 = s1_offline_log_dirs.append
                         for _ in range(n):
                             item, pos = _wire.read_uuid(buf, pos)
-                            s1_offline_log_dirs.append(item)
+                            add2(item)
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
@@ -154,7 +155,10 @@ def _w_BrokerHeartbeatRequest_1(out: bytearray, o: BrokerHeartbeatRequest) -> No
             if x is None:
                 raise EncodeError("field offline_log_dirs is None but not nullable at this version")
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _wire.write_uuid(t, item)
             tags.append((0, t))
@@ -163,7 +167,7 @@ def _w_BrokerHeartbeatRequest_1(out: bytearray, o: BrokerHeartbeatRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerHeartbeatRequest: {exc}") from None
 
 
 def _r_BrokerHeartbeatResponse_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatResponse, int]:
@@ -199,7 +203,7 @@ def _w_BrokerHeartbeatResponse_0(out: bytearray, o: BrokerHeartbeatResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerHeartbeatResponse: {exc}") from None
 
 
 

@@ -104,7 +104,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_text(buf, pos, "cluster_id")
@@ -125,7 +125,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -134,7 +134,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -171,7 +171,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -196,7 +196,7 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
@@ -247,14 +247,20 @@ def _w_BrokerRegistrationRequest_0(out: bytearray, o: BrokerRegistrationRequest)
         if x is None:
             raise EncodeError("field listeners is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BrokerRegistrationRequest__Listener_0(out, item)
         x = o.features
         if x is None:
             raise EncodeError("field features is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BrokerRegistrationRequest__Feature_0(out, item)
         x = o.rack
@@ -269,7 +275,7 @@ def _w_BrokerRegistrationRequest_0(out: bytearray, o: BrokerRegistrationRequest)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerRegistrationRequest: {exc}") from None
 
 
 def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
@@ -288,7 +294,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_text(buf, pos, "cluster_id")
@@ -309,7 +315,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -318,7 +324,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -355,7 +361,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -380,7 +386,7 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
@@ -430,14 +436,20 @@ def _w_BrokerRegistrationRequest_1(out: bytearray, o: BrokerRegistrationRequest)
         if x is None:
             raise EncodeError("field listeners is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BrokerRegistrationRequest__Listener_0(out, item)
         x = o.features
         if x is None:
             raise EncodeError("field features is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BrokerRegistrationRequest__Feature_0(out, item)
         x = o.rack
@@ -453,7 +465,7 @@ def _w_BrokerRegistrationRequest_1(out: bytearray, o: BrokerRegistrationRequest)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerRegistrationRequest: {exc}") from None
 
 
 def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
@@ -474,7 +486,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_text(buf, pos, "cluster_id")
@@ -495,7 +507,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -504,7 +516,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -541,7 +553,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -566,7 +578,7 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
@@ -581,9 +593,10 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
             raise _wire.null_error("log_dirs", pos)
         else:
             s1_log_dirs = []
+            add6 = s1_log_dirs.append
             for _ in range(n):
                 item, pos = _wire.read_uuid(buf, pos)
-                s1_log_dirs.append(item)
+                add6(item)
         u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
@@ -629,14 +642,20 @@ def _w_BrokerRegistrationRequest_2(out: bytearray, o: BrokerRegistrationRequest)
         if x is None:
             raise EncodeError("field listeners is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BrokerRegistrationRequest__Listener_0(out, item)
         x = o.features
         if x is None:
             raise EncodeError("field features is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BrokerRegistrationRequest__Feature_0(out, item)
         x = o.rack
@@ -651,7 +670,10 @@ def _w_BrokerRegistrationRequest_2(out: bytearray, o: BrokerRegistrationRequest)
         if x is None:
             raise EncodeError("field log_dirs is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _wire.write_uuid(out, item)
         if o._unknown_tags:
@@ -659,7 +681,7 @@ def _w_BrokerRegistrationRequest_2(out: bytearray, o: BrokerRegistrationRequest)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerRegistrationRequest: {exc}") from None
 
 
 def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:
@@ -680,7 +702,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_text(buf, pos, "cluster_id")
@@ -701,7 +723,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -710,7 +732,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -747,7 +769,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -772,7 +794,7 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
@@ -787,9 +809,10 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
             raise _wire.null_error("log_dirs", pos)
         else:
             s1_log_dirs = []
+            add6 = s1_log_dirs.append
             for _ in range(n):
                 item, pos = _wire.read_uuid(buf, pos)
-                s1_log_dirs.append(item)
+                add6(item)
         (s1_previous_broker_epoch, t1,) = _F_qB.unpack_from(buf, pos)
         pos += 9
         u1 = _wire.EMPTY_TAGS
@@ -836,14 +859,20 @@ def _w_BrokerRegistrationRequest_3(out: bytearray, o: BrokerRegistrationRequest)
         if x is None:
             raise EncodeError("field listeners is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BrokerRegistrationRequest__Listener_0(out, item)
         x = o.features
         if x is None:
             raise EncodeError("field features is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_BrokerRegistrationRequest__Feature_0(out, item)
         x = o.rack
@@ -858,7 +887,10 @@ def _w_BrokerRegistrationRequest_3(out: bytearray, o: BrokerRegistrationRequest)
         if x is None:
             raise EncodeError("field log_dirs is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _wire.write_uuid(out, item)
         out += _F_q.pack(o.previous_broker_epoch)
@@ -867,7 +899,7 @@ def _w_BrokerRegistrationRequest_3(out: bytearray, o: BrokerRegistrationRequest)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerRegistrationRequest: {exc}") from None
 
 
 def _w_BrokerRegistrationRequest__Listener_0(out: bytearray, o: BrokerRegistrationRequest.Listener) -> None:
@@ -897,7 +929,7 @@ def _w_BrokerRegistrationRequest__Listener_0(out: bytearray, o: BrokerRegistrati
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Listener: {exc}") from None
 
 
 def _w_BrokerRegistrationRequest__Feature_0(out: bytearray, o: BrokerRegistrationRequest.Feature) -> None:
@@ -918,7 +950,7 @@ def _w_BrokerRegistrationRequest__Feature_0(out: bytearray, o: BrokerRegistratio
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Feature: {exc}") from None
 
 
 def _r_BrokerRegistrationResponse_0(buf: Any, pos: int) -> tuple[BrokerRegistrationResponse, int]:
@@ -952,7 +984,7 @@ def _w_BrokerRegistrationResponse_0(out: bytearray, o: BrokerRegistrationRespons
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerRegistrationResponse: {exc}") from None
 
 
 _C_BrokerRegistrationRequest__Listener = BrokerRegistrationRequest.Listener

@@ -88,7 +88,7 @@ def _w_BrokerRegistrationChangeRecord_0(out: bytearray, o: BrokerRegistrationCha
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerRegistrationChangeRecord: {exc}") from None
 
 
 def _r_BrokerRegistrationChangeRecord_1(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
@@ -152,7 +152,7 @@ def _w_BrokerRegistrationChangeRecord_1(out: bytearray, o: BrokerRegistrationCha
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerRegistrationChangeRecord: {exc}") from None
 
 
 def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
@@ -192,9 +192,10 @@ def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegis
                         raise _wire.null_error("log_dirs", pos)
                     else:
                         s1_log_dirs = []
+                        add2 = s1_log_dirs.append
                         for _ in range(n):
                             item, pos = _wire.read_uuid(buf, pos)
-                            s1_log_dirs.append(item)
+                            add2(item)
                     if pos != end1:
                         raise DecodeError(f"tagged field 2 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
@@ -234,7 +235,10 @@ def _w_BrokerRegistrationChangeRecord_2(out: bytearray, o: BrokerRegistrationCha
             if x is None:
                 raise EncodeError("field log_dirs is None but not nullable at this version")
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _wire.write_uuid(t, item)
             tags.append((2, t))
@@ -243,7 +247,7 @@ def _w_BrokerRegistrationChangeRecord_2(out: bytearray, o: BrokerRegistrationCha
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerRegistrationChangeRecord: {exc}") from None
 
 
 

@@ -66,7 +66,7 @@ def _r_ClientQuotaRecord_0(buf: Any, pos: int) -> tuple[ClientQuotaRecord, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_entity_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_entity_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
@@ -75,7 +75,7 @@ def _r_ClientQuotaRecord_0(buf: Any, pos: int) -> tuple[ClientQuotaRecord, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_entity_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_entity_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_entity_name, pos = _wire.read_compact_string(buf, pos)
@@ -98,7 +98,7 @@ def _r_ClientQuotaRecord_0(buf: Any, pos: int) -> tuple[ClientQuotaRecord, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_key = str(buf[pos + 1 : stop], "utf-8")
+            s1_key = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_key, pos = _wire.read_compact_text(buf, pos, "key")
@@ -131,7 +131,10 @@ def _w_ClientQuotaRecord_0(out: bytearray, o: ClientQuotaRecord) -> None:
         if x is None:
             raise EncodeError("field entity is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ClientQuotaRecord__EntityData_0(out, item)
         x = o.key
@@ -149,7 +152,7 @@ def _w_ClientQuotaRecord_0(out: bytearray, o: ClientQuotaRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ClientQuotaRecord: {exc}") from None
 
 
 def _w_ClientQuotaRecord__EntityData_0(out: bytearray, o: ClientQuotaRecord.EntityData) -> None:
@@ -176,7 +179,7 @@ def _w_ClientQuotaRecord__EntityData_0(out: bytearray, o: ClientQuotaRecord.Enti
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntityData: {exc}") from None
 
 
 _C_ClientQuotaRecord__EntityData = ClientQuotaRecord.EntityData

@@ -45,7 +45,7 @@ def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_resource_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_resource_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
@@ -54,7 +54,7 @@ def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -63,7 +63,7 @@ def _r_ConfigRecord_0(buf: Any, pos: int) -> tuple[ConfigRecord, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_value = str(buf[pos + 1 : stop], "utf-8")
+            s1_value = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_value, pos = _wire.read_compact_string(buf, pos)
@@ -121,7 +121,7 @@ def _w_ConfigRecord_0(out: bytearray, o: ConfigRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ConfigRecord: {exc}") from None
 
 
 

@@ -118,17 +118,18 @@ def _r_ConsumerGroupDescribeRequest_0(buf: Any, pos: int) -> tuple[ConsumerGroup
             raise _wire.null_error("group_ids", pos)
         else:
             s1_group_ids = []
+            add2 = s1_group_ids.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "group_ids[]")
-                s1_group_ids.append(item)
+                add2(item)
         (s1_include_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _wire.EMPTY_TAGS
@@ -156,7 +157,10 @@ def _w_ConsumerGroupDescribeRequest_0(out: bytearray, o: ConsumerGroupDescribeRe
         if x is None:
             raise EncodeError("field group_ids is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of group_ids is None")
@@ -172,12 +176,13 @@ def _w_ConsumerGroupDescribeRequest_0(out: bytearray, o: ConsumerGroupDescribeRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ConsumerGroupDescribeRequest: {exc}") from None
 
 
 def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse, int]:
     item: Any
-    s11_partitions: list[Any]
+    s10_topic_partitions: list[Any]
+    s12_partitions: list[Any]
     s1_groups: list[Any]
     s3_error_message: str | None
     s3_members: list[Any]
@@ -187,15 +192,14 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
     s5_subscribed_topic_names: list[Any]
     s5_subscribed_topic_regex: str | None
     s5_target_assignment: ConsumerGroupDescribeResponse.Assignment
-    s6_topic_partitions: list[Any]
-    s8_partitions: list[Any]
-    s9_topic_partitions: list[Any]
+    s7_topic_partitions: list[Any]
+    s9_partitions: list[Any]
     u1: tuple[tuple[int, bytes], ...]
-    u11: tuple[tuple[int, bytes], ...]
+    u10: tuple[tuple[int, bytes], ...]
+    u12: tuple[tuple[int, bytes], ...]
     u3: tuple[tuple[int, bytes], ...]
     u5: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    u8: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
     u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
@@ -219,7 +223,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -228,7 +232,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -237,7 +241,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_state = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_state = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
@@ -248,7 +252,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_assignor_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_assignor_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_assignor_name, pos = _wire.read_compact_text(buf, pos, "assignor_name")
@@ -268,7 +272,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_member_id = str(buf[pos + 1 : stop], "utf-8")
+                            s5_member_id = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -277,7 +281,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                            s5_instance_id = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -286,7 +290,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_rack_id = str(buf[pos + 1 : stop], "utf-8")
+                            s5_rack_id = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_rack_id, pos = _wire.read_compact_string(buf, pos)
@@ -297,7 +301,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_client_id = str(buf[pos + 1 : stop], "utf-8")
+                            s5_client_id = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_client_id, pos = _wire.read_compact_text(buf, pos, "client_id")
@@ -306,7 +310,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_client_host = str(buf[pos + 1 : stop], "utf-8")
+                            s5_client_host = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_client_host, pos = _wire.read_compact_text(buf, pos, "client_host")
@@ -319,23 +323,24 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                             raise _wire.null_error("subscribed_topic_names", pos)
                         else:
                             s5_subscribed_topic_names = []
+                            add6 = s5_subscribed_topic_names.append
                             for _ in range(n):
                                 size = buf[pos]
                                 if 0 < size < 0x80:
                                     stop = pos + size
                                     if stop > buflen:
                                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                    item = str(buf[pos + 1 : stop], "utf-8")
+                                    item = buf[pos + 1 : stop].decode()
                                     pos = stop
                                 else:
                                     item, pos = _wire.read_compact_text(buf, pos, "subscribed_topic_names[]")
-                                s5_subscribed_topic_names.append(item)
+                                add6(item)
                         size = buf[pos]
                         if 0 < size < 0x80:
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_subscribed_topic_regex = str(buf[pos + 1 : stop], "utf-8")
+                            s5_subscribed_topic_regex = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_subscribed_topic_regex, pos = _wire.read_compact_string(buf, pos)
@@ -347,19 +352,19 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                         if n < 0:
                             raise _wire.null_error("topic_partitions", pos)
                         else:
-                            s6_topic_partitions = []
-                            add7 = s6_topic_partitions.append
+                            s7_topic_partitions = []
+                            add8 = s7_topic_partitions.append
                             for _ in range(n):
-                                s8_topic_id, pos = _wire.read_uuid(buf, pos)
+                                s9_topic_id, pos = _wire.read_uuid(buf, pos)
                                 size = buf[pos]
                                 if 0 < size < 0x80:
                                     stop = pos + size
                                     if stop > buflen:
                                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                    s8_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                                    s9_topic_name = buf[pos + 1 : stop].decode()
                                     pos = stop
                                 else:
-                                    s8_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                                    s9_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
                                 n = buf[pos] - 1
                                 if n < 0x7F:
                                     pos += 1
@@ -370,38 +375,38 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                                 else:
                                     stop = pos + 4 * n
                                     if n < 32 and stop <= buflen:
-                                        s8_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                        s9_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
                                         pos = stop
                                     else:
-                                        s8_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                                u8 = _wire.EMPTY_TAGS
+                                        s9_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                                u9 = _wire.EMPTY_TAGS
                                 if buf[pos] == 0:
                                     pos += 1
                                 else:
-                                    count8, pos = _wire.read_uvarint(buf, pos)
-                                    for _ in range(count8):
-                                        tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                        u8 = (*u8, (tag8, bytes(buf[pos:end8])))
-                                        pos = end8
-                                o8 = _new(_C_ConsumerGroupDescribeResponse__TopicPartitions)
-                                o8.topic_id = s8_topic_id
-                                o8.topic_name = s8_topic_name
-                                o8.partitions = s8_partitions
-                                o8._unknown_tags = u8
-                                add7(o8)
-                        u6 = _wire.EMPTY_TAGS
+                                    count9, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count9):
+                                        tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                        u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                        pos = end9
+                                o9 = _new(_C_ConsumerGroupDescribeResponse__TopicPartitions)
+                                o9.topic_id = s9_topic_id
+                                o9.topic_name = s9_topic_name
+                                o9.partitions = s9_partitions
+                                o9._unknown_tags = u9
+                                add8(o9)
+                        u7 = _wire.EMPTY_TAGS
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count6, pos = _wire.read_uvarint(buf, pos)
-                            for _ in range(count6):
-                                tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
-                                pos = end6
-                        o6 = _new(_C_ConsumerGroupDescribeResponse__Assignment)
-                        o6.topic_partitions = s6_topic_partitions
-                        o6._unknown_tags = u6
-                        s5_assignment = o6
+                            count7, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count7):
+                                tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                pos = end7
+                        o7 = _new(_C_ConsumerGroupDescribeResponse__Assignment)
+                        o7.topic_partitions = s7_topic_partitions
+                        o7._unknown_tags = u7
+                        s5_assignment = o7
                         n = buf[pos] - 1
                         if n < 0x7F:
                             pos += 1
@@ -410,19 +415,19 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                         if n < 0:
                             raise _wire.null_error("topic_partitions", pos)
                         else:
-                            s9_topic_partitions = []
-                            add10 = s9_topic_partitions.append
+                            s10_topic_partitions = []
+                            add11 = s10_topic_partitions.append
                             for _ in range(n):
-                                s11_topic_id, pos = _wire.read_uuid(buf, pos)
+                                s12_topic_id, pos = _wire.read_uuid(buf, pos)
                                 size = buf[pos]
                                 if 0 < size < 0x80:
                                     stop = pos + size
                                     if stop > buflen:
                                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                    s11_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                                    s12_topic_name = buf[pos + 1 : stop].decode()
                                     pos = stop
                                 else:
-                                    s11_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                                    s12_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
                                 n = buf[pos] - 1
                                 if n < 0x7F:
                                     pos += 1
@@ -433,38 +438,38 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                                 else:
                                     stop = pos + 4 * n
                                     if n < 32 and stop <= buflen:
-                                        s11_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                        s12_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
                                         pos = stop
                                     else:
-                                        s11_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                                u11 = _wire.EMPTY_TAGS
+                                        s12_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                                u12 = _wire.EMPTY_TAGS
                                 if buf[pos] == 0:
                                     pos += 1
                                 else:
-                                    count11, pos = _wire.read_uvarint(buf, pos)
-                                    for _ in range(count11):
-                                        tag11, pos, end11 = _wire.read_tag_header(buf, pos)
-                                        u11 = (*u11, (tag11, bytes(buf[pos:end11])))
-                                        pos = end11
-                                o11 = _new(_C_ConsumerGroupDescribeResponse__TopicPartitions)
-                                o11.topic_id = s11_topic_id
-                                o11.topic_name = s11_topic_name
-                                o11.partitions = s11_partitions
-                                o11._unknown_tags = u11
-                                add10(o11)
-                        u9 = _wire.EMPTY_TAGS
+                                    count12, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count12):
+                                        tag12, pos, end12 = _wire.read_tag_header(buf, pos)
+                                        u12 = (*u12, (tag12, bytes(buf[pos:end12])))
+                                        pos = end12
+                                o12 = _new(_C_ConsumerGroupDescribeResponse__TopicPartitions)
+                                o12.topic_id = s12_topic_id
+                                o12.topic_name = s12_topic_name
+                                o12.partitions = s12_partitions
+                                o12._unknown_tags = u12
+                                add11(o12)
+                        u10 = _wire.EMPTY_TAGS
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count9, pos = _wire.read_uvarint(buf, pos)
-                            for _ in range(count9):
-                                tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                                u9 = (*u9, (tag9, bytes(buf[pos:end9])))
-                                pos = end9
-                        o9 = _new(_C_ConsumerGroupDescribeResponse__Assignment)
-                        o9.topic_partitions = s9_topic_partitions
-                        o9._unknown_tags = u9
-                        s5_target_assignment = o9
+                            count10, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count10):
+                                tag10, pos, end10 = _wire.read_tag_header(buf, pos)
+                                u10 = (*u10, (tag10, bytes(buf[pos:end10])))
+                                pos = end10
+                        o10 = _new(_C_ConsumerGroupDescribeResponse__Assignment)
+                        o10.topic_partitions = s10_topic_partitions
+                        o10._unknown_tags = u10
+                        s5_target_assignment = o10
                         u5 = _wire.EMPTY_TAGS
                         if buf[pos] == 0:
                             pos += 1
@@ -536,7 +541,10 @@ def _w_ConsumerGroupDescribeResponse_0(out: bytearray, o: ConsumerGroupDescribeR
         if x is None:
             raise EncodeError("field groups is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ConsumerGroupDescribeResponse__DescribedGroup_0(out, item)
         if o._unknown_tags:
@@ -544,7 +552,7 @@ def _w_ConsumerGroupDescribeResponse_0(out: bytearray, o: ConsumerGroupDescribeR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ConsumerGroupDescribeResponse: {exc}") from None
 
 
 def _w_ConsumerGroupDescribeResponse__TopicPartitions_0(out: bytearray, o: ConsumerGroupDescribeResponse.TopicPartitions) -> None:
@@ -565,14 +573,20 @@ def _w_ConsumerGroupDescribeResponse__TopicPartitions_0(out: bytearray, o: Consu
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicPartitions: {exc}") from None
 
 
 def _w_ConsumerGroupDescribeResponse__Assignment_0(out: bytearray, o: ConsumerGroupDescribeResponse.Assignment) -> None:
@@ -583,7 +597,10 @@ def _w_ConsumerGroupDescribeResponse__Assignment_0(out: bytearray, o: ConsumerGr
         if x is None:
             raise EncodeError("field topic_partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ConsumerGroupDescribeResponse__TopicPartitions_0(out, item)
         if o._unknown_tags:
@@ -591,7 +608,7 @@ def _w_ConsumerGroupDescribeResponse__Assignment_0(out: bytearray, o: ConsumerGr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Assignment: {exc}") from None
 
 
 def _w_ConsumerGroupDescribeResponse__Member_0(out: bytearray, o: ConsumerGroupDescribeResponse.Member) -> None:
@@ -644,7 +661,10 @@ def _w_ConsumerGroupDescribeResponse__Member_0(out: bytearray, o: ConsumerGroupD
         if x is None:
             raise EncodeError("field subscribed_topic_names is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of subscribed_topic_names is None")
@@ -670,7 +690,7 @@ def _w_ConsumerGroupDescribeResponse__Member_0(out: bytearray, o: ConsumerGroupD
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Member: {exc}") from None
 
 
 def _w_ConsumerGroupDescribeResponse__DescribedGroup_0(out: bytearray, o: ConsumerGroupDescribeResponse.DescribedGroup) -> None:
@@ -717,7 +737,10 @@ def _w_ConsumerGroupDescribeResponse__DescribedGroup_0(out: bytearray, o: Consum
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ConsumerGroupDescribeResponse__Member_0(out, item)
         out += _F_i.pack(o.authorized_operations)
@@ -726,7 +749,7 @@ def _w_ConsumerGroupDescribeResponse__DescribedGroup_0(out: bytearray, o: Consum
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
 
 
 

@@ -96,9 +96,9 @@ def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGrou
     s1_server_assignor: str | None
     s1_subscribed_topic_names: list[Any] | None
     s1_topic_partitions: list[Any] | None
-    s3_partitions: list[Any]
+    s4_partitions: list[Any]
     u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
+    u4: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
         size = buf[pos]
@@ -106,7 +106,7 @@ def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGrou
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -115,7 +115,7 @@ def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGrou
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -126,7 +126,7 @@ def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGrou
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_instance_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -135,7 +135,7 @@ def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGrou
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack_id, pos = _wire.read_compact_string(buf, pos)
@@ -150,23 +150,24 @@ def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGrou
             s1_subscribed_topic_names = None
         else:
             s1_subscribed_topic_names = []
+            add2 = s1_subscribed_topic_names.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "subscribed_topic_names[]")
-                s1_subscribed_topic_names.append(item)
+                add2(item)
         size = buf[pos]
         if 0 < size < 0x80:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_server_assignor = str(buf[pos + 1 : stop], "utf-8")
+            s1_server_assignor = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_server_assignor, pos = _wire.read_compact_string(buf, pos)
@@ -179,9 +180,9 @@ def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGrou
             s1_topic_partitions = None
         else:
             s1_topic_partitions = []
-            add2 = s1_topic_partitions.append
+            add3 = s1_topic_partitions.append
             for _ in range(n):
-                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                s4_topic_id, pos = _wire.read_uuid(buf, pos)
                 n = buf[pos] - 1
                 if n < 0x7F:
                     pos += 1
@@ -192,24 +193,24 @@ def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                 else:
                     stop = pos + 4 * n
                     if n < 32 and stop <= buflen:
-                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        s4_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
                         pos = stop
                     else:
-                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                u3 = _wire.EMPTY_TAGS
+                        s4_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u4 = _wire.EMPTY_TAGS
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                o3 = _new(_C_ConsumerGroupHeartbeatRequest__TopicPartitions)
-                o3.topic_id = s3_topic_id
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
+                    count4, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count4):
+                        tag4, pos, end4 = _wire.read_tag_header(buf, pos)
+                        u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                        pos = end4
+                o4 = _new(_C_ConsumerGroupHeartbeatRequest__TopicPartitions)
+                o4.topic_id = s4_topic_id
+                o4.partitions = s4_partitions
+                o4._unknown_tags = u4
+                add3(o4)
         u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
@@ -280,7 +281,10 @@ def _w_ConsumerGroupHeartbeatRequest_0(out: bytearray, o: ConsumerGroupHeartbeat
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of subscribed_topic_names is None")
@@ -301,7 +305,10 @@ def _w_ConsumerGroupHeartbeatRequest_0(out: bytearray, o: ConsumerGroupHeartbeat
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ConsumerGroupHeartbeatRequest__TopicPartitions_0(out, item)
         if o._unknown_tags:
@@ -309,7 +316,7 @@ def _w_ConsumerGroupHeartbeatRequest_0(out: bytearray, o: ConsumerGroupHeartbeat
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ConsumerGroupHeartbeatRequest: {exc}") from None
 
 
 def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatRequest, int]:
@@ -320,9 +327,9 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
     s1_subscribed_topic_names: list[Any] | None
     s1_subscribed_topic_regex: str | None
     s1_topic_partitions: list[Any] | None
-    s3_partitions: list[Any]
+    s4_partitions: list[Any]
     u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
+    u4: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
         size = buf[pos]
@@ -330,7 +337,7 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -339,7 +346,7 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -350,7 +357,7 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_instance_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -359,7 +366,7 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack_id, pos = _wire.read_compact_string(buf, pos)
@@ -374,23 +381,24 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
             s1_subscribed_topic_names = None
         else:
             s1_subscribed_topic_names = []
+            add2 = s1_subscribed_topic_names.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "subscribed_topic_names[]")
-                s1_subscribed_topic_names.append(item)
+                add2(item)
         size = buf[pos]
         if 0 < size < 0x80:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_subscribed_topic_regex = str(buf[pos + 1 : stop], "utf-8")
+            s1_subscribed_topic_regex = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_subscribed_topic_regex, pos = _wire.read_compact_string(buf, pos)
@@ -399,7 +407,7 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_server_assignor = str(buf[pos + 1 : stop], "utf-8")
+            s1_server_assignor = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_server_assignor, pos = _wire.read_compact_string(buf, pos)
@@ -412,9 +420,9 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
             s1_topic_partitions = None
         else:
             s1_topic_partitions = []
-            add2 = s1_topic_partitions.append
+            add3 = s1_topic_partitions.append
             for _ in range(n):
-                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                s4_topic_id, pos = _wire.read_uuid(buf, pos)
                 n = buf[pos] - 1
                 if n < 0x7F:
                     pos += 1
@@ -425,24 +433,24 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
                 else:
                     stop = pos + 4 * n
                     if n < 32 and stop <= buflen:
-                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        s4_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
                         pos = stop
                     else:
-                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                u3 = _wire.EMPTY_TAGS
+                        s4_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u4 = _wire.EMPTY_TAGS
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                o3 = _new(_C_ConsumerGroupHeartbeatRequest__TopicPartitions)
-                o3.topic_id = s3_topic_id
-                o3.partitions = s3_partitions
-                o3._unknown_tags = u3
-                add2(o3)
+                    count4, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count4):
+                        tag4, pos, end4 = _wire.read_tag_header(buf, pos)
+                        u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                        pos = end4
+                o4 = _new(_C_ConsumerGroupHeartbeatRequest__TopicPartitions)
+                o4.topic_id = s4_topic_id
+                o4.partitions = s4_partitions
+                o4._unknown_tags = u4
+                add3(o4)
         u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
@@ -511,7 +519,10 @@ def _w_ConsumerGroupHeartbeatRequest_1(out: bytearray, o: ConsumerGroupHeartbeat
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of subscribed_topic_names is None")
@@ -539,7 +550,10 @@ def _w_ConsumerGroupHeartbeatRequest_1(out: bytearray, o: ConsumerGroupHeartbeat
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ConsumerGroupHeartbeatRequest__TopicPartitions_0(out, item)
         if o._unknown_tags:
@@ -547,7 +561,7 @@ def _w_ConsumerGroupHeartbeatRequest_1(out: bytearray, o: ConsumerGroupHeartbeat
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ConsumerGroupHeartbeatRequest: {exc}") from None
 
 
 def _w_ConsumerGroupHeartbeatRequest__TopicPartitions_0(out: bytearray, o: ConsumerGroupHeartbeatRequest.TopicPartitions) -> None:
@@ -559,14 +573,20 @@ def _w_ConsumerGroupHeartbeatRequest__TopicPartitions_0(out: bytearray, o: Consu
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicPartitions: {exc}") from None
 
 
 def _r_ConsumerGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatResponse, int]:
@@ -587,7 +607,7 @@ def _r_ConsumerGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ConsumerGro
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -596,7 +616,7 @@ def _r_ConsumerGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ConsumerGro
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_string(buf, pos)
@@ -713,7 +733,7 @@ def _w_ConsumerGroupHeartbeatResponse_0(out: bytearray, o: ConsumerGroupHeartbea
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ConsumerGroupHeartbeatResponse: {exc}") from None
 
 
 def _w_ConsumerGroupHeartbeatResponse__TopicPartitions_0(out: bytearray, o: ConsumerGroupHeartbeatResponse.TopicPartitions) -> None:
@@ -725,14 +745,20 @@ def _w_ConsumerGroupHeartbeatResponse__TopicPartitions_0(out: bytearray, o: Cons
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicPartitions: {exc}") from None
 
 
 def _w_ConsumerGroupHeartbeatResponse__Assignment_0(out: bytearray, o: ConsumerGroupHeartbeatResponse.Assignment) -> None:
@@ -743,7 +769,10 @@ def _w_ConsumerGroupHeartbeatResponse__Assignment_0(out: bytearray, o: ConsumerG
         if x is None:
             raise EncodeError("field topic_partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ConsumerGroupHeartbeatResponse__TopicPartitions_0(out, item)
         if o._unknown_tags:
@@ -751,7 +780,7 @@ def _w_ConsumerGroupHeartbeatResponse__Assignment_0(out: bytearray, o: ConsumerG
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Assignment: {exc}") from None
 
 
 _C_ConsumerGroupHeartbeatRequest__TopicPartitions = ConsumerGroupHeartbeatRequest.TopicPartitions

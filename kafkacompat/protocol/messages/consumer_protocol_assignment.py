@@ -92,7 +92,7 @@ def _w_ConsumerProtocolAssignment_0(out: bytearray, o: ConsumerProtocolAssignmen
         x = o.user_data
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ConsumerProtocolAssignment: {exc}") from None
 
 
 def _w_ConsumerProtocolAssignment__TopicPartition_0(out: bytearray, o: ConsumerProtocolAssignment.TopicPartition) -> None:
@@ -107,9 +107,12 @@ def _w_ConsumerProtocolAssignment__TopicPartition_0(out: bytearray, o: ConsumerP
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicPartition: {exc}") from None
 
 
 _C_ConsumerProtocolAssignment__TopicPartition = ConsumerProtocolAssignment.TopicPartition

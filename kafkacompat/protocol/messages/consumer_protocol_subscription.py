@@ -52,11 +52,12 @@ def _r_ConsumerProtocolSubscription_0(buf: Any, pos: int) -> tuple[ConsumerProto
             raise _wire.null_error("topics", pos)
         else:
             s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("topics[]", pos)
-                s1_topics.append(item)
+                add2(item)
         s1_user_data, pos = _wire.read_bytes(buf, pos)
         o1 = _new(ConsumerProtocolSubscription)
         o1.topics = s1_topics
@@ -86,14 +87,14 @@ def _w_ConsumerProtocolSubscription_0(out: bytearray, o: ConsumerProtocolSubscri
         x = o.user_data
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ConsumerProtocolSubscription: {exc}") from None
 
 
 def _r_ConsumerProtocolSubscription_1(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     item: Any
     s1_owned_partitions: list[Any]
     s1_topics: list[Any]
-    s3_partitions: list[Any]
+    s4_partitions: list[Any]
     try:
         buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
@@ -101,21 +102,22 @@ def _r_ConsumerProtocolSubscription_1(buf: Any, pos: int) -> tuple[ConsumerProto
             raise _wire.null_error("topics", pos)
         else:
             s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("topics[]", pos)
-                s1_topics.append(item)
+                add2(item)
         s1_user_data, pos = _wire.read_bytes(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("owned_partitions", pos)
         else:
             s1_owned_partitions = _wire.KeyedList()
-            add2 = s1_owned_partitions.append
+            add3 = s1_owned_partitions.append
             for _ in range(n):
-                s3_topic, pos = _wire.read_string(buf, pos)
-                if s3_topic is None:
+                s4_topic, pos = _wire.read_string(buf, pos)
+                if s4_topic is None:
                     raise _wire.null_error("topic", pos)
                 n, pos = _wire.read_array_count(buf, pos)
                 if n < 0:
@@ -123,15 +125,15 @@ def _r_ConsumerProtocolSubscription_1(buf: Any, pos: int) -> tuple[ConsumerProto
                 else:
                     stop = pos + 4 * n
                     if n < 32 and stop <= buflen:
-                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        s4_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
                         pos = stop
                     else:
-                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                o3 = _new(_C_ConsumerProtocolSubscription__TopicPartition)
-                o3.topic = s3_topic
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _wire.EMPTY_TAGS
-                add2(o3)
+                        s4_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o4 = _new(_C_ConsumerProtocolSubscription__TopicPartition)
+                o4.topic = s4_topic
+                o4.partitions = s4_partitions
+                o4._unknown_tags = _wire.EMPTY_TAGS
+                add3(o4)
         o1 = _new(ConsumerProtocolSubscription)
         o1.topics = s1_topics
         o1.user_data = s1_user_data
@@ -167,14 +169,14 @@ def _w_ConsumerProtocolSubscription_1(out: bytearray, o: ConsumerProtocolSubscri
             for item in x:
                 _w_ConsumerProtocolSubscription__TopicPartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ConsumerProtocolSubscription: {exc}") from None
 
 
 def _r_ConsumerProtocolSubscription_2(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     item: Any
     s1_owned_partitions: list[Any]
     s1_topics: list[Any]
-    s3_partitions: list[Any]
+    s4_partitions: list[Any]
     try:
         buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
@@ -182,21 +184,22 @@ def _r_ConsumerProtocolSubscription_2(buf: Any, pos: int) -> tuple[ConsumerProto
             raise _wire.null_error("topics", pos)
         else:
             s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("topics[]", pos)
-                s1_topics.append(item)
+                add2(item)
         s1_user_data, pos = _wire.read_bytes(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("owned_partitions", pos)
         else:
             s1_owned_partitions = _wire.KeyedList()
-            add2 = s1_owned_partitions.append
+            add3 = s1_owned_partitions.append
             for _ in range(n):
-                s3_topic, pos = _wire.read_string(buf, pos)
-                if s3_topic is None:
+                s4_topic, pos = _wire.read_string(buf, pos)
+                if s4_topic is None:
                     raise _wire.null_error("topic", pos)
                 n, pos = _wire.read_array_count(buf, pos)
                 if n < 0:
@@ -204,15 +207,15 @@ def _r_ConsumerProtocolSubscription_2(buf: Any, pos: int) -> tuple[ConsumerProto
                 else:
                     stop = pos + 4 * n
                     if n < 32 and stop <= buflen:
-                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        s4_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
                         pos = stop
                     else:
-                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                o3 = _new(_C_ConsumerProtocolSubscription__TopicPartition)
-                o3.topic = s3_topic
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _wire.EMPTY_TAGS
-                add2(o3)
+                        s4_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o4 = _new(_C_ConsumerProtocolSubscription__TopicPartition)
+                o4.topic = s4_topic
+                o4.partitions = s4_partitions
+                o4._unknown_tags = _wire.EMPTY_TAGS
+                add3(o4)
         (s1_generation_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
         o1 = _new(ConsumerProtocolSubscription)
@@ -251,14 +254,14 @@ def _w_ConsumerProtocolSubscription_2(out: bytearray, o: ConsumerProtocolSubscri
                 _w_ConsumerProtocolSubscription__TopicPartition_0(out, item)
         out += _F_i.pack(o.generation_id)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ConsumerProtocolSubscription: {exc}") from None
 
 
 def _r_ConsumerProtocolSubscription_3(buf: Any, pos: int) -> tuple[ConsumerProtocolSubscription, int]:
     item: Any
     s1_owned_partitions: list[Any]
     s1_topics: list[Any]
-    s3_partitions: list[Any]
+    s4_partitions: list[Any]
     try:
         buflen = len(buf)
         n, pos = _wire.read_array_count(buf, pos)
@@ -266,21 +269,22 @@ def _r_ConsumerProtocolSubscription_3(buf: Any, pos: int) -> tuple[ConsumerProto
             raise _wire.null_error("topics", pos)
         else:
             s1_topics = []
+            add2 = s1_topics.append
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("topics[]", pos)
-                s1_topics.append(item)
+                add2(item)
         s1_user_data, pos = _wire.read_bytes(buf, pos)
         n, pos = _wire.read_array_count(buf, pos)
         if n < 0:
             raise _wire.null_error("owned_partitions", pos)
         else:
             s1_owned_partitions = _wire.KeyedList()
-            add2 = s1_owned_partitions.append
+            add3 = s1_owned_partitions.append
             for _ in range(n):
-                s3_topic, pos = _wire.read_string(buf, pos)
-                if s3_topic is None:
+                s4_topic, pos = _wire.read_string(buf, pos)
+                if s4_topic is None:
                     raise _wire.null_error("topic", pos)
                 n, pos = _wire.read_array_count(buf, pos)
                 if n < 0:
@@ -288,15 +292,15 @@ def _r_ConsumerProtocolSubscription_3(buf: Any, pos: int) -> tuple[ConsumerProto
                 else:
                     stop = pos + 4 * n
                     if n < 32 and stop <= buflen:
-                        s3_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        s4_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
                         pos = stop
                     else:
-                        s3_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                o3 = _new(_C_ConsumerProtocolSubscription__TopicPartition)
-                o3.topic = s3_topic
-                o3.partitions = s3_partitions
-                o3._unknown_tags = _wire.EMPTY_TAGS
-                add2(o3)
+                        s4_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                o4 = _new(_C_ConsumerProtocolSubscription__TopicPartition)
+                o4.topic = s4_topic
+                o4.partitions = s4_partitions
+                o4._unknown_tags = _wire.EMPTY_TAGS
+                add3(o4)
         (s1_generation_id,) = _F_i.unpack_from(buf, pos)
         pos += 4
         s1_rack_id, pos = _wire.read_string(buf, pos)
@@ -338,7 +342,7 @@ def _w_ConsumerProtocolSubscription_3(out: bytearray, o: ConsumerProtocolSubscri
         x = o.rack_id
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ConsumerProtocolSubscription: {exc}") from None
 
 
 def _w_ConsumerProtocolSubscription__TopicPartition_0(out: bytearray, o: ConsumerProtocolSubscription.TopicPartition) -> None:
@@ -353,9 +357,12 @@ def _w_ConsumerProtocolSubscription__TopicPartition_0(out: bytearray, o: Consume
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicPartition: {exc}") from None
 
 
 _C_ConsumerProtocolSubscription__TopicPartition = ConsumerProtocolSubscription.TopicPartition

@@ -77,7 +77,7 @@ def _w_ControlledShutdownRequest_0(out: bytearray, o: ControlledShutdownRequest)
     try:
         out += _F_i.pack(o.broker_id)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ControlledShutdownRequest: {exc}") from None
 
 
 def _r_ControlledShutdownRequest_1(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
@@ -97,7 +97,7 @@ def _w_ControlledShutdownRequest_1(out: bytearray, o: ControlledShutdownRequest)
     try:
         out += _F_iq.pack(o.broker_id, o.broker_epoch)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ControlledShutdownRequest: {exc}") from None
 
 
 def _r_ControlledShutdownRequest_2(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:
@@ -130,7 +130,7 @@ def _w_ControlledShutdownRequest_2(out: bytearray, o: ControlledShutdownRequest)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ControlledShutdownRequest: {exc}") from None
 
 
 def _r_ControlledShutdownResponse_0(buf: Any, pos: int) -> tuple[ControlledShutdownResponse, int]:
@@ -177,7 +177,7 @@ def _w_ControlledShutdownResponse_0(out: bytearray, o: ControlledShutdownRespons
             for item in x:
                 _w_ControlledShutdownResponse__RemainingPartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ControlledShutdownResponse: {exc}") from None
 
 
 def _r_ControlledShutdownResponse_1(buf: Any, pos: int) -> tuple[ControlledShutdownResponse, int]:
@@ -204,7 +204,7 @@ def _r_ControlledShutdownResponse_1(buf: Any, pos: int) -> tuple[ControlledShutd
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -250,7 +250,10 @@ def _w_ControlledShutdownResponse_1(out: bytearray, o: ControlledShutdownRespons
         if x is None:
             raise EncodeError("field remaining_partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ControlledShutdownResponse__RemainingPartition_1(out, item)
         if o._unknown_tags:
@@ -258,7 +261,7 @@ def _w_ControlledShutdownResponse_1(out: bytearray, o: ControlledShutdownRespons
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ControlledShutdownResponse: {exc}") from None
 
 
 def _w_ControlledShutdownResponse__RemainingPartition_0(out: bytearray, o: ControlledShutdownResponse.RemainingPartition) -> None:
@@ -270,7 +273,7 @@ def _w_ControlledShutdownResponse__RemainingPartition_0(out: bytearray, o: Contr
         _wire.write_string(out, x)
         out += _F_i.pack(o.partition_index)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RemainingPartition: {exc}") from None
 
 
 def _w_ControlledShutdownResponse__RemainingPartition_1(out: bytearray, o: ControlledShutdownResponse.RemainingPartition) -> None:
@@ -291,7 +294,7 @@ def _w_ControlledShutdownResponse__RemainingPartition_1(out: bytearray, o: Contr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RemainingPartition: {exc}") from None
 
 
 

@@ -109,7 +109,7 @@ def _r_ControllerRegistrationRequest_0(buf: Any, pos: int) -> tuple[ControllerRe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -118,7 +118,7 @@ def _r_ControllerRegistrationRequest_0(buf: Any, pos: int) -> tuple[ControllerRe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -155,7 +155,7 @@ def _r_ControllerRegistrationRequest_0(buf: Any, pos: int) -> tuple[ControllerRe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -208,14 +208,20 @@ def _w_ControllerRegistrationRequest_0(out: bytearray, o: ControllerRegistration
         if x is None:
             raise EncodeError("field listeners is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ControllerRegistrationRequest__Listener_0(out, item)
         x = o.features
         if x is None:
             raise EncodeError("field features is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ControllerRegistrationRequest__Feature_0(out, item)
         if o._unknown_tags:
@@ -223,7 +229,7 @@ def _w_ControllerRegistrationRequest_0(out: bytearray, o: ControllerRegistration
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ControllerRegistrationRequest: {exc}") from None
 
 
 def _w_ControllerRegistrationRequest__Listener_0(out: bytearray, o: ControllerRegistrationRequest.Listener) -> None:
@@ -253,7 +259,7 @@ def _w_ControllerRegistrationRequest__Listener_0(out: bytearray, o: ControllerRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Listener: {exc}") from None
 
 
 def _w_ControllerRegistrationRequest__Feature_0(out: bytearray, o: ControllerRegistrationRequest.Feature) -> None:
@@ -274,7 +280,7 @@ def _w_ControllerRegistrationRequest__Feature_0(out: bytearray, o: ControllerReg
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Feature: {exc}") from None
 
 
 def _r_ControllerRegistrationResponse_0(buf: Any, pos: int) -> tuple[ControllerRegistrationResponse, int]:
@@ -289,7 +295,7 @@ def _r_ControllerRegistrationResponse_0(buf: Any, pos: int) -> tuple[ControllerR
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -328,7 +334,7 @@ def _w_ControllerRegistrationResponse_0(out: bytearray, o: ControllerRegistratio
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ControllerRegistrationResponse: {exc}") from None
 
 
 _C_ControllerRegistrationRequest__Listener = ControllerRegistrationRequest.Listener

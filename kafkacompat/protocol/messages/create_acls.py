@@ -126,7 +126,7 @@ def _w_CreateAclsRequest_0(out: bytearray, o: CreateAclsRequest) -> None:
             for item in x:
                 _w_CreateAclsRequest__AclCreation_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateAclsRequest: {exc}") from None
 
 
 def _r_CreateAclsRequest_1(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
@@ -184,7 +184,7 @@ def _w_CreateAclsRequest_1(out: bytearray, o: CreateAclsRequest) -> None:
             for item in x:
                 _w_CreateAclsRequest__AclCreation_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateAclsRequest: {exc}") from None
 
 
 def _r_CreateAclsRequest_2(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
@@ -211,7 +211,7 @@ def _r_CreateAclsRequest_2(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_resource_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
@@ -222,7 +222,7 @@ def _r_CreateAclsRequest_2(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal = str(buf[pos + 1 : stop], "utf-8")
+                    s3_principal = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_principal, pos = _wire.read_compact_text(buf, pos, "principal")
@@ -231,7 +231,7 @@ def _r_CreateAclsRequest_2(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -280,7 +280,10 @@ def _w_CreateAclsRequest_2(out: bytearray, o: CreateAclsRequest) -> None:
         if x is None:
             raise EncodeError("field creations is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateAclsRequest__AclCreation_2(out, item)
         if o._unknown_tags:
@@ -288,7 +291,7 @@ def _w_CreateAclsRequest_2(out: bytearray, o: CreateAclsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateAclsRequest: {exc}") from None
 
 
 def _w_CreateAclsRequest__AclCreation_0(out: bytearray, o: CreateAclsRequest.AclCreation) -> None:
@@ -311,7 +314,7 @@ def _w_CreateAclsRequest__AclCreation_0(out: bytearray, o: CreateAclsRequest.Acl
         _wire.write_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AclCreation: {exc}") from None
 
 
 def _w_CreateAclsRequest__AclCreation_1(out: bytearray, o: CreateAclsRequest.AclCreation) -> None:
@@ -333,7 +336,7 @@ def _w_CreateAclsRequest__AclCreation_1(out: bytearray, o: CreateAclsRequest.Acl
         _wire.write_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AclCreation: {exc}") from None
 
 
 def _w_CreateAclsRequest__AclCreation_2(out: bytearray, o: CreateAclsRequest.AclCreation) -> None:
@@ -374,7 +377,7 @@ def _w_CreateAclsRequest__AclCreation_2(out: bytearray, o: CreateAclsRequest.Acl
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AclCreation: {exc}") from None
 
 
 def _r_CreateAclsResponse_0(buf: Any, pos: int) -> tuple[CreateAclsResponse, int]:
@@ -419,7 +422,7 @@ def _w_CreateAclsResponse_0(out: bytearray, o: CreateAclsResponse) -> None:
             for item in x:
                 _w_CreateAclsResponse__AclCreationResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateAclsResponse: {exc}") from None
 
 
 def _r_CreateAclsResponse_1(buf: Any, pos: int) -> tuple[CreateAclsResponse, int]:
@@ -449,7 +452,7 @@ def _r_CreateAclsResponse_1(buf: Any, pos: int) -> tuple[CreateAclsResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -494,7 +497,10 @@ def _w_CreateAclsResponse_1(out: bytearray, o: CreateAclsResponse) -> None:
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateAclsResponse__AclCreationResult_1(out, item)
         if o._unknown_tags:
@@ -502,7 +508,7 @@ def _w_CreateAclsResponse_1(out: bytearray, o: CreateAclsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateAclsResponse: {exc}") from None
 
 
 def _w_CreateAclsResponse__AclCreationResult_0(out: bytearray, o: CreateAclsResponse.AclCreationResult) -> None:
@@ -512,7 +518,7 @@ def _w_CreateAclsResponse__AclCreationResult_0(out: bytearray, o: CreateAclsResp
         x = o.error_message
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AclCreationResult: {exc}") from None
 
 
 def _w_CreateAclsResponse__AclCreationResult_1(out: bytearray, o: CreateAclsResponse.AclCreationResult) -> None:
@@ -531,7 +537,7 @@ def _w_CreateAclsResponse__AclCreationResult_1(out: bytearray, o: CreateAclsResp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AclCreationResult: {exc}") from None
 
 
 _C_CreateAclsRequest__AclCreation = CreateAclsRequest.AclCreation

@@ -123,7 +123,7 @@ def _w_CreateDelegationTokenRequest_0(out: bytearray, o: CreateDelegationTokenRe
                 _w_CreateDelegationTokenRequest__CreatableRenewers_0(out, item)
         out += _F_q.pack(o.max_lifetime_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateDelegationTokenRequest: {exc}") from None
 
 
 def _r_CreateDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
@@ -148,7 +148,7 @@ def _r_CreateDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[CreateDelegat
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_principal_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
@@ -157,7 +157,7 @@ def _r_CreateDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[CreateDelegat
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_principal_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
@@ -208,7 +208,10 @@ def _w_CreateDelegationTokenRequest_1(out: bytearray, o: CreateDelegationTokenRe
         if x is None:
             raise EncodeError("field renewers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateDelegationTokenRequest__CreatableRenewers_1(out, item)
         out += _F_q.pack(o.max_lifetime_ms)
@@ -217,7 +220,7 @@ def _w_CreateDelegationTokenRequest_1(out: bytearray, o: CreateDelegationTokenRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateDelegationTokenRequest: {exc}") from None
 
 
 def _r_CreateDelegationTokenRequest_2(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest, int]:
@@ -233,7 +236,7 @@ def _r_CreateDelegationTokenRequest_2(buf: Any, pos: int) -> tuple[CreateDelegat
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_owner_principal_type = str(buf[pos + 1 : stop], "utf-8")
+            s1_owner_principal_type = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_owner_principal_type, pos = _wire.read_compact_string(buf, pos)
@@ -242,7 +245,7 @@ def _r_CreateDelegationTokenRequest_2(buf: Any, pos: int) -> tuple[CreateDelegat
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_owner_principal_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_owner_principal_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_owner_principal_name, pos = _wire.read_compact_string(buf, pos)
@@ -262,7 +265,7 @@ def _r_CreateDelegationTokenRequest_2(buf: Any, pos: int) -> tuple[CreateDelegat
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_principal_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
@@ -271,7 +274,7 @@ def _r_CreateDelegationTokenRequest_2(buf: Any, pos: int) -> tuple[CreateDelegat
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_principal_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
@@ -332,7 +335,10 @@ def _w_CreateDelegationTokenRequest_2(out: bytearray, o: CreateDelegationTokenRe
         if x is None:
             raise EncodeError("field renewers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateDelegationTokenRequest__CreatableRenewers_1(out, item)
         out += _F_q.pack(o.max_lifetime_ms)
@@ -341,7 +347,7 @@ def _w_CreateDelegationTokenRequest_2(out: bytearray, o: CreateDelegationTokenRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateDelegationTokenRequest: {exc}") from None
 
 
 def _w_CreateDelegationTokenRequest__CreatableRenewers_0(out: bytearray, o: CreateDelegationTokenRequest.CreatableRenewers) -> None:
@@ -356,7 +362,7 @@ def _w_CreateDelegationTokenRequest__CreatableRenewers_0(out: bytearray, o: Crea
             raise EncodeError("field principal_name is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableRenewers: {exc}") from None
 
 
 def _w_CreateDelegationTokenRequest__CreatableRenewers_1(out: bytearray, o: CreateDelegationTokenRequest.CreatableRenewers) -> None:
@@ -385,7 +391,7 @@ def _w_CreateDelegationTokenRequest__CreatableRenewers_1(out: bytearray, o: Crea
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableRenewers: {exc}") from None
 
 
 def _r_CreateDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
@@ -453,7 +459,7 @@ def _w_CreateDelegationTokenResponse_0(out: bytearray, o: CreateDelegationTokenR
         _wire.write_bytes(out, x)
         out += _F_i.pack(o.throttle_time_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateDelegationTokenResponse: {exc}") from None
 
 
 def _r_CreateDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
@@ -467,7 +473,7 @@ def _r_CreateDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[CreateDelega
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_principal_type = str(buf[pos + 1 : stop], "utf-8")
+            s1_principal_type = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
@@ -476,7 +482,7 @@ def _r_CreateDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[CreateDelega
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_principal_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_principal_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
@@ -487,7 +493,7 @@ def _r_CreateDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[CreateDelega
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_token_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_token_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_token_id, pos = _wire.read_compact_text(buf, pos, "token_id")
@@ -568,7 +574,7 @@ def _w_CreateDelegationTokenResponse_1(out: bytearray, o: CreateDelegationTokenR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateDelegationTokenResponse: {exc}") from None
 
 
 def _r_CreateDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[CreateDelegationTokenResponse, int]:
@@ -582,7 +588,7 @@ def _r_CreateDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[CreateDelega
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_principal_type = str(buf[pos + 1 : stop], "utf-8")
+            s1_principal_type = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
@@ -591,7 +597,7 @@ def _r_CreateDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[CreateDelega
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_principal_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_principal_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
@@ -600,7 +606,7 @@ def _r_CreateDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[CreateDelega
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_token_requester_principal_type = str(buf[pos + 1 : stop], "utf-8")
+            s1_token_requester_principal_type = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_token_requester_principal_type, pos = _wire.read_compact_text(buf, pos, "token_requester_principal_type")
@@ -609,7 +615,7 @@ def _r_CreateDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[CreateDelega
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_token_requester_principal_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_token_requester_principal_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_token_requester_principal_name, pos = _wire.read_compact_text(buf, pos, "token_requester_principal_name")
@@ -620,7 +626,7 @@ def _r_CreateDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[CreateDelega
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_token_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_token_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_token_id, pos = _wire.read_compact_text(buf, pos, "token_id")
@@ -715,7 +721,7 @@ def _w_CreateDelegationTokenResponse_2(out: bytearray, o: CreateDelegationTokenR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateDelegationTokenResponse: {exc}") from None
 
 
 _C_CreateDelegationTokenRequest__CreatableRenewers = CreateDelegationTokenRequest.CreatableRenewers

@@ -149,7 +149,7 @@ def _w_CreatePartitionsRequest_0(out: bytearray, o: CreatePartitionsRequest) -> 
                 _w_CreatePartitionsRequest__CreatePartitionsTopic_0(out, item)
         out += _F_io.pack(o.timeout_ms, o.validate_only)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatePartitionsRequest: {exc}") from None
 
 
 def _r_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:
@@ -177,7 +177,7 @@ def _r_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -264,7 +264,10 @@ def _w_CreatePartitionsRequest_1(out: bytearray, o: CreatePartitionsRequest) -> 
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreatePartitionsRequest__CreatePartitionsTopic_1(out, item)
         out += _F_io.pack(o.timeout_ms, o.validate_only)
@@ -273,7 +276,7 @@ def _w_CreatePartitionsRequest_1(out: bytearray, o: CreatePartitionsRequest) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatePartitionsRequest: {exc}") from None
 
 
 def _w_CreatePartitionsRequest__CreatePartitionsAssignment_0(out: bytearray, o: CreatePartitionsRequest.CreatePartitionsAssignment) -> None:
@@ -284,9 +287,12 @@ def _w_CreatePartitionsRequest__CreatePartitionsAssignment_0(out: bytearray, o: 
             raise EncodeError("field broker_ids is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatePartitionsAssignment: {exc}") from None
 
 
 def _w_CreatePartitionsRequest__CreatePartitionsAssignment_1(out: bytearray, o: CreatePartitionsRequest.CreatePartitionsAssignment) -> None:
@@ -296,14 +302,20 @@ def _w_CreatePartitionsRequest__CreatePartitionsAssignment_1(out: bytearray, o: 
         if x is None:
             raise EncodeError("field broker_ids is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatePartitionsAssignment: {exc}") from None
 
 
 def _w_CreatePartitionsRequest__CreatePartitionsTopic_0(out: bytearray, o: CreatePartitionsRequest.CreatePartitionsTopic) -> None:
@@ -323,7 +335,7 @@ def _w_CreatePartitionsRequest__CreatePartitionsTopic_0(out: bytearray, o: Creat
             for item in x:
                 _w_CreatePartitionsRequest__CreatePartitionsAssignment_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatePartitionsTopic: {exc}") from None
 
 
 def _w_CreatePartitionsRequest__CreatePartitionsTopic_1(out: bytearray, o: CreatePartitionsRequest.CreatePartitionsTopic) -> None:
@@ -344,7 +356,10 @@ def _w_CreatePartitionsRequest__CreatePartitionsTopic_1(out: bytearray, o: Creat
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreatePartitionsRequest__CreatePartitionsAssignment_1(out, item)
         if o._unknown_tags:
@@ -352,7 +367,7 @@ def _w_CreatePartitionsRequest__CreatePartitionsTopic_1(out: bytearray, o: Creat
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatePartitionsTopic: {exc}") from None
 
 
 def _r_CreatePartitionsResponse_0(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
@@ -401,7 +416,7 @@ def _w_CreatePartitionsResponse_0(out: bytearray, o: CreatePartitionsResponse) -
             for item in x:
                 _w_CreatePartitionsResponse__CreatePartitionsTopicResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatePartitionsResponse: {exc}") from None
 
 
 def _r_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsResponse, int]:
@@ -429,7 +444,7 @@ def _r_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsR
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -440,7 +455,7 @@ def _r_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsR
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -486,7 +501,10 @@ def _w_CreatePartitionsResponse_1(out: bytearray, o: CreatePartitionsResponse) -
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreatePartitionsResponse__CreatePartitionsTopicResult_1(out, item)
         if o._unknown_tags:
@@ -494,7 +512,7 @@ def _w_CreatePartitionsResponse_1(out: bytearray, o: CreatePartitionsResponse) -
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatePartitionsResponse: {exc}") from None
 
 
 def _w_CreatePartitionsResponse__CreatePartitionsTopicResult_0(out: bytearray, o: CreatePartitionsResponse.CreatePartitionsTopicResult) -> None:
@@ -508,7 +526,7 @@ def _w_CreatePartitionsResponse__CreatePartitionsTopicResult_0(out: bytearray, o
         x = o.error_message
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatePartitionsTopicResult: {exc}") from None
 
 
 def _w_CreatePartitionsResponse__CreatePartitionsTopicResult_1(out: bytearray, o: CreatePartitionsResponse.CreatePartitionsTopicResult) -> None:
@@ -536,7 +554,7 @@ def _w_CreatePartitionsResponse__CreatePartitionsTopicResult_1(out: bytearray, o
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatePartitionsTopicResult: {exc}") from None
 
 
 _C_CreatePartitionsRequest__CreatePartitionsAssignment = CreatePartitionsRequest.CreatePartitionsAssignment

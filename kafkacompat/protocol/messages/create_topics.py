@@ -210,7 +210,7 @@ def _w_CreateTopicsRequest_0(out: bytearray, o: CreateTopicsRequest) -> None:
                 _w_CreateTopicsRequest__CreatableTopic_0(out, item)
         out += _F_i.pack(o.timeout_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateTopicsRequest: {exc}") from None
 
 
 def _r_CreateTopicsRequest_1(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -305,7 +305,7 @@ def _w_CreateTopicsRequest_1(out: bytearray, o: CreateTopicsRequest) -> None:
                 _w_CreateTopicsRequest__CreatableTopic_0(out, item)
         out += _F_io.pack(o.timeout_ms, o.validate_only)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateTopicsRequest: {exc}") from None
 
 
 def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:
@@ -336,7 +336,7 @@ def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -399,7 +399,7 @@ def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s7_name = str(buf[pos + 1 : stop], "utf-8")
+                            s7_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s7_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -408,7 +408,7 @@ def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s7_value = str(buf[pos + 1 : stop], "utf-8")
+                            s7_value = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s7_value, pos = _wire.read_compact_string(buf, pos)
@@ -471,7 +471,10 @@ def _w_CreateTopicsRequest_2(out: bytearray, o: CreateTopicsRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateTopicsRequest__CreatableTopic_1(out, item)
         out += _F_io.pack(o.timeout_ms, o.validate_only)
@@ -480,7 +483,7 @@ def _w_CreateTopicsRequest_2(out: bytearray, o: CreateTopicsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateTopicsRequest: {exc}") from None
 
 
 def _w_CreateTopicsRequest__CreatableReplicaAssignment_0(out: bytearray, o: CreateTopicsRequest.CreatableReplicaAssignment) -> None:
@@ -492,9 +495,12 @@ def _w_CreateTopicsRequest__CreatableReplicaAssignment_0(out: bytearray, o: Crea
             raise EncodeError("field broker_ids is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableReplicaAssignment: {exc}") from None
 
 
 def _w_CreateTopicsRequest__CreatableReplicaAssignment_1(out: bytearray, o: CreateTopicsRequest.CreatableReplicaAssignment) -> None:
@@ -505,14 +511,20 @@ def _w_CreateTopicsRequest__CreatableReplicaAssignment_1(out: bytearray, o: Crea
         if x is None:
             raise EncodeError("field broker_ids is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableReplicaAssignment: {exc}") from None
 
 
 def _w_CreateTopicsRequest__CreatableTopicConfig_0(out: bytearray, o: CreateTopicsRequest.CreatableTopicConfig) -> None:
@@ -525,7 +537,7 @@ def _w_CreateTopicsRequest__CreatableTopicConfig_0(out: bytearray, o: CreateTopi
         x = o.value
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableTopicConfig: {exc}") from None
 
 
 def _w_CreateTopicsRequest__CreatableTopicConfig_1(out: bytearray, o: CreateTopicsRequest.CreatableTopicConfig) -> None:
@@ -552,7 +564,7 @@ def _w_CreateTopicsRequest__CreatableTopicConfig_1(out: bytearray, o: CreateTopi
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableTopicConfig: {exc}") from None
 
 
 def _w_CreateTopicsRequest__CreatableTopic_0(out: bytearray, o: CreateTopicsRequest.CreatableTopic) -> None:
@@ -579,7 +591,7 @@ def _w_CreateTopicsRequest__CreatableTopic_0(out: bytearray, o: CreateTopicsRequ
             for item in x:
                 _w_CreateTopicsRequest__CreatableTopicConfig_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableTopic: {exc}") from None
 
 
 def _w_CreateTopicsRequest__CreatableTopic_1(out: bytearray, o: CreateTopicsRequest.CreatableTopic) -> None:
@@ -600,14 +612,20 @@ def _w_CreateTopicsRequest__CreatableTopic_1(out: bytearray, o: CreateTopicsRequ
         if x is None:
             raise EncodeError("field assignments is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateTopicsRequest__CreatableReplicaAssignment_1(out, item)
         x = o.configs
         if x is None:
             raise EncodeError("field configs is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateTopicsRequest__CreatableTopicConfig_1(out, item)
         if o._unknown_tags:
@@ -615,7 +633,7 @@ def _w_CreateTopicsRequest__CreatableTopic_1(out: bytearray, o: CreateTopicsRequ
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableTopic: {exc}") from None
 
 
 def _r_CreateTopicsResponse_0(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -665,7 +683,7 @@ def _w_CreateTopicsResponse_0(out: bytearray, o: CreateTopicsResponse) -> None:
             for item in x:
                 _w_CreateTopicsResponse__CreatableTopicResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateTopicsResponse: {exc}") from None
 
 
 def _r_CreateTopicsResponse_1(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -716,7 +734,7 @@ def _w_CreateTopicsResponse_1(out: bytearray, o: CreateTopicsResponse) -> None:
             for item in x:
                 _w_CreateTopicsResponse__CreatableTopicResult_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateTopicsResponse: {exc}") from None
 
 
 def _r_CreateTopicsResponse_2(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -770,7 +788,7 @@ def _w_CreateTopicsResponse_2(out: bytearray, o: CreateTopicsResponse) -> None:
             for item in x:
                 _w_CreateTopicsResponse__CreatableTopicResult_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateTopicsResponse: {exc}") from None
 
 
 def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -801,7 +819,7 @@ def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -812,7 +830,7 @@ def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -834,7 +852,7 @@ def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -843,7 +861,7 @@ def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_value = str(buf[pos + 1 : stop], "utf-8")
+                            s5_value = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_value, pos = _wire.read_compact_string(buf, pos)
@@ -919,7 +937,10 @@ def _w_CreateTopicsResponse_3(out: bytearray, o: CreateTopicsResponse) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateTopicsResponse__CreatableTopicResult_2(out, item)
         if o._unknown_tags:
@@ -927,7 +948,7 @@ def _w_CreateTopicsResponse_3(out: bytearray, o: CreateTopicsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateTopicsResponse: {exc}") from None
 
 
 def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse, int]:
@@ -958,7 +979,7 @@ def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -970,7 +991,7 @@ def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -992,7 +1013,7 @@ def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -1001,7 +1022,7 @@ def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_value = str(buf[pos + 1 : stop], "utf-8")
+                            s5_value = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_value, pos = _wire.read_compact_string(buf, pos)
@@ -1077,7 +1098,10 @@ def _w_CreateTopicsResponse_4(out: bytearray, o: CreateTopicsResponse) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateTopicsResponse__CreatableTopicResult_3(out, item)
         if o._unknown_tags:
@@ -1085,7 +1109,7 @@ def _w_CreateTopicsResponse_4(out: bytearray, o: CreateTopicsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreateTopicsResponse: {exc}") from None
 
 
 def _w_CreateTopicsResponse__CreatableTopicConfigs_0(out: bytearray, o: CreateTopicsResponse.CreatableTopicConfigs) -> None:
@@ -1113,7 +1137,7 @@ def _w_CreateTopicsResponse__CreatableTopicConfigs_0(out: bytearray, o: CreateTo
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableTopicConfigs: {exc}") from None
 
 
 def _w_CreateTopicsResponse__CreatableTopicResult_0(out: bytearray, o: CreateTopicsResponse.CreatableTopicResult) -> None:
@@ -1125,7 +1149,7 @@ def _w_CreateTopicsResponse__CreatableTopicResult_0(out: bytearray, o: CreateTop
         _wire.write_string(out, x)
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableTopicResult: {exc}") from None
 
 
 def _w_CreateTopicsResponse__CreatableTopicResult_1(out: bytearray, o: CreateTopicsResponse.CreatableTopicResult) -> None:
@@ -1139,7 +1163,7 @@ def _w_CreateTopicsResponse__CreatableTopicResult_1(out: bytearray, o: CreateTop
         x = o.error_message
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableTopicResult: {exc}") from None
 
 
 def _w_CreateTopicsResponse__CreatableTopicResult_2(out: bytearray, o: CreateTopicsResponse.CreatableTopicResult) -> None:
@@ -1168,7 +1192,10 @@ def _w_CreateTopicsResponse__CreatableTopicResult_2(out: bytearray, o: CreateTop
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateTopicsResponse__CreatableTopicConfigs_0(out, item)
         tags: list[tuple[int, bytearray]] = []
@@ -1182,7 +1209,7 @@ def _w_CreateTopicsResponse__CreatableTopicResult_2(out: bytearray, o: CreateTop
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableTopicResult: {exc}") from None
 
 
 def _w_CreateTopicsResponse__CreatableTopicResult_3(out: bytearray, o: CreateTopicsResponse.CreatableTopicResult) -> None:
@@ -1213,7 +1240,10 @@ def _w_CreateTopicsResponse__CreatableTopicResult_3(out: bytearray, o: CreateTop
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_CreateTopicsResponse__CreatableTopicConfigs_0(out, item)
         tags: list[tuple[int, bytearray]] = []
@@ -1227,7 +1257,7 @@ def _w_CreateTopicsResponse__CreatableTopicResult_3(out: bytearray, o: CreateTop
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CreatableTopicResult: {exc}") from None
 
 
 _C_CreateTopicsRequest__CreatableReplicaAssignment = CreateTopicsRequest.CreatableReplicaAssignment

@@ -41,7 +41,7 @@ def _r_DefaultPrincipalData_0(buf: Any, pos: int) -> tuple[DefaultPrincipalData,
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_type = str(buf[pos + 1 : stop], "utf-8")
+            s1_type = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_type, pos = _wire.read_compact_text(buf, pos, "type")
@@ -50,7 +50,7 @@ def _r_DefaultPrincipalData_0(buf: Any, pos: int) -> tuple[DefaultPrincipalData,
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -101,7 +101,7 @@ def _w_DefaultPrincipalData_0(out: bytearray, o: DefaultPrincipalData) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DefaultPrincipalData: {exc}") from None
 
 
 

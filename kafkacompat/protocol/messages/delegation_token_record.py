@@ -47,7 +47,7 @@ def _r_DelegationTokenRecord_0(buf: Any, pos: int) -> tuple[DelegationTokenRecor
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_owner = str(buf[pos + 1 : stop], "utf-8")
+            s1_owner = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_owner, pos = _wire.read_compact_text(buf, pos, "owner")
@@ -56,7 +56,7 @@ def _r_DelegationTokenRecord_0(buf: Any, pos: int) -> tuple[DelegationTokenRecor
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_requester = str(buf[pos + 1 : stop], "utf-8")
+            s1_requester = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_requester, pos = _wire.read_compact_text(buf, pos, "requester")
@@ -69,17 +69,18 @@ def _r_DelegationTokenRecord_0(buf: Any, pos: int) -> tuple[DelegationTokenRecor
             raise _wire.null_error("renewers", pos)
         else:
             s1_renewers = []
+            add2 = s1_renewers.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "renewers[]")
-                s1_renewers.append(item)
+                add2(item)
         (s1_issue_timestamp, s1_max_timestamp, s1_expiration_timestamp,) = _F_qqq.unpack_from(buf, pos)
         pos += 24
         size = buf[pos]
@@ -87,7 +88,7 @@ def _r_DelegationTokenRecord_0(buf: Any, pos: int) -> tuple[DelegationTokenRecor
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_token_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_token_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_token_id, pos = _wire.read_compact_text(buf, pos, "token_id")
@@ -140,7 +141,10 @@ def _w_DelegationTokenRecord_0(out: bytearray, o: DelegationTokenRecord) -> None
         if x is None:
             raise EncodeError("field renewers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of renewers is None")
@@ -165,7 +169,7 @@ def _w_DelegationTokenRecord_0(out: bytearray, o: DelegationTokenRecord) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DelegationTokenRecord: {exc}") from None
 
 
 

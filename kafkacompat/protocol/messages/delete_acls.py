@@ -137,7 +137,7 @@ def _w_DeleteAclsRequest_0(out: bytearray, o: DeleteAclsRequest) -> None:
             for item in x:
                 _w_DeleteAclsRequest__DeleteAclsFilter_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsRequest: {exc}") from None
 
 
 def _r_DeleteAclsRequest_1(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
@@ -189,7 +189,7 @@ def _w_DeleteAclsRequest_1(out: bytearray, o: DeleteAclsRequest) -> None:
             for item in x:
                 _w_DeleteAclsRequest__DeleteAclsFilter_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsRequest: {exc}") from None
 
 
 def _r_DeleteAclsRequest_2(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
@@ -219,7 +219,7 @@ def _r_DeleteAclsRequest_2(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name_filter = str(buf[pos + 1 : stop], "utf-8")
+                    s3_resource_name_filter = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_resource_name_filter, pos = _wire.read_compact_string(buf, pos)
@@ -230,7 +230,7 @@ def _r_DeleteAclsRequest_2(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_filter = str(buf[pos + 1 : stop], "utf-8")
+                    s3_principal_filter = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_principal_filter, pos = _wire.read_compact_string(buf, pos)
@@ -239,7 +239,7 @@ def _r_DeleteAclsRequest_2(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host_filter = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host_filter = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host_filter, pos = _wire.read_compact_string(buf, pos)
@@ -288,7 +288,10 @@ def _w_DeleteAclsRequest_2(out: bytearray, o: DeleteAclsRequest) -> None:
         if x is None:
             raise EncodeError("field filters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteAclsRequest__DeleteAclsFilter_2(out, item)
         if o._unknown_tags:
@@ -296,7 +299,7 @@ def _w_DeleteAclsRequest_2(out: bytearray, o: DeleteAclsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsRequest: {exc}") from None
 
 
 def _w_DeleteAclsRequest__DeleteAclsFilter_0(out: bytearray, o: DeleteAclsRequest.DeleteAclsFilter) -> None:
@@ -313,7 +316,7 @@ def _w_DeleteAclsRequest__DeleteAclsFilter_0(out: bytearray, o: DeleteAclsReques
         _wire.write_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsFilter: {exc}") from None
 
 
 def _w_DeleteAclsRequest__DeleteAclsFilter_1(out: bytearray, o: DeleteAclsRequest.DeleteAclsFilter) -> None:
@@ -329,7 +332,7 @@ def _w_DeleteAclsRequest__DeleteAclsFilter_1(out: bytearray, o: DeleteAclsReques
         _wire.write_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsFilter: {exc}") from None
 
 
 def _w_DeleteAclsRequest__DeleteAclsFilter_2(out: bytearray, o: DeleteAclsRequest.DeleteAclsFilter) -> None:
@@ -364,7 +367,7 @@ def _w_DeleteAclsRequest__DeleteAclsFilter_2(out: bytearray, o: DeleteAclsReques
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsFilter: {exc}") from None
 
 
 def _r_DeleteAclsResponse_0(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
@@ -446,7 +449,7 @@ def _w_DeleteAclsResponse_0(out: bytearray, o: DeleteAclsResponse) -> None:
             for item in x:
                 _w_DeleteAclsResponse__DeleteAclsFilterResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsResponse: {exc}") from None
 
 
 def _r_DeleteAclsResponse_1(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
@@ -530,7 +533,7 @@ def _w_DeleteAclsResponse_1(out: bytearray, o: DeleteAclsResponse) -> None:
             for item in x:
                 _w_DeleteAclsResponse__DeleteAclsFilterResult_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsResponse: {exc}") from None
 
 
 def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int]:
@@ -563,7 +566,7 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -585,7 +588,7 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -596,7 +599,7 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_resource_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
@@ -607,7 +610,7 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_principal = str(buf[pos + 1 : stop], "utf-8")
+                            s5_principal = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_principal, pos = _wire.read_compact_text(buf, pos, "principal")
@@ -616,7 +619,7 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_host = str(buf[pos + 1 : stop], "utf-8")
+                            s5_host = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -684,7 +687,10 @@ def _w_DeleteAclsResponse_2(out: bytearray, o: DeleteAclsResponse) -> None:
         if x is None:
             raise EncodeError("field filter_results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteAclsResponse__DeleteAclsFilterResult_2(out, item)
         if o._unknown_tags:
@@ -692,7 +698,7 @@ def _w_DeleteAclsResponse_2(out: bytearray, o: DeleteAclsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsResponse: {exc}") from None
 
 
 def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_0(out: bytearray, o: DeleteAclsResponse.DeleteAclsMatchingAcl) -> None:
@@ -718,7 +724,7 @@ def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_0(out: bytearray, o: DeleteAcls
         _wire.write_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsMatchingAcl: {exc}") from None
 
 
 def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_1(out: bytearray, o: DeleteAclsResponse.DeleteAclsMatchingAcl) -> None:
@@ -743,7 +749,7 @@ def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_1(out: bytearray, o: DeleteAcls
         _wire.write_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsMatchingAcl: {exc}") from None
 
 
 def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_2(out: bytearray, o: DeleteAclsResponse.DeleteAclsMatchingAcl) -> None:
@@ -792,7 +798,7 @@ def _w_DeleteAclsResponse__DeleteAclsMatchingAcl_2(out: bytearray, o: DeleteAcls
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsMatchingAcl: {exc}") from None
 
 
 def _w_DeleteAclsResponse__DeleteAclsFilterResult_0(out: bytearray, o: DeleteAclsResponse.DeleteAclsFilterResult) -> None:
@@ -810,7 +816,7 @@ def _w_DeleteAclsResponse__DeleteAclsFilterResult_0(out: bytearray, o: DeleteAcl
             for item in x:
                 _w_DeleteAclsResponse__DeleteAclsMatchingAcl_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsFilterResult: {exc}") from None
 
 
 def _w_DeleteAclsResponse__DeleteAclsFilterResult_1(out: bytearray, o: DeleteAclsResponse.DeleteAclsFilterResult) -> None:
@@ -828,7 +834,7 @@ def _w_DeleteAclsResponse__DeleteAclsFilterResult_1(out: bytearray, o: DeleteAcl
             for item in x:
                 _w_DeleteAclsResponse__DeleteAclsMatchingAcl_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsFilterResult: {exc}") from None
 
 
 def _w_DeleteAclsResponse__DeleteAclsFilterResult_2(out: bytearray, o: DeleteAclsResponse.DeleteAclsFilterResult) -> None:
@@ -847,7 +853,10 @@ def _w_DeleteAclsResponse__DeleteAclsFilterResult_2(out: bytearray, o: DeleteAcl
         if x is None:
             raise EncodeError("field matching_acls is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteAclsResponse__DeleteAclsMatchingAcl_2(out, item)
         if o._unknown_tags:
@@ -855,7 +864,7 @@ def _w_DeleteAclsResponse__DeleteAclsFilterResult_2(out: bytearray, o: DeleteAcl
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteAclsFilterResult: {exc}") from None
 
 
 _C_DeleteAclsRequest__DeleteAclsFilter = DeleteAclsRequest.DeleteAclsFilter

@@ -67,11 +67,12 @@ def _r_DeleteGroupsRequest_0(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, i
             raise _wire.null_error("groups_names", pos)
         else:
             s1_groups_names = []
+            add2 = s1_groups_names.append
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("groups_names[]", pos)
-                s1_groups_names.append(item)
+                add2(item)
         o1 = _new(DeleteGroupsRequest)
         o1.groups_names = s1_groups_names
         o1._unknown_tags = _wire.EMPTY_TAGS
@@ -94,7 +95,7 @@ def _w_DeleteGroupsRequest_0(out: bytearray, o: DeleteGroupsRequest) -> None:
                     raise EncodeError("an element of groups_names is None")
                 _wire.write_string(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteGroupsRequest: {exc}") from None
 
 
 def _r_DeleteGroupsRequest_1(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:
@@ -112,17 +113,18 @@ def _r_DeleteGroupsRequest_1(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, i
             raise _wire.null_error("groups_names", pos)
         else:
             s1_groups_names = []
+            add2 = s1_groups_names.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "groups_names[]")
-                s1_groups_names.append(item)
+                add2(item)
         u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
@@ -148,7 +150,10 @@ def _w_DeleteGroupsRequest_1(out: bytearray, o: DeleteGroupsRequest) -> None:
         if x is None:
             raise EncodeError("field groups_names is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of groups_names is None")
@@ -163,7 +168,7 @@ def _w_DeleteGroupsRequest_1(out: bytearray, o: DeleteGroupsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteGroupsRequest: {exc}") from None
 
 
 def _r_DeleteGroupsResponse_0(buf: Any, pos: int) -> tuple[DeleteGroupsResponse, int]:
@@ -210,7 +215,7 @@ def _w_DeleteGroupsResponse_0(out: bytearray, o: DeleteGroupsResponse) -> None:
             for item in x:
                 _w_DeleteGroupsResponse__DeletableGroupResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteGroupsResponse: {exc}") from None
 
 
 def _r_DeleteGroupsResponse_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse, int]:
@@ -237,7 +242,7 @@ def _r_DeleteGroupsResponse_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -283,7 +288,10 @@ def _w_DeleteGroupsResponse_1(out: bytearray, o: DeleteGroupsResponse) -> None:
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteGroupsResponse__DeletableGroupResult_1(out, item)
         if o._unknown_tags:
@@ -291,7 +299,7 @@ def _w_DeleteGroupsResponse_1(out: bytearray, o: DeleteGroupsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteGroupsResponse: {exc}") from None
 
 
 def _w_DeleteGroupsResponse__DeletableGroupResult_0(out: bytearray, o: DeleteGroupsResponse.DeletableGroupResult) -> None:
@@ -303,7 +311,7 @@ def _w_DeleteGroupsResponse__DeletableGroupResult_0(out: bytearray, o: DeleteGro
         _wire.write_string(out, x)
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeletableGroupResult: {exc}") from None
 
 
 def _w_DeleteGroupsResponse__DeletableGroupResult_1(out: bytearray, o: DeleteGroupsResponse.DeletableGroupResult) -> None:
@@ -324,7 +332,7 @@ def _w_DeleteGroupsResponse__DeletableGroupResult_1(out: bytearray, o: DeleteGro
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeletableGroupResult: {exc}") from None
 
 
 

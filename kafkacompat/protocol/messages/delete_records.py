@@ -162,7 +162,7 @@ def _w_DeleteRecordsRequest_0(out: bytearray, o: DeleteRecordsRequest) -> None:
                 _w_DeleteRecordsRequest__DeleteRecordsTopic_0(out, item)
         out += _F_i.pack(o.timeout_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteRecordsRequest: {exc}") from None
 
 
 def _r_DeleteRecordsRequest_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest, int]:
@@ -189,7 +189,7 @@ def _r_DeleteRecordsRequest_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -276,7 +276,10 @@ def _w_DeleteRecordsRequest_1(out: bytearray, o: DeleteRecordsRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteRecordsRequest__DeleteRecordsTopic_1(out, item)
         out += _F_i.pack(o.timeout_ms)
@@ -285,14 +288,14 @@ def _w_DeleteRecordsRequest_1(out: bytearray, o: DeleteRecordsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteRecordsRequest: {exc}") from None
 
 
 def _w_DeleteRecordsRequest__DeleteRecordsPartition_0(out: bytearray, o: DeleteRecordsRequest.DeleteRecordsPartition) -> None:
     try:
         out += _F_iq.pack(o.partition_index, o.offset)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteRecordsPartition: {exc}") from None
 
 
 def _w_DeleteRecordsRequest__DeleteRecordsPartition_1(out: bytearray, o: DeleteRecordsRequest.DeleteRecordsPartition) -> None:
@@ -303,7 +306,7 @@ def _w_DeleteRecordsRequest__DeleteRecordsPartition_1(out: bytearray, o: DeleteR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteRecordsPartition: {exc}") from None
 
 
 def _w_DeleteRecordsRequest__DeleteRecordsTopic_0(out: bytearray, o: DeleteRecordsRequest.DeleteRecordsTopic) -> None:
@@ -322,7 +325,7 @@ def _w_DeleteRecordsRequest__DeleteRecordsTopic_0(out: bytearray, o: DeleteRecor
             for item in x:
                 _w_DeleteRecordsRequest__DeleteRecordsPartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteRecordsTopic: {exc}") from None
 
 
 def _w_DeleteRecordsRequest__DeleteRecordsTopic_1(out: bytearray, o: DeleteRecordsRequest.DeleteRecordsTopic) -> None:
@@ -342,7 +345,10 @@ def _w_DeleteRecordsRequest__DeleteRecordsTopic_1(out: bytearray, o: DeleteRecor
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteRecordsRequest__DeleteRecordsPartition_1(out, item)
         if o._unknown_tags:
@@ -350,7 +356,7 @@ def _w_DeleteRecordsRequest__DeleteRecordsTopic_1(out: bytearray, o: DeleteRecor
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteRecordsTopic: {exc}") from None
 
 
 def _r_DeleteRecordsResponse_0(buf: Any, pos: int) -> tuple[DeleteRecordsResponse, int]:
@@ -427,7 +433,7 @@ def _w_DeleteRecordsResponse_0(out: bytearray, o: DeleteRecordsResponse) -> None
             for item in x:
                 _w_DeleteRecordsResponse__DeleteRecordsTopicResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteRecordsResponse: {exc}") from None
 
 
 def _r_DeleteRecordsResponse_1(buf: Any, pos: int) -> tuple[DeleteRecordsResponse, int]:
@@ -456,7 +462,7 @@ def _r_DeleteRecordsResponse_1(buf: Any, pos: int) -> tuple[DeleteRecordsRespons
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -545,7 +551,10 @@ def _w_DeleteRecordsResponse_1(out: bytearray, o: DeleteRecordsResponse) -> None
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteRecordsResponse__DeleteRecordsTopicResult_1(out, item)
         if o._unknown_tags:
@@ -553,14 +562,14 @@ def _w_DeleteRecordsResponse_1(out: bytearray, o: DeleteRecordsResponse) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteRecordsResponse: {exc}") from None
 
 
 def _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_0(out: bytearray, o: DeleteRecordsResponse.DeleteRecordsPartitionResult) -> None:
     try:
         out += _F_iqh.pack(o.partition_index, o.low_watermark, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteRecordsPartitionResult: {exc}") from None
 
 
 def _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_1(out: bytearray, o: DeleteRecordsResponse.DeleteRecordsPartitionResult) -> None:
@@ -571,7 +580,7 @@ def _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_1(out: bytearray, o: 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteRecordsPartitionResult: {exc}") from None
 
 
 def _w_DeleteRecordsResponse__DeleteRecordsTopicResult_0(out: bytearray, o: DeleteRecordsResponse.DeleteRecordsTopicResult) -> None:
@@ -590,7 +599,7 @@ def _w_DeleteRecordsResponse__DeleteRecordsTopicResult_0(out: bytearray, o: Dele
             for item in x:
                 _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteRecordsTopicResult: {exc}") from None
 
 
 def _w_DeleteRecordsResponse__DeleteRecordsTopicResult_1(out: bytearray, o: DeleteRecordsResponse.DeleteRecordsTopicResult) -> None:
@@ -610,7 +619,10 @@ def _w_DeleteRecordsResponse__DeleteRecordsTopicResult_1(out: bytearray, o: Dele
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteRecordsResponse__DeleteRecordsPartitionResult_1(out, item)
         if o._unknown_tags:
@@ -618,7 +630,7 @@ def _w_DeleteRecordsResponse__DeleteRecordsTopicResult_1(out: bytearray, o: Dele
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteRecordsTopicResult: {exc}") from None
 
 
 _C_DeleteRecordsRequest__DeleteRecordsPartition = DeleteRecordsRequest.DeleteRecordsPartition

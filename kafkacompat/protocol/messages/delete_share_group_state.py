@@ -98,7 +98,7 @@ def _r_DeleteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[DeleteShareGr
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -203,7 +203,10 @@ def _w_DeleteShareGroupStateRequest_0(out: bytearray, o: DeleteShareGroupStateRe
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteShareGroupStateRequest__DeleteStateData_0(out, item)
         if o._unknown_tags:
@@ -211,7 +214,7 @@ def _w_DeleteShareGroupStateRequest_0(out: bytearray, o: DeleteShareGroupStateRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteShareGroupStateRequest: {exc}") from None
 
 
 def _w_DeleteShareGroupStateRequest__PartitionData_0(out: bytearray, o: DeleteShareGroupStateRequest.PartitionData) -> None:
@@ -222,7 +225,7 @@ def _w_DeleteShareGroupStateRequest__PartitionData_0(out: bytearray, o: DeleteSh
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_DeleteShareGroupStateRequest__DeleteStateData_0(out: bytearray, o: DeleteShareGroupStateRequest.DeleteStateData) -> None:
@@ -235,7 +238,10 @@ def _w_DeleteShareGroupStateRequest__DeleteStateData_0(out: bytearray, o: Delete
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteShareGroupStateRequest__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -243,7 +249,7 @@ def _w_DeleteShareGroupStateRequest__DeleteStateData_0(out: bytearray, o: Delete
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteStateData: {exc}") from None
 
 
 def _r_DeleteShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[DeleteShareGroupStateResponse, int]:
@@ -285,7 +291,7 @@ def _r_DeleteShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[DeleteShareG
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -343,7 +349,10 @@ def _w_DeleteShareGroupStateResponse_0(out: bytearray, o: DeleteShareGroupStateR
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteShareGroupStateResponse__DeleteStateResult_0(out, item)
         if o._unknown_tags:
@@ -351,7 +360,7 @@ def _w_DeleteShareGroupStateResponse_0(out: bytearray, o: DeleteShareGroupStateR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteShareGroupStateResponse: {exc}") from None
 
 
 def _w_DeleteShareGroupStateResponse__PartitionResult_0(out: bytearray, o: DeleteShareGroupStateResponse.PartitionResult) -> None:
@@ -370,7 +379,7 @@ def _w_DeleteShareGroupStateResponse__PartitionResult_0(out: bytearray, o: Delet
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
 
 
 def _w_DeleteShareGroupStateResponse__DeleteStateResult_0(out: bytearray, o: DeleteShareGroupStateResponse.DeleteStateResult) -> None:
@@ -383,7 +392,10 @@ def _w_DeleteShareGroupStateResponse__DeleteStateResult_0(out: bytearray, o: Del
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteShareGroupStateResponse__PartitionResult_0(out, item)
         if o._unknown_tags:
@@ -391,7 +403,7 @@ def _w_DeleteShareGroupStateResponse__DeleteStateResult_0(out: bytearray, o: Del
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteStateResult: {exc}") from None
 
 
 _C_DeleteShareGroupStateRequest__PartitionData = DeleteShareGroupStateRequest.PartitionData

@@ -82,11 +82,12 @@ def _r_DeleteTopicsRequest_0(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
             raise _wire.null_error("topic_names", pos)
         else:
             s1_topic_names = []
+            add2 = s1_topic_names.append
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("topic_names[]", pos)
-                s1_topic_names.append(item)
+                add2(item)
         (s1_timeout_ms,) = _F_i.unpack_from(buf, pos)
         pos += 4
         o1 = _new(DeleteTopicsRequest)
@@ -116,7 +117,7 @@ def _w_DeleteTopicsRequest_0(out: bytearray, o: DeleteTopicsRequest) -> None:
                 _wire.write_string(out, item)
         out += _F_i.pack(o.timeout_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteTopicsRequest: {exc}") from None
 
 
 def _r_DeleteTopicsRequest_1(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
@@ -134,17 +135,18 @@ def _r_DeleteTopicsRequest_1(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
             raise _wire.null_error("topic_names", pos)
         else:
             s1_topic_names = []
+            add2 = s1_topic_names.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "topic_names[]")
-                s1_topic_names.append(item)
+                add2(item)
         (s1_timeout_ms, t1,) = _F_iB.unpack_from(buf, pos)
         pos += 5
         u1 = _wire.EMPTY_TAGS
@@ -175,7 +177,10 @@ def _w_DeleteTopicsRequest_1(out: bytearray, o: DeleteTopicsRequest) -> None:
         if x is None:
             raise EncodeError("field topic_names is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of topic_names is None")
@@ -191,7 +196,7 @@ def _w_DeleteTopicsRequest_1(out: bytearray, o: DeleteTopicsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteTopicsRequest: {exc}") from None
 
 
 def _r_DeleteTopicsRequest_2(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:
@@ -217,7 +222,7 @@ def _r_DeleteTopicsRequest_2(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_string(buf, pos)
@@ -264,7 +269,10 @@ def _w_DeleteTopicsRequest_2(out: bytearray, o: DeleteTopicsRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteTopicsRequest__DeleteTopicState_0(out, item)
         out += _F_i.pack(o.timeout_ms)
@@ -273,7 +281,7 @@ def _w_DeleteTopicsRequest_2(out: bytearray, o: DeleteTopicsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteTopicsRequest: {exc}") from None
 
 
 def _w_DeleteTopicsRequest__DeleteTopicState_0(out: bytearray, o: DeleteTopicsRequest.DeleteTopicState) -> None:
@@ -293,7 +301,7 @@ def _w_DeleteTopicsRequest__DeleteTopicState_0(out: bytearray, o: DeleteTopicsRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteTopicState: {exc}") from None
 
 
 def _r_DeleteTopicsResponse_0(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
@@ -339,7 +347,7 @@ def _w_DeleteTopicsResponse_0(out: bytearray, o: DeleteTopicsResponse) -> None:
             for item in x:
                 _w_DeleteTopicsResponse__DeletableTopicResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteTopicsResponse: {exc}") from None
 
 
 def _r_DeleteTopicsResponse_1(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
@@ -388,7 +396,7 @@ def _w_DeleteTopicsResponse_1(out: bytearray, o: DeleteTopicsResponse) -> None:
             for item in x:
                 _w_DeleteTopicsResponse__DeletableTopicResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteTopicsResponse: {exc}") from None
 
 
 def _r_DeleteTopicsResponse_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
@@ -415,7 +423,7 @@ def _r_DeleteTopicsResponse_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -463,7 +471,10 @@ def _w_DeleteTopicsResponse_2(out: bytearray, o: DeleteTopicsResponse) -> None:
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteTopicsResponse__DeletableTopicResult_1(out, item)
         if o._unknown_tags:
@@ -471,7 +482,7 @@ def _w_DeleteTopicsResponse_2(out: bytearray, o: DeleteTopicsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteTopicsResponse: {exc}") from None
 
 
 def _r_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
@@ -499,7 +510,7 @@ def _r_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -510,7 +521,7 @@ def _r_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -557,7 +568,10 @@ def _w_DeleteTopicsResponse_3(out: bytearray, o: DeleteTopicsResponse) -> None:
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteTopicsResponse__DeletableTopicResult_2(out, item)
         if o._unknown_tags:
@@ -565,7 +579,7 @@ def _w_DeleteTopicsResponse_3(out: bytearray, o: DeleteTopicsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteTopicsResponse: {exc}") from None
 
 
 def _r_DeleteTopicsResponse_4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse, int]:
@@ -594,7 +608,7 @@ def _r_DeleteTopicsResponse_4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_string(buf, pos)
@@ -606,7 +620,7 @@ def _r_DeleteTopicsResponse_4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -653,7 +667,10 @@ def _w_DeleteTopicsResponse_4(out: bytearray, o: DeleteTopicsResponse) -> None:
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DeleteTopicsResponse__DeletableTopicResult_3(out, item)
         if o._unknown_tags:
@@ -661,7 +678,7 @@ def _w_DeleteTopicsResponse_4(out: bytearray, o: DeleteTopicsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeleteTopicsResponse: {exc}") from None
 
 
 def _w_DeleteTopicsResponse__DeletableTopicResult_0(out: bytearray, o: DeleteTopicsResponse.DeletableTopicResult) -> None:
@@ -673,7 +690,7 @@ def _w_DeleteTopicsResponse__DeletableTopicResult_0(out: bytearray, o: DeleteTop
         _wire.write_string(out, x)
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeletableTopicResult: {exc}") from None
 
 
 def _w_DeleteTopicsResponse__DeletableTopicResult_1(out: bytearray, o: DeleteTopicsResponse.DeletableTopicResult) -> None:
@@ -694,7 +711,7 @@ def _w_DeleteTopicsResponse__DeletableTopicResult_1(out: bytearray, o: DeleteTop
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeletableTopicResult: {exc}") from None
 
 
 def _w_DeleteTopicsResponse__DeletableTopicResult_2(out: bytearray, o: DeleteTopicsResponse.DeletableTopicResult) -> None:
@@ -722,7 +739,7 @@ def _w_DeleteTopicsResponse__DeletableTopicResult_2(out: bytearray, o: DeleteTop
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeletableTopicResult: {exc}") from None
 
 
 def _w_DeleteTopicsResponse__DeletableTopicResult_3(out: bytearray, o: DeleteTopicsResponse.DeletableTopicResult) -> None:
@@ -750,7 +767,7 @@ def _w_DeleteTopicsResponse__DeletableTopicResult_3(out: bytearray, o: DeleteTop
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DeletableTopicResult: {exc}") from None
 
 
 _C_DeleteTopicsRequest__DeleteTopicState = DeleteTopicsRequest.DeleteTopicState

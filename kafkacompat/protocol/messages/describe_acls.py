@@ -116,7 +116,7 @@ def _w_DescribeAclsRequest_0(out: bytearray, o: DescribeAclsRequest) -> None:
         _wire.write_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeAclsRequest: {exc}") from None
 
 
 def _r_DescribeAclsRequest_1(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
@@ -157,7 +157,7 @@ def _w_DescribeAclsRequest_1(out: bytearray, o: DescribeAclsRequest) -> None:
         _wire.write_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeAclsRequest: {exc}") from None
 
 
 def _r_DescribeAclsRequest_2(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:
@@ -174,7 +174,7 @@ def _r_DescribeAclsRequest_2(buf: Any, pos: int) -> tuple[DescribeAclsRequest, i
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_resource_name_filter = str(buf[pos + 1 : stop], "utf-8")
+            s1_resource_name_filter = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_resource_name_filter, pos = _wire.read_compact_string(buf, pos)
@@ -185,7 +185,7 @@ def _r_DescribeAclsRequest_2(buf: Any, pos: int) -> tuple[DescribeAclsRequest, i
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_principal_filter = str(buf[pos + 1 : stop], "utf-8")
+            s1_principal_filter = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_principal_filter, pos = _wire.read_compact_string(buf, pos)
@@ -194,7 +194,7 @@ def _r_DescribeAclsRequest_2(buf: Any, pos: int) -> tuple[DescribeAclsRequest, i
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_host_filter = str(buf[pos + 1 : stop], "utf-8")
+            s1_host_filter = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_host_filter, pos = _wire.read_compact_string(buf, pos)
@@ -254,7 +254,7 @@ def _w_DescribeAclsRequest_2(out: bytearray, o: DescribeAclsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeAclsRequest: {exc}") from None
 
 
 def _r_DescribeAclsResponse_0(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
@@ -331,7 +331,7 @@ def _w_DescribeAclsResponse_0(out: bytearray, o: DescribeAclsResponse) -> None:
             for item in x:
                 _w_DescribeAclsResponse__DescribeAclsResource_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeAclsResponse: {exc}") from None
 
 
 def _r_DescribeAclsResponse_1(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
@@ -410,7 +410,7 @@ def _w_DescribeAclsResponse_1(out: bytearray, o: DescribeAclsResponse) -> None:
             for item in x:
                 _w_DescribeAclsResponse__DescribeAclsResource_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeAclsResponse: {exc}") from None
 
 
 def _r_DescribeAclsResponse_2(buf: Any, pos: int) -> tuple[DescribeAclsResponse, int]:
@@ -429,7 +429,7 @@ def _r_DescribeAclsResponse_2(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -451,7 +451,7 @@ def _r_DescribeAclsResponse_2(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_resource_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
@@ -473,7 +473,7 @@ def _r_DescribeAclsResponse_2(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_principal = str(buf[pos + 1 : stop], "utf-8")
+                            s5_principal = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_principal, pos = _wire.read_compact_text(buf, pos, "principal")
@@ -482,7 +482,7 @@ def _r_DescribeAclsResponse_2(buf: Any, pos: int) -> tuple[DescribeAclsResponse,
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_host = str(buf[pos + 1 : stop], "utf-8")
+                            s5_host = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -555,7 +555,10 @@ def _w_DescribeAclsResponse_2(out: bytearray, o: DescribeAclsResponse) -> None:
         if x is None:
             raise EncodeError("field resources is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeAclsResponse__DescribeAclsResource_2(out, item)
         if o._unknown_tags:
@@ -563,7 +566,7 @@ def _w_DescribeAclsResponse_2(out: bytearray, o: DescribeAclsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeAclsResponse: {exc}") from None
 
 
 def _w_DescribeAclsResponse__AclDescription_0(out: bytearray, o: DescribeAclsResponse.AclDescription) -> None:
@@ -579,7 +582,7 @@ def _w_DescribeAclsResponse__AclDescription_0(out: bytearray, o: DescribeAclsRes
         _wire.write_string(out, x)
         out += _F_bb.pack(o.operation, o.permission_type)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AclDescription: {exc}") from None
 
 
 def _w_DescribeAclsResponse__AclDescription_1(out: bytearray, o: DescribeAclsResponse.AclDescription) -> None:
@@ -609,7 +612,7 @@ def _w_DescribeAclsResponse__AclDescription_1(out: bytearray, o: DescribeAclsRes
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AclDescription: {exc}") from None
 
 
 def _w_DescribeAclsResponse__DescribeAclsResource_0(out: bytearray, o: DescribeAclsResponse.DescribeAclsResource) -> None:
@@ -631,7 +634,7 @@ def _w_DescribeAclsResponse__DescribeAclsResource_0(out: bytearray, o: DescribeA
             for item in x:
                 _w_DescribeAclsResponse__AclDescription_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeAclsResource: {exc}") from None
 
 
 def _w_DescribeAclsResponse__DescribeAclsResource_1(out: bytearray, o: DescribeAclsResponse.DescribeAclsResource) -> None:
@@ -652,7 +655,7 @@ def _w_DescribeAclsResponse__DescribeAclsResource_1(out: bytearray, o: DescribeA
             for item in x:
                 _w_DescribeAclsResponse__AclDescription_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeAclsResource: {exc}") from None
 
 
 def _w_DescribeAclsResponse__DescribeAclsResource_2(out: bytearray, o: DescribeAclsResponse.DescribeAclsResource) -> None:
@@ -674,7 +677,10 @@ def _w_DescribeAclsResponse__DescribeAclsResource_2(out: bytearray, o: DescribeA
         if x is None:
             raise EncodeError("field acls is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeAclsResponse__AclDescription_1(out, item)
         if o._unknown_tags:
@@ -682,7 +688,7 @@ def _w_DescribeAclsResponse__DescribeAclsResource_2(out: bytearray, o: DescribeA
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeAclsResource: {exc}") from None
 
 
 

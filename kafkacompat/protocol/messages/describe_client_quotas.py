@@ -136,7 +136,7 @@ def _w_DescribeClientQuotasRequest_0(out: bytearray, o: DescribeClientQuotasRequ
                 _w_DescribeClientQuotasRequest__ComponentData_0(out, item)
         out += _F_o.pack(o.strict)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeClientQuotasRequest: {exc}") from None
 
 
 def _r_DescribeClientQuotasRequest_1(buf: Any, pos: int) -> tuple[DescribeClientQuotasRequest, int]:
@@ -162,7 +162,7 @@ def _r_DescribeClientQuotasRequest_1(buf: Any, pos: int) -> tuple[DescribeClient
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_entity_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_entity_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
@@ -173,7 +173,7 @@ def _r_DescribeClientQuotasRequest_1(buf: Any, pos: int) -> tuple[DescribeClient
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_match = str(buf[pos + 1 : stop], "utf-8")
+                    s3_match = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_match, pos = _wire.read_compact_string(buf, pos)
@@ -219,7 +219,10 @@ def _w_DescribeClientQuotasRequest_1(out: bytearray, o: DescribeClientQuotasRequ
         if x is None:
             raise EncodeError("field components is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeClientQuotasRequest__ComponentData_1(out, item)
         out += _F_o.pack(o.strict)
@@ -228,7 +231,7 @@ def _w_DescribeClientQuotasRequest_1(out: bytearray, o: DescribeClientQuotasRequ
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeClientQuotasRequest: {exc}") from None
 
 
 def _w_DescribeClientQuotasRequest__ComponentData_0(out: bytearray, o: DescribeClientQuotasRequest.ComponentData) -> None:
@@ -242,7 +245,7 @@ def _w_DescribeClientQuotasRequest__ComponentData_0(out: bytearray, o: DescribeC
         x = o.match
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ComponentData: {exc}") from None
 
 
 def _w_DescribeClientQuotasRequest__ComponentData_1(out: bytearray, o: DescribeClientQuotasRequest.ComponentData) -> None:
@@ -270,7 +273,7 @@ def _w_DescribeClientQuotasRequest__ComponentData_1(out: bytearray, o: DescribeC
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ComponentData: {exc}") from None
 
 
 def _r_DescribeClientQuotasResponse_0(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse, int]:
@@ -352,7 +355,7 @@ def _w_DescribeClientQuotasResponse_0(out: bytearray, o: DescribeClientQuotasRes
             for item in x:
                 _w_DescribeClientQuotasResponse__EntryData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeClientQuotasResponse: {exc}") from None
 
 
 def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClientQuotasResponse, int]:
@@ -374,7 +377,7 @@ def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClien
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -405,7 +408,7 @@ def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClien
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_entity_type = str(buf[pos + 1 : stop], "utf-8")
+                            s5_entity_type = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_entity_type, pos = _wire.read_compact_text(buf, pos, "entity_type")
@@ -414,7 +417,7 @@ def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClien
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_entity_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_entity_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_entity_name, pos = _wire.read_compact_string(buf, pos)
@@ -448,7 +451,7 @@ def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClien
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s7_key = str(buf[pos + 1 : stop], "utf-8")
+                            s7_key = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s7_key, pos = _wire.read_compact_text(buf, pos, "key")
@@ -517,7 +520,10 @@ def _w_DescribeClientQuotasResponse_1(out: bytearray, o: DescribeClientQuotasRes
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeClientQuotasResponse__EntryData_1(out, item)
         if o._unknown_tags:
@@ -525,7 +531,7 @@ def _w_DescribeClientQuotasResponse_1(out: bytearray, o: DescribeClientQuotasRes
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeClientQuotasResponse: {exc}") from None
 
 
 def _w_DescribeClientQuotasResponse__EntityData_0(out: bytearray, o: DescribeClientQuotasResponse.EntityData) -> None:
@@ -538,7 +544,7 @@ def _w_DescribeClientQuotasResponse__EntityData_0(out: bytearray, o: DescribeCli
         x = o.entity_name
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntityData: {exc}") from None
 
 
 def _w_DescribeClientQuotasResponse__EntityData_1(out: bytearray, o: DescribeClientQuotasResponse.EntityData) -> None:
@@ -565,7 +571,7 @@ def _w_DescribeClientQuotasResponse__EntityData_1(out: bytearray, o: DescribeCli
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntityData: {exc}") from None
 
 
 def _w_DescribeClientQuotasResponse__ValueData_0(out: bytearray, o: DescribeClientQuotasResponse.ValueData) -> None:
@@ -577,7 +583,7 @@ def _w_DescribeClientQuotasResponse__ValueData_0(out: bytearray, o: DescribeClie
         _wire.write_string(out, x)
         out += _F_d.pack(o.value)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ValueData: {exc}") from None
 
 
 def _w_DescribeClientQuotasResponse__ValueData_1(out: bytearray, o: DescribeClientQuotasResponse.ValueData) -> None:
@@ -598,7 +604,7 @@ def _w_DescribeClientQuotasResponse__ValueData_1(out: bytearray, o: DescribeClie
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ValueData: {exc}") from None
 
 
 def _w_DescribeClientQuotasResponse__EntryData_0(out: bytearray, o: DescribeClientQuotasResponse.EntryData) -> None:
@@ -620,7 +626,7 @@ def _w_DescribeClientQuotasResponse__EntryData_0(out: bytearray, o: DescribeClie
             for item in x:
                 _w_DescribeClientQuotasResponse__ValueData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntryData: {exc}") from None
 
 
 def _w_DescribeClientQuotasResponse__EntryData_1(out: bytearray, o: DescribeClientQuotasResponse.EntryData) -> None:
@@ -631,14 +637,20 @@ def _w_DescribeClientQuotasResponse__EntryData_1(out: bytearray, o: DescribeClie
         if x is None:
             raise EncodeError("field entity is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeClientQuotasResponse__EntityData_1(out, item)
         x = o.values
         if x is None:
             raise EncodeError("field values is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeClientQuotasResponse__ValueData_1(out, item)
         if o._unknown_tags:
@@ -646,7 +658,7 @@ def _w_DescribeClientQuotasResponse__EntryData_1(out: bytearray, o: DescribeClie
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EntryData: {exc}") from None
 
 
 _C_DescribeClientQuotasRequest__ComponentData = DescribeClientQuotasRequest.ComponentData

@@ -103,7 +103,7 @@ def _w_DescribeClusterRequest_0(out: bytearray, o: DescribeClusterRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeClusterRequest: {exc}") from None
 
 
 def _r_DescribeClusterRequest_1(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:
@@ -136,7 +136,7 @@ def _w_DescribeClusterRequest_1(out: bytearray, o: DescribeClusterRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeClusterRequest: {exc}") from None
 
 
 def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
@@ -154,7 +154,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -163,7 +163,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_text(buf, pos, "cluster_id")
@@ -187,7 +187,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -198,7 +198,7 @@ def _r_DescribeClusterResponse_0(buf: Any, pos: int) -> tuple[DescribeClusterRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_rack = str(buf[pos + 1 : stop], "utf-8")
+                    s3_rack = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_rack, pos = _wire.read_compact_string(buf, pos)
@@ -271,7 +271,10 @@ def _w_DescribeClusterResponse_0(out: bytearray, o: DescribeClusterResponse) -> 
         if x is None:
             raise EncodeError("field brokers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeClusterResponse__DescribeClusterBroker_0(out, item)
         out += _F_i.pack(o.cluster_authorized_operations)
@@ -280,7 +283,7 @@ def _w_DescribeClusterResponse_0(out: bytearray, o: DescribeClusterResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeClusterResponse: {exc}") from None
 
 
 def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterResponse, int]:
@@ -298,7 +301,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -309,7 +312,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_text(buf, pos, "cluster_id")
@@ -333,7 +336,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -344,7 +347,7 @@ def _r_DescribeClusterResponse_1(buf: Any, pos: int) -> tuple[DescribeClusterRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_rack = str(buf[pos + 1 : stop], "utf-8")
+                    s3_rack = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_rack, pos = _wire.read_compact_string(buf, pos)
@@ -416,7 +419,10 @@ def _w_DescribeClusterResponse_1(out: bytearray, o: DescribeClusterResponse) -> 
         if x is None:
             raise EncodeError("field brokers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeClusterResponse__DescribeClusterBroker_0(out, item)
         out += _F_i.pack(o.cluster_authorized_operations)
@@ -425,7 +431,7 @@ def _w_DescribeClusterResponse_1(out: bytearray, o: DescribeClusterResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeClusterResponse: {exc}") from None
 
 
 def _w_DescribeClusterResponse__DescribeClusterBroker_0(out: bytearray, o: DescribeClusterResponse.DescribeClusterBroker) -> None:
@@ -454,7 +460,7 @@ def _w_DescribeClusterResponse__DescribeClusterBroker_0(out: bytearray, o: Descr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeClusterBroker: {exc}") from None
 
 
 

@@ -126,11 +126,12 @@ def _r_DescribeConfigsRequest_0(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
                     s3_configuration_keys = None
                 else:
                     s3_configuration_keys = []
+                    add4 = s3_configuration_keys.append
                     for _ in range(n):
                         item, pos = _wire.read_string(buf, pos)
                         if item is None:
                             raise _wire.null_error("configuration_keys[]", pos)
-                        s3_configuration_keys.append(item)
+                        add4(item)
                 o3 = _new(_C_DescribeConfigsRequest__DescribeConfigsResource)
                 o3.resource_type = s3_resource_type
                 o3.resource_name = s3_resource_name
@@ -163,7 +164,7 @@ def _w_DescribeConfigsRequest_0(out: bytearray, o: DescribeConfigsRequest) -> No
             for item in x:
                 _w_DescribeConfigsRequest__DescribeConfigsResource_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsRequest: {exc}") from None
 
 
 def _r_DescribeConfigsRequest_1(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
@@ -188,11 +189,12 @@ def _r_DescribeConfigsRequest_1(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
                     s3_configuration_keys = None
                 else:
                     s3_configuration_keys = []
+                    add4 = s3_configuration_keys.append
                     for _ in range(n):
                         item, pos = _wire.read_string(buf, pos)
                         if item is None:
                             raise _wire.null_error("configuration_keys[]", pos)
-                        s3_configuration_keys.append(item)
+                        add4(item)
                 o3 = _new(_C_DescribeConfigsRequest__DescribeConfigsResource)
                 o3.resource_type = s3_resource_type
                 o3.resource_name = s3_resource_name
@@ -226,7 +228,7 @@ def _w_DescribeConfigsRequest_1(out: bytearray, o: DescribeConfigsRequest) -> No
                 _w_DescribeConfigsRequest__DescribeConfigsResource_0(out, item)
         out += _F_o.pack(o.include_synonyms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsRequest: {exc}") from None
 
 
 def _r_DescribeConfigsRequest_2(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
@@ -251,11 +253,12 @@ def _r_DescribeConfigsRequest_2(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
                     s3_configuration_keys = None
                 else:
                     s3_configuration_keys = []
+                    add4 = s3_configuration_keys.append
                     for _ in range(n):
                         item, pos = _wire.read_string(buf, pos)
                         if item is None:
                             raise _wire.null_error("configuration_keys[]", pos)
-                        s3_configuration_keys.append(item)
+                        add4(item)
                 o3 = _new(_C_DescribeConfigsRequest__DescribeConfigsResource)
                 o3.resource_type = s3_resource_type
                 o3.resource_name = s3_resource_name
@@ -287,7 +290,7 @@ def _w_DescribeConfigsRequest_2(out: bytearray, o: DescribeConfigsRequest) -> No
                 _w_DescribeConfigsRequest__DescribeConfigsResource_0(out, item)
         out += _F_oo.pack(o.include_synonyms, o.include_documentation)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsRequest: {exc}") from None
 
 
 def _r_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:
@@ -316,7 +319,7 @@ def _r_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_resource_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
@@ -329,17 +332,18 @@ def _r_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
                     s3_configuration_keys = None
                 else:
                     s3_configuration_keys = []
+                    add4 = s3_configuration_keys.append
                     for _ in range(n):
                         size = buf[pos]
                         if 0 < size < 0x80:
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            item = str(buf[pos + 1 : stop], "utf-8")
+                            item = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             item, pos = _wire.read_compact_text(buf, pos, "configuration_keys[]")
-                        s3_configuration_keys.append(item)
+                        add4(item)
                 u3 = _wire.EMPTY_TAGS
                 if buf[pos] == 0:
                     pos += 1
@@ -383,7 +387,10 @@ def _w_DescribeConfigsRequest_3(out: bytearray, o: DescribeConfigsRequest) -> No
         if x is None:
             raise EncodeError("field resources is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeConfigsRequest__DescribeConfigsResource_1(out, item)
         out += _F_oo.pack(o.include_synonyms, o.include_documentation)
@@ -392,7 +399,7 @@ def _w_DescribeConfigsRequest_3(out: bytearray, o: DescribeConfigsRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsRequest: {exc}") from None
 
 
 def _w_DescribeConfigsRequest__DescribeConfigsResource_0(out: bytearray, o: DescribeConfigsRequest.DescribeConfigsResource) -> None:
@@ -414,7 +421,7 @@ def _w_DescribeConfigsRequest__DescribeConfigsResource_0(out: bytearray, o: Desc
                     raise EncodeError("an element of configuration_keys is None")
                 _wire.write_string(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResource: {exc}") from None
 
 
 def _w_DescribeConfigsRequest__DescribeConfigsResource_1(out: bytearray, o: DescribeConfigsRequest.DescribeConfigsResource) -> None:
@@ -435,7 +442,10 @@ def _w_DescribeConfigsRequest__DescribeConfigsResource_1(out: bytearray, o: Desc
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of configuration_keys is None")
@@ -450,7 +460,7 @@ def _w_DescribeConfigsRequest__DescribeConfigsResource_1(out: bytearray, o: Desc
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResource: {exc}") from None
 
 
 def _r_DescribeConfigsResponse_0(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -529,7 +539,7 @@ def _w_DescribeConfigsResponse_0(out: bytearray, o: DescribeConfigsResponse) -> 
             for item in x:
                 _w_DescribeConfigsResponse__DescribeConfigsResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResponse: {exc}") from None
 
 
 def _r_DescribeConfigsResponse_1(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -628,7 +638,7 @@ def _w_DescribeConfigsResponse_1(out: bytearray, o: DescribeConfigsResponse) -> 
             for item in x:
                 _w_DescribeConfigsResponse__DescribeConfigsResult_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResponse: {exc}") from None
 
 
 def _r_DescribeConfigsResponse_2(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -730,7 +740,7 @@ def _w_DescribeConfigsResponse_2(out: bytearray, o: DescribeConfigsResponse) -> 
             for item in x:
                 _w_DescribeConfigsResponse__DescribeConfigsResult_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResponse: {exc}") from None
 
 
 def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsResponse, int]:
@@ -767,7 +777,7 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -778,7 +788,7 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_resource_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
@@ -798,7 +808,7 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -807,7 +817,7 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_value = str(buf[pos + 1 : stop], "utf-8")
+                            s5_value = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_value, pos = _wire.read_compact_string(buf, pos)
@@ -829,7 +839,7 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                                     stop = pos + size
                                     if stop > buflen:
                                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                    s7_name = str(buf[pos + 1 : stop], "utf-8")
+                                    s7_name = buf[pos + 1 : stop].decode()
                                     pos = stop
                                 else:
                                     s7_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -838,7 +848,7 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                                     stop = pos + size
                                     if stop > buflen:
                                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                    s7_value = str(buf[pos + 1 : stop], "utf-8")
+                                    s7_value = buf[pos + 1 : stop].decode()
                                     pos = stop
                                 else:
                                     s7_value, pos = _wire.read_compact_string(buf, pos)
@@ -865,7 +875,7 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_documentation = str(buf[pos + 1 : stop], "utf-8")
+                            s5_documentation = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_documentation, pos = _wire.read_compact_string(buf, pos)
@@ -934,7 +944,10 @@ def _w_DescribeConfigsResponse_3(out: bytearray, o: DescribeConfigsResponse) -> 
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeConfigsResponse__DescribeConfigsResult_3(out, item)
         if o._unknown_tags:
@@ -942,7 +955,7 @@ def _w_DescribeConfigsResponse_3(out: bytearray, o: DescribeConfigsResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResponse: {exc}") from None
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsSynonym_0(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsSynonym) -> None:
@@ -956,7 +969,7 @@ def _w_DescribeConfigsResponse__DescribeConfigsSynonym_0(out: bytearray, o: Desc
         _wire.write_string(out, x)
         out += _F_b.pack(o.source)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsSynonym: {exc}") from None
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsSynonym_1(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsSynonym) -> None:
@@ -984,7 +997,7 @@ def _w_DescribeConfigsResponse__DescribeConfigsSynonym_1(out: bytearray, o: Desc
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsSynonym: {exc}") from None
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_0(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResourceResult) -> None:
@@ -998,7 +1011,7 @@ def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_0(out: bytearray, 
         _wire.write_string(out, x)
         out += _F_ooo.pack(o.read_only, o.is_default, o.is_sensitive)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResourceResult: {exc}") from None
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_1(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResourceResult) -> None:
@@ -1022,7 +1035,7 @@ def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_1(out: bytearray, 
             for item in x:
                 _w_DescribeConfigsResponse__DescribeConfigsSynonym_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResourceResult: {exc}") from None
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_2(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResourceResult) -> None:
@@ -1049,7 +1062,7 @@ def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_2(out: bytearray, 
         x = o.documentation
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResourceResult: {exc}") from None
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_3(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResourceResult) -> None:
@@ -1079,7 +1092,10 @@ def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_3(out: bytearray, 
         if x is None:
             raise EncodeError("field synonyms is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeConfigsResponse__DescribeConfigsSynonym_1(out, item)
         out += _F_b.pack(o.config_type)
@@ -1095,7 +1111,7 @@ def _w_DescribeConfigsResponse__DescribeConfigsResourceResult_3(out: bytearray, 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResourceResult: {exc}") from None
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResult_0(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResult) -> None:
@@ -1118,7 +1134,7 @@ def _w_DescribeConfigsResponse__DescribeConfigsResult_0(out: bytearray, o: Descr
             for item in x:
                 _w_DescribeConfigsResponse__DescribeConfigsResourceResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResult: {exc}") from None
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResult_1(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResult) -> None:
@@ -1141,7 +1157,7 @@ def _w_DescribeConfigsResponse__DescribeConfigsResult_1(out: bytearray, o: Descr
             for item in x:
                 _w_DescribeConfigsResponse__DescribeConfigsResourceResult_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResult: {exc}") from None
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResult_2(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResult) -> None:
@@ -1164,7 +1180,7 @@ def _w_DescribeConfigsResponse__DescribeConfigsResult_2(out: bytearray, o: Descr
             for item in x:
                 _w_DescribeConfigsResponse__DescribeConfigsResourceResult_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResult: {exc}") from None
 
 
 def _w_DescribeConfigsResponse__DescribeConfigsResult_3(out: bytearray, o: DescribeConfigsResponse.DescribeConfigsResult) -> None:
@@ -1193,7 +1209,10 @@ def _w_DescribeConfigsResponse__DescribeConfigsResult_3(out: bytearray, o: Descr
         if x is None:
             raise EncodeError("field configs is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeConfigsResponse__DescribeConfigsResourceResult_3(out, item)
         if o._unknown_tags:
@@ -1201,7 +1220,7 @@ def _w_DescribeConfigsResponse__DescribeConfigsResult_3(out: bytearray, o: Descr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeConfigsResult: {exc}") from None
 
 
 _C_DescribeConfigsRequest__DescribeConfigsResource = DescribeConfigsRequest.DescribeConfigsResource

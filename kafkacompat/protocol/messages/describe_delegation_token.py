@@ -126,7 +126,7 @@ def _w_DescribeDelegationTokenRequest_0(out: bytearray, o: DescribeDelegationTok
             for item in x:
                 _w_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeDelegationTokenRequest: {exc}") from None
 
 
 def _r_DescribeDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:
@@ -151,7 +151,7 @@ def _r_DescribeDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[DescribeDel
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_principal_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
@@ -160,7 +160,7 @@ def _r_DescribeDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[DescribeDel
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_principal_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
@@ -203,7 +203,10 @@ def _w_DescribeDelegationTokenRequest_1(out: bytearray, o: DescribeDelegationTok
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_1(out, item)
         if o._unknown_tags:
@@ -211,7 +214,7 @@ def _w_DescribeDelegationTokenRequest_1(out: bytearray, o: DescribeDelegationTok
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeDelegationTokenRequest: {exc}") from None
 
 
 def _w_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_0(out: bytearray, o: DescribeDelegationTokenRequest.DescribeDelegationTokenOwner) -> None:
@@ -226,7 +229,7 @@ def _w_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_0(out: bytea
             raise EncodeError("field principal_name is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeDelegationTokenOwner: {exc}") from None
 
 
 def _w_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_1(out: bytearray, o: DescribeDelegationTokenRequest.DescribeDelegationTokenOwner) -> None:
@@ -255,7 +258,7 @@ def _w_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner_1(out: bytea
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeDelegationTokenOwner: {exc}") from None
 
 
 def _r_DescribeDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
@@ -342,7 +345,7 @@ def _w_DescribeDelegationTokenResponse_0(out: bytearray, o: DescribeDelegationTo
                 _w_DescribeDelegationTokenResponse__DescribedDelegationToken_0(out, item)
         out += _F_i.pack(o.throttle_time_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeDelegationTokenResponse: {exc}") from None
 
 
 def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
@@ -371,7 +374,7 @@ def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_principal_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
@@ -380,7 +383,7 @@ def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_principal_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
@@ -391,7 +394,7 @@ def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_token_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_token_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_token_id, pos = _wire.read_compact_text(buf, pos, "token_id")
@@ -414,7 +417,7 @@ def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDe
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                            s5_principal_type = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
@@ -423,7 +426,7 @@ def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDe
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_principal_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
@@ -492,7 +495,10 @@ def _w_DescribeDelegationTokenResponse_1(out: bytearray, o: DescribeDelegationTo
         if x is None:
             raise EncodeError("field tokens is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeDelegationTokenResponse__DescribedDelegationToken_1(out, item)
         out += _F_i.pack(o.throttle_time_ms)
@@ -501,7 +507,7 @@ def _w_DescribeDelegationTokenResponse_1(out: bytearray, o: DescribeDelegationTo
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeDelegationTokenResponse: {exc}") from None
 
 
 def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDelegationTokenResponse, int]:
@@ -530,7 +536,7 @@ def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_principal_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
@@ -539,7 +545,7 @@ def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_principal_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
@@ -548,7 +554,7 @@ def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_token_requester_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_token_requester_principal_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_token_requester_principal_type, pos = _wire.read_compact_text(buf, pos, "token_requester_principal_type")
@@ -557,7 +563,7 @@ def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_token_requester_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_token_requester_principal_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_token_requester_principal_name, pos = _wire.read_compact_text(buf, pos, "token_requester_principal_name")
@@ -568,7 +574,7 @@ def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDe
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_token_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_token_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_token_id, pos = _wire.read_compact_text(buf, pos, "token_id")
@@ -591,7 +597,7 @@ def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDe
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_principal_type = str(buf[pos + 1 : stop], "utf-8")
+                            s5_principal_type = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_principal_type, pos = _wire.read_compact_text(buf, pos, "principal_type")
@@ -600,7 +606,7 @@ def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDe
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_principal_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_principal_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_principal_name, pos = _wire.read_compact_text(buf, pos, "principal_name")
@@ -669,7 +675,10 @@ def _w_DescribeDelegationTokenResponse_2(out: bytearray, o: DescribeDelegationTo
         if x is None:
             raise EncodeError("field tokens is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeDelegationTokenResponse__DescribedDelegationToken_2(out, item)
         out += _F_i.pack(o.throttle_time_ms)
@@ -678,7 +687,7 @@ def _w_DescribeDelegationTokenResponse_2(out: bytearray, o: DescribeDelegationTo
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeDelegationTokenResponse: {exc}") from None
 
 
 def _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_0(out: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer) -> None:
@@ -693,7 +702,7 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_0(out: b
             raise EncodeError("field principal_name is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedDelegationTokenRenewer: {exc}") from None
 
 
 def _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(out: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer) -> None:
@@ -722,7 +731,7 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(out: b
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedDelegationTokenRenewer: {exc}") from None
 
 
 def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_0(out: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationToken) -> None:
@@ -758,7 +767,7 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_0(out: bytearra
             for item in x:
                 _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedDelegationToken: {exc}") from None
 
 
 def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_1(out: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationToken) -> None:
@@ -805,7 +814,10 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_1(out: bytearra
         if x is None:
             raise EncodeError("field renewers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(out, item)
         if o._unknown_tags:
@@ -813,7 +825,7 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_1(out: bytearra
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedDelegationToken: {exc}") from None
 
 
 def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_2(out: bytearray, o: DescribeDelegationTokenResponse.DescribedDelegationToken) -> None:
@@ -874,7 +886,10 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_2(out: bytearra
         if x is None:
             raise EncodeError("field renewers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer_1(out, item)
         if o._unknown_tags:
@@ -882,7 +897,7 @@ def _w_DescribeDelegationTokenResponse__DescribedDelegationToken_2(out: bytearra
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedDelegationToken: {exc}") from None
 
 
 _C_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner = DescribeDelegationTokenRequest.DescribeDelegationTokenOwner

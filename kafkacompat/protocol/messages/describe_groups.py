@@ -86,11 +86,12 @@ def _r_DescribeGroupsRequest_0(buf: Any, pos: int) -> tuple[DescribeGroupsReques
             raise _wire.null_error("groups", pos)
         else:
             s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("groups[]", pos)
-                s1_groups.append(item)
+                add2(item)
         o1 = _new(DescribeGroupsRequest)
         o1.groups = s1_groups
         o1.include_authorized_operations = False
@@ -116,7 +117,7 @@ def _w_DescribeGroupsRequest_0(out: bytearray, o: DescribeGroupsRequest) -> None
                     raise EncodeError("an element of groups is None")
                 _wire.write_string(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeGroupsRequest: {exc}") from None
 
 
 def _r_DescribeGroupsRequest_1(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
@@ -128,11 +129,12 @@ def _r_DescribeGroupsRequest_1(buf: Any, pos: int) -> tuple[DescribeGroupsReques
             raise _wire.null_error("groups", pos)
         else:
             s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("groups[]", pos)
-                s1_groups.append(item)
+                add2(item)
         (s1_include_authorized_operations,) = _F_o.unpack_from(buf, pos)
         pos += 1
         o1 = _new(DescribeGroupsRequest)
@@ -159,7 +161,7 @@ def _w_DescribeGroupsRequest_1(out: bytearray, o: DescribeGroupsRequest) -> None
                 _wire.write_string(out, item)
         out += _F_o.pack(o.include_authorized_operations)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeGroupsRequest: {exc}") from None
 
 
 def _r_DescribeGroupsRequest_2(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:
@@ -177,17 +179,18 @@ def _r_DescribeGroupsRequest_2(buf: Any, pos: int) -> tuple[DescribeGroupsReques
             raise _wire.null_error("groups", pos)
         else:
             s1_groups = []
+            add2 = s1_groups.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "groups[]")
-                s1_groups.append(item)
+                add2(item)
         (s1_include_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _wire.EMPTY_TAGS
@@ -215,7 +218,10 @@ def _w_DescribeGroupsRequest_2(out: bytearray, o: DescribeGroupsRequest) -> None
         if x is None:
             raise EncodeError("field groups is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of groups is None")
@@ -231,7 +237,7 @@ def _w_DescribeGroupsRequest_2(out: bytearray, o: DescribeGroupsRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeGroupsRequest: {exc}") from None
 
 
 def _r_DescribeGroupsResponse_0(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -321,7 +327,7 @@ def _w_DescribeGroupsResponse_0(out: bytearray, o: DescribeGroupsResponse) -> No
             for item in x:
                 _w_DescribeGroupsResponse__DescribedGroup_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeGroupsResponse: {exc}") from None
 
 
 def _r_DescribeGroupsResponse_1(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -414,7 +420,7 @@ def _w_DescribeGroupsResponse_1(out: bytearray, o: DescribeGroupsResponse) -> No
             for item in x:
                 _w_DescribeGroupsResponse__DescribedGroup_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeGroupsResponse: {exc}") from None
 
 
 def _r_DescribeGroupsResponse_2(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -509,7 +515,7 @@ def _w_DescribeGroupsResponse_2(out: bytearray, o: DescribeGroupsResponse) -> No
             for item in x:
                 _w_DescribeGroupsResponse__DescribedGroup_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeGroupsResponse: {exc}") from None
 
 
 def _r_DescribeGroupsResponse_3(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -605,7 +611,7 @@ def _w_DescribeGroupsResponse_3(out: bytearray, o: DescribeGroupsResponse) -> No
             for item in x:
                 _w_DescribeGroupsResponse__DescribedGroup_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeGroupsResponse: {exc}") from None
 
 
 def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsResponse, int]:
@@ -637,7 +643,7 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -646,7 +652,7 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_state = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_state = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
@@ -655,7 +661,7 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_protocol_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
@@ -664,7 +670,7 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_protocol_data = str(buf[pos + 1 : stop], "utf-8")
+                    s3_protocol_data = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_protocol_data, pos = _wire.read_compact_text(buf, pos, "protocol_data")
@@ -684,7 +690,7 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_member_id = str(buf[pos + 1 : stop], "utf-8")
+                            s5_member_id = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -693,7 +699,7 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                            s5_group_instance_id = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -702,7 +708,7 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_client_id = str(buf[pos + 1 : stop], "utf-8")
+                            s5_client_id = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_client_id, pos = _wire.read_compact_text(buf, pos, "client_id")
@@ -711,7 +717,7 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_client_host = str(buf[pos + 1 : stop], "utf-8")
+                            s5_client_host = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_client_host, pos = _wire.read_compact_text(buf, pos, "client_host")
@@ -786,7 +792,10 @@ def _w_DescribeGroupsResponse_4(out: bytearray, o: DescribeGroupsResponse) -> No
         if x is None:
             raise EncodeError("field groups is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeGroupsResponse__DescribedGroup_3(out, item)
         if o._unknown_tags:
@@ -794,7 +803,7 @@ def _w_DescribeGroupsResponse_4(out: bytearray, o: DescribeGroupsResponse) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeGroupsResponse: {exc}") from None
 
 
 def _w_DescribeGroupsResponse__DescribedGroupMember_0(out: bytearray, o: DescribeGroupsResponse.DescribedGroupMember) -> None:
@@ -821,7 +830,7 @@ def _w_DescribeGroupsResponse__DescribedGroupMember_0(out: bytearray, o: Describ
             raise EncodeError("field member_assignment is None but not nullable at this version")
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedGroupMember: {exc}") from None
 
 
 def _w_DescribeGroupsResponse__DescribedGroupMember_1(out: bytearray, o: DescribeGroupsResponse.DescribedGroupMember) -> None:
@@ -850,7 +859,7 @@ def _w_DescribeGroupsResponse__DescribedGroupMember_1(out: bytearray, o: Describ
             raise EncodeError("field member_assignment is None but not nullable at this version")
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedGroupMember: {exc}") from None
 
 
 def _w_DescribeGroupsResponse__DescribedGroupMember_2(out: bytearray, o: DescribeGroupsResponse.DescribedGroupMember) -> None:
@@ -903,7 +912,7 @@ def _w_DescribeGroupsResponse__DescribedGroupMember_2(out: bytearray, o: Describ
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedGroupMember: {exc}") from None
 
 
 def _w_DescribeGroupsResponse__DescribedGroup_0(out: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
@@ -937,7 +946,7 @@ def _w_DescribeGroupsResponse__DescribedGroup_0(out: bytearray, o: DescribeGroup
             for item in x:
                 _w_DescribeGroupsResponse__DescribedGroupMember_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
 
 
 def _w_DescribeGroupsResponse__DescribedGroup_1(out: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
@@ -970,7 +979,7 @@ def _w_DescribeGroupsResponse__DescribedGroup_1(out: bytearray, o: DescribeGroup
                 _w_DescribeGroupsResponse__DescribedGroupMember_0(out, item)
         out += _F_i.pack(o.authorized_operations)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
 
 
 def _w_DescribeGroupsResponse__DescribedGroup_2(out: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
@@ -1003,7 +1012,7 @@ def _w_DescribeGroupsResponse__DescribedGroup_2(out: bytearray, o: DescribeGroup
                 _w_DescribeGroupsResponse__DescribedGroupMember_1(out, item)
         out += _F_i.pack(o.authorized_operations)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
 
 
 def _w_DescribeGroupsResponse__DescribedGroup_3(out: bytearray, o: DescribeGroupsResponse.DescribedGroup) -> None:
@@ -1051,7 +1060,10 @@ def _w_DescribeGroupsResponse__DescribedGroup_3(out: bytearray, o: DescribeGroup
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeGroupsResponse__DescribedGroupMember_2(out, item)
         out += _F_i.pack(o.authorized_operations)
@@ -1060,7 +1072,7 @@ def _w_DescribeGroupsResponse__DescribedGroup_3(out: bytearray, o: DescribeGroup
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
 
 
 

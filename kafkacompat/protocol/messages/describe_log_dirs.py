@@ -145,7 +145,7 @@ def _w_DescribeLogDirsRequest_0(out: bytearray, o: DescribeLogDirsRequest) -> No
             for item in x:
                 _w_DescribeLogDirsRequest__DescribableLogDirTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsRequest: {exc}") from None
 
 
 def _r_DescribeLogDirsRequest_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:
@@ -171,7 +171,7 @@ def _r_DescribeLogDirsRequest_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRequ
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
@@ -228,7 +228,10 @@ def _w_DescribeLogDirsRequest_1(out: bytearray, o: DescribeLogDirsRequest) -> No
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsRequest__DescribableLogDirTopic_1(out, item)
         if o._unknown_tags:
@@ -236,7 +239,7 @@ def _w_DescribeLogDirsRequest_1(out: bytearray, o: DescribeLogDirsRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsRequest: {exc}") from None
 
 
 def _w_DescribeLogDirsRequest__DescribableLogDirTopic_0(out: bytearray, o: DescribeLogDirsRequest.DescribableLogDirTopic) -> None:
@@ -251,9 +254,12 @@ def _w_DescribeLogDirsRequest__DescribableLogDirTopic_0(out: bytearray, o: Descr
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribableLogDirTopic: {exc}") from None
 
 
 def _w_DescribeLogDirsRequest__DescribableLogDirTopic_1(out: bytearray, o: DescribeLogDirsRequest.DescribableLogDirTopic) -> None:
@@ -272,14 +278,20 @@ def _w_DescribeLogDirsRequest__DescribableLogDirTopic_1(out: bytearray, o: Descr
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribableLogDirTopic: {exc}") from None
 
 
 def _r_DescribeLogDirsResponse_0(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
@@ -380,7 +392,7 @@ def _w_DescribeLogDirsResponse_0(out: bytearray, o: DescribeLogDirsResponse) -> 
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsResponse: {exc}") from None
 
 
 def _r_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
@@ -413,7 +425,7 @@ def _r_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_log_dir = str(buf[pos + 1 : stop], "utf-8")
+                    s3_log_dir = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_log_dir, pos = _wire.read_compact_text(buf, pos, "log_dir")
@@ -433,7 +445,7 @@ def _r_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -542,7 +554,10 @@ def _w_DescribeLogDirsResponse_1(out: bytearray, o: DescribeLogDirsResponse) -> 
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(out, item)
         if o._unknown_tags:
@@ -550,7 +565,7 @@ def _w_DescribeLogDirsResponse_1(out: bytearray, o: DescribeLogDirsResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsResponse: {exc}") from None
 
 
 def _r_DescribeLogDirsResponse_2(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
@@ -583,7 +598,7 @@ def _r_DescribeLogDirsResponse_2(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_log_dir = str(buf[pos + 1 : stop], "utf-8")
+                    s3_log_dir = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_log_dir, pos = _wire.read_compact_text(buf, pos, "log_dir")
@@ -603,7 +618,7 @@ def _r_DescribeLogDirsResponse_2(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -712,7 +727,10 @@ def _w_DescribeLogDirsResponse_2(out: bytearray, o: DescribeLogDirsResponse) -> 
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(out, item)
         if o._unknown_tags:
@@ -720,7 +738,7 @@ def _w_DescribeLogDirsResponse_2(out: bytearray, o: DescribeLogDirsResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsResponse: {exc}") from None
 
 
 def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsResponse, int]:
@@ -753,7 +771,7 @@ def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_log_dir = str(buf[pos + 1 : stop], "utf-8")
+                    s3_log_dir = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_log_dir, pos = _wire.read_compact_text(buf, pos, "log_dir")
@@ -773,7 +791,7 @@ def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -883,7 +901,10 @@ def _w_DescribeLogDirsResponse_3(out: bytearray, o: DescribeLogDirsResponse) -> 
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsResult_2(out, item)
         if o._unknown_tags:
@@ -891,14 +912,14 @@ def _w_DescribeLogDirsResponse_3(out: bytearray, o: DescribeLogDirsResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsResponse: {exc}") from None
 
 
 def _w_DescribeLogDirsResponse__DescribeLogDirsPartition_0(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsPartition) -> None:
     try:
         out += _F_iqqo.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsPartition: {exc}") from None
 
 
 def _w_DescribeLogDirsResponse__DescribeLogDirsPartition_1(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsPartition) -> None:
@@ -909,7 +930,7 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsPartition_1(out: bytearray, o: De
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsPartition: {exc}") from None
 
 
 def _w_DescribeLogDirsResponse__DescribeLogDirsTopic_0(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsTopic) -> None:
@@ -928,7 +949,7 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsTopic_0(out: bytearray, o: Descri
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsPartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsTopic: {exc}") from None
 
 
 def _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsTopic) -> None:
@@ -948,7 +969,10 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out: bytearray, o: Descri
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsPartition_1(out, item)
         if o._unknown_tags:
@@ -956,7 +980,7 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out: bytearray, o: Descri
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsTopic: {exc}") from None
 
 
 def _w_DescribeLogDirsResponse__DescribeLogDirsResult_0(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsResult) -> None:
@@ -976,7 +1000,7 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsResult_0(out: bytearray, o: Descr
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsResult: {exc}") from None
 
 
 def _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsResult) -> None:
@@ -997,7 +1021,10 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(out: bytearray, o: Descr
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out, item)
         if o._unknown_tags:
@@ -1005,7 +1032,7 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsResult_1(out: bytearray, o: Descr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsResult: {exc}") from None
 
 
 def _w_DescribeLogDirsResponse__DescribeLogDirsResult_2(out: bytearray, o: DescribeLogDirsResponse.DescribeLogDirsResult) -> None:
@@ -1026,7 +1053,10 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsResult_2(out: bytearray, o: Descr
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeLogDirsResponse__DescribeLogDirsTopic_1(out, item)
         out += _F_qq.pack(o.total_bytes, o.usable_bytes)
@@ -1035,7 +1065,7 @@ def _w_DescribeLogDirsResponse__DescribeLogDirsResult_2(out: bytearray, o: Descr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeLogDirsResult: {exc}") from None
 
 
 _C_DescribeLogDirsRequest__DescribableLogDirTopic = DescribeLogDirsRequest.DescribableLogDirTopic

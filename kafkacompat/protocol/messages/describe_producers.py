@@ -113,7 +113,7 @@ def _r_DescribeProducersRequest_0(buf: Any, pos: int) -> tuple[DescribeProducers
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -170,7 +170,10 @@ def _w_DescribeProducersRequest_0(out: bytearray, o: DescribeProducersRequest) -
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeProducersRequest__TopicRequest_0(out, item)
         if o._unknown_tags:
@@ -178,7 +181,7 @@ def _w_DescribeProducersRequest_0(out: bytearray, o: DescribeProducersRequest) -
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeProducersRequest: {exc}") from None
 
 
 def _w_DescribeProducersRequest__TopicRequest_0(out: bytearray, o: DescribeProducersRequest.TopicRequest) -> None:
@@ -197,14 +200,20 @@ def _w_DescribeProducersRequest__TopicRequest_0(out: bytearray, o: DescribeProdu
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicRequest: {exc}") from None
 
 
 def _r_DescribeProducersResponse_0(buf: Any, pos: int) -> tuple[DescribeProducersResponse, int]:
@@ -236,7 +245,7 @@ def _r_DescribeProducersResponse_0(buf: Any, pos: int) -> tuple[DescribeProducer
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -258,7 +267,7 @@ def _r_DescribeProducersResponse_0(buf: Any, pos: int) -> tuple[DescribeProducer
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -369,7 +378,10 @@ def _w_DescribeProducersResponse_0(out: bytearray, o: DescribeProducersResponse)
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeProducersResponse__TopicResponse_0(out, item)
         if o._unknown_tags:
@@ -377,7 +389,7 @@ def _w_DescribeProducersResponse_0(out: bytearray, o: DescribeProducersResponse)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeProducersResponse: {exc}") from None
 
 
 def _w_DescribeProducersResponse__ProducerState_0(out: bytearray, o: DescribeProducersResponse.ProducerState) -> None:
@@ -388,7 +400,7 @@ def _w_DescribeProducersResponse__ProducerState_0(out: bytearray, o: DescribePro
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ProducerState: {exc}") from None
 
 
 def _w_DescribeProducersResponse__PartitionResponse_0(out: bytearray, o: DescribeProducersResponse.PartitionResponse) -> None:
@@ -407,7 +419,10 @@ def _w_DescribeProducersResponse__PartitionResponse_0(out: bytearray, o: Describ
         if x is None:
             raise EncodeError("field active_producers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeProducersResponse__ProducerState_0(out, item)
         if o._unknown_tags:
@@ -415,7 +430,7 @@ def _w_DescribeProducersResponse__PartitionResponse_0(out: bytearray, o: Describ
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionResponse: {exc}") from None
 
 
 def _w_DescribeProducersResponse__TopicResponse_0(out: bytearray, o: DescribeProducersResponse.TopicResponse) -> None:
@@ -435,7 +450,10 @@ def _w_DescribeProducersResponse__TopicResponse_0(out: bytearray, o: DescribePro
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeProducersResponse__PartitionResponse_0(out, item)
         if o._unknown_tags:
@@ -443,7 +461,7 @@ def _w_DescribeProducersResponse__TopicResponse_0(out: bytearray, o: DescribePro
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicResponse: {exc}") from None
 
 
 _C_DescribeProducersRequest__TopicRequest = DescribeProducersRequest.TopicRequest

@@ -159,7 +159,7 @@ def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -242,7 +242,10 @@ def _w_DescribeQuorumRequest_0(out: bytearray, o: DescribeQuorumRequest) -> None
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumRequest__TopicData_0(out, item)
         if o._unknown_tags:
@@ -250,7 +253,7 @@ def _w_DescribeQuorumRequest_0(out: bytearray, o: DescribeQuorumRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeQuorumRequest: {exc}") from None
 
 
 def _w_DescribeQuorumRequest__PartitionData_0(out: bytearray, o: DescribeQuorumRequest.PartitionData) -> None:
@@ -261,7 +264,7 @@ def _w_DescribeQuorumRequest__PartitionData_0(out: bytearray, o: DescribeQuorumR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_DescribeQuorumRequest__TopicData_0(out: bytearray, o: DescribeQuorumRequest.TopicData) -> None:
@@ -281,7 +284,10 @@ def _w_DescribeQuorumRequest__TopicData_0(out: bytearray, o: DescribeQuorumReque
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumRequest__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -289,7 +295,7 @@ def _w_DescribeQuorumRequest__TopicData_0(out: bytearray, o: DescribeQuorumReque
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
@@ -322,7 +328,7 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -500,7 +506,10 @@ def _w_DescribeQuorumResponse_0(out: bytearray, o: DescribeQuorumResponse) -> No
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__TopicData_0(out, item)
         if o._unknown_tags:
@@ -508,7 +517,7 @@ def _w_DescribeQuorumResponse_0(out: bytearray, o: DescribeQuorumResponse) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeQuorumResponse: {exc}") from None
 
 
 def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
@@ -541,7 +550,7 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -719,7 +728,10 @@ def _w_DescribeQuorumResponse_1(out: bytearray, o: DescribeQuorumResponse) -> No
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__TopicData_1(out, item)
         if o._unknown_tags:
@@ -727,7 +739,7 @@ def _w_DescribeQuorumResponse_1(out: bytearray, o: DescribeQuorumResponse) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeQuorumResponse: {exc}") from None
 
 
 def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumResponse, int]:
@@ -755,7 +767,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -775,7 +787,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -797,7 +809,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -930,7 +942,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s13_name = str(buf[pos + 1 : stop], "utf-8")
+                            s13_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s13_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -939,7 +951,7 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s13_host = str(buf[pos + 1 : stop], "utf-8")
+                            s13_host = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s13_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -1009,14 +1021,20 @@ def _w_DescribeQuorumResponse_2(out: bytearray, o: DescribeQuorumResponse) -> No
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__TopicData_2(out, item)
         x = o.nodes
         if x is None:
             raise EncodeError("field nodes is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__Node_0(out, item)
         if o._unknown_tags:
@@ -1024,7 +1042,7 @@ def _w_DescribeQuorumResponse_2(out: bytearray, o: DescribeQuorumResponse) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeQuorumResponse: {exc}") from None
 
 
 def _w_DescribeQuorumResponse__ReplicaState_0(out: bytearray, o: DescribeQuorumResponse.ReplicaState) -> None:
@@ -1037,7 +1055,7 @@ def _w_DescribeQuorumResponse__ReplicaState_0(out: bytearray, o: DescribeQuorumR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReplicaState: {exc}") from None
 
 
 def _w_DescribeQuorumResponse__ReplicaState_1(out: bytearray, o: DescribeQuorumResponse.ReplicaState) -> None:
@@ -1050,7 +1068,7 @@ def _w_DescribeQuorumResponse__ReplicaState_1(out: bytearray, o: DescribeQuorumR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReplicaState: {exc}") from None
 
 
 def _w_DescribeQuorumResponse__ReplicaState_2(out: bytearray, o: DescribeQuorumResponse.ReplicaState) -> None:
@@ -1065,7 +1083,7 @@ def _w_DescribeQuorumResponse__ReplicaState_2(out: bytearray, o: DescribeQuorumR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReplicaState: {exc}") from None
 
 
 def _w_DescribeQuorumResponse__PartitionData_0(out: bytearray, o: DescribeQuorumResponse.PartitionData) -> None:
@@ -1077,14 +1095,20 @@ def _w_DescribeQuorumResponse__PartitionData_0(out: bytearray, o: DescribeQuorum
         if x is None:
             raise EncodeError("field current_voters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__ReplicaState_0(out, item)
         x = o.observers
         if x is None:
             raise EncodeError("field observers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__ReplicaState_0(out, item)
         if o._unknown_tags:
@@ -1092,7 +1116,7 @@ def _w_DescribeQuorumResponse__PartitionData_0(out: bytearray, o: DescribeQuorum
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_DescribeQuorumResponse__PartitionData_1(out: bytearray, o: DescribeQuorumResponse.PartitionData) -> None:
@@ -1104,14 +1128,20 @@ def _w_DescribeQuorumResponse__PartitionData_1(out: bytearray, o: DescribeQuorum
         if x is None:
             raise EncodeError("field current_voters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__ReplicaState_1(out, item)
         x = o.observers
         if x is None:
             raise EncodeError("field observers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__ReplicaState_1(out, item)
         if o._unknown_tags:
@@ -1119,7 +1149,7 @@ def _w_DescribeQuorumResponse__PartitionData_1(out: bytearray, o: DescribeQuorum
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_DescribeQuorumResponse__PartitionData_2(out: bytearray, o: DescribeQuorumResponse.PartitionData) -> None:
@@ -1139,14 +1169,20 @@ def _w_DescribeQuorumResponse__PartitionData_2(out: bytearray, o: DescribeQuorum
         if x is None:
             raise EncodeError("field current_voters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__ReplicaState_2(out, item)
         x = o.observers
         if x is None:
             raise EncodeError("field observers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__ReplicaState_2(out, item)
         if o._unknown_tags:
@@ -1154,7 +1190,7 @@ def _w_DescribeQuorumResponse__PartitionData_2(out: bytearray, o: DescribeQuorum
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_DescribeQuorumResponse__TopicData_0(out: bytearray, o: DescribeQuorumResponse.TopicData) -> None:
@@ -1174,7 +1210,10 @@ def _w_DescribeQuorumResponse__TopicData_0(out: bytearray, o: DescribeQuorumResp
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -1182,7 +1221,7 @@ def _w_DescribeQuorumResponse__TopicData_0(out: bytearray, o: DescribeQuorumResp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_DescribeQuorumResponse__TopicData_1(out: bytearray, o: DescribeQuorumResponse.TopicData) -> None:
@@ -1202,7 +1241,10 @@ def _w_DescribeQuorumResponse__TopicData_1(out: bytearray, o: DescribeQuorumResp
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__PartitionData_1(out, item)
         if o._unknown_tags:
@@ -1210,7 +1252,7 @@ def _w_DescribeQuorumResponse__TopicData_1(out: bytearray, o: DescribeQuorumResp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_DescribeQuorumResponse__TopicData_2(out: bytearray, o: DescribeQuorumResponse.TopicData) -> None:
@@ -1230,7 +1272,10 @@ def _w_DescribeQuorumResponse__TopicData_2(out: bytearray, o: DescribeQuorumResp
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__PartitionData_2(out, item)
         if o._unknown_tags:
@@ -1238,7 +1283,7 @@ def _w_DescribeQuorumResponse__TopicData_2(out: bytearray, o: DescribeQuorumResp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_DescribeQuorumResponse__Listener_0(out: bytearray, o: DescribeQuorumResponse.Listener) -> None:
@@ -1268,7 +1313,7 @@ def _w_DescribeQuorumResponse__Listener_0(out: bytearray, o: DescribeQuorumRespo
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Listener: {exc}") from None
 
 
 def _w_DescribeQuorumResponse__Node_0(out: bytearray, o: DescribeQuorumResponse.Node) -> None:
@@ -1280,7 +1325,10 @@ def _w_DescribeQuorumResponse__Node_0(out: bytearray, o: DescribeQuorumResponse.
         if x is None:
             raise EncodeError("field listeners is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeQuorumResponse__Listener_0(out, item)
         if o._unknown_tags:
@@ -1288,7 +1336,7 @@ def _w_DescribeQuorumResponse__Node_0(out: bytearray, o: DescribeQuorumResponse.
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Node: {exc}") from None
 
 
 _C_DescribeQuorumRequest__PartitionData = DescribeQuorumRequest.PartitionData

@@ -133,7 +133,7 @@ def _r_DescribeTopicPartitionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTop
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -162,7 +162,7 @@ def _r_DescribeTopicPartitionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTop
                 stop = pos + size
                 if stop > buflen:
                     raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                s4_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                s4_topic_name = buf[pos + 1 : stop].decode()
                 pos = stop
             else:
                 s4_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -208,7 +208,10 @@ def _w_DescribeTopicPartitionsRequest_0(out: bytearray, o: DescribeTopicPartitio
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeTopicPartitionsRequest__TopicRequest_0(out, item)
         out += _F_i.pack(o.response_partition_limit)
@@ -223,7 +226,7 @@ def _w_DescribeTopicPartitionsRequest_0(out: bytearray, o: DescribeTopicPartitio
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeTopicPartitionsRequest: {exc}") from None
 
 
 def _w_DescribeTopicPartitionsRequest__TopicRequest_0(out: bytearray, o: DescribeTopicPartitionsRequest.TopicRequest) -> None:
@@ -243,7 +246,7 @@ def _w_DescribeTopicPartitionsRequest__TopicRequest_0(out: bytearray, o: Describ
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicRequest: {exc}") from None
 
 
 def _w_DescribeTopicPartitionsRequest__Cursor_0(out: bytearray, o: DescribeTopicPartitionsRequest.Cursor) -> None:
@@ -264,7 +267,7 @@ def _w_DescribeTopicPartitionsRequest__Cursor_0(out: bytearray, o: DescribeTopic
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Cursor: {exc}") from None
 
 
 def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsResponse, int]:
@@ -303,7 +306,7 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_string(buf, pos)
@@ -443,7 +446,7 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
                 stop = pos + size
                 if stop > buflen:
                     raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                s6_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                s6_topic_name = buf[pos + 1 : stop].decode()
                 pos = stop
             else:
                 s6_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -490,7 +493,10 @@ def _w_DescribeTopicPartitionsResponse_0(out: bytearray, o: DescribeTopicPartiti
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0(out, item)
         x = o.next_cursor
@@ -504,7 +510,7 @@ def _w_DescribeTopicPartitionsResponse_0(out: bytearray, o: DescribeTopicPartiti
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeTopicPartitionsResponse: {exc}") from None
 
 
 def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition_0(out: bytearray, o: DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition) -> None:
@@ -515,38 +521,68 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition
         if x is None:
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.isr_nodes
         if x is None:
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.eligible_leader_replicas
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.last_known_elr
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.offline_replicas
         if x is None:
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeTopicPartitionsResponsePartition: {exc}") from None
 
 
 def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0(out: bytearray, o: DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic) -> None:
@@ -568,7 +604,10 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0(o
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition_0(out, item)
         out += _F_i.pack(o.topic_authorized_operations)
@@ -577,7 +616,7 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic_0(o
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeTopicPartitionsResponseTopic: {exc}") from None
 
 
 def _w_DescribeTopicPartitionsResponse__Cursor_0(out: bytearray, o: DescribeTopicPartitionsResponse.Cursor) -> None:
@@ -598,7 +637,7 @@ def _w_DescribeTopicPartitionsResponse__Cursor_0(out: bytearray, o: DescribeTopi
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Cursor: {exc}") from None
 
 
 _C_DescribeTopicPartitionsRequest__TopicRequest = DescribeTopicPartitionsRequest.TopicRequest

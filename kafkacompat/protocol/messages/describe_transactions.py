@@ -87,17 +87,18 @@ def _r_DescribeTransactionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTransa
             raise _wire.null_error("transactional_ids", pos)
         else:
             s1_transactional_ids = []
+            add2 = s1_transactional_ids.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "transactional_ids[]")
-                s1_transactional_ids.append(item)
+                add2(item)
         u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
@@ -123,7 +124,10 @@ def _w_DescribeTransactionsRequest_0(out: bytearray, o: DescribeTransactionsRequ
         if x is None:
             raise EncodeError("field transactional_ids is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of transactional_ids is None")
@@ -138,7 +142,7 @@ def _w_DescribeTransactionsRequest_0(out: bytearray, o: DescribeTransactionsRequ
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeTransactionsRequest: {exc}") from None
 
 
 def _r_DescribeTransactionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTransactionsResponse, int]:
@@ -170,7 +174,7 @@ def _r_DescribeTransactionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTrans
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_transactional_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
@@ -179,7 +183,7 @@ def _r_DescribeTransactionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTrans
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_transaction_state = str(buf[pos + 1 : stop], "utf-8")
+                    s3_transaction_state = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_transaction_state, pos = _wire.read_compact_text(buf, pos, "transaction_state")
@@ -201,7 +205,7 @@ def _r_DescribeTransactionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTrans
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_topic = str(buf[pos + 1 : stop], "utf-8")
+                            s5_topic = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_topic, pos = _wire.read_compact_text(buf, pos, "topic")
@@ -280,7 +284,10 @@ def _w_DescribeTransactionsResponse_0(out: bytearray, o: DescribeTransactionsRes
         if x is None:
             raise EncodeError("field transaction_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeTransactionsResponse__TransactionState_0(out, item)
         if o._unknown_tags:
@@ -288,7 +295,7 @@ def _w_DescribeTransactionsResponse_0(out: bytearray, o: DescribeTransactionsRes
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeTransactionsResponse: {exc}") from None
 
 
 def _w_DescribeTransactionsResponse__TopicData_0(out: bytearray, o: DescribeTransactionsResponse.TopicData) -> None:
@@ -307,14 +314,20 @@ def _w_DescribeTransactionsResponse__TopicData_0(out: bytearray, o: DescribeTran
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_DescribeTransactionsResponse__TransactionState_0(out: bytearray, o: DescribeTransactionsResponse.TransactionState) -> None:
@@ -345,7 +358,10 @@ def _w_DescribeTransactionsResponse__TransactionState_0(out: bytearray, o: Descr
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeTransactionsResponse__TopicData_0(out, item)
         if o._unknown_tags:
@@ -353,7 +369,7 @@ def _w_DescribeTransactionsResponse__TransactionState_0(out: bytearray, o: Descr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TransactionState: {exc}") from None
 
 
 

@@ -100,7 +100,7 @@ def _r_DescribeUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[Descri
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -142,7 +142,10 @@ def _w_DescribeUserScramCredentialsRequest_0(out: bytearray, o: DescribeUserScra
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeUserScramCredentialsRequest__UserName_0(out, item)
         if o._unknown_tags:
@@ -150,7 +153,7 @@ def _w_DescribeUserScramCredentialsRequest_0(out: bytearray, o: DescribeUserScra
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeUserScramCredentialsRequest: {exc}") from None
 
 
 def _w_DescribeUserScramCredentialsRequest__UserName_0(out: bytearray, o: DescribeUserScramCredentialsRequest.UserName) -> None:
@@ -170,7 +173,7 @@ def _w_DescribeUserScramCredentialsRequest__UserName_0(out: bytearray, o: Descri
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UserName: {exc}") from None
 
 
 def _r_DescribeUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[DescribeUserScramCredentialsResponse, int]:
@@ -190,7 +193,7 @@ def _r_DescribeUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[Descr
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -210,7 +213,7 @@ def _r_DescribeUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[Descr
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_user = str(buf[pos + 1 : stop], "utf-8")
+                    s3_user = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_user, pos = _wire.read_compact_text(buf, pos, "user")
@@ -221,7 +224,7 @@ def _r_DescribeUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[Descr
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -319,7 +322,10 @@ def _w_DescribeUserScramCredentialsResponse_0(out: bytearray, o: DescribeUserScr
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_0(out, item)
         if o._unknown_tags:
@@ -327,7 +333,7 @@ def _w_DescribeUserScramCredentialsResponse_0(out: bytearray, o: DescribeUserScr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeUserScramCredentialsResponse: {exc}") from None
 
 
 def _w_DescribeUserScramCredentialsResponse__CredentialInfo_0(out: bytearray, o: DescribeUserScramCredentialsResponse.CredentialInfo) -> None:
@@ -338,7 +344,7 @@ def _w_DescribeUserScramCredentialsResponse__CredentialInfo_0(out: bytearray, o:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CredentialInfo: {exc}") from None
 
 
 def _w_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_0(out: bytearray, o: DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult) -> None:
@@ -366,7 +372,10 @@ def _w_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_
         if x is None:
             raise EncodeError("field credential_infos is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_DescribeUserScramCredentialsResponse__CredentialInfo_0(out, item)
         if o._unknown_tags:
@@ -374,7 +383,7 @@ def _w_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult_
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribeUserScramCredentialsResult: {exc}") from None
 
 
 _C_DescribeUserScramCredentialsRequest__UserName = DescribeUserScramCredentialsRequest.UserName

@@ -137,7 +137,7 @@ def _w_ElectLeadersRequest_0(out: bytearray, o: ElectLeadersRequest) -> None:
                 _w_ElectLeadersRequest__TopicPartitions_0(out, item)
         out += _F_i.pack(o.timeout_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ElectLeadersRequest: {exc}") from None
 
 
 def _r_ElectLeadersRequest_1(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
@@ -198,7 +198,7 @@ def _w_ElectLeadersRequest_1(out: bytearray, o: ElectLeadersRequest) -> None:
                 _w_ElectLeadersRequest__TopicPartitions_0(out, item)
         out += _F_i.pack(o.timeout_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ElectLeadersRequest: {exc}") from None
 
 
 def _r_ElectLeadersRequest_2(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:
@@ -226,7 +226,7 @@ def _r_ElectLeadersRequest_2(buf: Any, pos: int) -> tuple[ElectLeadersRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
@@ -287,7 +287,10 @@ def _w_ElectLeadersRequest_2(out: bytearray, o: ElectLeadersRequest) -> None:
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ElectLeadersRequest__TopicPartitions_1(out, item)
         out += _F_i.pack(o.timeout_ms)
@@ -296,7 +299,7 @@ def _w_ElectLeadersRequest_2(out: bytearray, o: ElectLeadersRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ElectLeadersRequest: {exc}") from None
 
 
 def _w_ElectLeadersRequest__TopicPartitions_0(out: bytearray, o: ElectLeadersRequest.TopicPartitions) -> None:
@@ -311,9 +314,12 @@ def _w_ElectLeadersRequest__TopicPartitions_0(out: bytearray, o: ElectLeadersReq
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicPartitions: {exc}") from None
 
 
 def _w_ElectLeadersRequest__TopicPartitions_1(out: bytearray, o: ElectLeadersRequest.TopicPartitions) -> None:
@@ -332,14 +338,20 @@ def _w_ElectLeadersRequest__TopicPartitions_1(out: bytearray, o: ElectLeadersReq
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicPartitions: {exc}") from None
 
 
 def _r_ElectLeadersResponse_0(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
@@ -404,7 +416,7 @@ def _w_ElectLeadersResponse_0(out: bytearray, o: ElectLeadersResponse) -> None:
             for item in x:
                 _w_ElectLeadersResponse__ReplicaElectionResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ElectLeadersResponse: {exc}") from None
 
 
 def _r_ElectLeadersResponse_1(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
@@ -467,7 +479,7 @@ def _w_ElectLeadersResponse_1(out: bytearray, o: ElectLeadersResponse) -> None:
             for item in x:
                 _w_ElectLeadersResponse__ReplicaElectionResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ElectLeadersResponse: {exc}") from None
 
 
 def _r_ElectLeadersResponse_2(buf: Any, pos: int) -> tuple[ElectLeadersResponse, int]:
@@ -497,7 +509,7 @@ def _r_ElectLeadersResponse_2(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
@@ -519,7 +531,7 @@ def _r_ElectLeadersResponse_2(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -580,7 +592,10 @@ def _w_ElectLeadersResponse_2(out: bytearray, o: ElectLeadersResponse) -> None:
         if x is None:
             raise EncodeError("field replica_election_results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ElectLeadersResponse__ReplicaElectionResult_1(out, item)
         if o._unknown_tags:
@@ -588,7 +603,7 @@ def _w_ElectLeadersResponse_2(out: bytearray, o: ElectLeadersResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ElectLeadersResponse: {exc}") from None
 
 
 def _w_ElectLeadersResponse__PartitionResult_0(out: bytearray, o: ElectLeadersResponse.PartitionResult) -> None:
@@ -598,7 +613,7 @@ def _w_ElectLeadersResponse__PartitionResult_0(out: bytearray, o: ElectLeadersRe
         x = o.error_message
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
 
 
 def _w_ElectLeadersResponse__PartitionResult_1(out: bytearray, o: ElectLeadersResponse.PartitionResult) -> None:
@@ -617,7 +632,7 @@ def _w_ElectLeadersResponse__PartitionResult_1(out: bytearray, o: ElectLeadersRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
 
 
 def _w_ElectLeadersResponse__ReplicaElectionResult_0(out: bytearray, o: ElectLeadersResponse.ReplicaElectionResult) -> None:
@@ -636,7 +651,7 @@ def _w_ElectLeadersResponse__ReplicaElectionResult_0(out: bytearray, o: ElectLea
             for item in x:
                 _w_ElectLeadersResponse__PartitionResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReplicaElectionResult: {exc}") from None
 
 
 def _w_ElectLeadersResponse__ReplicaElectionResult_1(out: bytearray, o: ElectLeadersResponse.ReplicaElectionResult) -> None:
@@ -656,7 +671,10 @@ def _w_ElectLeadersResponse__ReplicaElectionResult_1(out: bytearray, o: ElectLea
         if x is None:
             raise EncodeError("field partition_result is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ElectLeadersResponse__PartitionResult_1(out, item)
         if o._unknown_tags:
@@ -664,7 +682,7 @@ def _w_ElectLeadersResponse__ReplicaElectionResult_1(out: bytearray, o: ElectLea
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReplicaElectionResult: {exc}") from None
 
 
 _C_ElectLeadersRequest__TopicPartitions = ElectLeadersRequest.TopicPartitions

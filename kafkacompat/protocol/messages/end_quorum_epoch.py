@@ -200,7 +200,7 @@ def _w_EndQuorumEpochRequest_0(out: bytearray, o: EndQuorumEpochRequest) -> None
             for item in x:
                 _w_EndQuorumEpochRequest__TopicData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EndQuorumEpochRequest: {exc}") from None
 
 
 def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest, int]:
@@ -221,7 +221,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -241,7 +241,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -333,7 +333,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s9_name = str(buf[pos + 1 : stop], "utf-8")
+                    s9_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s9_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -342,7 +342,7 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s9_host = str(buf[pos + 1 : stop], "utf-8")
+                    s9_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s9_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -396,14 +396,20 @@ def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_EndQuorumEpochRequest__TopicData_1(out, item)
         x = o.leader_endpoints
         if x is None:
             raise EncodeError("field leader_endpoints is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_EndQuorumEpochRequest__LeaderEndpoint_0(out, item)
         if o._unknown_tags:
@@ -411,7 +417,7 @@ def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EndQuorumEpochRequest: {exc}") from None
 
 
 def _w_EndQuorumEpochRequest__ReplicaInfo_0(out: bytearray, o: EndQuorumEpochRequest.ReplicaInfo) -> None:
@@ -425,7 +431,7 @@ def _w_EndQuorumEpochRequest__ReplicaInfo_0(out: bytearray, o: EndQuorumEpochReq
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReplicaInfo: {exc}") from None
 
 
 def _w_EndQuorumEpochRequest__PartitionData_0(out: bytearray, o: EndQuorumEpochRequest.PartitionData) -> None:
@@ -437,9 +443,12 @@ def _w_EndQuorumEpochRequest__PartitionData_0(out: bytearray, o: EndQuorumEpochR
             raise EncodeError("field preferred_successors is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_EndQuorumEpochRequest__PartitionData_1(out: bytearray, o: EndQuorumEpochRequest.PartitionData) -> None:
@@ -451,7 +460,10 @@ def _w_EndQuorumEpochRequest__PartitionData_1(out: bytearray, o: EndQuorumEpochR
         if x is None:
             raise EncodeError("field preferred_candidates is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_EndQuorumEpochRequest__ReplicaInfo_0(out, item)
         if o._unknown_tags:
@@ -459,7 +471,7 @@ def _w_EndQuorumEpochRequest__PartitionData_1(out: bytearray, o: EndQuorumEpochR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_EndQuorumEpochRequest__TopicData_0(out: bytearray, o: EndQuorumEpochRequest.TopicData) -> None:
@@ -478,7 +490,7 @@ def _w_EndQuorumEpochRequest__TopicData_0(out: bytearray, o: EndQuorumEpochReque
             for item in x:
                 _w_EndQuorumEpochRequest__PartitionData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_EndQuorumEpochRequest__TopicData_1(out: bytearray, o: EndQuorumEpochRequest.TopicData) -> None:
@@ -498,7 +510,10 @@ def _w_EndQuorumEpochRequest__TopicData_1(out: bytearray, o: EndQuorumEpochReque
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_EndQuorumEpochRequest__PartitionData_1(out, item)
         if o._unknown_tags:
@@ -506,7 +521,7 @@ def _w_EndQuorumEpochRequest__TopicData_1(out: bytearray, o: EndQuorumEpochReque
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_EndQuorumEpochRequest__LeaderEndpoint_0(out: bytearray, o: EndQuorumEpochRequest.LeaderEndpoint) -> None:
@@ -536,7 +551,7 @@ def _w_EndQuorumEpochRequest__LeaderEndpoint_0(out: bytearray, o: EndQuorumEpoch
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderEndpoint: {exc}") from None
 
 
 def _r_EndQuorumEpochResponse_0(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse, int]:
@@ -618,7 +633,7 @@ def _w_EndQuorumEpochResponse_0(out: bytearray, o: EndQuorumEpochResponse) -> No
             for item in x:
                 _w_EndQuorumEpochResponse__TopicData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EndQuorumEpochResponse: {exc}") from None
 
 
 def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochResponse, int]:
@@ -649,7 +664,7 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -740,7 +755,7 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                                 stop = pos + size
                                 if stop > buflen:
                                     raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                s8_host = str(buf[pos + 1 : stop], "utf-8")
+                                s8_host = buf[pos + 1 : stop].decode()
                                 pos = stop
                             else:
                                 s8_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -784,7 +799,10 @@ def _w_EndQuorumEpochResponse_1(out: bytearray, o: EndQuorumEpochResponse) -> No
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_EndQuorumEpochResponse__TopicData_1(out, item)
         tags: list[tuple[int, bytearray]] = []
@@ -794,7 +812,10 @@ def _w_EndQuorumEpochResponse_1(out: bytearray, o: EndQuorumEpochResponse) -> No
             if x is None:
                 raise EncodeError("field node_endpoints is None but not nullable at this version")
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _w_EndQuorumEpochResponse__NodeEndpoint_0(t, item)
             tags.append((0, t))
@@ -803,14 +824,14 @@ def _w_EndQuorumEpochResponse_1(out: bytearray, o: EndQuorumEpochResponse) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EndQuorumEpochResponse: {exc}") from None
 
 
 def _w_EndQuorumEpochResponse__PartitionData_0(out: bytearray, o: EndQuorumEpochResponse.PartitionData) -> None:
     try:
         out += _F_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_EndQuorumEpochResponse__PartitionData_1(out: bytearray, o: EndQuorumEpochResponse.PartitionData) -> None:
@@ -821,7 +842,7 @@ def _w_EndQuorumEpochResponse__PartitionData_1(out: bytearray, o: EndQuorumEpoch
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_EndQuorumEpochResponse__TopicData_0(out: bytearray, o: EndQuorumEpochResponse.TopicData) -> None:
@@ -840,7 +861,7 @@ def _w_EndQuorumEpochResponse__TopicData_0(out: bytearray, o: EndQuorumEpochResp
             for item in x:
                 _w_EndQuorumEpochResponse__PartitionData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_EndQuorumEpochResponse__TopicData_1(out: bytearray, o: EndQuorumEpochResponse.TopicData) -> None:
@@ -860,7 +881,10 @@ def _w_EndQuorumEpochResponse__TopicData_1(out: bytearray, o: EndQuorumEpochResp
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_EndQuorumEpochResponse__PartitionData_1(out, item)
         if o._unknown_tags:
@@ -868,7 +892,7 @@ def _w_EndQuorumEpochResponse__TopicData_1(out: bytearray, o: EndQuorumEpochResp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_EndQuorumEpochResponse__NodeEndpoint_0(out: bytearray, o: EndQuorumEpochResponse.NodeEndpoint) -> None:
@@ -890,7 +914,7 @@ def _w_EndQuorumEpochResponse__NodeEndpoint_0(out: bytearray, o: EndQuorumEpochR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write NodeEndpoint: {exc}") from None
 
 
 _C_EndQuorumEpochRequest__ReplicaInfo = EndQuorumEpochRequest.ReplicaInfo

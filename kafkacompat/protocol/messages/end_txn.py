@@ -83,7 +83,7 @@ def _w_EndTxnRequest_0(out: bytearray, o: EndTxnRequest) -> None:
         _wire.write_string(out, x)
         out += _F_qho.pack(o.producer_id, o.producer_epoch, o.committed)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EndTxnRequest: {exc}") from None
 
 
 def _r_EndTxnRequest_1(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
@@ -95,7 +95,7 @@ def _r_EndTxnRequest_1(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_transactional_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
@@ -138,7 +138,7 @@ def _w_EndTxnRequest_1(out: bytearray, o: EndTxnRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EndTxnRequest: {exc}") from None
 
 
 def _r_EndTxnResponse_0(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
@@ -160,7 +160,7 @@ def _w_EndTxnResponse_0(out: bytearray, o: EndTxnResponse) -> None:
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EndTxnResponse: {exc}") from None
 
 
 def _r_EndTxnResponse_1(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
@@ -195,7 +195,7 @@ def _w_EndTxnResponse_1(out: bytearray, o: EndTxnResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EndTxnResponse: {exc}") from None
 
 
 def _r_EndTxnResponse_2(buf: Any, pos: int) -> tuple[EndTxnResponse, int]:
@@ -230,7 +230,7 @@ def _w_EndTxnResponse_2(out: bytearray, o: EndTxnResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EndTxnResponse: {exc}") from None
 
 
 

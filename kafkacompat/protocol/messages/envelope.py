@@ -95,7 +95,7 @@ def _w_EnvelopeRequest_0(out: bytearray, o: EnvelopeRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EnvelopeRequest: {exc}") from None
 
 
 def _r_EnvelopeResponse_0(buf: Any, pos: int) -> tuple[EnvelopeResponse, int]:
@@ -132,7 +132,7 @@ def _w_EnvelopeResponse_0(out: bytearray, o: EnvelopeResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EnvelopeResponse: {exc}") from None
 
 
 

@@ -76,7 +76,7 @@ def _w_ExpireDelegationTokenRequest_0(out: bytearray, o: ExpireDelegationTokenRe
         _wire.write_bytes(out, x)
         out += _F_q.pack(o.expiry_time_period_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ExpireDelegationTokenRequest: {exc}") from None
 
 
 def _r_ExpireDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[ExpireDelegationTokenRequest, int]:
@@ -117,7 +117,7 @@ def _w_ExpireDelegationTokenRequest_1(out: bytearray, o: ExpireDelegationTokenRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ExpireDelegationTokenRequest: {exc}") from None
 
 
 def _r_ExpireDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[ExpireDelegationTokenResponse, int]:
@@ -138,7 +138,7 @@ def _w_ExpireDelegationTokenResponse_0(out: bytearray, o: ExpireDelegationTokenR
     try:
         out += _F_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ExpireDelegationTokenResponse: {exc}") from None
 
 
 def _r_ExpireDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[ExpireDelegationTokenResponse, int]:
@@ -172,7 +172,7 @@ def _w_ExpireDelegationTokenResponse_1(out: bytearray, o: ExpireDelegationTokenR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ExpireDelegationTokenResponse: {exc}") from None
 
 
 

@@ -62,7 +62,7 @@ def _w_FenceBrokerRecord_0(out: bytearray, o: FenceBrokerRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FenceBrokerRecord: {exc}") from None
 
 
 

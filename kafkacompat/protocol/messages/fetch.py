@@ -299,7 +299,7 @@ def _w_FetchRequest_0(out: bytearray, o: FetchRequest) -> None:
             for item in x:
                 _w_FetchRequest__FetchTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchRequest: {exc}") from None
 
 
 def _r_FetchRequest_1(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -399,7 +399,7 @@ def _w_FetchRequest_1(out: bytearray, o: FetchRequest) -> None:
             for item in x:
                 _w_FetchRequest__FetchTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchRequest: {exc}") from None
 
 
 def _r_FetchRequest_2(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -499,7 +499,7 @@ def _w_FetchRequest_2(out: bytearray, o: FetchRequest) -> None:
             for item in x:
                 _w_FetchRequest__FetchTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchRequest: {exc}") from None
 
 
 def _r_FetchRequest_3(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -599,7 +599,7 @@ def _w_FetchRequest_3(out: bytearray, o: FetchRequest) -> None:
             for item in x:
                 _w_FetchRequest__FetchTopic_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchRequest: {exc}") from None
 
 
 def _r_FetchRequest_4(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -732,7 +732,7 @@ def _w_FetchRequest_4(out: bytearray, o: FetchRequest) -> None:
             for item in x:
                 _w_FetchRequest__ForgottenTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchRequest: {exc}") from None
 
 
 def _r_FetchRequest_5(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -865,7 +865,7 @@ def _w_FetchRequest_5(out: bytearray, o: FetchRequest) -> None:
             for item in x:
                 _w_FetchRequest__ForgottenTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchRequest: {exc}") from None
 
 
 def _r_FetchRequest_6(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -1005,7 +1005,7 @@ def _w_FetchRequest_6(out: bytearray, o: FetchRequest) -> None:
             raise EncodeError("field rack_id is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchRequest: {exc}") from None
 
 
 def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -1038,7 +1038,7 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
@@ -1125,7 +1125,7 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s8_topic = str(buf[pos + 1 : stop], "utf-8")
+                    s8_topic = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s8_topic, pos = _wire.read_compact_text(buf, pos, "topic")
@@ -1163,7 +1163,7 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack_id, pos = _wire.read_compact_text(buf, pos, "rack_id")
@@ -1181,7 +1181,7 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         stop = pos + size
                         if stop > buflen:
                             raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                        s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+                        s1_cluster_id = buf[pos + 1 : stop].decode()
                         pos = stop
                     else:
                         s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -1220,14 +1220,20 @@ def _w_FetchRequest_7(out: bytearray, o: FetchRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__FetchTopic_3(out, item)
         x = o.forgotten_topics_data
         if x is None:
             raise EncodeError("field forgotten_topics_data is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__ForgottenTopic_1(out, item)
         x = o.rack_id
@@ -1255,7 +1261,7 @@ def _w_FetchRequest_7(out: bytearray, o: FetchRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchRequest: {exc}") from None
 
 
 def _r_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -1397,7 +1403,7 @@ def _r_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack_id, pos = _wire.read_compact_text(buf, pos, "rack_id")
@@ -1415,7 +1421,7 @@ def _r_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         stop = pos + size
                         if stop > buflen:
                             raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                        s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+                        s1_cluster_id = buf[pos + 1 : stop].decode()
                         pos = stop
                     else:
                         s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -1454,14 +1460,20 @@ def _w_FetchRequest_8(out: bytearray, o: FetchRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__FetchTopic_4(out, item)
         x = o.forgotten_topics_data
         if x is None:
             raise EncodeError("field forgotten_topics_data is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__ForgottenTopic_2(out, item)
         x = o.rack_id
@@ -1489,7 +1501,7 @@ def _w_FetchRequest_8(out: bytearray, o: FetchRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchRequest: {exc}") from None
 
 
 def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -1633,7 +1645,7 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack_id, pos = _wire.read_compact_text(buf, pos, "rack_id")
@@ -1652,7 +1664,7 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         stop = pos + size
                         if stop > buflen:
                             raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                        s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+                        s1_cluster_id = buf[pos + 1 : stop].decode()
                         pos = stop
                     else:
                         s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -1709,14 +1721,20 @@ def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__FetchTopic_4(out, item)
         x = o.forgotten_topics_data
         if x is None:
             raise EncodeError("field forgotten_topics_data is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__ForgottenTopic_2(out, item)
         x = o.rack_id
@@ -1749,7 +1767,7 @@ def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchRequest: {exc}") from None
 
 
 def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
@@ -1879,7 +1897,7 @@ def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack_id, pos = _wire.read_compact_text(buf, pos, "rack_id")
@@ -1898,7 +1916,7 @@ def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         stop = pos + size
                         if stop > buflen:
                             raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                        s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+                        s1_cluster_id = buf[pos + 1 : stop].decode()
                         pos = stop
                     else:
                         s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -1955,14 +1973,20 @@ def _w_FetchRequest_10(out: bytearray, o: FetchRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__FetchTopic_5(out, item)
         x = o.forgotten_topics_data
         if x is None:
             raise EncodeError("field forgotten_topics_data is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__ForgottenTopic_2(out, item)
         x = o.rack_id
@@ -1995,7 +2019,7 @@ def _w_FetchRequest_10(out: bytearray, o: FetchRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchRequest: {exc}") from None
 
 
 def _w_FetchRequest__ReplicaState_0(out: bytearray, o: FetchRequest.ReplicaState) -> None:
@@ -2006,7 +2030,7 @@ def _w_FetchRequest__ReplicaState_0(out: bytearray, o: FetchRequest.ReplicaState
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReplicaState: {exc}") from None
 
 
 def _w_FetchRequest__FetchPartition_0(out: bytearray, o: FetchRequest.FetchPartition) -> None:
@@ -2015,7 +2039,7 @@ def _w_FetchRequest__FetchPartition_0(out: bytearray, o: FetchRequest.FetchParti
             raise EncodeError("field last_fetched_epoch has a non-default value but does not exist at this version")
         out += _F_iqi.pack(o.partition, o.fetch_offset, o.partition_max_bytes)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchPartition: {exc}") from None
 
 
 def _w_FetchRequest__FetchPartition_1(out: bytearray, o: FetchRequest.FetchPartition) -> None:
@@ -2024,7 +2048,7 @@ def _w_FetchRequest__FetchPartition_1(out: bytearray, o: FetchRequest.FetchParti
             raise EncodeError("field last_fetched_epoch has a non-default value but does not exist at this version")
         out += _F_iqqi.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchPartition: {exc}") from None
 
 
 def _w_FetchRequest__FetchPartition_2(out: bytearray, o: FetchRequest.FetchPartition) -> None:
@@ -2033,7 +2057,7 @@ def _w_FetchRequest__FetchPartition_2(out: bytearray, o: FetchRequest.FetchParti
             raise EncodeError("field last_fetched_epoch has a non-default value but does not exist at this version")
         out += _F_iiqqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchPartition: {exc}") from None
 
 
 def _w_FetchRequest__FetchPartition_3(out: bytearray, o: FetchRequest.FetchPartition) -> None:
@@ -2044,7 +2068,7 @@ def _w_FetchRequest__FetchPartition_3(out: bytearray, o: FetchRequest.FetchParti
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchPartition: {exc}") from None
 
 
 def _w_FetchRequest__FetchPartition_4(out: bytearray, o: FetchRequest.FetchPartition) -> None:
@@ -2062,7 +2086,7 @@ def _w_FetchRequest__FetchPartition_4(out: bytearray, o: FetchRequest.FetchParti
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchPartition: {exc}") from None
 
 
 def _w_FetchRequest__FetchTopic_0(out: bytearray, o: FetchRequest.FetchTopic) -> None:
@@ -2081,7 +2105,7 @@ def _w_FetchRequest__FetchTopic_0(out: bytearray, o: FetchRequest.FetchTopic) ->
             for item in x:
                 _w_FetchRequest__FetchPartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchTopic: {exc}") from None
 
 
 def _w_FetchRequest__FetchTopic_1(out: bytearray, o: FetchRequest.FetchTopic) -> None:
@@ -2100,7 +2124,7 @@ def _w_FetchRequest__FetchTopic_1(out: bytearray, o: FetchRequest.FetchTopic) ->
             for item in x:
                 _w_FetchRequest__FetchPartition_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchTopic: {exc}") from None
 
 
 def _w_FetchRequest__FetchTopic_2(out: bytearray, o: FetchRequest.FetchTopic) -> None:
@@ -2119,7 +2143,7 @@ def _w_FetchRequest__FetchTopic_2(out: bytearray, o: FetchRequest.FetchTopic) ->
             for item in x:
                 _w_FetchRequest__FetchPartition_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchTopic: {exc}") from None
 
 
 def _w_FetchRequest__FetchTopic_3(out: bytearray, o: FetchRequest.FetchTopic) -> None:
@@ -2139,7 +2163,10 @@ def _w_FetchRequest__FetchTopic_3(out: bytearray, o: FetchRequest.FetchTopic) ->
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__FetchPartition_3(out, item)
         if o._unknown_tags:
@@ -2147,7 +2174,7 @@ def _w_FetchRequest__FetchTopic_3(out: bytearray, o: FetchRequest.FetchTopic) ->
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchTopic: {exc}") from None
 
 
 def _w_FetchRequest__FetchTopic_4(out: bytearray, o: FetchRequest.FetchTopic) -> None:
@@ -2160,7 +2187,10 @@ def _w_FetchRequest__FetchTopic_4(out: bytearray, o: FetchRequest.FetchTopic) ->
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__FetchPartition_3(out, item)
         if o._unknown_tags:
@@ -2168,7 +2198,7 @@ def _w_FetchRequest__FetchTopic_4(out: bytearray, o: FetchRequest.FetchTopic) ->
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchTopic: {exc}") from None
 
 
 def _w_FetchRequest__FetchTopic_5(out: bytearray, o: FetchRequest.FetchTopic) -> None:
@@ -2181,7 +2211,10 @@ def _w_FetchRequest__FetchTopic_5(out: bytearray, o: FetchRequest.FetchTopic) ->
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchRequest__FetchPartition_4(out, item)
         if o._unknown_tags:
@@ -2189,7 +2222,7 @@ def _w_FetchRequest__FetchTopic_5(out: bytearray, o: FetchRequest.FetchTopic) ->
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchTopic: {exc}") from None
 
 
 def _w_FetchRequest__ForgottenTopic_0(out: bytearray, o: FetchRequest.ForgottenTopic) -> None:
@@ -2204,9 +2237,12 @@ def _w_FetchRequest__ForgottenTopic_0(out: bytearray, o: FetchRequest.ForgottenT
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ForgottenTopic: {exc}") from None
 
 
 def _w_FetchRequest__ForgottenTopic_1(out: bytearray, o: FetchRequest.ForgottenTopic) -> None:
@@ -2225,14 +2261,20 @@ def _w_FetchRequest__ForgottenTopic_1(out: bytearray, o: FetchRequest.ForgottenT
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ForgottenTopic: {exc}") from None
 
 
 def _w_FetchRequest__ForgottenTopic_2(out: bytearray, o: FetchRequest.ForgottenTopic) -> None:
@@ -2244,14 +2286,20 @@ def _w_FetchRequest__ForgottenTopic_2(out: bytearray, o: FetchRequest.ForgottenT
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ForgottenTopic: {exc}") from None
 
 
 def _r_FetchResponse_0(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2326,7 +2374,7 @@ def _w_FetchResponse_0(out: bytearray, o: FetchResponse) -> None:
             for item in x:
                 _w_FetchResponse__FetchableTopicResponse_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchResponse: {exc}") from None
 
 
 def _r_FetchResponse_1(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2404,7 +2452,7 @@ def _w_FetchResponse_1(out: bytearray, o: FetchResponse) -> None:
             for item in x:
                 _w_FetchResponse__FetchableTopicResponse_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchResponse: {exc}") from None
 
 
 def _r_FetchResponse_2(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2512,7 +2560,7 @@ def _w_FetchResponse_2(out: bytearray, o: FetchResponse) -> None:
             for item in x:
                 _w_FetchResponse__FetchableTopicResponse_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchResponse: {exc}") from None
 
 
 def _r_FetchResponse_3(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2620,7 +2668,7 @@ def _w_FetchResponse_3(out: bytearray, o: FetchResponse) -> None:
             for item in x:
                 _w_FetchResponse__FetchableTopicResponse_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchResponse: {exc}") from None
 
 
 def _r_FetchResponse_4(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2726,7 +2774,7 @@ def _w_FetchResponse_4(out: bytearray, o: FetchResponse) -> None:
             for item in x:
                 _w_FetchResponse__FetchableTopicResponse_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchResponse: {exc}") from None
 
 
 def _r_FetchResponse_5(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2834,7 +2882,7 @@ def _w_FetchResponse_5(out: bytearray, o: FetchResponse) -> None:
             for item in x:
                 _w_FetchResponse__FetchableTopicResponse_3(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchResponse: {exc}") from None
 
 
 def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -2871,7 +2919,7 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
@@ -3061,7 +3109,10 @@ def _w_FetchResponse_6(out: bytearray, o: FetchResponse) -> None:
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchResponse__FetchableTopicResponse_4(out, item)
         if o._unknown_tags:
@@ -3069,7 +3120,7 @@ def _w_FetchResponse_6(out: bytearray, o: FetchResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchResponse: {exc}") from None
 
 
 def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -3288,7 +3339,10 @@ def _w_FetchResponse_7(out: bytearray, o: FetchResponse) -> None:
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchResponse__FetchableTopicResponse_5(out, item)
         if o._unknown_tags:
@@ -3296,7 +3350,7 @@ def _w_FetchResponse_7(out: bytearray, o: FetchResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchResponse: {exc}") from None
 
 
 def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
@@ -3513,7 +3567,7 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 stop = pos + size
                                 if stop > buflen:
                                     raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                s13_host = str(buf[pos + 1 : stop], "utf-8")
+                                s13_host = buf[pos + 1 : stop].decode()
                                 pos = stop
                             else:
                                 s13_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -3524,7 +3578,7 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                 stop = pos + size
                                 if stop > buflen:
                                     raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                s13_rack = str(buf[pos + 1 : stop], "utf-8")
+                                s13_rack = buf[pos + 1 : stop].decode()
                                 pos = stop
                             else:
                                 s13_rack, pos = _wire.read_compact_string(buf, pos)
@@ -3570,7 +3624,10 @@ def _w_FetchResponse_8(out: bytearray, o: FetchResponse) -> None:
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchResponse__FetchableTopicResponse_5(out, item)
         tags: list[tuple[int, bytearray]] = []
@@ -3580,7 +3637,10 @@ def _w_FetchResponse_8(out: bytearray, o: FetchResponse) -> None:
             if x is None:
                 raise EncodeError("field node_endpoints is None but not nullable at this version")
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _w_FetchResponse__NodeEndpoint_0(t, item)
             tags.append((0, t))
@@ -3589,7 +3649,7 @@ def _w_FetchResponse_8(out: bytearray, o: FetchResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchResponse: {exc}") from None
 
 
 def _w_FetchResponse__EpochEndOffset_0(out: bytearray, o: FetchResponse.EpochEndOffset) -> None:
@@ -3600,7 +3660,7 @@ def _w_FetchResponse__EpochEndOffset_0(out: bytearray, o: FetchResponse.EpochEnd
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EpochEndOffset: {exc}") from None
 
 
 def _w_FetchResponse__LeaderIdAndEpoch_0(out: bytearray, o: FetchResponse.LeaderIdAndEpoch) -> None:
@@ -3611,7 +3671,7 @@ def _w_FetchResponse__LeaderIdAndEpoch_0(out: bytearray, o: FetchResponse.Leader
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderIdAndEpoch: {exc}") from None
 
 
 def _w_FetchResponse__SnapshotId_0(out: bytearray, o: FetchResponse.SnapshotId) -> None:
@@ -3622,14 +3682,14 @@ def _w_FetchResponse__SnapshotId_0(out: bytearray, o: FetchResponse.SnapshotId) 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SnapshotId: {exc}") from None
 
 
 def _w_FetchResponse__AbortedTransaction_0(out: bytearray, o: FetchResponse.AbortedTransaction) -> None:
     try:
         out += _F_qq.pack(o.producer_id, o.first_offset)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AbortedTransaction: {exc}") from None
 
 
 def _w_FetchResponse__AbortedTransaction_1(out: bytearray, o: FetchResponse.AbortedTransaction) -> None:
@@ -3640,7 +3700,7 @@ def _w_FetchResponse__AbortedTransaction_1(out: bytearray, o: FetchResponse.Abor
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AbortedTransaction: {exc}") from None
 
 
 def _w_FetchResponse__PartitionData_0(out: bytearray, o: FetchResponse.PartitionData) -> None:
@@ -3658,7 +3718,7 @@ def _w_FetchResponse__PartitionData_0(out: bytearray, o: FetchResponse.Partition
         x = o.records
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_FetchResponse__PartitionData_1(out: bytearray, o: FetchResponse.PartitionData) -> None:
@@ -3684,7 +3744,7 @@ def _w_FetchResponse__PartitionData_1(out: bytearray, o: FetchResponse.Partition
         x = o.records
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_FetchResponse__PartitionData_2(out: bytearray, o: FetchResponse.PartitionData) -> None:
@@ -3710,7 +3770,7 @@ def _w_FetchResponse__PartitionData_2(out: bytearray, o: FetchResponse.Partition
         x = o.records
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_FetchResponse__PartitionData_3(out: bytearray, o: FetchResponse.PartitionData) -> None:
@@ -3735,7 +3795,7 @@ def _w_FetchResponse__PartitionData_3(out: bytearray, o: FetchResponse.Partition
         x = o.records
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_FetchResponse__PartitionData_4(out: bytearray, o: FetchResponse.PartitionData) -> None:
@@ -3747,7 +3807,10 @@ def _w_FetchResponse__PartitionData_4(out: bytearray, o: FetchResponse.Partition
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchResponse__AbortedTransaction_1(out, item)
         out += _F_i.pack(o.preferred_read_replica)
@@ -3774,7 +3837,7 @@ def _w_FetchResponse__PartitionData_4(out: bytearray, o: FetchResponse.Partition
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_FetchResponse__FetchableTopicResponse_0(out: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
@@ -3793,7 +3856,7 @@ def _w_FetchResponse__FetchableTopicResponse_0(out: bytearray, o: FetchResponse.
             for item in x:
                 _w_FetchResponse__PartitionData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchableTopicResponse: {exc}") from None
 
 
 def _w_FetchResponse__FetchableTopicResponse_1(out: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
@@ -3812,7 +3875,7 @@ def _w_FetchResponse__FetchableTopicResponse_1(out: bytearray, o: FetchResponse.
             for item in x:
                 _w_FetchResponse__PartitionData_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchableTopicResponse: {exc}") from None
 
 
 def _w_FetchResponse__FetchableTopicResponse_2(out: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
@@ -3831,7 +3894,7 @@ def _w_FetchResponse__FetchableTopicResponse_2(out: bytearray, o: FetchResponse.
             for item in x:
                 _w_FetchResponse__PartitionData_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchableTopicResponse: {exc}") from None
 
 
 def _w_FetchResponse__FetchableTopicResponse_3(out: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
@@ -3850,7 +3913,7 @@ def _w_FetchResponse__FetchableTopicResponse_3(out: bytearray, o: FetchResponse.
             for item in x:
                 _w_FetchResponse__PartitionData_3(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchableTopicResponse: {exc}") from None
 
 
 def _w_FetchResponse__FetchableTopicResponse_4(out: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
@@ -3870,7 +3933,10 @@ def _w_FetchResponse__FetchableTopicResponse_4(out: bytearray, o: FetchResponse.
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchResponse__PartitionData_4(out, item)
         if o._unknown_tags:
@@ -3878,7 +3944,7 @@ def _w_FetchResponse__FetchableTopicResponse_4(out: bytearray, o: FetchResponse.
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchableTopicResponse: {exc}") from None
 
 
 def _w_FetchResponse__FetchableTopicResponse_5(out: bytearray, o: FetchResponse.FetchableTopicResponse) -> None:
@@ -3891,7 +3957,10 @@ def _w_FetchResponse__FetchableTopicResponse_5(out: bytearray, o: FetchResponse.
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchResponse__PartitionData_4(out, item)
         if o._unknown_tags:
@@ -3899,7 +3968,7 @@ def _w_FetchResponse__FetchableTopicResponse_5(out: bytearray, o: FetchResponse.
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchableTopicResponse: {exc}") from None
 
 
 def _w_FetchResponse__NodeEndpoint_0(out: bytearray, o: FetchResponse.NodeEndpoint) -> None:
@@ -3928,7 +3997,7 @@ def _w_FetchResponse__NodeEndpoint_0(out: bytearray, o: FetchResponse.NodeEndpoi
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write NodeEndpoint: {exc}") from None
 
 
 _C_FetchRequest__ReplicaState = FetchRequest.ReplicaState

@@ -172,7 +172,7 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -250,7 +250,7 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                         stop = pos + size
                         if stop > buflen:
                             raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                        s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+                        s1_cluster_id = buf[pos + 1 : stop].decode()
                         pos = stop
                     else:
                         s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -279,7 +279,10 @@ def _w_FetchSnapshotRequest_0(out: bytearray, o: FetchSnapshotRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchSnapshotRequest__TopicSnapshot_0(out, item)
         tags: list[tuple[int, bytearray]] = []
@@ -298,7 +301,7 @@ def _w_FetchSnapshotRequest_0(out: bytearray, o: FetchSnapshotRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchSnapshotRequest: {exc}") from None
 
 
 def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:
@@ -330,7 +333,7 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -415,7 +418,7 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                         stop = pos + size
                         if stop > buflen:
                             raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                        s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+                        s1_cluster_id = buf[pos + 1 : stop].decode()
                         pos = stop
                     else:
                         s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -444,7 +447,10 @@ def _w_FetchSnapshotRequest_1(out: bytearray, o: FetchSnapshotRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchSnapshotRequest__TopicSnapshot_1(out, item)
         tags: list[tuple[int, bytearray]] = []
@@ -463,7 +469,7 @@ def _w_FetchSnapshotRequest_1(out: bytearray, o: FetchSnapshotRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchSnapshotRequest: {exc}") from None
 
 
 def _w_FetchSnapshotRequest__SnapshotId_0(out: bytearray, o: FetchSnapshotRequest.SnapshotId) -> None:
@@ -474,7 +480,7 @@ def _w_FetchSnapshotRequest__SnapshotId_0(out: bytearray, o: FetchSnapshotReques
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SnapshotId: {exc}") from None
 
 
 def _w_FetchSnapshotRequest__PartitionSnapshot_0(out: bytearray, o: FetchSnapshotRequest.PartitionSnapshot) -> None:
@@ -489,7 +495,7 @@ def _w_FetchSnapshotRequest__PartitionSnapshot_0(out: bytearray, o: FetchSnapsho
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionSnapshot: {exc}") from None
 
 
 def _w_FetchSnapshotRequest__PartitionSnapshot_1(out: bytearray, o: FetchSnapshotRequest.PartitionSnapshot) -> None:
@@ -510,7 +516,7 @@ def _w_FetchSnapshotRequest__PartitionSnapshot_1(out: bytearray, o: FetchSnapsho
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionSnapshot: {exc}") from None
 
 
 def _w_FetchSnapshotRequest__TopicSnapshot_0(out: bytearray, o: FetchSnapshotRequest.TopicSnapshot) -> None:
@@ -530,7 +536,10 @@ def _w_FetchSnapshotRequest__TopicSnapshot_0(out: bytearray, o: FetchSnapshotReq
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchSnapshotRequest__PartitionSnapshot_0(out, item)
         if o._unknown_tags:
@@ -538,7 +547,7 @@ def _w_FetchSnapshotRequest__TopicSnapshot_0(out: bytearray, o: FetchSnapshotReq
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicSnapshot: {exc}") from None
 
 
 def _w_FetchSnapshotRequest__TopicSnapshot_1(out: bytearray, o: FetchSnapshotRequest.TopicSnapshot) -> None:
@@ -558,7 +567,10 @@ def _w_FetchSnapshotRequest__TopicSnapshot_1(out: bytearray, o: FetchSnapshotReq
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchSnapshotRequest__PartitionSnapshot_1(out, item)
         if o._unknown_tags:
@@ -566,7 +578,7 @@ def _w_FetchSnapshotRequest__TopicSnapshot_1(out: bytearray, o: FetchSnapshotReq
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicSnapshot: {exc}") from None
 
 
 def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotResponse, int]:
@@ -599,7 +611,7 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -720,7 +732,10 @@ def _w_FetchSnapshotResponse_0(out: bytearray, o: FetchSnapshotResponse) -> None
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchSnapshotResponse__TopicSnapshot_0(out, item)
         if o._unknown_tags:
@@ -728,7 +743,7 @@ def _w_FetchSnapshotResponse_0(out: bytearray, o: FetchSnapshotResponse) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchSnapshotResponse: {exc}") from None
 
 
 def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotResponse, int]:
@@ -763,7 +778,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -880,7 +895,7 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                                 stop = pos + size
                                 if stop > buflen:
                                     raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                s9_host = str(buf[pos + 1 : stop], "utf-8")
+                                s9_host = buf[pos + 1 : stop].decode()
                                 pos = stop
                             else:
                                 s9_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -925,7 +940,10 @@ def _w_FetchSnapshotResponse_1(out: bytearray, o: FetchSnapshotResponse) -> None
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchSnapshotResponse__TopicSnapshot_0(out, item)
         tags: list[tuple[int, bytearray]] = []
@@ -935,7 +953,10 @@ def _w_FetchSnapshotResponse_1(out: bytearray, o: FetchSnapshotResponse) -> None
             if x is None:
                 raise EncodeError("field node_endpoints is None but not nullable at this version")
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _w_FetchSnapshotResponse__NodeEndpoint_0(t, item)
             tags.append((0, t))
@@ -944,7 +965,7 @@ def _w_FetchSnapshotResponse_1(out: bytearray, o: FetchSnapshotResponse) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchSnapshotResponse: {exc}") from None
 
 
 def _w_FetchSnapshotResponse__SnapshotId_0(out: bytearray, o: FetchSnapshotResponse.SnapshotId) -> None:
@@ -955,7 +976,7 @@ def _w_FetchSnapshotResponse__SnapshotId_0(out: bytearray, o: FetchSnapshotRespo
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SnapshotId: {exc}") from None
 
 
 def _w_FetchSnapshotResponse__LeaderIdAndEpoch_0(out: bytearray, o: FetchSnapshotResponse.LeaderIdAndEpoch) -> None:
@@ -966,7 +987,7 @@ def _w_FetchSnapshotResponse__LeaderIdAndEpoch_0(out: bytearray, o: FetchSnapsho
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderIdAndEpoch: {exc}") from None
 
 
 def _w_FetchSnapshotResponse__PartitionSnapshot_0(out: bytearray, o: FetchSnapshotResponse.PartitionSnapshot) -> None:
@@ -991,7 +1012,7 @@ def _w_FetchSnapshotResponse__PartitionSnapshot_0(out: bytearray, o: FetchSnapsh
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionSnapshot: {exc}") from None
 
 
 def _w_FetchSnapshotResponse__TopicSnapshot_0(out: bytearray, o: FetchSnapshotResponse.TopicSnapshot) -> None:
@@ -1011,7 +1032,10 @@ def _w_FetchSnapshotResponse__TopicSnapshot_0(out: bytearray, o: FetchSnapshotRe
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FetchSnapshotResponse__PartitionSnapshot_0(out, item)
         if o._unknown_tags:
@@ -1019,7 +1043,7 @@ def _w_FetchSnapshotResponse__TopicSnapshot_0(out: bytearray, o: FetchSnapshotRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicSnapshot: {exc}") from None
 
 
 def _w_FetchSnapshotResponse__NodeEndpoint_0(out: bytearray, o: FetchSnapshotResponse.NodeEndpoint) -> None:
@@ -1041,7 +1065,7 @@ def _w_FetchSnapshotResponse__NodeEndpoint_0(out: bytearray, o: FetchSnapshotRes
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write NodeEndpoint: {exc}") from None
 
 
 _C_FetchSnapshotRequest__SnapshotId = FetchSnapshotRequest.SnapshotId

@@ -98,7 +98,7 @@ def _w_FindCoordinatorRequest_0(out: bytearray, o: FindCoordinatorRequest) -> No
             raise EncodeError("field key is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FindCoordinatorRequest: {exc}") from None
 
 
 def _r_FindCoordinatorRequest_1(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
@@ -129,7 +129,7 @@ def _w_FindCoordinatorRequest_1(out: bytearray, o: FindCoordinatorRequest) -> No
         _wire.write_string(out, x)
         out += _F_b.pack(o.key_type)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FindCoordinatorRequest: {exc}") from None
 
 
 def _r_FindCoordinatorRequest_2(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
@@ -141,7 +141,7 @@ def _r_FindCoordinatorRequest_2(buf: Any, pos: int) -> tuple[FindCoordinatorRequ
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_key = str(buf[pos + 1 : stop], "utf-8")
+            s1_key = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_key, pos = _wire.read_compact_text(buf, pos, "key")
@@ -185,7 +185,7 @@ def _w_FindCoordinatorRequest_2(out: bytearray, o: FindCoordinatorRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FindCoordinatorRequest: {exc}") from None
 
 
 def _r_FindCoordinatorRequest_3(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:
@@ -205,17 +205,18 @@ def _r_FindCoordinatorRequest_3(buf: Any, pos: int) -> tuple[FindCoordinatorRequ
             raise _wire.null_error("coordinator_keys", pos)
         else:
             s1_coordinator_keys = []
+            add2 = s1_coordinator_keys.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "coordinator_keys[]")
-                s1_coordinator_keys.append(item)
+                add2(item)
         u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
@@ -246,7 +247,10 @@ def _w_FindCoordinatorRequest_3(out: bytearray, o: FindCoordinatorRequest) -> No
         if x is None:
             raise EncodeError("field coordinator_keys is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of coordinator_keys is None")
@@ -261,7 +265,7 @@ def _w_FindCoordinatorRequest_3(out: bytearray, o: FindCoordinatorRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FindCoordinatorRequest: {exc}") from None
 
 
 def _r_FindCoordinatorResponse_0(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
@@ -299,7 +303,7 @@ def _w_FindCoordinatorResponse_0(out: bytearray, o: FindCoordinatorResponse) -> 
         _wire.write_string(out, x)
         out += _F_i.pack(o.port)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FindCoordinatorResponse: {exc}") from None
 
 
 def _r_FindCoordinatorResponse_1(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
@@ -343,7 +347,7 @@ def _w_FindCoordinatorResponse_1(out: bytearray, o: FindCoordinatorResponse) -> 
         _wire.write_string(out, x)
         out += _F_i.pack(o.port)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FindCoordinatorResponse: {exc}") from None
 
 
 def _r_FindCoordinatorResponse_2(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
@@ -358,7 +362,7 @@ def _r_FindCoordinatorResponse_2(buf: Any, pos: int) -> tuple[FindCoordinatorRes
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -369,7 +373,7 @@ def _r_FindCoordinatorResponse_2(buf: Any, pos: int) -> tuple[FindCoordinatorRes
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_host = str(buf[pos + 1 : stop], "utf-8")
+            s1_host = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -426,7 +430,7 @@ def _w_FindCoordinatorResponse_2(out: bytearray, o: FindCoordinatorResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FindCoordinatorResponse: {exc}") from None
 
 
 def _r_FindCoordinatorResponse_3(buf: Any, pos: int) -> tuple[FindCoordinatorResponse, int]:
@@ -454,7 +458,7 @@ def _r_FindCoordinatorResponse_3(buf: Any, pos: int) -> tuple[FindCoordinatorRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_key = str(buf[pos + 1 : stop], "utf-8")
+                    s3_key = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_key, pos = _wire.read_compact_text(buf, pos, "key")
@@ -465,7 +469,7 @@ def _r_FindCoordinatorResponse_3(buf: Any, pos: int) -> tuple[FindCoordinatorRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -476,7 +480,7 @@ def _r_FindCoordinatorResponse_3(buf: Any, pos: int) -> tuple[FindCoordinatorRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -538,7 +542,10 @@ def _w_FindCoordinatorResponse_3(out: bytearray, o: FindCoordinatorResponse) -> 
         if x is None:
             raise EncodeError("field coordinators is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_FindCoordinatorResponse__Coordinator_0(out, item)
         if o._unknown_tags:
@@ -546,7 +553,7 @@ def _w_FindCoordinatorResponse_3(out: bytearray, o: FindCoordinatorResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FindCoordinatorResponse: {exc}") from None
 
 
 def _w_FindCoordinatorResponse__Coordinator_0(out: bytearray, o: FindCoordinatorResponse.Coordinator) -> None:
@@ -584,7 +591,7 @@ def _w_FindCoordinatorResponse__Coordinator_0(out: bytearray, o: FindCoordinator
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Coordinator: {exc}") from None
 
 
 

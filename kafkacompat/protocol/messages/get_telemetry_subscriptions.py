@@ -86,7 +86,7 @@ def _w_GetTelemetrySubscriptionsRequest_0(out: bytearray, o: GetTelemetrySubscri
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write GetTelemetrySubscriptionsRequest: {exc}") from None
 
 
 def _r_GetTelemetrySubscriptionsResponse_0(buf: Any, pos: int) -> tuple[GetTelemetrySubscriptionsResponse, int]:
@@ -126,17 +126,18 @@ def _r_GetTelemetrySubscriptionsResponse_0(buf: Any, pos: int) -> tuple[GetTelem
             raise _wire.null_error("requested_metrics", pos)
         else:
             s1_requested_metrics = []
+            add2 = s1_requested_metrics.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "requested_metrics[]")
-                s1_requested_metrics.append(item)
+                add2(item)
         u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
@@ -174,14 +175,23 @@ def _w_GetTelemetrySubscriptionsResponse_0(out: bytearray, o: GetTelemetrySubscr
         if x is None:
             raise EncodeError("field accepted_compression_types is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "b")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["b"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "b")
         out += _F_iio.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
         x = o.requested_metrics
         if x is None:
             raise EncodeError("field requested_metrics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of requested_metrics is None")
@@ -196,7 +206,7 @@ def _w_GetTelemetrySubscriptionsResponse_0(out: bytearray, o: GetTelemetrySubscr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write GetTelemetrySubscriptionsResponse: {exc}") from None
 
 
 

@@ -87,7 +87,7 @@ def _w_HeartbeatRequest_0(out: bytearray, o: HeartbeatRequest) -> None:
             raise EncodeError("field member_id is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write HeartbeatRequest: {exc}") from None
 
 
 def _r_HeartbeatRequest_1(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
@@ -127,7 +127,7 @@ def _w_HeartbeatRequest_1(out: bytearray, o: HeartbeatRequest) -> None:
         x = o.group_instance_id
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write HeartbeatRequest: {exc}") from None
 
 
 def _r_HeartbeatRequest_2(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
@@ -140,7 +140,7 @@ def _r_HeartbeatRequest_2(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -151,7 +151,7 @@ def _r_HeartbeatRequest_2(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -160,7 +160,7 @@ def _r_HeartbeatRequest_2(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_instance_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -218,7 +218,7 @@ def _w_HeartbeatRequest_2(out: bytearray, o: HeartbeatRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write HeartbeatRequest: {exc}") from None
 
 
 def _r_HeartbeatResponse_0(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
@@ -238,7 +238,7 @@ def _w_HeartbeatResponse_0(out: bytearray, o: HeartbeatResponse) -> None:
     try:
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write HeartbeatResponse: {exc}") from None
 
 
 def _r_HeartbeatResponse_1(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
@@ -258,7 +258,7 @@ def _w_HeartbeatResponse_1(out: bytearray, o: HeartbeatResponse) -> None:
     try:
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write HeartbeatResponse: {exc}") from None
 
 
 def _r_HeartbeatResponse_2(buf: Any, pos: int) -> tuple[HeartbeatResponse, int]:
@@ -291,7 +291,7 @@ def _w_HeartbeatResponse_2(out: bytearray, o: HeartbeatResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write HeartbeatResponse: {exc}") from None
 
 
 

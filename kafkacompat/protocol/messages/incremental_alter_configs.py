@@ -148,7 +148,7 @@ def _w_IncrementalAlterConfigsRequest_0(out: bytearray, o: IncrementalAlterConfi
                 _w_IncrementalAlterConfigsRequest__AlterConfigsResource_0(out, item)
         out += _F_o.pack(o.validate_only)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write IncrementalAlterConfigsRequest: {exc}") from None
 
 
 def _r_IncrementalAlterConfigsRequest_1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:
@@ -178,7 +178,7 @@ def _r_IncrementalAlterConfigsRequest_1(buf: Any, pos: int) -> tuple[Incremental
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_resource_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
@@ -198,7 +198,7 @@ def _r_IncrementalAlterConfigsRequest_1(buf: Any, pos: int) -> tuple[Incremental
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -209,7 +209,7 @@ def _r_IncrementalAlterConfigsRequest_1(buf: Any, pos: int) -> tuple[Incremental
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_value = str(buf[pos + 1 : stop], "utf-8")
+                            s5_value = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_value, pos = _wire.read_compact_string(buf, pos)
@@ -270,7 +270,10 @@ def _w_IncrementalAlterConfigsRequest_1(out: bytearray, o: IncrementalAlterConfi
         if x is None:
             raise EncodeError("field resources is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_IncrementalAlterConfigsRequest__AlterConfigsResource_1(out, item)
         out += _F_o.pack(o.validate_only)
@@ -279,7 +282,7 @@ def _w_IncrementalAlterConfigsRequest_1(out: bytearray, o: IncrementalAlterConfi
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write IncrementalAlterConfigsRequest: {exc}") from None
 
 
 def _w_IncrementalAlterConfigsRequest__AlterableConfig_0(out: bytearray, o: IncrementalAlterConfigsRequest.AlterableConfig) -> None:
@@ -293,7 +296,7 @@ def _w_IncrementalAlterConfigsRequest__AlterableConfig_0(out: bytearray, o: Incr
         x = o.value
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterableConfig: {exc}") from None
 
 
 def _w_IncrementalAlterConfigsRequest__AlterableConfig_1(out: bytearray, o: IncrementalAlterConfigsRequest.AlterableConfig) -> None:
@@ -321,7 +324,7 @@ def _w_IncrementalAlterConfigsRequest__AlterableConfig_1(out: bytearray, o: Incr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterableConfig: {exc}") from None
 
 
 def _w_IncrementalAlterConfigsRequest__AlterConfigsResource_0(out: bytearray, o: IncrementalAlterConfigsRequest.AlterConfigsResource) -> None:
@@ -341,7 +344,7 @@ def _w_IncrementalAlterConfigsRequest__AlterConfigsResource_0(out: bytearray, o:
             for item in x:
                 _w_IncrementalAlterConfigsRequest__AlterableConfig_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterConfigsResource: {exc}") from None
 
 
 def _w_IncrementalAlterConfigsRequest__AlterConfigsResource_1(out: bytearray, o: IncrementalAlterConfigsRequest.AlterConfigsResource) -> None:
@@ -362,7 +365,10 @@ def _w_IncrementalAlterConfigsRequest__AlterConfigsResource_1(out: bytearray, o:
         if x is None:
             raise EncodeError("field configs is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_IncrementalAlterConfigsRequest__AlterableConfig_1(out, item)
         if o._unknown_tags:
@@ -370,7 +376,7 @@ def _w_IncrementalAlterConfigsRequest__AlterConfigsResource_1(out: bytearray, o:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterConfigsResource: {exc}") from None
 
 
 def _r_IncrementalAlterConfigsResponse_0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsResponse, int]:
@@ -422,7 +428,7 @@ def _w_IncrementalAlterConfigsResponse_0(out: bytearray, o: IncrementalAlterConf
             for item in x:
                 _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write IncrementalAlterConfigsResponse: {exc}") from None
 
 
 def _r_IncrementalAlterConfigsResponse_1(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsResponse, int]:
@@ -452,7 +458,7 @@ def _r_IncrementalAlterConfigsResponse_1(buf: Any, pos: int) -> tuple[Incrementa
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -463,7 +469,7 @@ def _r_IncrementalAlterConfigsResponse_1(buf: Any, pos: int) -> tuple[Incrementa
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_resource_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_resource_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_resource_name, pos = _wire.read_compact_text(buf, pos, "resource_name")
@@ -510,7 +516,10 @@ def _w_IncrementalAlterConfigsResponse_1(out: bytearray, o: IncrementalAlterConf
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_1(out, item)
         if o._unknown_tags:
@@ -518,7 +527,7 @@ def _w_IncrementalAlterConfigsResponse_1(out: bytearray, o: IncrementalAlterConf
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write IncrementalAlterConfigsResponse: {exc}") from None
 
 
 def _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_0(out: bytearray, o: IncrementalAlterConfigsResponse.AlterConfigsResourceResponse) -> None:
@@ -533,7 +542,7 @@ def _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_0(out: byte
             raise EncodeError("field resource_name is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterConfigsResourceResponse: {exc}") from None
 
 
 def _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_1(out: bytearray, o: IncrementalAlterConfigsResponse.AlterConfigsResourceResponse) -> None:
@@ -562,7 +571,7 @@ def _w_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse_1(out: byte
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AlterConfigsResourceResponse: {exc}") from None
 
 
 _C_IncrementalAlterConfigsRequest__AlterableConfig = IncrementalAlterConfigsRequest.AlterableConfig

@@ -82,7 +82,7 @@ def _w_InitProducerIdRequest_0(out: bytearray, o: InitProducerIdRequest) -> None
         _wire.write_string(out, x)
         out += _F_i.pack(o.transaction_timeout_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write InitProducerIdRequest: {exc}") from None
 
 
 def _r_InitProducerIdRequest_1(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
@@ -95,7 +95,7 @@ def _r_InitProducerIdRequest_1(buf: Any, pos: int) -> tuple[InitProducerIdReques
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_transactional_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
@@ -140,7 +140,7 @@ def _w_InitProducerIdRequest_1(out: bytearray, o: InitProducerIdRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write InitProducerIdRequest: {exc}") from None
 
 
 def _r_InitProducerIdRequest_2(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:
@@ -153,7 +153,7 @@ def _r_InitProducerIdRequest_2(buf: Any, pos: int) -> tuple[InitProducerIdReques
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_transactional_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
@@ -194,7 +194,7 @@ def _w_InitProducerIdRequest_2(out: bytearray, o: InitProducerIdRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write InitProducerIdRequest: {exc}") from None
 
 
 def _r_InitProducerIdResponse_0(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
@@ -216,7 +216,7 @@ def _w_InitProducerIdResponse_0(out: bytearray, o: InitProducerIdResponse) -> No
     try:
         out += _F_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write InitProducerIdResponse: {exc}") from None
 
 
 def _r_InitProducerIdResponse_1(buf: Any, pos: int) -> tuple[InitProducerIdResponse, int]:
@@ -251,7 +251,7 @@ def _w_InitProducerIdResponse_1(out: bytearray, o: InitProducerIdResponse) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write InitProducerIdResponse: {exc}") from None
 
 
 

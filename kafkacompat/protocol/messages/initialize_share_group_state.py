@@ -100,7 +100,7 @@ def _r_InitializeShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[Initializ
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -209,7 +209,10 @@ def _w_InitializeShareGroupStateRequest_0(out: bytearray, o: InitializeShareGrou
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_InitializeShareGroupStateRequest__InitializeStateData_0(out, item)
         if o._unknown_tags:
@@ -217,7 +220,7 @@ def _w_InitializeShareGroupStateRequest_0(out: bytearray, o: InitializeShareGrou
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write InitializeShareGroupStateRequest: {exc}") from None
 
 
 def _w_InitializeShareGroupStateRequest__PartitionData_0(out: bytearray, o: InitializeShareGroupStateRequest.PartitionData) -> None:
@@ -228,7 +231,7 @@ def _w_InitializeShareGroupStateRequest__PartitionData_0(out: bytearray, o: Init
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_InitializeShareGroupStateRequest__InitializeStateData_0(out: bytearray, o: InitializeShareGroupStateRequest.InitializeStateData) -> None:
@@ -241,7 +244,10 @@ def _w_InitializeShareGroupStateRequest__InitializeStateData_0(out: bytearray, o
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_InitializeShareGroupStateRequest__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -249,7 +255,7 @@ def _w_InitializeShareGroupStateRequest__InitializeStateData_0(out: bytearray, o
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write InitializeStateData: {exc}") from None
 
 
 def _r_InitializeShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[InitializeShareGroupStateResponse, int]:
@@ -291,7 +297,7 @@ def _r_InitializeShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[Initiali
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -349,7 +355,10 @@ def _w_InitializeShareGroupStateResponse_0(out: bytearray, o: InitializeShareGro
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_InitializeShareGroupStateResponse__InitializeStateResult_0(out, item)
         if o._unknown_tags:
@@ -357,7 +366,7 @@ def _w_InitializeShareGroupStateResponse_0(out: bytearray, o: InitializeShareGro
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write InitializeShareGroupStateResponse: {exc}") from None
 
 
 def _w_InitializeShareGroupStateResponse__PartitionResult_0(out: bytearray, o: InitializeShareGroupStateResponse.PartitionResult) -> None:
@@ -376,7 +385,7 @@ def _w_InitializeShareGroupStateResponse__PartitionResult_0(out: bytearray, o: I
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
 
 
 def _w_InitializeShareGroupStateResponse__InitializeStateResult_0(out: bytearray, o: InitializeShareGroupStateResponse.InitializeStateResult) -> None:
@@ -389,7 +398,10 @@ def _w_InitializeShareGroupStateResponse__InitializeStateResult_0(out: bytearray
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_InitializeShareGroupStateResponse__PartitionResult_0(out, item)
         if o._unknown_tags:
@@ -397,7 +409,7 @@ def _w_InitializeShareGroupStateResponse__InitializeStateResult_0(out: bytearray
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write InitializeStateResult: {exc}") from None
 
 
 _C_InitializeShareGroupStateRequest__PartitionData = InitializeShareGroupStateRequest.PartitionData

@@ -158,7 +158,7 @@ def _w_JoinGroupRequest_0(out: bytearray, o: JoinGroupRequest) -> None:
             for item in x:
                 _w_JoinGroupRequest__JoinGroupRequestProtocol_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupRequest: {exc}") from None
 
 
 def _r_JoinGroupRequest_1(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
@@ -235,7 +235,7 @@ def _w_JoinGroupRequest_1(out: bytearray, o: JoinGroupRequest) -> None:
             for item in x:
                 _w_JoinGroupRequest__JoinGroupRequestProtocol_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupRequest: {exc}") from None
 
 
 def _r_JoinGroupRequest_2(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
@@ -313,7 +313,7 @@ def _w_JoinGroupRequest_2(out: bytearray, o: JoinGroupRequest) -> None:
             for item in x:
                 _w_JoinGroupRequest__JoinGroupRequestProtocol_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupRequest: {exc}") from None
 
 
 def _r_JoinGroupRequest_3(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
@@ -328,7 +328,7 @@ def _r_JoinGroupRequest_3(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -339,7 +339,7 @@ def _r_JoinGroupRequest_3(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -348,7 +348,7 @@ def _r_JoinGroupRequest_3(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_instance_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -357,7 +357,7 @@ def _r_JoinGroupRequest_3(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+            s1_protocol_type = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
@@ -377,7 +377,7 @@ def _r_JoinGroupRequest_3(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -465,7 +465,10 @@ def _w_JoinGroupRequest_3(out: bytearray, o: JoinGroupRequest) -> None:
         if x is None:
             raise EncodeError("field protocols is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_JoinGroupRequest__JoinGroupRequestProtocol_1(out, item)
         if o._unknown_tags:
@@ -473,7 +476,7 @@ def _w_JoinGroupRequest_3(out: bytearray, o: JoinGroupRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupRequest: {exc}") from None
 
 
 def _r_JoinGroupRequest_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
@@ -489,7 +492,7 @@ def _r_JoinGroupRequest_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -500,7 +503,7 @@ def _r_JoinGroupRequest_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -509,7 +512,7 @@ def _r_JoinGroupRequest_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_instance_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -518,7 +521,7 @@ def _r_JoinGroupRequest_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+            s1_protocol_type = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
@@ -538,7 +541,7 @@ def _r_JoinGroupRequest_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -564,7 +567,7 @@ def _r_JoinGroupRequest_4(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_reason = str(buf[pos + 1 : stop], "utf-8")
+            s1_reason = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_reason, pos = _wire.read_compact_string(buf, pos)
@@ -635,7 +638,10 @@ def _w_JoinGroupRequest_4(out: bytearray, o: JoinGroupRequest) -> None:
         if x is None:
             raise EncodeError("field protocols is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_JoinGroupRequest__JoinGroupRequestProtocol_1(out, item)
         x = o.reason
@@ -650,7 +656,7 @@ def _w_JoinGroupRequest_4(out: bytearray, o: JoinGroupRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupRequest: {exc}") from None
 
 
 def _w_JoinGroupRequest__JoinGroupRequestProtocol_0(out: bytearray, o: JoinGroupRequest.JoinGroupRequestProtocol) -> None:
@@ -665,7 +671,7 @@ def _w_JoinGroupRequest__JoinGroupRequestProtocol_0(out: bytearray, o: JoinGroup
             raise EncodeError("field metadata is None but not nullable at this version")
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupRequestProtocol: {exc}") from None
 
 
 def _w_JoinGroupRequest__JoinGroupRequestProtocol_1(out: bytearray, o: JoinGroupRequest.JoinGroupRequestProtocol) -> None:
@@ -689,7 +695,7 @@ def _w_JoinGroupRequest__JoinGroupRequestProtocol_1(out: bytearray, o: JoinGroup
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupRequestProtocol: {exc}") from None
 
 
 def _r_JoinGroupResponse_0(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -768,7 +774,7 @@ def _w_JoinGroupResponse_0(out: bytearray, o: JoinGroupResponse) -> None:
             for item in x:
                 _w_JoinGroupResponse__JoinGroupResponseMember_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupResponse: {exc}") from None
 
 
 def _r_JoinGroupResponse_1(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -847,7 +853,7 @@ def _w_JoinGroupResponse_1(out: bytearray, o: JoinGroupResponse) -> None:
             for item in x:
                 _w_JoinGroupResponse__JoinGroupResponseMember_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupResponse: {exc}") from None
 
 
 def _r_JoinGroupResponse_2(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -927,7 +933,7 @@ def _w_JoinGroupResponse_2(out: bytearray, o: JoinGroupResponse) -> None:
             for item in x:
                 _w_JoinGroupResponse__JoinGroupResponseMember_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupResponse: {exc}") from None
 
 
 def _r_JoinGroupResponse_3(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -944,7 +950,7 @@ def _r_JoinGroupResponse_3(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_protocol_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_protocol_name, pos = _wire.read_compact_text(buf, pos, "protocol_name")
@@ -953,7 +959,7 @@ def _r_JoinGroupResponse_3(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_leader = str(buf[pos + 1 : stop], "utf-8")
+            s1_leader = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_leader, pos = _wire.read_compact_text(buf, pos, "leader")
@@ -962,7 +968,7 @@ def _r_JoinGroupResponse_3(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -982,7 +988,7 @@ def _r_JoinGroupResponse_3(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_member_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -991,7 +997,7 @@ def _r_JoinGroupResponse_3(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_instance_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -1076,7 +1082,10 @@ def _w_JoinGroupResponse_3(out: bytearray, o: JoinGroupResponse) -> None:
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_JoinGroupResponse__JoinGroupResponseMember_2(out, item)
         if o._unknown_tags:
@@ -1084,7 +1093,7 @@ def _w_JoinGroupResponse_3(out: bytearray, o: JoinGroupResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupResponse: {exc}") from None
 
 
 def _r_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -1103,7 +1112,7 @@ def _r_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+            s1_protocol_type = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_protocol_type, pos = _wire.read_compact_string(buf, pos)
@@ -1112,7 +1121,7 @@ def _r_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_protocol_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_protocol_name, pos = _wire.read_compact_string(buf, pos)
@@ -1121,7 +1130,7 @@ def _r_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_leader = str(buf[pos + 1 : stop], "utf-8")
+            s1_leader = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_leader, pos = _wire.read_compact_text(buf, pos, "leader")
@@ -1130,7 +1139,7 @@ def _r_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -1150,7 +1159,7 @@ def _r_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_member_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -1159,7 +1168,7 @@ def _r_JoinGroupResponse_4(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_instance_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -1249,7 +1258,10 @@ def _w_JoinGroupResponse_4(out: bytearray, o: JoinGroupResponse) -> None:
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_JoinGroupResponse__JoinGroupResponseMember_2(out, item)
         if o._unknown_tags:
@@ -1257,7 +1269,7 @@ def _w_JoinGroupResponse_4(out: bytearray, o: JoinGroupResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupResponse: {exc}") from None
 
 
 def _r_JoinGroupResponse_5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
@@ -1276,7 +1288,7 @@ def _r_JoinGroupResponse_5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+            s1_protocol_type = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_protocol_type, pos = _wire.read_compact_string(buf, pos)
@@ -1285,7 +1297,7 @@ def _r_JoinGroupResponse_5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_protocol_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_protocol_name, pos = _wire.read_compact_string(buf, pos)
@@ -1294,7 +1306,7 @@ def _r_JoinGroupResponse_5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_leader = str(buf[pos + 1 : stop], "utf-8")
+            s1_leader = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_leader, pos = _wire.read_compact_text(buf, pos, "leader")
@@ -1305,7 +1317,7 @@ def _r_JoinGroupResponse_5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -1325,7 +1337,7 @@ def _r_JoinGroupResponse_5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_member_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -1334,7 +1346,7 @@ def _r_JoinGroupResponse_5(buf: Any, pos: int) -> tuple[JoinGroupResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_instance_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -1423,7 +1435,10 @@ def _w_JoinGroupResponse_5(out: bytearray, o: JoinGroupResponse) -> None:
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_JoinGroupResponse__JoinGroupResponseMember_2(out, item)
         if o._unknown_tags:
@@ -1431,7 +1446,7 @@ def _w_JoinGroupResponse_5(out: bytearray, o: JoinGroupResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupResponse: {exc}") from None
 
 
 def _w_JoinGroupResponse__JoinGroupResponseMember_0(out: bytearray, o: JoinGroupResponse.JoinGroupResponseMember) -> None:
@@ -1446,7 +1461,7 @@ def _w_JoinGroupResponse__JoinGroupResponseMember_0(out: bytearray, o: JoinGroup
             raise EncodeError("field metadata is None but not nullable at this version")
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupResponseMember: {exc}") from None
 
 
 def _w_JoinGroupResponse__JoinGroupResponseMember_1(out: bytearray, o: JoinGroupResponse.JoinGroupResponseMember) -> None:
@@ -1463,7 +1478,7 @@ def _w_JoinGroupResponse__JoinGroupResponseMember_1(out: bytearray, o: JoinGroup
             raise EncodeError("field metadata is None but not nullable at this version")
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupResponseMember: {exc}") from None
 
 
 def _w_JoinGroupResponse__JoinGroupResponseMember_2(out: bytearray, o: JoinGroupResponse.JoinGroupResponseMember) -> None:
@@ -1494,7 +1509,7 @@ def _w_JoinGroupResponse__JoinGroupResponseMember_2(out: bytearray, o: JoinGroup
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write JoinGroupResponseMember: {exc}") from None
 
 
 _C_JoinGroupRequest__JoinGroupRequestProtocol = JoinGroupRequest.JoinGroupRequestProtocol

@@ -61,7 +61,7 @@ def _w_KRaftVersionRecord_0(out: bytearray, o: KRaftVersionRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write KRaftVersionRecord: {exc}") from None
 
 
 

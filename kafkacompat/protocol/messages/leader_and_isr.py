@@ -245,7 +245,7 @@ def _w_LeaderAndIsrRequest_0(out: bytearray, o: LeaderAndIsrRequest) -> None:
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrRequest: {exc}") from None
 
 
 def _r_LeaderAndIsrRequest_1(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
@@ -369,7 +369,7 @@ def _w_LeaderAndIsrRequest_1(out: bytearray, o: LeaderAndIsrRequest) -> None:
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrRequest: {exc}") from None
 
 
 def _r_LeaderAndIsrRequest_2(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
@@ -507,7 +507,7 @@ def _w_LeaderAndIsrRequest_2(out: bytearray, o: LeaderAndIsrRequest) -> None:
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrRequest: {exc}") from None
 
 
 def _r_LeaderAndIsrRequest_3(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
@@ -667,7 +667,7 @@ def _w_LeaderAndIsrRequest_3(out: bytearray, o: LeaderAndIsrRequest) -> None:
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrRequest: {exc}") from None
 
 
 def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
@@ -702,7 +702,7 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -835,7 +835,7 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s7_host_name = str(buf[pos + 1 : stop], "utf-8")
+                    s7_host_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s7_host_name, pos = _wire.read_compact_text(buf, pos, "host_name")
@@ -894,14 +894,20 @@ def _w_LeaderAndIsrRequest_4(out: bytearray, o: LeaderAndIsrRequest) -> None:
         if x is None:
             raise EncodeError("field topic_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_2(out, item)
         x = o.live_leaders
         if x is None:
             raise EncodeError("field live_leaders is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out, item)
         if o._unknown_tags:
@@ -909,7 +915,7 @@ def _w_LeaderAndIsrRequest_4(out: bytearray, o: LeaderAndIsrRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrRequest: {exc}") from None
 
 
 def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
@@ -944,7 +950,7 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -1078,7 +1084,7 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s7_host_name = str(buf[pos + 1 : stop], "utf-8")
+                    s7_host_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s7_host_name, pos = _wire.read_compact_text(buf, pos, "host_name")
@@ -1135,14 +1141,20 @@ def _w_LeaderAndIsrRequest_5(out: bytearray, o: LeaderAndIsrRequest) -> None:
         if x is None:
             raise EncodeError("field topic_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_3(out, item)
         x = o.live_leaders
         if x is None:
             raise EncodeError("field live_leaders is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out, item)
         if o._unknown_tags:
@@ -1150,7 +1162,7 @@ def _w_LeaderAndIsrRequest_5(out: bytearray, o: LeaderAndIsrRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrRequest: {exc}") from None
 
 
 def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
@@ -1185,7 +1197,7 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -1319,7 +1331,7 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s7_host_name = str(buf[pos + 1 : stop], "utf-8")
+                    s7_host_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s7_host_name, pos = _wire.read_compact_text(buf, pos, "host_name")
@@ -1376,14 +1388,20 @@ def _w_LeaderAndIsrRequest_6(out: bytearray, o: LeaderAndIsrRequest) -> None:
         if x is None:
             raise EncodeError("field topic_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_4(out, item)
         x = o.live_leaders
         if x is None:
             raise EncodeError("field live_leaders is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out, item)
         if o._unknown_tags:
@@ -1391,7 +1409,7 @@ def _w_LeaderAndIsrRequest_6(out: bytearray, o: LeaderAndIsrRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrRequest: {exc}") from None
 
 
 def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:
@@ -1426,7 +1444,7 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -1560,7 +1578,7 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s7_host_name = str(buf[pos + 1 : stop], "utf-8")
+                    s7_host_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s7_host_name, pos = _wire.read_compact_text(buf, pos, "host_name")
@@ -1615,14 +1633,20 @@ def _w_LeaderAndIsrRequest_7(out: bytearray, o: LeaderAndIsrRequest) -> None:
         if x is None:
             raise EncodeError("field topic_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_4(out, item)
         x = o.live_leaders
         if x is None:
             raise EncodeError("field live_leaders is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out, item)
         if o._unknown_tags:
@@ -1630,7 +1654,7 @@ def _w_LeaderAndIsrRequest_7(out: bytearray, o: LeaderAndIsrRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrRequest: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
@@ -1648,16 +1672,22 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0(out: bytearray, o: Lead
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrPartitionState: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
@@ -1675,17 +1705,23 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1(out: bytearray, o: Lead
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_o.pack(o.is_new)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrPartitionState: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
@@ -1699,17 +1735,23 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2(out: bytearray, o: Lead
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_o.pack(o.is_new)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrPartitionState: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
@@ -1723,29 +1765,41 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(out: bytearray, o: Lead
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_o.pack(o.is_new)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrPartitionState: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
@@ -1758,34 +1812,58 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(out: bytearray, o: Lead
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_o.pack(o.is_new)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrPartitionState: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrPartitionState) -> None:
@@ -1796,34 +1874,58 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(out: bytearray, o: Lead
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_ob.pack(o.is_new, o.leader_recovery_state)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrPartitionState: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_0(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
@@ -1842,7 +1944,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_0(out: bytearray, o: LeaderAn
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrTopicState: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_1(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
@@ -1861,7 +1963,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_1(out: bytearray, o: LeaderAn
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrTopicState: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_2(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
@@ -1881,7 +1983,10 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_2(out: bytearray, o: LeaderAn
         if x is None:
             raise EncodeError("field partition_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(out, item)
         if o._unknown_tags:
@@ -1889,7 +1994,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_2(out: bytearray, o: LeaderAn
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrTopicState: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_3(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
@@ -1911,7 +2016,10 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_3(out: bytearray, o: LeaderAn
         if x is None:
             raise EncodeError("field partition_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(out, item)
         if o._unknown_tags:
@@ -1919,7 +2027,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_3(out: bytearray, o: LeaderAn
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrTopicState: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_4(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrTopicState) -> None:
@@ -1941,7 +2049,10 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_4(out: bytearray, o: LeaderAn
         if x is None:
             raise EncodeError("field partition_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(out, item)
         if o._unknown_tags:
@@ -1949,7 +2060,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrTopicState_4(out: bytearray, o: LeaderAn
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrTopicState: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrLiveLeader) -> None:
@@ -1962,7 +2073,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_0(out: bytearray, o: LeaderAn
         _wire.write_string(out, x)
         out += _F_i.pack(o.port)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrLiveLeader: {exc}") from None
 
 
 def _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out: bytearray, o: LeaderAndIsrRequest.LeaderAndIsrLiveLeader) -> None:
@@ -1984,7 +2095,7 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrLiveLeader_1(out: bytearray, o: LeaderAn
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrLiveLeader: {exc}") from None
 
 
 def _r_LeaderAndIsrResponse_0(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse, int]:
@@ -2035,7 +2146,7 @@ def _w_LeaderAndIsrResponse_0(out: bytearray, o: LeaderAndIsrResponse) -> None:
             for item in x:
                 _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrResponse: {exc}") from None
 
 
 def _r_LeaderAndIsrResponse_1(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse, int]:
@@ -2062,7 +2173,7 @@ def _r_LeaderAndIsrResponse_1(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -2112,7 +2223,10 @@ def _w_LeaderAndIsrResponse_1(out: bytearray, o: LeaderAndIsrResponse) -> None:
         if x is None:
             raise EncodeError("field partition_errors is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_1(out, item)
         if o._unknown_tags:
@@ -2120,7 +2234,7 @@ def _w_LeaderAndIsrResponse_1(out: bytearray, o: LeaderAndIsrResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrResponse: {exc}") from None
 
 
 def _r_LeaderAndIsrResponse_2(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse, int]:
@@ -2233,7 +2347,10 @@ def _w_LeaderAndIsrResponse_2(out: bytearray, o: LeaderAndIsrResponse) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrResponse__LeaderAndIsrTopicError_0(out, item)
         if o._unknown_tags:
@@ -2241,7 +2358,7 @@ def _w_LeaderAndIsrResponse_2(out: bytearray, o: LeaderAndIsrResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrResponse: {exc}") from None
 
 
 def _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_0(out: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrPartitionError) -> None:
@@ -2253,7 +2370,7 @@ def _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_0(out: bytearray, o: Lea
         _wire.write_string(out, x)
         out += _F_ih.pack(o.partition_index, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrPartitionError: {exc}") from None
 
 
 def _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_1(out: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrPartitionError) -> None:
@@ -2274,7 +2391,7 @@ def _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_1(out: bytearray, o: Lea
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrPartitionError: {exc}") from None
 
 
 def _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_2(out: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrPartitionError) -> None:
@@ -2285,7 +2402,7 @@ def _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_2(out: bytearray, o: Lea
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrPartitionError: {exc}") from None
 
 
 def _w_LeaderAndIsrResponse__LeaderAndIsrTopicError_0(out: bytearray, o: LeaderAndIsrResponse.LeaderAndIsrTopicError) -> None:
@@ -2298,7 +2415,10 @@ def _w_LeaderAndIsrResponse__LeaderAndIsrTopicError_0(out: bytearray, o: LeaderA
         if x is None:
             raise EncodeError("field partition_errors is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderAndIsrResponse__LeaderAndIsrPartitionError_2(out, item)
         if o._unknown_tags:
@@ -2306,7 +2426,7 @@ def _w_LeaderAndIsrResponse__LeaderAndIsrTopicError_0(out: bytearray, o: LeaderA
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderAndIsrTopicError: {exc}") from None
 
 
 _C_LeaderAndIsrRequest__LeaderAndIsrPartitionState = LeaderAndIsrRequest.LeaderAndIsrPartitionState

@@ -167,14 +167,20 @@ def _w_LeaderChangeMessage_0(out: bytearray, o: LeaderChangeMessage) -> None:
         if x is None:
             raise EncodeError("field voters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderChangeMessage__Voter_0(out, item)
         x = o.granting_voters
         if x is None:
             raise EncodeError("field granting_voters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderChangeMessage__Voter_0(out, item)
         if o._unknown_tags:
@@ -182,7 +188,7 @@ def _w_LeaderChangeMessage_0(out: bytearray, o: LeaderChangeMessage) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderChangeMessage: {exc}") from None
 
 
 def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, int]:
@@ -279,14 +285,20 @@ def _w_LeaderChangeMessage_1(out: bytearray, o: LeaderChangeMessage) -> None:
         if x is None:
             raise EncodeError("field voters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderChangeMessage__Voter_1(out, item)
         x = o.granting_voters
         if x is None:
             raise EncodeError("field granting_voters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaderChangeMessage__Voter_1(out, item)
         if o._unknown_tags:
@@ -294,7 +306,7 @@ def _w_LeaderChangeMessage_1(out: bytearray, o: LeaderChangeMessage) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderChangeMessage: {exc}") from None
 
 
 def _w_LeaderChangeMessage__Voter_0(out: bytearray, o: LeaderChangeMessage.Voter) -> None:
@@ -307,7 +319,7 @@ def _w_LeaderChangeMessage__Voter_0(out: bytearray, o: LeaderChangeMessage.Voter
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Voter: {exc}") from None
 
 
 def _w_LeaderChangeMessage__Voter_1(out: bytearray, o: LeaderChangeMessage.Voter) -> None:
@@ -321,7 +333,7 @@ def _w_LeaderChangeMessage__Voter_1(out: bytearray, o: LeaderChangeMessage.Voter
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Voter: {exc}") from None
 
 
 _C_LeaderChangeMessage__Voter = LeaderChangeMessage.Voter

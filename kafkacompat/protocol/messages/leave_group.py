@@ -102,7 +102,7 @@ def _w_LeaveGroupRequest_0(out: bytearray, o: LeaveGroupRequest) -> None:
             raise EncodeError("field member_id is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaveGroupRequest: {exc}") from None
 
 
 def _r_LeaveGroupRequest_1(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
@@ -156,7 +156,7 @@ def _w_LeaveGroupRequest_1(out: bytearray, o: LeaveGroupRequest) -> None:
             for item in x:
                 _w_LeaveGroupRequest__MemberIdentity_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaveGroupRequest: {exc}") from None
 
 
 def _r_LeaveGroupRequest_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
@@ -171,7 +171,7 @@ def _r_LeaveGroupRequest_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -191,7 +191,7 @@ def _r_LeaveGroupRequest_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_member_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -200,7 +200,7 @@ def _r_LeaveGroupRequest_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_instance_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -257,7 +257,10 @@ def _w_LeaveGroupRequest_2(out: bytearray, o: LeaveGroupRequest) -> None:
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaveGroupRequest__MemberIdentity_1(out, item)
         if o._unknown_tags:
@@ -265,7 +268,7 @@ def _w_LeaveGroupRequest_2(out: bytearray, o: LeaveGroupRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaveGroupRequest: {exc}") from None
 
 
 def _r_LeaveGroupRequest_3(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
@@ -281,7 +284,7 @@ def _r_LeaveGroupRequest_3(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -301,7 +304,7 @@ def _r_LeaveGroupRequest_3(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_member_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -310,7 +313,7 @@ def _r_LeaveGroupRequest_3(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_instance_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -319,7 +322,7 @@ def _r_LeaveGroupRequest_3(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_reason = str(buf[pos + 1 : stop], "utf-8")
+                    s3_reason = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_reason, pos = _wire.read_compact_string(buf, pos)
@@ -376,7 +379,10 @@ def _w_LeaveGroupRequest_3(out: bytearray, o: LeaveGroupRequest) -> None:
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaveGroupRequest__MemberIdentity_2(out, item)
         if o._unknown_tags:
@@ -384,7 +390,7 @@ def _w_LeaveGroupRequest_3(out: bytearray, o: LeaveGroupRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaveGroupRequest: {exc}") from None
 
 
 def _w_LeaveGroupRequest__MemberIdentity_0(out: bytearray, o: LeaveGroupRequest.MemberIdentity) -> None:
@@ -397,7 +403,7 @@ def _w_LeaveGroupRequest__MemberIdentity_0(out: bytearray, o: LeaveGroupRequest.
         x = o.group_instance_id
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MemberIdentity: {exc}") from None
 
 
 def _w_LeaveGroupRequest__MemberIdentity_1(out: bytearray, o: LeaveGroupRequest.MemberIdentity) -> None:
@@ -424,7 +430,7 @@ def _w_LeaveGroupRequest__MemberIdentity_1(out: bytearray, o: LeaveGroupRequest.
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MemberIdentity: {exc}") from None
 
 
 def _w_LeaveGroupRequest__MemberIdentity_2(out: bytearray, o: LeaveGroupRequest.MemberIdentity) -> None:
@@ -458,7 +464,7 @@ def _w_LeaveGroupRequest__MemberIdentity_2(out: bytearray, o: LeaveGroupRequest.
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MemberIdentity: {exc}") from None
 
 
 def _r_LeaveGroupResponse_0(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
@@ -481,7 +487,7 @@ def _w_LeaveGroupResponse_0(out: bytearray, o: LeaveGroupResponse) -> None:
             raise EncodeError("field members has a non-default value but does not exist at this version")
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaveGroupResponse: {exc}") from None
 
 
 def _r_LeaveGroupResponse_1(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
@@ -504,7 +510,7 @@ def _w_LeaveGroupResponse_1(out: bytearray, o: LeaveGroupResponse) -> None:
             raise EncodeError("field members has a non-default value but does not exist at this version")
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaveGroupResponse: {exc}") from None
 
 
 def _r_LeaveGroupResponse_2(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
@@ -554,7 +560,7 @@ def _w_LeaveGroupResponse_2(out: bytearray, o: LeaveGroupResponse) -> None:
             for item in x:
                 _w_LeaveGroupResponse__MemberResponse_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaveGroupResponse: {exc}") from None
 
 
 def _r_LeaveGroupResponse_3(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int]:
@@ -582,7 +588,7 @@ def _r_LeaveGroupResponse_3(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_member_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -591,7 +597,7 @@ def _r_LeaveGroupResponse_3(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_instance_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -639,7 +645,10 @@ def _w_LeaveGroupResponse_3(out: bytearray, o: LeaveGroupResponse) -> None:
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_LeaveGroupResponse__MemberResponse_1(out, item)
         if o._unknown_tags:
@@ -647,7 +656,7 @@ def _w_LeaveGroupResponse_3(out: bytearray, o: LeaveGroupResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaveGroupResponse: {exc}") from None
 
 
 def _w_LeaveGroupResponse__MemberResponse_0(out: bytearray, o: LeaveGroupResponse.MemberResponse) -> None:
@@ -661,7 +670,7 @@ def _w_LeaveGroupResponse__MemberResponse_0(out: bytearray, o: LeaveGroupRespons
         _wire.write_string(out, x)
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MemberResponse: {exc}") from None
 
 
 def _w_LeaveGroupResponse__MemberResponse_1(out: bytearray, o: LeaveGroupResponse.MemberResponse) -> None:
@@ -689,7 +698,7 @@ def _w_LeaveGroupResponse__MemberResponse_1(out: bytearray, o: LeaveGroupRespons
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MemberResponse: {exc}") from None
 
 
 _C_LeaveGroupRequest__MemberIdentity = LeaveGroupRequest.MemberIdentity

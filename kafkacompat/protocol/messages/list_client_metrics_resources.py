@@ -76,7 +76,7 @@ def _w_ListClientMetricsResourcesRequest_0(out: bytearray, o: ListClientMetricsR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListClientMetricsResourcesRequest: {exc}") from None
 
 
 def _r_ListClientMetricsResourcesResponse_0(buf: Any, pos: int) -> tuple[ListClientMetricsResourcesResponse, int]:
@@ -103,7 +103,7 @@ def _r_ListClientMetricsResourcesResponse_0(buf: Any, pos: int) -> tuple[ListCli
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -148,7 +148,10 @@ def _w_ListClientMetricsResourcesResponse_0(out: bytearray, o: ListClientMetrics
         if x is None:
             raise EncodeError("field client_metrics_resources is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListClientMetricsResourcesResponse__ClientMetricsResource_0(out, item)
         if o._unknown_tags:
@@ -156,7 +159,7 @@ def _w_ListClientMetricsResourcesResponse_0(out: bytearray, o: ListClientMetrics
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListClientMetricsResourcesResponse: {exc}") from None
 
 
 def _w_ListClientMetricsResourcesResponse__ClientMetricsResource_0(out: bytearray, o: ListClientMetricsResourcesResponse.ClientMetricsResource) -> None:
@@ -176,7 +179,7 @@ def _w_ListClientMetricsResourcesResponse__ClientMetricsResource_0(out: bytearra
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ClientMetricsResource: {exc}") from None
 
 
 

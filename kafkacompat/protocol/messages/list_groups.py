@@ -77,7 +77,7 @@ def _w_ListGroupsRequest_0(out: bytearray, o: ListGroupsRequest) -> None:
         if o.types_filter:
             raise EncodeError("field types_filter has a non-default value but does not exist at this version")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListGroupsRequest: {exc}") from None
 
 
 def _r_ListGroupsRequest_1(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
@@ -112,7 +112,7 @@ def _w_ListGroupsRequest_1(out: bytearray, o: ListGroupsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListGroupsRequest: {exc}") from None
 
 
 def _r_ListGroupsRequest_2(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
@@ -130,17 +130,18 @@ def _r_ListGroupsRequest_2(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
             raise _wire.null_error("states_filter", pos)
         else:
             s1_states_filter = []
+            add2 = s1_states_filter.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "states_filter[]")
-                s1_states_filter.append(item)
+                add2(item)
         u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
@@ -169,7 +170,10 @@ def _w_ListGroupsRequest_2(out: bytearray, o: ListGroupsRequest) -> None:
         if x is None:
             raise EncodeError("field states_filter is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of states_filter is None")
@@ -184,7 +188,7 @@ def _w_ListGroupsRequest_2(out: bytearray, o: ListGroupsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListGroupsRequest: {exc}") from None
 
 
 def _r_ListGroupsRequest_3(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
@@ -203,17 +207,18 @@ def _r_ListGroupsRequest_3(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
             raise _wire.null_error("states_filter", pos)
         else:
             s1_states_filter = []
+            add2 = s1_states_filter.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "states_filter[]")
-                s1_states_filter.append(item)
+                add2(item)
         n = buf[pos] - 1
         if n < 0x7F:
             pos += 1
@@ -223,17 +228,18 @@ def _r_ListGroupsRequest_3(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:
             raise _wire.null_error("types_filter", pos)
         else:
             s1_types_filter = []
+            add3 = s1_types_filter.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "types_filter[]")
-                s1_types_filter.append(item)
+                add3(item)
         u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
@@ -260,7 +266,10 @@ def _w_ListGroupsRequest_3(out: bytearray, o: ListGroupsRequest) -> None:
         if x is None:
             raise EncodeError("field states_filter is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of states_filter is None")
@@ -274,7 +283,10 @@ def _w_ListGroupsRequest_3(out: bytearray, o: ListGroupsRequest) -> None:
         if x is None:
             raise EncodeError("field types_filter is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of types_filter is None")
@@ -289,7 +301,7 @@ def _w_ListGroupsRequest_3(out: bytearray, o: ListGroupsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListGroupsRequest: {exc}") from None
 
 
 def _r_ListGroupsResponse_0(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
@@ -340,7 +352,7 @@ def _w_ListGroupsResponse_0(out: bytearray, o: ListGroupsResponse) -> None:
             for item in x:
                 _w_ListGroupsResponse__ListedGroup_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListGroupsResponse: {exc}") from None
 
 
 def _r_ListGroupsResponse_1(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
@@ -391,7 +403,7 @@ def _w_ListGroupsResponse_1(out: bytearray, o: ListGroupsResponse) -> None:
             for item in x:
                 _w_ListGroupsResponse__ListedGroup_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListGroupsResponse: {exc}") from None
 
 
 def _r_ListGroupsResponse_2(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
@@ -418,7 +430,7 @@ def _r_ListGroupsResponse_2(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -427,7 +439,7 @@ def _r_ListGroupsResponse_2(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_protocol_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
@@ -475,7 +487,10 @@ def _w_ListGroupsResponse_2(out: bytearray, o: ListGroupsResponse) -> None:
         if x is None:
             raise EncodeError("field groups is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListGroupsResponse__ListedGroup_1(out, item)
         if o._unknown_tags:
@@ -483,7 +498,7 @@ def _w_ListGroupsResponse_2(out: bytearray, o: ListGroupsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListGroupsResponse: {exc}") from None
 
 
 def _r_ListGroupsResponse_3(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
@@ -510,7 +525,7 @@ def _r_ListGroupsResponse_3(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -519,7 +534,7 @@ def _r_ListGroupsResponse_3(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_protocol_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
@@ -528,7 +543,7 @@ def _r_ListGroupsResponse_3(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_state = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_state = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
@@ -576,7 +591,10 @@ def _w_ListGroupsResponse_3(out: bytearray, o: ListGroupsResponse) -> None:
         if x is None:
             raise EncodeError("field groups is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListGroupsResponse__ListedGroup_2(out, item)
         if o._unknown_tags:
@@ -584,7 +602,7 @@ def _w_ListGroupsResponse_3(out: bytearray, o: ListGroupsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListGroupsResponse: {exc}") from None
 
 
 def _r_ListGroupsResponse_4(buf: Any, pos: int) -> tuple[ListGroupsResponse, int]:
@@ -611,7 +629,7 @@ def _r_ListGroupsResponse_4(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -620,7 +638,7 @@ def _r_ListGroupsResponse_4(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_protocol_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_protocol_type, pos = _wire.read_compact_text(buf, pos, "protocol_type")
@@ -629,7 +647,7 @@ def _r_ListGroupsResponse_4(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_state = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_state = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
@@ -638,7 +656,7 @@ def _r_ListGroupsResponse_4(buf: Any, pos: int) -> tuple[ListGroupsResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_type = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_type = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_type, pos = _wire.read_compact_text(buf, pos, "group_type")
@@ -686,7 +704,10 @@ def _w_ListGroupsResponse_4(out: bytearray, o: ListGroupsResponse) -> None:
         if x is None:
             raise EncodeError("field groups is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListGroupsResponse__ListedGroup_3(out, item)
         if o._unknown_tags:
@@ -694,7 +715,7 @@ def _w_ListGroupsResponse_4(out: bytearray, o: ListGroupsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListGroupsResponse: {exc}") from None
 
 
 def _w_ListGroupsResponse__ListedGroup_0(out: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
@@ -709,7 +730,7 @@ def _w_ListGroupsResponse__ListedGroup_0(out: bytearray, o: ListGroupsResponse.L
             raise EncodeError("field protocol_type is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListedGroup: {exc}") from None
 
 
 def _w_ListGroupsResponse__ListedGroup_1(out: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
@@ -738,7 +759,7 @@ def _w_ListGroupsResponse__ListedGroup_1(out: bytearray, o: ListGroupsResponse.L
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListedGroup: {exc}") from None
 
 
 def _w_ListGroupsResponse__ListedGroup_2(out: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
@@ -776,7 +797,7 @@ def _w_ListGroupsResponse__ListedGroup_2(out: bytearray, o: ListGroupsResponse.L
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListedGroup: {exc}") from None
 
 
 def _w_ListGroupsResponse__ListedGroup_3(out: bytearray, o: ListGroupsResponse.ListedGroup) -> None:
@@ -823,7 +844,7 @@ def _w_ListGroupsResponse__ListedGroup_3(out: bytearray, o: ListGroupsResponse.L
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListedGroup: {exc}") from None
 
 
 

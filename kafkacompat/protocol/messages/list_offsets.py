@@ -181,7 +181,7 @@ def _w_ListOffsetsRequest_0(out: bytearray, o: ListOffsetsRequest) -> None:
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsRequest: {exc}") from None
 
 
 def _r_ListOffsetsRequest_1(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -264,7 +264,7 @@ def _w_ListOffsetsRequest_1(out: bytearray, o: ListOffsetsRequest) -> None:
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsTopic_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsRequest: {exc}") from None
 
 
 def _r_ListOffsetsRequest_2(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -345,7 +345,7 @@ def _w_ListOffsetsRequest_2(out: bytearray, o: ListOffsetsRequest) -> None:
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsTopic_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsRequest: {exc}") from None
 
 
 def _r_ListOffsetsRequest_3(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -426,7 +426,7 @@ def _w_ListOffsetsRequest_3(out: bytearray, o: ListOffsetsRequest) -> None:
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsTopic_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsRequest: {exc}") from None
 
 
 def _r_ListOffsetsRequest_4(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -455,7 +455,7 @@ def _r_ListOffsetsRequest_4(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -548,7 +548,10 @@ def _w_ListOffsetsRequest_4(out: bytearray, o: ListOffsetsRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsTopic_3(out, item)
         if o._unknown_tags:
@@ -556,7 +559,7 @@ def _w_ListOffsetsRequest_4(out: bytearray, o: ListOffsetsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsRequest: {exc}") from None
 
 
 def _r_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:
@@ -585,7 +588,7 @@ def _r_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -679,7 +682,10 @@ def _w_ListOffsetsRequest_5(out: bytearray, o: ListOffsetsRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsTopic_3(out, item)
         out += _F_i.pack(o.timeout_ms)
@@ -688,14 +694,14 @@ def _w_ListOffsetsRequest_5(out: bytearray, o: ListOffsetsRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsRequest: {exc}") from None
 
 
 def _w_ListOffsetsRequest__ListOffsetsPartition_0(out: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
     try:
         out += _F_iqi.pack(o.partition_index, o.timestamp, o.max_num_offsets)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsPartition: {exc}") from None
 
 
 def _w_ListOffsetsRequest__ListOffsetsPartition_1(out: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
@@ -704,7 +710,7 @@ def _w_ListOffsetsRequest__ListOffsetsPartition_1(out: bytearray, o: ListOffsets
             raise EncodeError("field max_num_offsets has a non-default value but does not exist at this version")
         out += _F_iq.pack(o.partition_index, o.timestamp)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsPartition: {exc}") from None
 
 
 def _w_ListOffsetsRequest__ListOffsetsPartition_2(out: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
@@ -713,7 +719,7 @@ def _w_ListOffsetsRequest__ListOffsetsPartition_2(out: bytearray, o: ListOffsets
             raise EncodeError("field max_num_offsets has a non-default value but does not exist at this version")
         out += _F_iiq.pack(o.partition_index, o.current_leader_epoch, o.timestamp)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsPartition: {exc}") from None
 
 
 def _w_ListOffsetsRequest__ListOffsetsPartition_3(out: bytearray, o: ListOffsetsRequest.ListOffsetsPartition) -> None:
@@ -726,7 +732,7 @@ def _w_ListOffsetsRequest__ListOffsetsPartition_3(out: bytearray, o: ListOffsets
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsPartition: {exc}") from None
 
 
 def _w_ListOffsetsRequest__ListOffsetsTopic_0(out: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
@@ -745,7 +751,7 @@ def _w_ListOffsetsRequest__ListOffsetsTopic_0(out: bytearray, o: ListOffsetsRequ
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsPartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsTopic: {exc}") from None
 
 
 def _w_ListOffsetsRequest__ListOffsetsTopic_1(out: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
@@ -764,7 +770,7 @@ def _w_ListOffsetsRequest__ListOffsetsTopic_1(out: bytearray, o: ListOffsetsRequ
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsPartition_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsTopic: {exc}") from None
 
 
 def _w_ListOffsetsRequest__ListOffsetsTopic_2(out: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
@@ -783,7 +789,7 @@ def _w_ListOffsetsRequest__ListOffsetsTopic_2(out: bytearray, o: ListOffsetsRequ
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsPartition_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsTopic: {exc}") from None
 
 
 def _w_ListOffsetsRequest__ListOffsetsTopic_3(out: bytearray, o: ListOffsetsRequest.ListOffsetsTopic) -> None:
@@ -803,7 +809,10 @@ def _w_ListOffsetsRequest__ListOffsetsTopic_3(out: bytearray, o: ListOffsetsRequ
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListOffsetsRequest__ListOffsetsPartition_3(out, item)
         if o._unknown_tags:
@@ -811,7 +820,7 @@ def _w_ListOffsetsRequest__ListOffsetsTopic_3(out: bytearray, o: ListOffsetsRequ
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsTopic: {exc}") from None
 
 
 def _r_ListOffsetsResponse_0(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -884,7 +893,7 @@ def _w_ListOffsetsResponse_0(out: bytearray, o: ListOffsetsResponse) -> None:
             for item in x:
                 _w_ListOffsetsResponse__ListOffsetsTopicResponse_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsResponse: {exc}") from None
 
 
 def _r_ListOffsetsResponse_1(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -964,7 +973,7 @@ def _w_ListOffsetsResponse_1(out: bytearray, o: ListOffsetsResponse) -> None:
             for item in x:
                 _w_ListOffsetsResponse__ListOffsetsTopicResponse_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsResponse: {exc}") from None
 
 
 def _r_ListOffsetsResponse_2(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1047,7 +1056,7 @@ def _w_ListOffsetsResponse_2(out: bytearray, o: ListOffsetsResponse) -> None:
             for item in x:
                 _w_ListOffsetsResponse__ListOffsetsTopicResponse_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsResponse: {exc}") from None
 
 
 def _r_ListOffsetsResponse_3(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1130,7 +1139,7 @@ def _w_ListOffsetsResponse_3(out: bytearray, o: ListOffsetsResponse) -> None:
             for item in x:
                 _w_ListOffsetsResponse__ListOffsetsTopicResponse_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsResponse: {exc}") from None
 
 
 def _r_ListOffsetsResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsResponse, int]:
@@ -1159,7 +1168,7 @@ def _r_ListOffsetsResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -1254,7 +1263,10 @@ def _w_ListOffsetsResponse_4(out: bytearray, o: ListOffsetsResponse) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListOffsetsResponse__ListOffsetsTopicResponse_3(out, item)
         if o._unknown_tags:
@@ -1262,7 +1274,7 @@ def _w_ListOffsetsResponse_4(out: bytearray, o: ListOffsetsResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsResponse: {exc}") from None
 
 
 def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_0(out: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
@@ -1280,9 +1292,12 @@ def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_0(out: bytearray, o: Li
             raise EncodeError("field old_style_offsets is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "q")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["q"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "q")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsPartitionResponse: {exc}") from None
 
 
 def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_1(out: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
@@ -1293,7 +1308,7 @@ def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_1(out: bytearray, o: Li
             raise EncodeError("field leader_epoch has a non-default value but does not exist at this version")
         out += _F_ihqq.pack(o.partition_index, o.error_code, o.timestamp, o.offset)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsPartitionResponse: {exc}") from None
 
 
 def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_2(out: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
@@ -1302,7 +1317,7 @@ def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_2(out: bytearray, o: Li
             raise EncodeError("field old_style_offsets has a non-default value but does not exist at this version")
         out += _F_ihqqi.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsPartitionResponse: {exc}") from None
 
 
 def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_3(out: bytearray, o: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
@@ -1315,7 +1330,7 @@ def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_3(out: bytearray, o: Li
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsPartitionResponse: {exc}") from None
 
 
 def _w_ListOffsetsResponse__ListOffsetsTopicResponse_0(out: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
@@ -1334,7 +1349,7 @@ def _w_ListOffsetsResponse__ListOffsetsTopicResponse_0(out: bytearray, o: ListOf
             for item in x:
                 _w_ListOffsetsResponse__ListOffsetsPartitionResponse_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsTopicResponse: {exc}") from None
 
 
 def _w_ListOffsetsResponse__ListOffsetsTopicResponse_1(out: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
@@ -1353,7 +1368,7 @@ def _w_ListOffsetsResponse__ListOffsetsTopicResponse_1(out: bytearray, o: ListOf
             for item in x:
                 _w_ListOffsetsResponse__ListOffsetsPartitionResponse_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsTopicResponse: {exc}") from None
 
 
 def _w_ListOffsetsResponse__ListOffsetsTopicResponse_2(out: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
@@ -1372,7 +1387,7 @@ def _w_ListOffsetsResponse__ListOffsetsTopicResponse_2(out: bytearray, o: ListOf
             for item in x:
                 _w_ListOffsetsResponse__ListOffsetsPartitionResponse_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsTopicResponse: {exc}") from None
 
 
 def _w_ListOffsetsResponse__ListOffsetsTopicResponse_3(out: bytearray, o: ListOffsetsResponse.ListOffsetsTopicResponse) -> None:
@@ -1392,7 +1407,10 @@ def _w_ListOffsetsResponse__ListOffsetsTopicResponse_3(out: bytearray, o: ListOf
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListOffsetsResponse__ListOffsetsPartitionResponse_3(out, item)
         if o._unknown_tags:
@@ -1400,7 +1418,7 @@ def _w_ListOffsetsResponse__ListOffsetsTopicResponse_3(out: bytearray, o: ListOf
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListOffsetsTopicResponse: {exc}") from None
 
 
 _C_ListOffsetsRequest__ListOffsetsPartition = ListOffsetsRequest.ListOffsetsPartition

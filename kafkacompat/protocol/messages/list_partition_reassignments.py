@@ -103,7 +103,7 @@ def _r_ListPartitionReassignmentsRequest_0(buf: Any, pos: int) -> tuple[ListPart
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -162,7 +162,10 @@ def _w_ListPartitionReassignmentsRequest_0(out: bytearray, o: ListPartitionReass
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0(out, item)
         if o._unknown_tags:
@@ -170,7 +173,7 @@ def _w_ListPartitionReassignmentsRequest_0(out: bytearray, o: ListPartitionReass
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListPartitionReassignmentsRequest: {exc}") from None
 
 
 def _w_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0(out: bytearray, o: ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics) -> None:
@@ -189,14 +192,20 @@ def _w_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0(out
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListPartitionReassignmentsTopics: {exc}") from None
 
 
 def _r_ListPartitionReassignmentsResponse_0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsResponse, int]:
@@ -218,7 +227,7 @@ def _r_ListPartitionReassignmentsResponse_0(buf: Any, pos: int) -> tuple[ListPar
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -238,7 +247,7 @@ def _r_ListPartitionReassignmentsResponse_0(buf: Any, pos: int) -> tuple[ListPar
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -363,7 +372,10 @@ def _w_ListPartitionReassignmentsResponse_0(out: bytearray, o: ListPartitionReas
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0(out, item)
         if o._unknown_tags:
@@ -371,7 +383,7 @@ def _w_ListPartitionReassignmentsResponse_0(out: bytearray, o: ListPartitionReas
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListPartitionReassignmentsResponse: {exc}") from None
 
 
 def _w_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(out: bytearray, o: ListPartitionReassignmentsResponse.OngoingPartitionReassignment) -> None:
@@ -382,26 +394,44 @@ def _w_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(out: b
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OngoingPartitionReassignment: {exc}") from None
 
 
 def _w_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0(out: bytearray, o: ListPartitionReassignmentsResponse.OngoingTopicReassignment) -> None:
@@ -421,7 +451,10 @@ def _w_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0(out: bytea
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(out, item)
         if o._unknown_tags:
@@ -429,7 +462,7 @@ def _w_ListPartitionReassignmentsResponse__OngoingTopicReassignment_0(out: bytea
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OngoingTopicReassignment: {exc}") from None
 
 
 _C_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics = ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics

@@ -77,17 +77,18 @@ def _r_ListTransactionsRequest_0(buf: Any, pos: int) -> tuple[ListTransactionsRe
             raise _wire.null_error("state_filters", pos)
         else:
             s1_state_filters = []
+            add2 = s1_state_filters.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "state_filters[]")
-                s1_state_filters.append(item)
+                add2(item)
         n = buf[pos] - 1
         if n < 0x7F:
             pos += 1
@@ -131,7 +132,10 @@ def _w_ListTransactionsRequest_0(out: bytearray, o: ListTransactionsRequest) -> 
         if x is None:
             raise EncodeError("field state_filters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of state_filters is None")
@@ -145,14 +149,20 @@ def _w_ListTransactionsRequest_0(out: bytearray, o: ListTransactionsRequest) -> 
         if x is None:
             raise EncodeError("field producer_id_filters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "q")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["q"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "q")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListTransactionsRequest: {exc}") from None
 
 
 def _r_ListTransactionsRequest_1(buf: Any, pos: int) -> tuple[ListTransactionsRequest, int]:
@@ -171,17 +181,18 @@ def _r_ListTransactionsRequest_1(buf: Any, pos: int) -> tuple[ListTransactionsRe
             raise _wire.null_error("state_filters", pos)
         else:
             s1_state_filters = []
+            add2 = s1_state_filters.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "state_filters[]")
-                s1_state_filters.append(item)
+                add2(item)
         n = buf[pos] - 1
         if n < 0x7F:
             pos += 1
@@ -224,7 +235,10 @@ def _w_ListTransactionsRequest_1(out: bytearray, o: ListTransactionsRequest) -> 
         if x is None:
             raise EncodeError("field state_filters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of state_filters is None")
@@ -238,15 +252,21 @@ def _w_ListTransactionsRequest_1(out: bytearray, o: ListTransactionsRequest) -> 
         if x is None:
             raise EncodeError("field producer_id_filters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "q")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["q"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "q")
         out += _F_q.pack(o.duration_filter)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListTransactionsRequest: {exc}") from None
 
 
 def _r_ListTransactionsResponse_0(buf: Any, pos: int) -> tuple[ListTransactionsResponse, int]:
@@ -254,7 +274,7 @@ def _r_ListTransactionsResponse_0(buf: Any, pos: int) -> tuple[ListTransactionsR
     s1_transaction_states: list[Any]
     s1_unknown_state_filters: list[Any]
     u1: tuple[tuple[int, bytes], ...]
-    u3: tuple[tuple[int, bytes], ...]
+    u4: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
         (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
@@ -268,17 +288,18 @@ def _r_ListTransactionsResponse_0(buf: Any, pos: int) -> tuple[ListTransactionsR
             raise _wire.null_error("unknown_state_filters", pos)
         else:
             s1_unknown_state_filters = []
+            add2 = s1_unknown_state_filters.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "unknown_state_filters[]")
-                s1_unknown_state_filters.append(item)
+                add2(item)
         n = buf[pos] - 1
         if n < 0x7F:
             pos += 1
@@ -288,43 +309,43 @@ def _r_ListTransactionsResponse_0(buf: Any, pos: int) -> tuple[ListTransactionsR
             raise _wire.null_error("transaction_states", pos)
         else:
             s1_transaction_states = []
-            add2 = s1_transaction_states.append
+            add3 = s1_transaction_states.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+                    s4_transactional_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
-                    s3_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
-                (s3_producer_id,) = _F_q.unpack_from(buf, pos)
+                    s4_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
+                (s4_producer_id,) = _F_q.unpack_from(buf, pos)
                 pos += 8
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_transaction_state = str(buf[pos + 1 : stop], "utf-8")
+                    s4_transaction_state = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
-                    s3_transaction_state, pos = _wire.read_compact_text(buf, pos, "transaction_state")
-                u3 = _wire.EMPTY_TAGS
+                    s4_transaction_state, pos = _wire.read_compact_text(buf, pos, "transaction_state")
+                u4 = _wire.EMPTY_TAGS
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
-                    for _ in range(count3):
-                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
-                        pos = end3
-                o3 = _new(_C_ListTransactionsResponse__TransactionState)
-                o3.transactional_id = s3_transactional_id
-                o3.producer_id = s3_producer_id
-                o3.transaction_state = s3_transaction_state
-                o3._unknown_tags = u3
-                add2(o3)
+                    count4, pos = _wire.read_uvarint(buf, pos)
+                    for _ in range(count4):
+                        tag4, pos, end4 = _wire.read_tag_header(buf, pos)
+                        u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                        pos = end4
+                o4 = _new(_C_ListTransactionsResponse__TransactionState)
+                o4.transactional_id = s4_transactional_id
+                o4.producer_id = s4_producer_id
+                o4.transaction_state = s4_transaction_state
+                o4._unknown_tags = u4
+                add3(o4)
         u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
@@ -354,7 +375,10 @@ def _w_ListTransactionsResponse_0(out: bytearray, o: ListTransactionsResponse) -
         if x is None:
             raise EncodeError("field unknown_state_filters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of unknown_state_filters is None")
@@ -368,7 +392,10 @@ def _w_ListTransactionsResponse_0(out: bytearray, o: ListTransactionsResponse) -
         if x is None:
             raise EncodeError("field transaction_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ListTransactionsResponse__TransactionState_0(out, item)
         if o._unknown_tags:
@@ -376,7 +403,7 @@ def _w_ListTransactionsResponse_0(out: bytearray, o: ListTransactionsResponse) -
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ListTransactionsResponse: {exc}") from None
 
 
 def _w_ListTransactionsResponse__TransactionState_0(out: bytearray, o: ListTransactionsResponse.TransactionState) -> None:
@@ -406,7 +433,7 @@ def _w_ListTransactionsResponse__TransactionState_0(out: bytearray, o: ListTrans
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TransactionState: {exc}") from None
 
 
 

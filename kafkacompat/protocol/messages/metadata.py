@@ -159,7 +159,7 @@ def _w_MetadataRequest_0(out: bytearray, o: MetadataRequest) -> None:
             for item in x:
                 _w_MetadataRequest__MetadataRequestTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
 
 
 def _r_MetadataRequest_1(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
@@ -209,7 +209,7 @@ def _w_MetadataRequest_1(out: bytearray, o: MetadataRequest) -> None:
             for item in x:
                 _w_MetadataRequest__MetadataRequestTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
 
 
 def _r_MetadataRequest_2(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
@@ -260,7 +260,7 @@ def _w_MetadataRequest_2(out: bytearray, o: MetadataRequest) -> None:
                 _w_MetadataRequest__MetadataRequestTopic_0(out, item)
         out += _F_o.pack(o.allow_auto_topic_creation)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
 
 
 def _r_MetadataRequest_3(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
@@ -307,7 +307,7 @@ def _w_MetadataRequest_3(out: bytearray, o: MetadataRequest) -> None:
                 _w_MetadataRequest__MetadataRequestTopic_0(out, item)
         out += _F_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
 
 
 def _r_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
@@ -332,7 +332,7 @@ def _r_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -379,7 +379,10 @@ def _w_MetadataRequest_4(out: bytearray, o: MetadataRequest) -> None:
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataRequest__MetadataRequestTopic_1(out, item)
         out += _F_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
@@ -388,7 +391,7 @@ def _w_MetadataRequest_4(out: bytearray, o: MetadataRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
 
 
 def _r_MetadataRequest_5(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
@@ -415,7 +418,7 @@ def _r_MetadataRequest_5(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_string(buf, pos)
@@ -462,7 +465,10 @@ def _w_MetadataRequest_5(out: bytearray, o: MetadataRequest) -> None:
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataRequest__MetadataRequestTopic_2(out, item)
         out += _F_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
@@ -471,7 +477,7 @@ def _w_MetadataRequest_5(out: bytearray, o: MetadataRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
 
 
 def _r_MetadataRequest_6(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
@@ -498,7 +504,7 @@ def _r_MetadataRequest_6(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_string(buf, pos)
@@ -547,7 +553,10 @@ def _w_MetadataRequest_6(out: bytearray, o: MetadataRequest) -> None:
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataRequest__MetadataRequestTopic_2(out, item)
         out += _F_oo.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
@@ -556,7 +565,7 @@ def _w_MetadataRequest_6(out: bytearray, o: MetadataRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataRequest: {exc}") from None
 
 
 def _w_MetadataRequest__MetadataRequestTopic_0(out: bytearray, o: MetadataRequest.MetadataRequestTopic) -> None:
@@ -567,7 +576,7 @@ def _w_MetadataRequest__MetadataRequestTopic_0(out: bytearray, o: MetadataReques
             raise EncodeError("field name is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataRequestTopic: {exc}") from None
 
 
 def _w_MetadataRequest__MetadataRequestTopic_1(out: bytearray, o: MetadataRequest.MetadataRequestTopic) -> None:
@@ -587,7 +596,7 @@ def _w_MetadataRequest__MetadataRequestTopic_1(out: bytearray, o: MetadataReques
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataRequestTopic: {exc}") from None
 
 
 def _w_MetadataRequest__MetadataRequestTopic_2(out: bytearray, o: MetadataRequest.MetadataRequestTopic) -> None:
@@ -607,7 +616,7 @@ def _w_MetadataRequest__MetadataRequestTopic_2(out: bytearray, o: MetadataReques
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataRequestTopic: {exc}") from None
 
 
 def _r_MetadataResponse_0(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -733,7 +742,7 @@ def _w_MetadataResponse_0(out: bytearray, o: MetadataResponse) -> None:
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_1(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -865,7 +874,7 @@ def _w_MetadataResponse_1(out: bytearray, o: MetadataResponse) -> None:
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_2(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -1000,7 +1009,7 @@ def _w_MetadataResponse_2(out: bytearray, o: MetadataResponse) -> None:
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_3(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -1138,7 +1147,7 @@ def _w_MetadataResponse_3(out: bytearray, o: MetadataResponse) -> None:
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_4(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -1287,7 +1296,7 @@ def _w_MetadataResponse_4(out: bytearray, o: MetadataResponse) -> None:
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_5(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -1436,7 +1445,7 @@ def _w_MetadataResponse_5(out: bytearray, o: MetadataResponse) -> None:
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_3(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_6(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -1588,7 +1597,7 @@ def _w_MetadataResponse_6(out: bytearray, o: MetadataResponse) -> None:
                 _w_MetadataResponse__MetadataResponseTopic_4(out, item)
         out += _F_i.pack(o.cluster_authorized_operations)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -1626,7 +1635,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -1637,7 +1646,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_rack = str(buf[pos + 1 : stop], "utf-8")
+                    s3_rack = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_rack, pos = _wire.read_compact_string(buf, pos)
@@ -1662,7 +1671,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -1686,7 +1695,7 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -1817,7 +1826,10 @@ def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
         if x is None:
             raise EncodeError("field brokers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponseBroker_2(out, item)
         x = o.cluster_id
@@ -1832,7 +1844,10 @@ def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_5(out, item)
         out += _F_i.pack(o.cluster_authorized_operations)
@@ -1841,7 +1856,7 @@ def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -1879,7 +1894,7 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -1890,7 +1905,7 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_rack = str(buf[pos + 1 : stop], "utf-8")
+                    s3_rack = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_rack, pos = _wire.read_compact_string(buf, pos)
@@ -1915,7 +1930,7 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -1939,7 +1954,7 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -2071,7 +2086,10 @@ def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
         if x is None:
             raise EncodeError("field brokers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponseBroker_2(out, item)
         x = o.cluster_id
@@ -2086,7 +2104,10 @@ def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_6(out, item)
         out += _F_i.pack(o.cluster_authorized_operations)
@@ -2095,7 +2116,7 @@ def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -2133,7 +2154,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -2144,7 +2165,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_rack = str(buf[pos + 1 : stop], "utf-8")
+                    s3_rack = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_rack, pos = _wire.read_compact_string(buf, pos)
@@ -2169,7 +2190,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -2193,7 +2214,7 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -2326,7 +2347,10 @@ def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
         if x is None:
             raise EncodeError("field brokers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponseBroker_2(out, item)
         x = o.cluster_id
@@ -2341,7 +2365,10 @@ def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_6(out, item)
         if o._unknown_tags:
@@ -2349,7 +2376,7 @@ def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
@@ -2388,7 +2415,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -2399,7 +2426,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_rack = str(buf[pos + 1 : stop], "utf-8")
+                    s3_rack = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_rack, pos = _wire.read_compact_string(buf, pos)
@@ -2424,7 +2451,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -2448,7 +2475,7 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_string(buf, pos)
@@ -2581,7 +2608,10 @@ def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
         if x is None:
             raise EncodeError("field brokers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponseBroker_2(out, item)
         x = o.cluster_id
@@ -2596,7 +2626,10 @@ def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponseTopic_7(out, item)
         if o._unknown_tags:
@@ -2604,7 +2637,7 @@ def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponse: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponseBroker_0(out: bytearray, o: MetadataResponse.MetadataResponseBroker) -> None:
@@ -2617,7 +2650,7 @@ def _w_MetadataResponse__MetadataResponseBroker_0(out: bytearray, o: MetadataRes
         _wire.write_string(out, x)
         out += _F_i.pack(o.port)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponseBroker: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponseBroker_1(out: bytearray, o: MetadataResponse.MetadataResponseBroker) -> None:
@@ -2632,7 +2665,7 @@ def _w_MetadataResponse__MetadataResponseBroker_1(out: bytearray, o: MetadataRes
         x = o.rack
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponseBroker: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponseBroker_2(out: bytearray, o: MetadataResponse.MetadataResponseBroker) -> None:
@@ -2661,7 +2694,7 @@ def _w_MetadataResponse__MetadataResponseBroker_2(out: bytearray, o: MetadataRes
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponseBroker: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponsePartition_0(out: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
@@ -2673,15 +2706,21 @@ def _w_MetadataResponse__MetadataResponsePartition_0(out: bytearray, o: Metadata
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.isr_nodes
         if x is None:
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponsePartition: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponsePartition_1(out: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
@@ -2693,21 +2732,30 @@ def _w_MetadataResponse__MetadataResponsePartition_1(out: bytearray, o: Metadata
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.isr_nodes
         if x is None:
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.offline_replicas
         if x is None:
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponsePartition: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponsePartition_2(out: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
@@ -2719,21 +2767,30 @@ def _w_MetadataResponse__MetadataResponsePartition_2(out: bytearray, o: Metadata
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.isr_nodes
         if x is None:
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.offline_replicas
         if x is None:
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponsePartition: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponsePartition_3(out: bytearray, o: MetadataResponse.MetadataResponsePartition) -> None:
@@ -2744,26 +2801,44 @@ def _w_MetadataResponse__MetadataResponsePartition_3(out: bytearray, o: Metadata
         if x is None:
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.isr_nodes
         if x is None:
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.offline_replicas
         if x is None:
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponsePartition: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponseTopic_0(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -2785,7 +2860,7 @@ def _w_MetadataResponse__MetadataResponseTopic_0(out: bytearray, o: MetadataResp
             for item in x:
                 _w_MetadataResponse__MetadataResponsePartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponseTopic_1(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -2808,7 +2883,7 @@ def _w_MetadataResponse__MetadataResponseTopic_1(out: bytearray, o: MetadataResp
             for item in x:
                 _w_MetadataResponse__MetadataResponsePartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponseTopic_2(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -2831,7 +2906,7 @@ def _w_MetadataResponse__MetadataResponseTopic_2(out: bytearray, o: MetadataResp
             for item in x:
                 _w_MetadataResponse__MetadataResponsePartition_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponseTopic_3(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -2854,7 +2929,7 @@ def _w_MetadataResponse__MetadataResponseTopic_3(out: bytearray, o: MetadataResp
             for item in x:
                 _w_MetadataResponse__MetadataResponsePartition_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponseTopic_4(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -2876,7 +2951,7 @@ def _w_MetadataResponse__MetadataResponseTopic_4(out: bytearray, o: MetadataResp
                 _w_MetadataResponse__MetadataResponsePartition_2(out, item)
         out += _F_i.pack(o.topic_authorized_operations)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponseTopic_5(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -2898,7 +2973,10 @@ def _w_MetadataResponse__MetadataResponseTopic_5(out: bytearray, o: MetadataResp
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponsePartition_3(out, item)
         out += _F_i.pack(o.topic_authorized_operations)
@@ -2907,7 +2985,7 @@ def _w_MetadataResponse__MetadataResponseTopic_5(out: bytearray, o: MetadataResp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponseTopic_6(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -2931,7 +3009,10 @@ def _w_MetadataResponse__MetadataResponseTopic_6(out: bytearray, o: MetadataResp
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponsePartition_3(out, item)
         out += _F_i.pack(o.topic_authorized_operations)
@@ -2940,7 +3021,7 @@ def _w_MetadataResponse__MetadataResponseTopic_6(out: bytearray, o: MetadataResp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
 
 
 def _w_MetadataResponse__MetadataResponseTopic_7(out: bytearray, o: MetadataResponse.MetadataResponseTopic) -> None:
@@ -2962,7 +3043,10 @@ def _w_MetadataResponse__MetadataResponseTopic_7(out: bytearray, o: MetadataResp
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_MetadataResponse__MetadataResponsePartition_3(out, item)
         out += _F_i.pack(o.topic_authorized_operations)
@@ -2971,7 +3055,7 @@ def _w_MetadataResponse__MetadataResponseTopic_7(out: bytearray, o: MetadataResp
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write MetadataResponseTopic: {exc}") from None
 
 
 _C_MetadataRequest__MetadataRequestTopic = MetadataRequest.MetadataRequestTopic

@@ -50,7 +50,7 @@ def _w_NoOpRecord_0(out: bytearray, o: NoOpRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write NoOpRecord: {exc}") from None
 
 
 

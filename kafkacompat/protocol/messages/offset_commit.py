@@ -167,7 +167,7 @@ def _w_OffsetCommitRequest_0(out: bytearray, o: OffsetCommitRequest) -> None:
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequest: {exc}") from None
 
 
 def _r_OffsetCommitRequest_1(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -251,7 +251,7 @@ def _w_OffsetCommitRequest_1(out: bytearray, o: OffsetCommitRequest) -> None:
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestTopic_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequest: {exc}") from None
 
 
 def _r_OffsetCommitRequest_2(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -338,7 +338,7 @@ def _w_OffsetCommitRequest_2(out: bytearray, o: OffsetCommitRequest) -> None:
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequest: {exc}") from None
 
 
 def _r_OffsetCommitRequest_3(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -422,7 +422,7 @@ def _w_OffsetCommitRequest_3(out: bytearray, o: OffsetCommitRequest) -> None:
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequest: {exc}") from None
 
 
 def _r_OffsetCommitRequest_4(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -506,7 +506,7 @@ def _w_OffsetCommitRequest_4(out: bytearray, o: OffsetCommitRequest) -> None:
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestTopic_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequest: {exc}") from None
 
 
 def _r_OffsetCommitRequest_5(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -591,7 +591,7 @@ def _w_OffsetCommitRequest_5(out: bytearray, o: OffsetCommitRequest) -> None:
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestTopic_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequest: {exc}") from None
 
 
 def _r_OffsetCommitRequest_6(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:
@@ -609,7 +609,7 @@ def _r_OffsetCommitRequest_6(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -620,7 +620,7 @@ def _r_OffsetCommitRequest_6(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -629,7 +629,7 @@ def _r_OffsetCommitRequest_6(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_instance_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -649,7 +649,7 @@ def _r_OffsetCommitRequest_6(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -671,7 +671,7 @@ def _r_OffsetCommitRequest_6(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_committed_metadata = str(buf[pos + 1 : stop], "utf-8")
+                            s5_committed_metadata = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_committed_metadata, pos = _wire.read_compact_string(buf, pos)
@@ -762,7 +762,10 @@ def _w_OffsetCommitRequest_6(out: bytearray, o: OffsetCommitRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestTopic_3(out, item)
         if o._unknown_tags:
@@ -770,7 +773,7 @@ def _w_OffsetCommitRequest_6(out: bytearray, o: OffsetCommitRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequest: {exc}") from None
 
 
 def _w_OffsetCommitRequest__OffsetCommitRequestPartition_0(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
@@ -782,7 +785,7 @@ def _w_OffsetCommitRequest__OffsetCommitRequestPartition_0(out: bytearray, o: Of
         x = o.committed_metadata
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequestPartition: {exc}") from None
 
 
 def _w_OffsetCommitRequest__OffsetCommitRequestPartition_1(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
@@ -792,7 +795,7 @@ def _w_OffsetCommitRequest__OffsetCommitRequestPartition_1(out: bytearray, o: Of
         x = o.committed_metadata
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequestPartition: {exc}") from None
 
 
 def _w_OffsetCommitRequest__OffsetCommitRequestPartition_2(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
@@ -804,7 +807,7 @@ def _w_OffsetCommitRequest__OffsetCommitRequestPartition_2(out: bytearray, o: Of
         x = o.committed_metadata
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequestPartition: {exc}") from None
 
 
 def _w_OffsetCommitRequest__OffsetCommitRequestPartition_3(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestPartition) -> None:
@@ -825,7 +828,7 @@ def _w_OffsetCommitRequest__OffsetCommitRequestPartition_3(out: bytearray, o: Of
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequestPartition: {exc}") from None
 
 
 def _w_OffsetCommitRequest__OffsetCommitRequestTopic_0(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
@@ -844,7 +847,7 @@ def _w_OffsetCommitRequest__OffsetCommitRequestTopic_0(out: bytearray, o: Offset
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestPartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequestTopic: {exc}") from None
 
 
 def _w_OffsetCommitRequest__OffsetCommitRequestTopic_1(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
@@ -863,7 +866,7 @@ def _w_OffsetCommitRequest__OffsetCommitRequestTopic_1(out: bytearray, o: Offset
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestPartition_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequestTopic: {exc}") from None
 
 
 def _w_OffsetCommitRequest__OffsetCommitRequestTopic_2(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
@@ -882,7 +885,7 @@ def _w_OffsetCommitRequest__OffsetCommitRequestTopic_2(out: bytearray, o: Offset
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestPartition_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequestTopic: {exc}") from None
 
 
 def _w_OffsetCommitRequest__OffsetCommitRequestTopic_3(out: bytearray, o: OffsetCommitRequest.OffsetCommitRequestTopic) -> None:
@@ -902,7 +905,10 @@ def _w_OffsetCommitRequest__OffsetCommitRequestTopic_3(out: bytearray, o: Offset
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetCommitRequest__OffsetCommitRequestPartition_3(out, item)
         if o._unknown_tags:
@@ -910,7 +916,7 @@ def _w_OffsetCommitRequest__OffsetCommitRequestTopic_3(out: bytearray, o: Offset
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitRequestTopic: {exc}") from None
 
 
 def _r_OffsetCommitResponse_0(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -982,7 +988,7 @@ def _w_OffsetCommitResponse_0(out: bytearray, o: OffsetCommitResponse) -> None:
             for item in x:
                 _w_OffsetCommitResponse__OffsetCommitResponseTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitResponse: {exc}") from None
 
 
 def _r_OffsetCommitResponse_1(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1057,7 +1063,7 @@ def _w_OffsetCommitResponse_1(out: bytearray, o: OffsetCommitResponse) -> None:
             for item in x:
                 _w_OffsetCommitResponse__OffsetCommitResponseTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitResponse: {exc}") from None
 
 
 def _r_OffsetCommitResponse_2(buf: Any, pos: int) -> tuple[OffsetCommitResponse, int]:
@@ -1086,7 +1092,7 @@ def _r_OffsetCommitResponse_2(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -1173,7 +1179,10 @@ def _w_OffsetCommitResponse_2(out: bytearray, o: OffsetCommitResponse) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetCommitResponse__OffsetCommitResponseTopic_1(out, item)
         if o._unknown_tags:
@@ -1181,14 +1190,14 @@ def _w_OffsetCommitResponse_2(out: bytearray, o: OffsetCommitResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitResponse: {exc}") from None
 
 
 def _w_OffsetCommitResponse__OffsetCommitResponsePartition_0(out: bytearray, o: OffsetCommitResponse.OffsetCommitResponsePartition) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitResponsePartition: {exc}") from None
 
 
 def _w_OffsetCommitResponse__OffsetCommitResponsePartition_1(out: bytearray, o: OffsetCommitResponse.OffsetCommitResponsePartition) -> None:
@@ -1199,7 +1208,7 @@ def _w_OffsetCommitResponse__OffsetCommitResponsePartition_1(out: bytearray, o: 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitResponsePartition: {exc}") from None
 
 
 def _w_OffsetCommitResponse__OffsetCommitResponseTopic_0(out: bytearray, o: OffsetCommitResponse.OffsetCommitResponseTopic) -> None:
@@ -1218,7 +1227,7 @@ def _w_OffsetCommitResponse__OffsetCommitResponseTopic_0(out: bytearray, o: Offs
             for item in x:
                 _w_OffsetCommitResponse__OffsetCommitResponsePartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitResponseTopic: {exc}") from None
 
 
 def _w_OffsetCommitResponse__OffsetCommitResponseTopic_1(out: bytearray, o: OffsetCommitResponse.OffsetCommitResponseTopic) -> None:
@@ -1238,7 +1247,10 @@ def _w_OffsetCommitResponse__OffsetCommitResponseTopic_1(out: bytearray, o: Offs
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetCommitResponse__OffsetCommitResponsePartition_1(out, item)
         if o._unknown_tags:
@@ -1246,7 +1258,7 @@ def _w_OffsetCommitResponse__OffsetCommitResponseTopic_1(out: bytearray, o: Offs
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetCommitResponseTopic: {exc}") from None
 
 
 _C_OffsetCommitRequest__OffsetCommitRequestPartition = OffsetCommitRequest.OffsetCommitRequestPartition

@@ -161,14 +161,14 @@ def _w_OffsetDeleteRequest_0(out: bytearray, o: OffsetDeleteRequest) -> None:
             for item in x:
                 _w_OffsetDeleteRequest__OffsetDeleteRequestTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetDeleteRequest: {exc}") from None
 
 
 def _w_OffsetDeleteRequest__OffsetDeleteRequestPartition_0(out: bytearray, o: OffsetDeleteRequest.OffsetDeleteRequestPartition) -> None:
     try:
         out += _F_i.pack(o.partition_index)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetDeleteRequestPartition: {exc}") from None
 
 
 def _w_OffsetDeleteRequest__OffsetDeleteRequestTopic_0(out: bytearray, o: OffsetDeleteRequest.OffsetDeleteRequestTopic) -> None:
@@ -187,7 +187,7 @@ def _w_OffsetDeleteRequest__OffsetDeleteRequestTopic_0(out: bytearray, o: Offset
             for item in x:
                 _w_OffsetDeleteRequest__OffsetDeleteRequestPartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetDeleteRequestTopic: {exc}") from None
 
 
 def _r_OffsetDeleteResponse_0(buf: Any, pos: int) -> tuple[OffsetDeleteResponse, int]:
@@ -263,14 +263,14 @@ def _w_OffsetDeleteResponse_0(out: bytearray, o: OffsetDeleteResponse) -> None:
             for item in x:
                 _w_OffsetDeleteResponse__OffsetDeleteResponseTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetDeleteResponse: {exc}") from None
 
 
 def _w_OffsetDeleteResponse__OffsetDeleteResponsePartition_0(out: bytearray, o: OffsetDeleteResponse.OffsetDeleteResponsePartition) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetDeleteResponsePartition: {exc}") from None
 
 
 def _w_OffsetDeleteResponse__OffsetDeleteResponseTopic_0(out: bytearray, o: OffsetDeleteResponse.OffsetDeleteResponseTopic) -> None:
@@ -289,7 +289,7 @@ def _w_OffsetDeleteResponse__OffsetDeleteResponseTopic_0(out: bytearray, o: Offs
             for item in x:
                 _w_OffsetDeleteResponse__OffsetDeleteResponsePartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetDeleteResponseTopic: {exc}") from None
 
 
 _C_OffsetDeleteRequest__OffsetDeleteRequestPartition = OffsetDeleteRequest.OffsetDeleteRequestPartition

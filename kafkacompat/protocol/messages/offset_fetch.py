@@ -202,7 +202,7 @@ def _w_OffsetFetchRequest_0(out: bytearray, o: OffsetFetchRequest) -> None:
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchRequest: {exc}") from None
 
 
 def _r_OffsetFetchRequest_1(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -269,7 +269,7 @@ def _w_OffsetFetchRequest_1(out: bytearray, o: OffsetFetchRequest) -> None:
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchRequest: {exc}") from None
 
 
 def _r_OffsetFetchRequest_2(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -284,7 +284,7 @@ def _r_OffsetFetchRequest_2(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -304,7 +304,7 @@ def _r_OffsetFetchRequest_2(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -377,7 +377,10 @@ def _w_OffsetFetchRequest_2(out: bytearray, o: OffsetFetchRequest) -> None:
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestTopic_1(out, item)
         if o._unknown_tags:
@@ -385,7 +388,7 @@ def _w_OffsetFetchRequest_2(out: bytearray, o: OffsetFetchRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchRequest: {exc}") from None
 
 
 def _r_OffsetFetchRequest_3(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -400,7 +403,7 @@ def _r_OffsetFetchRequest_3(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -420,7 +423,7 @@ def _r_OffsetFetchRequest_3(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -492,7 +495,10 @@ def _w_OffsetFetchRequest_3(out: bytearray, o: OffsetFetchRequest) -> None:
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestTopic_1(out, item)
         out += _F_o.pack(o.require_stable)
@@ -501,7 +507,7 @@ def _w_OffsetFetchRequest_3(out: bytearray, o: OffsetFetchRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchRequest: {exc}") from None
 
 
 def _r_OffsetFetchRequest_4(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -529,7 +535,7 @@ def _r_OffsetFetchRequest_4(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -549,7 +555,7 @@ def _r_OffsetFetchRequest_4(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -630,7 +636,10 @@ def _w_OffsetFetchRequest_4(out: bytearray, o: OffsetFetchRequest) -> None:
         if x is None:
             raise EncodeError("field groups is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestGroup_0(out, item)
         out += _F_o.pack(o.require_stable)
@@ -639,7 +648,7 @@ def _w_OffsetFetchRequest_4(out: bytearray, o: OffsetFetchRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchRequest: {exc}") from None
 
 
 def _r_OffsetFetchRequest_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -668,7 +677,7 @@ def _r_OffsetFetchRequest_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -677,7 +686,7 @@ def _r_OffsetFetchRequest_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_member_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_member_id, pos = _wire.read_compact_string(buf, pos)
@@ -699,7 +708,7 @@ def _r_OffsetFetchRequest_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -780,7 +789,10 @@ def _w_OffsetFetchRequest_5(out: bytearray, o: OffsetFetchRequest) -> None:
         if x is None:
             raise EncodeError("field groups is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestGroup_1(out, item)
         out += _F_o.pack(o.require_stable)
@@ -789,7 +801,7 @@ def _w_OffsetFetchRequest_5(out: bytearray, o: OffsetFetchRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchRequest: {exc}") from None
 
 
 def _w_OffsetFetchRequest__OffsetFetchRequestTopic_0(out: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopic) -> None:
@@ -804,9 +816,12 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopic_0(out: bytearray, o: OffsetFe
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchRequestTopic: {exc}") from None
 
 
 def _w_OffsetFetchRequest__OffsetFetchRequestTopic_1(out: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopic) -> None:
@@ -825,14 +840,20 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopic_1(out: bytearray, o: OffsetFe
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchRequestTopic: {exc}") from None
 
 
 def _w_OffsetFetchRequest__OffsetFetchRequestTopics_0(out: bytearray, o: OffsetFetchRequest.OffsetFetchRequestTopics) -> None:
@@ -851,14 +872,20 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopics_0(out: bytearray, o: OffsetF
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchRequestTopics: {exc}") from None
 
 
 def _w_OffsetFetchRequest__OffsetFetchRequestGroup_0(out: bytearray, o: OffsetFetchRequest.OffsetFetchRequestGroup) -> None:
@@ -878,7 +905,10 @@ def _w_OffsetFetchRequest__OffsetFetchRequestGroup_0(out: bytearray, o: OffsetFe
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestTopics_0(out, item)
         if o._unknown_tags:
@@ -886,7 +916,7 @@ def _w_OffsetFetchRequest__OffsetFetchRequestGroup_0(out: bytearray, o: OffsetFe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchRequestGroup: {exc}") from None
 
 
 def _w_OffsetFetchRequest__OffsetFetchRequestGroup_1(out: bytearray, o: OffsetFetchRequest.OffsetFetchRequestGroup) -> None:
@@ -914,7 +944,10 @@ def _w_OffsetFetchRequest__OffsetFetchRequestGroup_1(out: bytearray, o: OffsetFe
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchRequest__OffsetFetchRequestTopics_0(out, item)
         if o._unknown_tags:
@@ -922,7 +955,7 @@ def _w_OffsetFetchRequest__OffsetFetchRequestGroup_1(out: bytearray, o: OffsetFe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchRequestGroup: {exc}") from None
 
 
 def _r_OffsetFetchResponse_0(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -989,7 +1022,7 @@ def _w_OffsetFetchResponse_0(out: bytearray, o: OffsetFetchResponse) -> None:
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponseTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponse: {exc}") from None
 
 
 def _r_OffsetFetchResponse_1(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -1059,7 +1092,7 @@ def _w_OffsetFetchResponse_1(out: bytearray, o: OffsetFetchResponse) -> None:
                 _w_OffsetFetchResponse__OffsetFetchResponseTopic_0(out, item)
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponse: {exc}") from None
 
 
 def _r_OffsetFetchResponse_2(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -1132,7 +1165,7 @@ def _w_OffsetFetchResponse_2(out: bytearray, o: OffsetFetchResponse) -> None:
                 _w_OffsetFetchResponse__OffsetFetchResponseTopic_0(out, item)
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponse: {exc}") from None
 
 
 def _r_OffsetFetchResponse_3(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -1205,7 +1238,7 @@ def _w_OffsetFetchResponse_3(out: bytearray, o: OffsetFetchResponse) -> None:
                 _w_OffsetFetchResponse__OffsetFetchResponseTopic_1(out, item)
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponse: {exc}") from None
 
 
 def _r_OffsetFetchResponse_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -1235,7 +1268,7 @@ def _r_OffsetFetchResponse_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -1257,7 +1290,7 @@ def _r_OffsetFetchResponse_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_metadata = str(buf[pos + 1 : stop], "utf-8")
+                            s5_metadata = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_metadata, pos = _wire.read_compact_string(buf, pos)
@@ -1325,7 +1358,10 @@ def _w_OffsetFetchResponse_4(out: bytearray, o: OffsetFetchResponse) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponseTopic_2(out, item)
         out += _F_h.pack(o.error_code)
@@ -1334,7 +1370,7 @@ def _w_OffsetFetchResponse_4(out: bytearray, o: OffsetFetchResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponse: {exc}") from None
 
 
 def _r_OffsetFetchResponse_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -1366,7 +1402,7 @@ def _r_OffsetFetchResponse_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -1386,7 +1422,7 @@ def _r_OffsetFetchResponse_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -1408,7 +1444,7 @@ def _r_OffsetFetchResponse_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                                     stop = pos + size
                                     if stop > buflen:
                                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                    s7_metadata = str(buf[pos + 1 : stop], "utf-8")
+                                    s7_metadata = buf[pos + 1 : stop].decode()
                                     pos = stop
                                 else:
                                     s7_metadata, pos = _wire.read_compact_string(buf, pos)
@@ -1491,7 +1527,10 @@ def _w_OffsetFetchResponse_5(out: bytearray, o: OffsetFetchResponse) -> None:
         if x is None:
             raise EncodeError("field groups is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponseGroup_0(out, item)
         if o._unknown_tags:
@@ -1499,7 +1538,7 @@ def _w_OffsetFetchResponse_5(out: bytearray, o: OffsetFetchResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponse: {exc}") from None
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponsePartition_0(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
@@ -1510,7 +1549,7 @@ def _w_OffsetFetchResponse__OffsetFetchResponsePartition_0(out: bytearray, o: Of
         _wire.write_string(out, x)
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponsePartition: {exc}") from None
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponsePartition_1(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
@@ -1521,7 +1560,7 @@ def _w_OffsetFetchResponse__OffsetFetchResponsePartition_1(out: bytearray, o: Of
         _wire.write_string(out, x)
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponsePartition: {exc}") from None
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponsePartition_2(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartition) -> None:
@@ -1541,7 +1580,7 @@ def _w_OffsetFetchResponse__OffsetFetchResponsePartition_2(out: bytearray, o: Of
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponsePartition: {exc}") from None
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponseTopic_0(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
@@ -1560,7 +1599,7 @@ def _w_OffsetFetchResponse__OffsetFetchResponseTopic_0(out: bytearray, o: Offset
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponsePartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponseTopic: {exc}") from None
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponseTopic_1(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
@@ -1579,7 +1618,7 @@ def _w_OffsetFetchResponse__OffsetFetchResponseTopic_1(out: bytearray, o: Offset
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponsePartition_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponseTopic: {exc}") from None
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponseTopic_2(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopic) -> None:
@@ -1599,7 +1638,10 @@ def _w_OffsetFetchResponse__OffsetFetchResponseTopic_2(out: bytearray, o: Offset
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponsePartition_2(out, item)
         if o._unknown_tags:
@@ -1607,7 +1649,7 @@ def _w_OffsetFetchResponse__OffsetFetchResponseTopic_2(out: bytearray, o: Offset
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponseTopic: {exc}") from None
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponsePartitions_0(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponsePartitions) -> None:
@@ -1627,7 +1669,7 @@ def _w_OffsetFetchResponse__OffsetFetchResponsePartitions_0(out: bytearray, o: O
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponsePartitions: {exc}") from None
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponseTopics_0(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponseTopics) -> None:
@@ -1647,7 +1689,10 @@ def _w_OffsetFetchResponse__OffsetFetchResponseTopics_0(out: bytearray, o: Offse
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponsePartitions_0(out, item)
         if o._unknown_tags:
@@ -1655,7 +1700,7 @@ def _w_OffsetFetchResponse__OffsetFetchResponseTopics_0(out: bytearray, o: Offse
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponseTopics: {exc}") from None
 
 
 def _w_OffsetFetchResponse__OffsetFetchResponseGroup_0(out: bytearray, o: OffsetFetchResponse.OffsetFetchResponseGroup) -> None:
@@ -1675,7 +1720,10 @@ def _w_OffsetFetchResponse__OffsetFetchResponseGroup_0(out: bytearray, o: Offset
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetFetchResponse__OffsetFetchResponseTopics_0(out, item)
         out += _F_h.pack(o.error_code)
@@ -1684,7 +1732,7 @@ def _w_OffsetFetchResponse__OffsetFetchResponseGroup_0(out: bytearray, o: Offset
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetFetchResponseGroup: {exc}") from None
 
 
 _C_OffsetFetchRequest__OffsetFetchRequestTopic = OffsetFetchRequest.OffsetFetchRequestTopic

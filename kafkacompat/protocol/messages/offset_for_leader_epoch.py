@@ -165,7 +165,7 @@ def _w_OffsetForLeaderEpochRequest_0(out: bytearray, o: OffsetForLeaderEpochRequ
             for item in x:
                 _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderEpochRequest: {exc}") from None
 
 
 def _r_OffsetForLeaderEpochRequest_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
@@ -239,7 +239,7 @@ def _w_OffsetForLeaderEpochRequest_1(out: bytearray, o: OffsetForLeaderEpochRequ
             for item in x:
                 _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderEpochRequest: {exc}") from None
 
 
 def _r_OffsetForLeaderEpochRequest_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
@@ -316,7 +316,7 @@ def _w_OffsetForLeaderEpochRequest_2(out: bytearray, o: OffsetForLeaderEpochRequ
             for item in x:
                 _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderEpochRequest: {exc}") from None
 
 
 def _r_OffsetForLeaderEpochRequest_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:
@@ -345,7 +345,7 @@ def _r_OffsetForLeaderEpochRequest_3(buf: Any, pos: int) -> tuple[OffsetForLeade
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
@@ -434,7 +434,10 @@ def _w_OffsetForLeaderEpochRequest_3(out: bytearray, o: OffsetForLeaderEpochRequ
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2(out, item)
         if o._unknown_tags:
@@ -442,21 +445,21 @@ def _w_OffsetForLeaderEpochRequest_3(out: bytearray, o: OffsetForLeaderEpochRequ
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderEpochRequest: {exc}") from None
 
 
 def _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_0(out: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> None:
     try:
         out += _F_ii.pack(o.partition, o.leader_epoch)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderPartition: {exc}") from None
 
 
 def _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_1(out: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> None:
     try:
         out += _F_iii.pack(o.partition, o.current_leader_epoch, o.leader_epoch)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderPartition: {exc}") from None
 
 
 def _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_2(out: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderPartition) -> None:
@@ -467,7 +470,7 @@ def _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_2(out: bytearray, o
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderPartition: {exc}") from None
 
 
 def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_0(out: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> None:
@@ -486,7 +489,7 @@ def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_0(out: bytearray, o: Of
             for item in x:
                 _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderTopic: {exc}") from None
 
 
 def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1(out: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> None:
@@ -505,7 +508,7 @@ def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_1(out: bytearray, o: Of
             for item in x:
                 _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderTopic: {exc}") from None
 
 
 def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2(out: bytearray, o: OffsetForLeaderEpochRequest.OffsetForLeaderTopic) -> None:
@@ -525,7 +528,10 @@ def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2(out: bytearray, o: Of
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetForLeaderEpochRequest__OffsetForLeaderPartition_2(out, item)
         if o._unknown_tags:
@@ -533,7 +539,7 @@ def _w_OffsetForLeaderEpochRequest__OffsetForLeaderTopic_2(out: bytearray, o: Of
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderTopic: {exc}") from None
 
 
 def _r_OffsetForLeaderEpochResponse_0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
@@ -609,7 +615,7 @@ def _w_OffsetForLeaderEpochResponse_0(out: bytearray, o: OffsetForLeaderEpochRes
             for item in x:
                 _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderEpochResponse: {exc}") from None
 
 
 def _r_OffsetForLeaderEpochResponse_1(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
@@ -685,7 +691,7 @@ def _w_OffsetForLeaderEpochResponse_1(out: bytearray, o: OffsetForLeaderEpochRes
             for item in x:
                 _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderEpochResponse: {exc}") from None
 
 
 def _r_OffsetForLeaderEpochResponse_2(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
@@ -764,7 +770,7 @@ def _w_OffsetForLeaderEpochResponse_2(out: bytearray, o: OffsetForLeaderEpochRes
             for item in x:
                 _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderEpochResponse: {exc}") from None
 
 
 def _r_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochResponse, int]:
@@ -793,7 +799,7 @@ def _r_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLead
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
@@ -884,7 +890,10 @@ def _w_OffsetForLeaderEpochResponse_3(out: bytearray, o: OffsetForLeaderEpochRes
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2(out, item)
         if o._unknown_tags:
@@ -892,21 +901,21 @@ def _w_OffsetForLeaderEpochResponse_3(out: bytearray, o: OffsetForLeaderEpochRes
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderEpochResponse: {exc}") from None
 
 
 def _w_OffsetForLeaderEpochResponse__EpochEndOffset_0(out: bytearray, o: OffsetForLeaderEpochResponse.EpochEndOffset) -> None:
     try:
         out += _F_hiq.pack(o.error_code, o.partition, o.end_offset)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EpochEndOffset: {exc}") from None
 
 
 def _w_OffsetForLeaderEpochResponse__EpochEndOffset_1(out: bytearray, o: OffsetForLeaderEpochResponse.EpochEndOffset) -> None:
     try:
         out += _F_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EpochEndOffset: {exc}") from None
 
 
 def _w_OffsetForLeaderEpochResponse__EpochEndOffset_2(out: bytearray, o: OffsetForLeaderEpochResponse.EpochEndOffset) -> None:
@@ -917,7 +926,7 @@ def _w_OffsetForLeaderEpochResponse__EpochEndOffset_2(out: bytearray, o: OffsetF
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write EpochEndOffset: {exc}") from None
 
 
 def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_0(out: bytearray, o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult) -> None:
@@ -936,7 +945,7 @@ def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_0(out: bytearray
             for item in x:
                 _w_OffsetForLeaderEpochResponse__EpochEndOffset_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderTopicResult: {exc}") from None
 
 
 def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1(out: bytearray, o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult) -> None:
@@ -955,7 +964,7 @@ def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_1(out: bytearray
             for item in x:
                 _w_OffsetForLeaderEpochResponse__EpochEndOffset_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderTopicResult: {exc}") from None
 
 
 def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2(out: bytearray, o: OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult) -> None:
@@ -975,7 +984,10 @@ def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2(out: bytearray
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_OffsetForLeaderEpochResponse__EpochEndOffset_2(out, item)
         if o._unknown_tags:
@@ -983,7 +995,7 @@ def _w_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult_2(out: bytearray
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write OffsetForLeaderTopicResult: {exc}") from None
 
 
 _C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition = OffsetForLeaderEpochRequest.OffsetForLeaderPartition

@@ -184,8 +184,14 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((0, t))
         if o.leader != -2:
             t = bytearray()
@@ -198,8 +204,14 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((2, t))
         if o.removing_replicas is not None:
             t = bytearray()
@@ -207,8 +219,14 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((3, t))
         if o.adding_replicas is not None:
             t = bytearray()
@@ -216,8 +234,14 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((4, t))
         if o.leader_recovery_state != -1:
             t = bytearray()
@@ -229,7 +253,7 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionChangeRecord: {exc}") from None
 
 
 def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
@@ -347,9 +371,10 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         s1_directories = None
                     else:
                         s1_directories = []
+                        add2 = s1_directories.append
                         for _ in range(n):
                             item, pos = _wire.read_uuid(buf, pos)
-                            s1_directories.append(item)
+                            add2(item)
                     if pos != end1:
                         raise DecodeError(f"tagged field 8 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
@@ -391,8 +416,14 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((0, t))
         if o.leader != -2:
             t = bytearray()
@@ -405,8 +436,14 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((2, t))
         if o.removing_replicas is not None:
             t = bytearray()
@@ -414,8 +451,14 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((3, t))
         if o.adding_replicas is not None:
             t = bytearray()
@@ -423,8 +466,14 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((4, t))
         if o.leader_recovery_state != -1:
             t = bytearray()
@@ -437,7 +486,10 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _wire.write_uuid(t, item)
             tags.append((8, t))
@@ -446,7 +498,7 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionChangeRecord: {exc}") from None
 
 
 def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecord, int]:
@@ -602,9 +654,10 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         s1_directories = None
                     else:
                         s1_directories = []
+                        add2 = s1_directories.append
                         for _ in range(n):
                             item, pos = _wire.read_uuid(buf, pos)
-                            s1_directories.append(item)
+                            add2(item)
                     if pos != end1:
                         raise DecodeError(f"tagged field 8 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
@@ -642,8 +695,14 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((0, t))
         if o.leader != -2:
             t = bytearray()
@@ -656,8 +715,14 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((2, t))
         if o.removing_replicas is not None:
             t = bytearray()
@@ -665,8 +730,14 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((3, t))
         if o.adding_replicas is not None:
             t = bytearray()
@@ -674,8 +745,14 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((4, t))
         if o.leader_recovery_state != -1:
             t = bytearray()
@@ -688,8 +765,14 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((6, t))
         if o.last_known_elr is not None:
             t = bytearray()
@@ -697,8 +780,14 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((7, t))
         if o.directories is not None:
             t = bytearray()
@@ -706,7 +795,10 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _wire.write_uuid(t, item)
             tags.append((8, t))
@@ -715,7 +807,7 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionChangeRecord: {exc}") from None
 
 
 

@@ -166,26 +166,50 @@ def _w_PartitionRecord_0(out: bytearray, o: PartitionRecord) -> None:
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.isr
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_iii.pack(o.leader, o.leader_epoch, o.partition_epoch)
         tags: list[tuple[int, bytearray]] = []
         if o.leader_recovery_state != 0:
@@ -198,7 +222,7 @@ def _w_PartitionRecord_0(out: bytearray, o: PartitionRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionRecord: {exc}") from None
 
 
 def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
@@ -281,9 +305,10 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise _wire.null_error("directories", pos)
         else:
             s1_directories = []
+            add2 = s1_directories.append
             for _ in range(n):
                 item, pos = _wire.read_uuid(buf, pos)
-                s1_directories.append(item)
+                add2(item)
         s1_leader_recovery_state = 0
         u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
@@ -335,32 +360,59 @@ def _w_PartitionRecord_1(out: bytearray, o: PartitionRecord) -> None:
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.isr
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_iii.pack(o.leader, o.leader_epoch, o.partition_epoch)
         x = o.directories
         if x is None:
             raise EncodeError("field directories is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _wire.write_uuid(out, item)
         tags: list[tuple[int, bytearray]] = []
@@ -374,7 +426,7 @@ def _w_PartitionRecord_1(out: bytearray, o: PartitionRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionRecord: {exc}") from None
 
 
 def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
@@ -459,9 +511,10 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
             raise _wire.null_error("directories", pos)
         else:
             s1_directories = []
+            add2 = s1_directories.append
             for _ in range(n):
                 item, pos = _wire.read_uuid(buf, pos)
-                s1_directories.append(item)
+                add2(item)
         s1_leader_recovery_state = 0
         s1_eligible_leader_replicas = None
         s1_last_known_elr = None
@@ -545,32 +598,59 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.isr
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_iii.pack(o.leader, o.leader_epoch, o.partition_epoch)
         x = o.directories
         if x is None:
             raise EncodeError("field directories is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _wire.write_uuid(out, item)
         tags: list[tuple[int, bytearray]] = []
@@ -585,8 +665,14 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((1, t))
         if o.last_known_elr is not None:
             t = bytearray()
@@ -594,15 +680,21 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
             if x is None:
                 t += b'\x00'
             else:
-                t += _wire.uvarint(len(x) + 1)
-                _wire.write_int_array(t, x, "i")
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                if len(x) < 32:
+                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+                else:
+                    _wire.write_int_array(t, x, "i")
             tags.append((2, t))
         if tags or o._unknown_tags:
             _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionRecord: {exc}") from None
 
 
 

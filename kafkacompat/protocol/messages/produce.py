@@ -193,7 +193,7 @@ def _w_ProduceRequest_0(out: bytearray, o: ProduceRequest) -> None:
             for item in x:
                 _w_ProduceRequest__TopicProduceData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ProduceRequest: {exc}") from None
 
 
 def _r_ProduceRequest_1(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
@@ -259,7 +259,7 @@ def _w_ProduceRequest_1(out: bytearray, o: ProduceRequest) -> None:
             for item in x:
                 _w_ProduceRequest__TopicProduceData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ProduceRequest: {exc}") from None
 
 
 def _r_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
@@ -276,7 +276,7 @@ def _r_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_transactional_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_transactional_id, pos = _wire.read_compact_string(buf, pos)
@@ -298,7 +298,7 @@ def _r_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -380,7 +380,10 @@ def _w_ProduceRequest_2(out: bytearray, o: ProduceRequest) -> None:
         if x is None:
             raise EncodeError("field topic_data is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ProduceRequest__TopicProduceData_1(out, item)
         if o._unknown_tags:
@@ -388,7 +391,7 @@ def _w_ProduceRequest_2(out: bytearray, o: ProduceRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ProduceRequest: {exc}") from None
 
 
 def _w_ProduceRequest__PartitionProduceData_0(out: bytearray, o: ProduceRequest.PartitionProduceData) -> None:
@@ -398,7 +401,7 @@ def _w_ProduceRequest__PartitionProduceData_0(out: bytearray, o: ProduceRequest.
         x = o.records
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionProduceData: {exc}") from None
 
 
 def _w_ProduceRequest__PartitionProduceData_1(out: bytearray, o: ProduceRequest.PartitionProduceData) -> None:
@@ -412,7 +415,7 @@ def _w_ProduceRequest__PartitionProduceData_1(out: bytearray, o: ProduceRequest.
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionProduceData: {exc}") from None
 
 
 def _w_ProduceRequest__TopicProduceData_0(out: bytearray, o: ProduceRequest.TopicProduceData) -> None:
@@ -431,7 +434,7 @@ def _w_ProduceRequest__TopicProduceData_0(out: bytearray, o: ProduceRequest.Topi
             for item in x:
                 _w_ProduceRequest__PartitionProduceData_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicProduceData: {exc}") from None
 
 
 def _w_ProduceRequest__TopicProduceData_1(out: bytearray, o: ProduceRequest.TopicProduceData) -> None:
@@ -451,7 +454,10 @@ def _w_ProduceRequest__TopicProduceData_1(out: bytearray, o: ProduceRequest.Topi
         if x is None:
             raise EncodeError("field partition_data is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ProduceRequest__PartitionProduceData_1(out, item)
         if o._unknown_tags:
@@ -459,7 +465,7 @@ def _w_ProduceRequest__TopicProduceData_1(out: bytearray, o: ProduceRequest.Topi
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicProduceData: {exc}") from None
 
 
 def _r_ProduceResponse_0(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
@@ -546,7 +552,7 @@ def _w_ProduceResponse_0(out: bytearray, o: ProduceResponse) -> None:
             for item in x:
                 _w_ProduceResponse__TopicProduceResponse_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ProduceResponse: {exc}") from None
 
 
 def _r_ProduceResponse_1(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
@@ -636,7 +642,7 @@ def _w_ProduceResponse_1(out: bytearray, o: ProduceResponse) -> None:
                 _w_ProduceResponse__TopicProduceResponse_0(out, item)
         out += _F_i.pack(o.throttle_time_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ProduceResponse: {exc}") from None
 
 
 def _r_ProduceResponse_2(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
@@ -726,7 +732,7 @@ def _w_ProduceResponse_2(out: bytearray, o: ProduceResponse) -> None:
                 _w_ProduceResponse__TopicProduceResponse_1(out, item)
         out += _F_i.pack(o.throttle_time_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ProduceResponse: {exc}") from None
 
 
 def _r_ProduceResponse_3(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
@@ -816,7 +822,7 @@ def _w_ProduceResponse_3(out: bytearray, o: ProduceResponse) -> None:
                 _w_ProduceResponse__TopicProduceResponse_2(out, item)
         out += _F_i.pack(o.throttle_time_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ProduceResponse: {exc}") from None
 
 
 def _r_ProduceResponse_4(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
@@ -902,7 +908,7 @@ def _w_ProduceResponse_4(out: bytearray, o: ProduceResponse) -> None:
                 _w_ProduceResponse__TopicProduceResponse_3(out, item)
         out += _F_i.pack(o.throttle_time_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ProduceResponse: {exc}") from None
 
 
 def _r_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
@@ -933,7 +939,7 @@ def _r_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -968,7 +974,7 @@ def _r_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                     stop = pos + size
                                     if stop > buflen:
                                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                    s7_batch_index_error_message = str(buf[pos + 1 : stop], "utf-8")
+                                    s7_batch_index_error_message = buf[pos + 1 : stop].decode()
                                     pos = stop
                                 else:
                                     s7_batch_index_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -991,7 +997,7 @@ def _r_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -1059,7 +1065,10 @@ def _w_ProduceResponse_5(out: bytearray, o: ProduceResponse) -> None:
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ProduceResponse__TopicProduceResponse_4(out, item)
         out += _F_i.pack(o.throttle_time_ms)
@@ -1068,7 +1077,7 @@ def _w_ProduceResponse_5(out: bytearray, o: ProduceResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ProduceResponse: {exc}") from None
 
 
 def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
@@ -1104,7 +1113,7 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -1139,7 +1148,7 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                     stop = pos + size
                                     if stop > buflen:
                                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                    s7_batch_index_error_message = str(buf[pos + 1 : stop], "utf-8")
+                                    s7_batch_index_error_message = buf[pos + 1 : stop].decode()
                                     pos = stop
                                 else:
                                     s7_batch_index_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -1162,7 +1171,7 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -1249,7 +1258,7 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                 stop = pos + size
                                 if stop > buflen:
                                     raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                s10_host = str(buf[pos + 1 : stop], "utf-8")
+                                s10_host = buf[pos + 1 : stop].decode()
                                 pos = stop
                             else:
                                 s10_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -1260,7 +1269,7 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                 stop = pos + size
                                 if stop > buflen:
                                     raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                s10_rack = str(buf[pos + 1 : stop], "utf-8")
+                                s10_rack = buf[pos + 1 : stop].decode()
                                 pos = stop
                             else:
                                 s10_rack, pos = _wire.read_compact_string(buf, pos)
@@ -1303,7 +1312,10 @@ def _w_ProduceResponse_6(out: bytearray, o: ProduceResponse) -> None:
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ProduceResponse__TopicProduceResponse_5(out, item)
         out += _F_i.pack(o.throttle_time_ms)
@@ -1314,7 +1326,10 @@ def _w_ProduceResponse_6(out: bytearray, o: ProduceResponse) -> None:
             if x is None:
                 raise EncodeError("field node_endpoints is None but not nullable at this version")
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _w_ProduceResponse__NodeEndpoint_0(t, item)
             tags.append((0, t))
@@ -1323,7 +1338,7 @@ def _w_ProduceResponse_6(out: bytearray, o: ProduceResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__BatchIndexAndErrorMessage_0(out: bytearray, o: ProduceResponse.BatchIndexAndErrorMessage) -> None:
@@ -1333,7 +1348,7 @@ def _w_ProduceResponse__BatchIndexAndErrorMessage_0(out: bytearray, o: ProduceRe
         x = o.batch_index_error_message
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BatchIndexAndErrorMessage: {exc}") from None
 
 
 def _w_ProduceResponse__BatchIndexAndErrorMessage_1(out: bytearray, o: ProduceResponse.BatchIndexAndErrorMessage) -> None:
@@ -1352,7 +1367,7 @@ def _w_ProduceResponse__BatchIndexAndErrorMessage_1(out: bytearray, o: ProduceRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BatchIndexAndErrorMessage: {exc}") from None
 
 
 def _w_ProduceResponse__LeaderIdAndEpoch_0(out: bytearray, o: ProduceResponse.LeaderIdAndEpoch) -> None:
@@ -1363,7 +1378,7 @@ def _w_ProduceResponse__LeaderIdAndEpoch_0(out: bytearray, o: ProduceResponse.Le
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderIdAndEpoch: {exc}") from None
 
 
 def _w_ProduceResponse__PartitionProduceResponse_0(out: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
@@ -1372,7 +1387,7 @@ def _w_ProduceResponse__PartitionProduceResponse_0(out: bytearray, o: ProduceRes
             raise EncodeError("field current_leader has a non-default value but does not exist at this version")
         out += _F_ihq.pack(o.index, o.error_code, o.base_offset)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__PartitionProduceResponse_1(out: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
@@ -1381,7 +1396,7 @@ def _w_ProduceResponse__PartitionProduceResponse_1(out: bytearray, o: ProduceRes
             raise EncodeError("field current_leader has a non-default value but does not exist at this version")
         out += _F_ihqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__PartitionProduceResponse_2(out: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
@@ -1390,7 +1405,7 @@ def _w_ProduceResponse__PartitionProduceResponse_2(out: bytearray, o: ProduceRes
             raise EncodeError("field current_leader has a non-default value but does not exist at this version")
         out += _F_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__PartitionProduceResponse_3(out: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
@@ -1410,7 +1425,7 @@ def _w_ProduceResponse__PartitionProduceResponse_3(out: bytearray, o: ProduceRes
         x = o.error_message
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__PartitionProduceResponse_4(out: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
@@ -1424,7 +1439,10 @@ def _w_ProduceResponse__PartitionProduceResponse_4(out: bytearray, o: ProduceRes
         if x is None:
             raise EncodeError("field record_errors is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ProduceResponse__BatchIndexAndErrorMessage_1(out, item)
         x = o.error_message
@@ -1439,7 +1457,7 @@ def _w_ProduceResponse__PartitionProduceResponse_4(out: bytearray, o: ProduceRes
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__PartitionProduceResponse_5(out: bytearray, o: ProduceResponse.PartitionProduceResponse) -> None:
@@ -1451,7 +1469,10 @@ def _w_ProduceResponse__PartitionProduceResponse_5(out: bytearray, o: ProduceRes
         if x is None:
             raise EncodeError("field record_errors is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ProduceResponse__BatchIndexAndErrorMessage_1(out, item)
         x = o.error_message
@@ -1472,7 +1493,7 @@ def _w_ProduceResponse__PartitionProduceResponse_5(out: bytearray, o: ProduceRes
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__TopicProduceResponse_0(out: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
@@ -1491,7 +1512,7 @@ def _w_ProduceResponse__TopicProduceResponse_0(out: bytearray, o: ProduceRespons
             for item in x:
                 _w_ProduceResponse__PartitionProduceResponse_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__TopicProduceResponse_1(out: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
@@ -1510,7 +1531,7 @@ def _w_ProduceResponse__TopicProduceResponse_1(out: bytearray, o: ProduceRespons
             for item in x:
                 _w_ProduceResponse__PartitionProduceResponse_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__TopicProduceResponse_2(out: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
@@ -1529,7 +1550,7 @@ def _w_ProduceResponse__TopicProduceResponse_2(out: bytearray, o: ProduceRespons
             for item in x:
                 _w_ProduceResponse__PartitionProduceResponse_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__TopicProduceResponse_3(out: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
@@ -1548,7 +1569,7 @@ def _w_ProduceResponse__TopicProduceResponse_3(out: bytearray, o: ProduceRespons
             for item in x:
                 _w_ProduceResponse__PartitionProduceResponse_3(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__TopicProduceResponse_4(out: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
@@ -1568,7 +1589,10 @@ def _w_ProduceResponse__TopicProduceResponse_4(out: bytearray, o: ProduceRespons
         if x is None:
             raise EncodeError("field partition_responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ProduceResponse__PartitionProduceResponse_4(out, item)
         if o._unknown_tags:
@@ -1576,7 +1600,7 @@ def _w_ProduceResponse__TopicProduceResponse_4(out: bytearray, o: ProduceRespons
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__TopicProduceResponse_5(out: bytearray, o: ProduceResponse.TopicProduceResponse) -> None:
@@ -1596,7 +1620,10 @@ def _w_ProduceResponse__TopicProduceResponse_5(out: bytearray, o: ProduceRespons
         if x is None:
             raise EncodeError("field partition_responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ProduceResponse__PartitionProduceResponse_5(out, item)
         if o._unknown_tags:
@@ -1604,7 +1631,7 @@ def _w_ProduceResponse__TopicProduceResponse_5(out: bytearray, o: ProduceRespons
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicProduceResponse: {exc}") from None
 
 
 def _w_ProduceResponse__NodeEndpoint_0(out: bytearray, o: ProduceResponse.NodeEndpoint) -> None:
@@ -1633,7 +1660,7 @@ def _w_ProduceResponse__NodeEndpoint_0(out: bytearray, o: ProduceResponse.NodeEn
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write NodeEndpoint: {exc}") from None
 
 
 _C_ProduceRequest__PartitionProduceData = ProduceRequest.PartitionProduceData

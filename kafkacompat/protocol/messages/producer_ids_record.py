@@ -64,7 +64,7 @@ def _w_ProducerIdsRecord_0(out: bytearray, o: ProducerIdsRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ProducerIdsRecord: {exc}") from None
 
 
 

@@ -97,7 +97,7 @@ def _w_PushTelemetryRequest_0(out: bytearray, o: PushTelemetryRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PushTelemetryRequest: {exc}") from None
 
 
 def _r_PushTelemetryResponse_0(buf: Any, pos: int) -> tuple[PushTelemetryResponse, int]:
@@ -130,7 +130,7 @@ def _w_PushTelemetryResponse_0(out: bytearray, o: PushTelemetryResponse) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PushTelemetryResponse: {exc}") from None
 
 
 

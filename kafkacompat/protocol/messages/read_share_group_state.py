@@ -116,7 +116,7 @@ def _r_ReadShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[ReadShareGroupS
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -223,7 +223,10 @@ def _w_ReadShareGroupStateRequest_0(out: bytearray, o: ReadShareGroupStateReques
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateRequest__ReadStateData_0(out, item)
         if o._unknown_tags:
@@ -231,7 +234,7 @@ def _w_ReadShareGroupStateRequest_0(out: bytearray, o: ReadShareGroupStateReques
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReadShareGroupStateRequest: {exc}") from None
 
 
 def _w_ReadShareGroupStateRequest__PartitionData_0(out: bytearray, o: ReadShareGroupStateRequest.PartitionData) -> None:
@@ -242,7 +245,7 @@ def _w_ReadShareGroupStateRequest__PartitionData_0(out: bytearray, o: ReadShareG
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_ReadShareGroupStateRequest__ReadStateData_0(out: bytearray, o: ReadShareGroupStateRequest.ReadStateData) -> None:
@@ -255,7 +258,10 @@ def _w_ReadShareGroupStateRequest__ReadStateData_0(out: bytearray, o: ReadShareG
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateRequest__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -263,7 +269,7 @@ def _w_ReadShareGroupStateRequest__ReadStateData_0(out: bytearray, o: ReadShareG
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReadStateData: {exc}") from None
 
 
 def _r_ReadShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateResponse, int]:
@@ -307,7 +313,7 @@ def _r_ReadShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[ReadShareGroup
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -416,7 +422,10 @@ def _w_ReadShareGroupStateResponse_0(out: bytearray, o: ReadShareGroupStateRespo
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateResponse__ReadStateResult_0(out, item)
         if o._unknown_tags:
@@ -424,7 +433,7 @@ def _w_ReadShareGroupStateResponse_0(out: bytearray, o: ReadShareGroupStateRespo
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReadShareGroupStateResponse: {exc}") from None
 
 
 def _w_ReadShareGroupStateResponse__StateBatch_0(out: bytearray, o: ReadShareGroupStateResponse.StateBatch) -> None:
@@ -435,7 +444,7 @@ def _w_ReadShareGroupStateResponse__StateBatch_0(out: bytearray, o: ReadShareGro
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StateBatch: {exc}") from None
 
 
 def _w_ReadShareGroupStateResponse__PartitionResult_0(out: bytearray, o: ReadShareGroupStateResponse.PartitionResult) -> None:
@@ -455,7 +464,10 @@ def _w_ReadShareGroupStateResponse__PartitionResult_0(out: bytearray, o: ReadSha
         if x is None:
             raise EncodeError("field state_batches is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateResponse__StateBatch_0(out, item)
         if o._unknown_tags:
@@ -463,7 +475,7 @@ def _w_ReadShareGroupStateResponse__PartitionResult_0(out: bytearray, o: ReadSha
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
 
 
 def _w_ReadShareGroupStateResponse__ReadStateResult_0(out: bytearray, o: ReadShareGroupStateResponse.ReadStateResult) -> None:
@@ -476,7 +488,10 @@ def _w_ReadShareGroupStateResponse__ReadStateResult_0(out: bytearray, o: ReadSha
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateResponse__PartitionResult_0(out, item)
         if o._unknown_tags:
@@ -484,7 +499,7 @@ def _w_ReadShareGroupStateResponse__ReadStateResult_0(out: bytearray, o: ReadSha
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReadStateResult: {exc}") from None
 
 
 _C_ReadShareGroupStateRequest__PartitionData = ReadShareGroupStateRequest.PartitionData

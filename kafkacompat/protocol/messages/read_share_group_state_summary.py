@@ -103,7 +103,7 @@ def _r_ReadShareGroupStateSummaryRequest_0(buf: Any, pos: int) -> tuple[ReadShar
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -210,7 +210,10 @@ def _w_ReadShareGroupStateSummaryRequest_0(out: bytearray, o: ReadShareGroupStat
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateSummaryRequest__ReadStateSummaryData_0(out, item)
         if o._unknown_tags:
@@ -218,7 +221,7 @@ def _w_ReadShareGroupStateSummaryRequest_0(out: bytearray, o: ReadShareGroupStat
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReadShareGroupStateSummaryRequest: {exc}") from None
 
 
 def _w_ReadShareGroupStateSummaryRequest__PartitionData_0(out: bytearray, o: ReadShareGroupStateSummaryRequest.PartitionData) -> None:
@@ -229,7 +232,7 @@ def _w_ReadShareGroupStateSummaryRequest__PartitionData_0(out: bytearray, o: Rea
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_ReadShareGroupStateSummaryRequest__ReadStateSummaryData_0(out: bytearray, o: ReadShareGroupStateSummaryRequest.ReadStateSummaryData) -> None:
@@ -242,7 +245,10 @@ def _w_ReadShareGroupStateSummaryRequest__ReadStateSummaryData_0(out: bytearray,
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateSummaryRequest__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -250,7 +256,7 @@ def _w_ReadShareGroupStateSummaryRequest__ReadStateSummaryData_0(out: bytearray,
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReadStateSummaryData: {exc}") from None
 
 
 def _r_ReadShareGroupStateSummaryResponse_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryResponse, int]:
@@ -292,7 +298,7 @@ def _r_ReadShareGroupStateSummaryResponse_0(buf: Any, pos: int) -> tuple[ReadSha
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -353,7 +359,10 @@ def _w_ReadShareGroupStateSummaryResponse_0(out: bytearray, o: ReadShareGroupSta
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_0(out, item)
         if o._unknown_tags:
@@ -361,7 +370,7 @@ def _w_ReadShareGroupStateSummaryResponse_0(out: bytearray, o: ReadShareGroupSta
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReadShareGroupStateSummaryResponse: {exc}") from None
 
 
 def _w_ReadShareGroupStateSummaryResponse__PartitionResult_0(out: bytearray, o: ReadShareGroupStateSummaryResponse.PartitionResult) -> None:
@@ -381,7 +390,7 @@ def _w_ReadShareGroupStateSummaryResponse__PartitionResult_0(out: bytearray, o: 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
 
 
 def _w_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_0(out: bytearray, o: ReadShareGroupStateSummaryResponse.ReadStateSummaryResult) -> None:
@@ -394,7 +403,10 @@ def _w_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_0(out: bytearr
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ReadShareGroupStateSummaryResponse__PartitionResult_0(out, item)
         if o._unknown_tags:
@@ -402,7 +414,7 @@ def _w_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_0(out: bytearr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ReadStateSummaryResult: {exc}") from None
 
 
 _C_ReadShareGroupStateSummaryRequest__PartitionData = ReadShareGroupStateSummaryRequest.PartitionData

@@ -103,7 +103,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -112,7 +112,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -149,7 +149,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -174,7 +174,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
@@ -223,14 +223,20 @@ def _w_RegisterBrokerRecord_0(out: bytearray, o: RegisterBrokerRecord) -> None:
         if x is None:
             raise EncodeError("field end_points is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_RegisterBrokerRecord__BrokerEndpoint_0(out, item)
         x = o.features
         if x is None:
             raise EncodeError("field features is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_RegisterBrokerRecord__BrokerFeature_0(out, item)
         x = o.rack
@@ -246,7 +252,7 @@ def _w_RegisterBrokerRecord_0(out: bytearray, o: RegisterBrokerRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RegisterBrokerRecord: {exc}") from None
 
 
 def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
@@ -279,7 +285,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -288,7 +294,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -325,7 +331,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -350,7 +356,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
@@ -397,14 +403,20 @@ def _w_RegisterBrokerRecord_1(out: bytearray, o: RegisterBrokerRecord) -> None:
         if x is None:
             raise EncodeError("field end_points is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_RegisterBrokerRecord__BrokerEndpoint_0(out, item)
         x = o.features
         if x is None:
             raise EncodeError("field features is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_RegisterBrokerRecord__BrokerFeature_0(out, item)
         x = o.rack
@@ -420,7 +432,7 @@ def _w_RegisterBrokerRecord_1(out: bytearray, o: RegisterBrokerRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RegisterBrokerRecord: {exc}") from None
 
 
 def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
@@ -453,7 +465,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -462,7 +474,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -499,7 +511,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -524,7 +536,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
@@ -569,14 +581,20 @@ def _w_RegisterBrokerRecord_2(out: bytearray, o: RegisterBrokerRecord) -> None:
         if x is None:
             raise EncodeError("field end_points is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_RegisterBrokerRecord__BrokerEndpoint_0(out, item)
         x = o.features
         if x is None:
             raise EncodeError("field features is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_RegisterBrokerRecord__BrokerFeature_0(out, item)
         x = o.rack
@@ -592,7 +610,7 @@ def _w_RegisterBrokerRecord_2(out: bytearray, o: RegisterBrokerRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RegisterBrokerRecord: {exc}") from None
 
 
 def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
@@ -627,7 +645,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -636,7 +654,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -673,7 +691,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -698,7 +716,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack, pos = _wire.read_compact_string(buf, pos)
@@ -722,9 +740,10 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                         raise _wire.null_error("log_dirs", pos)
                     else:
                         s1_log_dirs = []
+                        add6 = s1_log_dirs.append
                         for _ in range(n):
                             item, pos = _wire.read_uuid(buf, pos)
-                            s1_log_dirs.append(item)
+                            add6(item)
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
@@ -759,14 +778,20 @@ def _w_RegisterBrokerRecord_3(out: bytearray, o: RegisterBrokerRecord) -> None:
         if x is None:
             raise EncodeError("field end_points is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_RegisterBrokerRecord__BrokerEndpoint_0(out, item)
         x = o.features
         if x is None:
             raise EncodeError("field features is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_RegisterBrokerRecord__BrokerFeature_0(out, item)
         x = o.rack
@@ -784,7 +809,10 @@ def _w_RegisterBrokerRecord_3(out: bytearray, o: RegisterBrokerRecord) -> None:
             if x is None:
                 raise EncodeError("field log_dirs is None but not nullable at this version")
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _wire.write_uuid(t, item)
             tags.append((0, t))
@@ -793,7 +821,7 @@ def _w_RegisterBrokerRecord_3(out: bytearray, o: RegisterBrokerRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RegisterBrokerRecord: {exc}") from None
 
 
 def _w_RegisterBrokerRecord__BrokerEndpoint_0(out: bytearray, o: RegisterBrokerRecord.BrokerEndpoint) -> None:
@@ -823,7 +851,7 @@ def _w_RegisterBrokerRecord__BrokerEndpoint_0(out: bytearray, o: RegisterBrokerR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerEndpoint: {exc}") from None
 
 
 def _w_RegisterBrokerRecord__BrokerFeature_0(out: bytearray, o: RegisterBrokerRecord.BrokerFeature) -> None:
@@ -844,7 +872,7 @@ def _w_RegisterBrokerRecord__BrokerFeature_0(out: bytearray, o: RegisterBrokerRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write BrokerFeature: {exc}") from None
 
 
 _C_RegisterBrokerRecord__BrokerEndpoint = RegisterBrokerRecord.BrokerEndpoint

@@ -92,7 +92,7 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -101,7 +101,7 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -138,7 +138,7 @@ def _r_RegisterControllerRecord_0(buf: Any, pos: int) -> tuple[RegisterControlle
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s5_name = str(buf[pos + 1 : stop], "utf-8")
+                    s5_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -191,14 +191,20 @@ def _w_RegisterControllerRecord_0(out: bytearray, o: RegisterControllerRecord) -
         if x is None:
             raise EncodeError("field end_points is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_RegisterControllerRecord__ControllerEndpoint_0(out, item)
         x = o.features
         if x is None:
             raise EncodeError("field features is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_RegisterControllerRecord__ControllerFeature_0(out, item)
         if o._unknown_tags:
@@ -206,7 +212,7 @@ def _w_RegisterControllerRecord_0(out: bytearray, o: RegisterControllerRecord) -
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RegisterControllerRecord: {exc}") from None
 
 
 def _w_RegisterControllerRecord__ControllerEndpoint_0(out: bytearray, o: RegisterControllerRecord.ControllerEndpoint) -> None:
@@ -236,7 +242,7 @@ def _w_RegisterControllerRecord__ControllerEndpoint_0(out: bytearray, o: Registe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ControllerEndpoint: {exc}") from None
 
 
 def _w_RegisterControllerRecord__ControllerFeature_0(out: bytearray, o: RegisterControllerRecord.ControllerFeature) -> None:
@@ -257,7 +263,7 @@ def _w_RegisterControllerRecord__ControllerFeature_0(out: bytearray, o: Register
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ControllerFeature: {exc}") from None
 
 
 _C_RegisterControllerRecord__ControllerEndpoint = RegisterControllerRecord.ControllerEndpoint

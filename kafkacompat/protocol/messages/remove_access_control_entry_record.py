@@ -60,7 +60,7 @@ def _w_RemoveAccessControlEntryRecord_0(out: bytearray, o: RemoveAccessControlEn
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RemoveAccessControlEntryRecord: {exc}") from None
 
 
 

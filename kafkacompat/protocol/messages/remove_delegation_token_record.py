@@ -37,7 +37,7 @@ def _r_RemoveDelegationTokenRecord_0(buf: Any, pos: int) -> tuple[RemoveDelegati
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_token_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_token_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_token_id, pos = _wire.read_compact_text(buf, pos, "token_id")
@@ -75,7 +75,7 @@ def _w_RemoveDelegationTokenRecord_0(out: bytearray, o: RemoveDelegationTokenRec
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RemoveDelegationTokenRecord: {exc}") from None
 
 
 

@@ -60,7 +60,7 @@ def _r_RemoveRaftVoterRequest_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRequ
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -104,7 +104,7 @@ def _w_RemoveRaftVoterRequest_0(out: bytearray, o: RemoveRaftVoterRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RemoveRaftVoterRequest: {exc}") from None
 
 
 def _r_RemoveRaftVoterResponse_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterResponse, int]:
@@ -119,7 +119,7 @@ def _r_RemoveRaftVoterResponse_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRes
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -158,7 +158,7 @@ def _w_RemoveRaftVoterResponse_0(out: bytearray, o: RemoveRaftVoterResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RemoveRaftVoterResponse: {exc}") from None
 
 
 

@@ -41,7 +41,7 @@ def _r_RemoveUserScramCredentialRecord_0(buf: Any, pos: int) -> tuple[RemoveUser
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -82,7 +82,7 @@ def _w_RemoveUserScramCredentialRecord_0(out: bytearray, o: RemoveUserScramCrede
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RemoveUserScramCredentialRecord: {exc}") from None
 
 
 

@@ -76,7 +76,7 @@ def _w_RenewDelegationTokenRequest_0(out: bytearray, o: RenewDelegationTokenRequ
         _wire.write_bytes(out, x)
         out += _F_q.pack(o.renew_period_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RenewDelegationTokenRequest: {exc}") from None
 
 
 def _r_RenewDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[RenewDelegationTokenRequest, int]:
@@ -117,7 +117,7 @@ def _w_RenewDelegationTokenRequest_1(out: bytearray, o: RenewDelegationTokenRequ
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RenewDelegationTokenRequest: {exc}") from None
 
 
 def _r_RenewDelegationTokenResponse_0(buf: Any, pos: int) -> tuple[RenewDelegationTokenResponse, int]:
@@ -138,7 +138,7 @@ def _w_RenewDelegationTokenResponse_0(out: bytearray, o: RenewDelegationTokenRes
     try:
         out += _F_hqi.pack(o.error_code, o.expiry_timestamp_ms, o.throttle_time_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RenewDelegationTokenResponse: {exc}") from None
 
 
 def _r_RenewDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[RenewDelegationTokenResponse, int]:
@@ -172,7 +172,7 @@ def _w_RenewDelegationTokenResponse_1(out: bytearray, o: RenewDelegationTokenRes
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RenewDelegationTokenResponse: {exc}") from None
 
 
 

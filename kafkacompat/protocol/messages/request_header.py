@@ -51,7 +51,7 @@ def _w_RequestHeader_0(out: bytearray, o: RequestHeader) -> None:
     try:
         out += _F_hhi.pack(o.request_api_key, o.request_api_version, o.correlation_id)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RequestHeader: {exc}") from None
 
 
 def _r_RequestHeader_1(buf: Any, pos: int) -> tuple[RequestHeader, int]:
@@ -77,7 +77,7 @@ def _w_RequestHeader_1(out: bytearray, o: RequestHeader) -> None:
         x = o.client_id
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RequestHeader: {exc}") from None
 
 
 def _r_RequestHeader_2(buf: Any, pos: int) -> tuple[RequestHeader, int]:
@@ -117,7 +117,7 @@ def _w_RequestHeader_2(out: bytearray, o: RequestHeader) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write RequestHeader: {exc}") from None
 
 
 

@@ -46,7 +46,7 @@ def _w_ResponseHeader_0(out: bytearray, o: ResponseHeader) -> None:
     try:
         out += _F_i.pack(o.correlation_id)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ResponseHeader: {exc}") from None
 
 
 def _r_ResponseHeader_1(buf: Any, pos: int) -> tuple[ResponseHeader, int]:
@@ -78,7 +78,7 @@ def _w_ResponseHeader_1(out: bytearray, o: ResponseHeader) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ResponseHeader: {exc}") from None
 
 
 

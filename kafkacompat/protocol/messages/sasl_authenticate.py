@@ -70,7 +70,7 @@ def _w_SaslAuthenticateRequest_0(out: bytearray, o: SaslAuthenticateRequest) -> 
             raise EncodeError("field auth_bytes is None but not nullable at this version")
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SaslAuthenticateRequest: {exc}") from None
 
 
 def _r_SaslAuthenticateRequest_1(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:
@@ -108,7 +108,7 @@ def _w_SaslAuthenticateRequest_1(out: bytearray, o: SaslAuthenticateRequest) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SaslAuthenticateRequest: {exc}") from None
 
 
 def _r_SaslAuthenticateResponse_0(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
@@ -141,7 +141,7 @@ def _w_SaslAuthenticateResponse_0(out: bytearray, o: SaslAuthenticateResponse) -
             raise EncodeError("field auth_bytes is None but not nullable at this version")
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SaslAuthenticateResponse: {exc}") from None
 
 
 def _r_SaslAuthenticateResponse_1(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
@@ -177,7 +177,7 @@ def _w_SaslAuthenticateResponse_1(out: bytearray, o: SaslAuthenticateResponse) -
         _wire.write_bytes(out, x)
         out += _F_q.pack(o.session_lifetime_ms)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SaslAuthenticateResponse: {exc}") from None
 
 
 def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateResponse, int]:
@@ -192,7 +192,7 @@ def _r_SaslAuthenticateResponse_2(buf: Any, pos: int) -> tuple[SaslAuthenticateR
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -241,7 +241,7 @@ def _w_SaslAuthenticateResponse_2(out: bytearray, o: SaslAuthenticateResponse) -
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SaslAuthenticateResponse: {exc}") from None
 
 
 

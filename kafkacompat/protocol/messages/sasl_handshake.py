@@ -67,7 +67,7 @@ def _w_SaslHandshakeRequest_0(out: bytearray, o: SaslHandshakeRequest) -> None:
             raise EncodeError("field mechanism is None but not nullable at this version")
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SaslHandshakeRequest: {exc}") from None
 
 
 def _r_SaslHandshakeResponse_0(buf: Any, pos: int) -> tuple[SaslHandshakeResponse, int]:
@@ -81,11 +81,12 @@ def _r_SaslHandshakeResponse_0(buf: Any, pos: int) -> tuple[SaslHandshakeRespons
             raise _wire.null_error("mechanisms", pos)
         else:
             s1_mechanisms = []
+            add2 = s1_mechanisms.append
             for _ in range(n):
                 item, pos = _wire.read_string(buf, pos)
                 if item is None:
                     raise _wire.null_error("mechanisms[]", pos)
-                s1_mechanisms.append(item)
+                add2(item)
         o1 = _new(SaslHandshakeResponse)
         o1.error_code = s1_error_code
         o1.mechanisms = s1_mechanisms
@@ -110,7 +111,7 @@ def _w_SaslHandshakeResponse_0(out: bytearray, o: SaslHandshakeResponse) -> None
                     raise EncodeError("an element of mechanisms is None")
                 _wire.write_string(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SaslHandshakeResponse: {exc}") from None
 
 
 

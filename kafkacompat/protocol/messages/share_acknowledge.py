@@ -144,7 +144,7 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_string(buf, pos)
@@ -153,7 +153,7 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_string(buf, pos)
@@ -297,7 +297,10 @@ def _w_ShareAcknowledgeRequest_0(out: bytearray, o: ShareAcknowledgeRequest) -> 
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareAcknowledgeRequest__AcknowledgeTopic_0(out, item)
         if o._unknown_tags:
@@ -305,7 +308,7 @@ def _w_ShareAcknowledgeRequest_0(out: bytearray, o: ShareAcknowledgeRequest) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ShareAcknowledgeRequest: {exc}") from None
 
 
 def _w_ShareAcknowledgeRequest__AcknowledgementBatch_0(out: bytearray, o: ShareAcknowledgeRequest.AcknowledgementBatch) -> None:
@@ -316,14 +319,20 @@ def _w_ShareAcknowledgeRequest__AcknowledgementBatch_0(out: bytearray, o: ShareA
         if x is None:
             raise EncodeError("field acknowledge_types is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "b")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["b"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "b")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AcknowledgementBatch: {exc}") from None
 
 
 def _w_ShareAcknowledgeRequest__AcknowledgePartition_0(out: bytearray, o: ShareAcknowledgeRequest.AcknowledgePartition) -> None:
@@ -335,7 +344,10 @@ def _w_ShareAcknowledgeRequest__AcknowledgePartition_0(out: bytearray, o: ShareA
         if x is None:
             raise EncodeError("field acknowledgement_batches is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareAcknowledgeRequest__AcknowledgementBatch_0(out, item)
         if o._unknown_tags:
@@ -343,7 +355,7 @@ def _w_ShareAcknowledgeRequest__AcknowledgePartition_0(out: bytearray, o: ShareA
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AcknowledgePartition: {exc}") from None
 
 
 def _w_ShareAcknowledgeRequest__AcknowledgeTopic_0(out: bytearray, o: ShareAcknowledgeRequest.AcknowledgeTopic) -> None:
@@ -356,7 +368,10 @@ def _w_ShareAcknowledgeRequest__AcknowledgeTopic_0(out: bytearray, o: ShareAckno
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareAcknowledgeRequest__AcknowledgePartition_0(out, item)
         if o._unknown_tags:
@@ -364,7 +379,7 @@ def _w_ShareAcknowledgeRequest__AcknowledgeTopic_0(out: bytearray, o: ShareAckno
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AcknowledgeTopic: {exc}") from None
 
 
 def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse, int]:
@@ -389,7 +404,7 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -423,7 +438,7 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -490,7 +505,7 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s8_host = str(buf[pos + 1 : stop], "utf-8")
+                    s8_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s8_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -501,7 +516,7 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s8_rack = str(buf[pos + 1 : stop], "utf-8")
+                    s8_rack = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s8_rack, pos = _wire.read_compact_string(buf, pos)
@@ -558,14 +573,20 @@ def _w_ShareAcknowledgeResponse_0(out: bytearray, o: ShareAcknowledgeResponse) -
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse_0(out, item)
         x = o.node_endpoints
         if x is None:
             raise EncodeError("field node_endpoints is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareAcknowledgeResponse__NodeEndpoint_0(out, item)
         if o._unknown_tags:
@@ -573,7 +594,7 @@ def _w_ShareAcknowledgeResponse_0(out: bytearray, o: ShareAcknowledgeResponse) -
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ShareAcknowledgeResponse: {exc}") from None
 
 
 def _w_ShareAcknowledgeResponse__LeaderIdAndEpoch_0(out: bytearray, o: ShareAcknowledgeResponse.LeaderIdAndEpoch) -> None:
@@ -584,7 +605,7 @@ def _w_ShareAcknowledgeResponse__LeaderIdAndEpoch_0(out: bytearray, o: ShareAckn
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderIdAndEpoch: {exc}") from None
 
 
 def _w_ShareAcknowledgeResponse__PartitionData_0(out: bytearray, o: ShareAcknowledgeResponse.PartitionData) -> None:
@@ -605,7 +626,7 @@ def _w_ShareAcknowledgeResponse__PartitionData_0(out: bytearray, o: ShareAcknowl
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse_0(out: bytearray, o: ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse) -> None:
@@ -618,7 +639,10 @@ def _w_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse_0(out: bytearray,
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareAcknowledgeResponse__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -626,7 +650,7 @@ def _w_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse_0(out: bytearray,
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ShareAcknowledgeTopicResponse: {exc}") from None
 
 
 def _w_ShareAcknowledgeResponse__NodeEndpoint_0(out: bytearray, o: ShareAcknowledgeResponse.NodeEndpoint) -> None:
@@ -655,7 +679,7 @@ def _w_ShareAcknowledgeResponse__NodeEndpoint_0(out: bytearray, o: ShareAcknowle
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write NodeEndpoint: {exc}") from None
 
 
 _C_ShareAcknowledgeRequest__AcknowledgementBatch = ShareAcknowledgeRequest.AcknowledgementBatch

@@ -179,7 +179,7 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_string(buf, pos)
@@ -188,7 +188,7 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_string(buf, pos)
@@ -377,14 +377,20 @@ def _w_ShareFetchRequest_0(out: bytearray, o: ShareFetchRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchRequest__FetchTopic_0(out, item)
         x = o.forgotten_topics_data
         if x is None:
             raise EncodeError("field forgotten_topics_data is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchRequest__ForgottenTopic_0(out, item)
         if o._unknown_tags:
@@ -392,7 +398,7 @@ def _w_ShareFetchRequest_0(out: bytearray, o: ShareFetchRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ShareFetchRequest: {exc}") from None
 
 
 def _w_ShareFetchRequest__AcknowledgementBatch_0(out: bytearray, o: ShareFetchRequest.AcknowledgementBatch) -> None:
@@ -403,14 +409,20 @@ def _w_ShareFetchRequest__AcknowledgementBatch_0(out: bytearray, o: ShareFetchRe
         if x is None:
             raise EncodeError("field acknowledge_types is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "b")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["b"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "b")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AcknowledgementBatch: {exc}") from None
 
 
 def _w_ShareFetchRequest__FetchPartition_0(out: bytearray, o: ShareFetchRequest.FetchPartition) -> None:
@@ -422,7 +434,10 @@ def _w_ShareFetchRequest__FetchPartition_0(out: bytearray, o: ShareFetchRequest.
         if x is None:
             raise EncodeError("field acknowledgement_batches is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchRequest__AcknowledgementBatch_0(out, item)
         if o._unknown_tags:
@@ -430,7 +445,7 @@ def _w_ShareFetchRequest__FetchPartition_0(out: bytearray, o: ShareFetchRequest.
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchPartition: {exc}") from None
 
 
 def _w_ShareFetchRequest__FetchTopic_0(out: bytearray, o: ShareFetchRequest.FetchTopic) -> None:
@@ -443,7 +458,10 @@ def _w_ShareFetchRequest__FetchTopic_0(out: bytearray, o: ShareFetchRequest.Fetc
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchRequest__FetchPartition_0(out, item)
         if o._unknown_tags:
@@ -451,7 +469,7 @@ def _w_ShareFetchRequest__FetchTopic_0(out: bytearray, o: ShareFetchRequest.Fetc
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FetchTopic: {exc}") from None
 
 
 def _w_ShareFetchRequest__ForgottenTopic_0(out: bytearray, o: ShareFetchRequest.ForgottenTopic) -> None:
@@ -463,14 +481,20 @@ def _w_ShareFetchRequest__ForgottenTopic_0(out: bytearray, o: ShareFetchRequest.
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ForgottenTopic: {exc}") from None
 
 
 def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int]:
@@ -498,7 +522,7 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -532,7 +556,7 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -543,7 +567,7 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_acknowledge_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_acknowledge_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_acknowledge_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -659,7 +683,7 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s11_host = str(buf[pos + 1 : stop], "utf-8")
+                    s11_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s11_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -670,7 +694,7 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s11_rack = str(buf[pos + 1 : stop], "utf-8")
+                    s11_rack = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s11_rack, pos = _wire.read_compact_string(buf, pos)
@@ -727,14 +751,20 @@ def _w_ShareFetchResponse_0(out: bytearray, o: ShareFetchResponse) -> None:
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchResponse__ShareFetchableTopicResponse_0(out, item)
         x = o.node_endpoints
         if x is None:
             raise EncodeError("field node_endpoints is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchResponse__NodeEndpoint_0(out, item)
         if o._unknown_tags:
@@ -742,7 +772,7 @@ def _w_ShareFetchResponse_0(out: bytearray, o: ShareFetchResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ShareFetchResponse: {exc}") from None
 
 
 def _w_ShareFetchResponse__LeaderIdAndEpoch_0(out: bytearray, o: ShareFetchResponse.LeaderIdAndEpoch) -> None:
@@ -753,7 +783,7 @@ def _w_ShareFetchResponse__LeaderIdAndEpoch_0(out: bytearray, o: ShareFetchRespo
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write LeaderIdAndEpoch: {exc}") from None
 
 
 def _w_ShareFetchResponse__AcquiredRecords_0(out: bytearray, o: ShareFetchResponse.AcquiredRecords) -> None:
@@ -764,7 +794,7 @@ def _w_ShareFetchResponse__AcquiredRecords_0(out: bytearray, o: ShareFetchRespon
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write AcquiredRecords: {exc}") from None
 
 
 def _w_ShareFetchResponse__PartitionData_0(out: bytearray, o: ShareFetchResponse.PartitionData) -> None:
@@ -795,7 +825,10 @@ def _w_ShareFetchResponse__PartitionData_0(out: bytearray, o: ShareFetchResponse
         if x is None:
             raise EncodeError("field acquired_records is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchResponse__AcquiredRecords_0(out, item)
         if o._unknown_tags:
@@ -803,7 +836,7 @@ def _w_ShareFetchResponse__PartitionData_0(out: bytearray, o: ShareFetchResponse
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_ShareFetchResponse__ShareFetchableTopicResponse_0(out: bytearray, o: ShareFetchResponse.ShareFetchableTopicResponse) -> None:
@@ -816,7 +849,10 @@ def _w_ShareFetchResponse__ShareFetchableTopicResponse_0(out: bytearray, o: Shar
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchResponse__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -824,7 +860,7 @@ def _w_ShareFetchResponse__ShareFetchableTopicResponse_0(out: bytearray, o: Shar
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ShareFetchableTopicResponse: {exc}") from None
 
 
 def _w_ShareFetchResponse__NodeEndpoint_0(out: bytearray, o: ShareFetchResponse.NodeEndpoint) -> None:
@@ -853,7 +889,7 @@ def _w_ShareFetchResponse__NodeEndpoint_0(out: bytearray, o: ShareFetchResponse.
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write NodeEndpoint: {exc}") from None
 
 
 _C_ShareFetchRequest__AcknowledgementBatch = ShareFetchRequest.AcknowledgementBatch

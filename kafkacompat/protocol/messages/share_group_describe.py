@@ -116,17 +116,18 @@ def _r_ShareGroupDescribeRequest_0(buf: Any, pos: int) -> tuple[ShareGroupDescri
             raise _wire.null_error("group_ids", pos)
         else:
             s1_group_ids = []
+            add2 = s1_group_ids.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "group_ids[]")
-                s1_group_ids.append(item)
+                add2(item)
         (s1_include_authorized_operations, t1,) = _F_oB.unpack_from(buf, pos)
         pos += 2
         u1 = _wire.EMPTY_TAGS
@@ -154,7 +155,10 @@ def _w_ShareGroupDescribeRequest_0(out: bytearray, o: ShareGroupDescribeRequest)
         if x is None:
             raise EncodeError("field group_ids is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of group_ids is None")
@@ -170,7 +174,7 @@ def _w_ShareGroupDescribeRequest_0(out: bytearray, o: ShareGroupDescribeRequest)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ShareGroupDescribeRequest: {exc}") from None
 
 
 def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescribeResponse, int]:
@@ -181,13 +185,13 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
     s5_assignment: ShareGroupDescribeResponse.Assignment
     s5_rack_id: str | None
     s5_subscribed_topic_names: list[Any]
-    s6_topic_partitions: list[Any]
-    s8_partitions: list[Any]
+    s7_topic_partitions: list[Any]
+    s9_partitions: list[Any]
     u1: tuple[tuple[int, bytes], ...]
     u3: tuple[tuple[int, bytes], ...]
     u5: tuple[tuple[int, bytes], ...]
-    u6: tuple[tuple[int, bytes], ...]
-    u8: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
     try:
         buflen = len(buf)
         (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
@@ -210,7 +214,7 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -219,7 +223,7 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -228,7 +232,7 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_group_state = str(buf[pos + 1 : stop], "utf-8")
+                    s3_group_state = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
@@ -239,7 +243,7 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_assignor_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_assignor_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_assignor_name, pos = _wire.read_compact_text(buf, pos, "assignor_name")
@@ -259,7 +263,7 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_member_id = str(buf[pos + 1 : stop], "utf-8")
+                            s5_member_id = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -268,7 +272,7 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_rack_id = str(buf[pos + 1 : stop], "utf-8")
+                            s5_rack_id = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_rack_id, pos = _wire.read_compact_string(buf, pos)
@@ -279,7 +283,7 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_client_id = str(buf[pos + 1 : stop], "utf-8")
+                            s5_client_id = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_client_id, pos = _wire.read_compact_text(buf, pos, "client_id")
@@ -288,7 +292,7 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_client_host = str(buf[pos + 1 : stop], "utf-8")
+                            s5_client_host = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_client_host, pos = _wire.read_compact_text(buf, pos, "client_host")
@@ -301,17 +305,18 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                             raise _wire.null_error("subscribed_topic_names", pos)
                         else:
                             s5_subscribed_topic_names = []
+                            add6 = s5_subscribed_topic_names.append
                             for _ in range(n):
                                 size = buf[pos]
                                 if 0 < size < 0x80:
                                     stop = pos + size
                                     if stop > buflen:
                                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                    item = str(buf[pos + 1 : stop], "utf-8")
+                                    item = buf[pos + 1 : stop].decode()
                                     pos = stop
                                 else:
                                     item, pos = _wire.read_compact_text(buf, pos, "subscribed_topic_names[]")
-                                s5_subscribed_topic_names.append(item)
+                                add6(item)
                         n = buf[pos] - 1
                         if n < 0x7F:
                             pos += 1
@@ -320,19 +325,19 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                         if n < 0:
                             raise _wire.null_error("topic_partitions", pos)
                         else:
-                            s6_topic_partitions = []
-                            add7 = s6_topic_partitions.append
+                            s7_topic_partitions = []
+                            add8 = s7_topic_partitions.append
                             for _ in range(n):
-                                s8_topic_id, pos = _wire.read_uuid(buf, pos)
+                                s9_topic_id, pos = _wire.read_uuid(buf, pos)
                                 size = buf[pos]
                                 if 0 < size < 0x80:
                                     stop = pos + size
                                     if stop > buflen:
                                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                    s8_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                                    s9_topic_name = buf[pos + 1 : stop].decode()
                                     pos = stop
                                 else:
-                                    s8_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                                    s9_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
                                 n = buf[pos] - 1
                                 if n < 0x7F:
                                     pos += 1
@@ -343,38 +348,38 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                                 else:
                                     stop = pos + 4 * n
                                     if n < 32 and stop <= buflen:
-                                        s8_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                        s9_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
                                         pos = stop
                                     else:
-                                        s8_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
-                                u8 = _wire.EMPTY_TAGS
+                                        s9_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                                u9 = _wire.EMPTY_TAGS
                                 if buf[pos] == 0:
                                     pos += 1
                                 else:
-                                    count8, pos = _wire.read_uvarint(buf, pos)
-                                    for _ in range(count8):
-                                        tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                        u8 = (*u8, (tag8, bytes(buf[pos:end8])))
-                                        pos = end8
-                                o8 = _new(_C_ShareGroupDescribeResponse__TopicPartitions)
-                                o8.topic_id = s8_topic_id
-                                o8.topic_name = s8_topic_name
-                                o8.partitions = s8_partitions
-                                o8._unknown_tags = u8
-                                add7(o8)
-                        u6 = _wire.EMPTY_TAGS
+                                    count9, pos = _wire.read_uvarint(buf, pos)
+                                    for _ in range(count9):
+                                        tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                        u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                        pos = end9
+                                o9 = _new(_C_ShareGroupDescribeResponse__TopicPartitions)
+                                o9.topic_id = s9_topic_id
+                                o9.topic_name = s9_topic_name
+                                o9.partitions = s9_partitions
+                                o9._unknown_tags = u9
+                                add8(o9)
+                        u7 = _wire.EMPTY_TAGS
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count6, pos = _wire.read_uvarint(buf, pos)
-                            for _ in range(count6):
-                                tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
-                                pos = end6
-                        o6 = _new(_C_ShareGroupDescribeResponse__Assignment)
-                        o6.topic_partitions = s6_topic_partitions
-                        o6._unknown_tags = u6
-                        s5_assignment = o6
+                            count7, pos = _wire.read_uvarint(buf, pos)
+                            for _ in range(count7):
+                                tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                pos = end7
+                        o7 = _new(_C_ShareGroupDescribeResponse__Assignment)
+                        o7.topic_partitions = s7_topic_partitions
+                        o7._unknown_tags = u7
+                        s5_assignment = o7
                         u5 = _wire.EMPTY_TAGS
                         if buf[pos] == 0:
                             pos += 1
@@ -443,7 +448,10 @@ def _w_ShareGroupDescribeResponse_0(out: bytearray, o: ShareGroupDescribeRespons
         if x is None:
             raise EncodeError("field groups is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareGroupDescribeResponse__DescribedGroup_0(out, item)
         if o._unknown_tags:
@@ -451,7 +459,7 @@ def _w_ShareGroupDescribeResponse_0(out: bytearray, o: ShareGroupDescribeRespons
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ShareGroupDescribeResponse: {exc}") from None
 
 
 def _w_ShareGroupDescribeResponse__TopicPartitions_0(out: bytearray, o: ShareGroupDescribeResponse.TopicPartitions) -> None:
@@ -472,14 +480,20 @@ def _w_ShareGroupDescribeResponse__TopicPartitions_0(out: bytearray, o: ShareGro
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicPartitions: {exc}") from None
 
 
 def _w_ShareGroupDescribeResponse__Assignment_0(out: bytearray, o: ShareGroupDescribeResponse.Assignment) -> None:
@@ -490,7 +504,10 @@ def _w_ShareGroupDescribeResponse__Assignment_0(out: bytearray, o: ShareGroupDes
         if x is None:
             raise EncodeError("field topic_partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareGroupDescribeResponse__TopicPartitions_0(out, item)
         if o._unknown_tags:
@@ -498,7 +515,7 @@ def _w_ShareGroupDescribeResponse__Assignment_0(out: bytearray, o: ShareGroupDes
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Assignment: {exc}") from None
 
 
 def _w_ShareGroupDescribeResponse__Member_0(out: bytearray, o: ShareGroupDescribeResponse.Member) -> None:
@@ -544,7 +561,10 @@ def _w_ShareGroupDescribeResponse__Member_0(out: bytearray, o: ShareGroupDescrib
         if x is None:
             raise EncodeError("field subscribed_topic_names is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of subscribed_topic_names is None")
@@ -561,7 +581,7 @@ def _w_ShareGroupDescribeResponse__Member_0(out: bytearray, o: ShareGroupDescrib
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Member: {exc}") from None
 
 
 def _w_ShareGroupDescribeResponse__DescribedGroup_0(out: bytearray, o: ShareGroupDescribeResponse.DescribedGroup) -> None:
@@ -608,7 +628,10 @@ def _w_ShareGroupDescribeResponse__DescribedGroup_0(out: bytearray, o: ShareGrou
         if x is None:
             raise EncodeError("field members is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareGroupDescribeResponse__Member_0(out, item)
         out += _F_i.pack(o.authorized_operations)
@@ -617,7 +640,7 @@ def _w_ShareGroupDescribeResponse__DescribedGroup_0(out: bytearray, o: ShareGrou
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
 
 
 

@@ -87,7 +87,7 @@ def _r_ShareGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ShareGroupHeart
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -96,7 +96,7 @@ def _r_ShareGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ShareGroupHeart
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -107,7 +107,7 @@ def _r_ShareGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ShareGroupHeart
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_rack_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_rack_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_rack_id, pos = _wire.read_compact_string(buf, pos)
@@ -120,17 +120,18 @@ def _r_ShareGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ShareGroupHeart
             s1_subscribed_topic_names = None
         else:
             s1_subscribed_topic_names = []
+            add2 = s1_subscribed_topic_names.append
             for _ in range(n):
                 size = buf[pos]
                 if 0 < size < 0x80:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    item = str(buf[pos + 1 : stop], "utf-8")
+                    item = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     item, pos = _wire.read_compact_text(buf, pos, "subscribed_topic_names[]")
-                s1_subscribed_topic_names.append(item)
+                add2(item)
         u1 = _wire.EMPTY_TAGS
         if buf[pos] == 0:
             pos += 1
@@ -186,7 +187,10 @@ def _w_ShareGroupHeartbeatRequest_0(out: bytearray, o: ShareGroupHeartbeatReques
         if x is None:
             out += b'\x00'
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 if item is None:
                     raise EncodeError("an element of subscribed_topic_names is None")
@@ -201,7 +205,7 @@ def _w_ShareGroupHeartbeatRequest_0(out: bytearray, o: ShareGroupHeartbeatReques
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ShareGroupHeartbeatRequest: {exc}") from None
 
 
 def _r_ShareGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatResponse, int]:
@@ -222,7 +226,7 @@ def _r_ShareGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ShareGroupHear
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -231,7 +235,7 @@ def _r_ShareGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ShareGroupHear
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_string(buf, pos)
@@ -348,7 +352,7 @@ def _w_ShareGroupHeartbeatResponse_0(out: bytearray, o: ShareGroupHeartbeatRespo
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ShareGroupHeartbeatResponse: {exc}") from None
 
 
 def _w_ShareGroupHeartbeatResponse__TopicPartitions_0(out: bytearray, o: ShareGroupHeartbeatResponse.TopicPartitions) -> None:
@@ -360,14 +364,20 @@ def _w_ShareGroupHeartbeatResponse__TopicPartitions_0(out: bytearray, o: ShareGr
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicPartitions: {exc}") from None
 
 
 def _w_ShareGroupHeartbeatResponse__Assignment_0(out: bytearray, o: ShareGroupHeartbeatResponse.Assignment) -> None:
@@ -378,7 +388,10 @@ def _w_ShareGroupHeartbeatResponse__Assignment_0(out: bytearray, o: ShareGroupHe
         if x is None:
             raise EncodeError("field topic_partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareGroupHeartbeatResponse__TopicPartitions_0(out, item)
         if o._unknown_tags:
@@ -386,7 +399,7 @@ def _w_ShareGroupHeartbeatResponse__Assignment_0(out: bytearray, o: ShareGroupHe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Assignment: {exc}") from None
 
 
 

@@ -59,7 +59,7 @@ def _w_SnapshotFooterRecord_0(out: bytearray, o: SnapshotFooterRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SnapshotFooterRecord: {exc}") from None
 
 
 

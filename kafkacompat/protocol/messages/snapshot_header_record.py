@@ -61,7 +61,7 @@ def _w_SnapshotHeaderRecord_0(out: bytearray, o: SnapshotHeaderRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SnapshotHeaderRecord: {exc}") from None
 
 
 

@@ -163,7 +163,7 @@ def _w_StopReplicaRequest_0(out: bytearray, o: StopReplicaRequest) -> None:
             for item in x:
                 _w_StopReplicaRequest__StopReplicaPartitionV0_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaRequest: {exc}") from None
 
 
 def _r_StopReplicaRequest_1(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
@@ -232,7 +232,7 @@ def _w_StopReplicaRequest_1(out: bytearray, o: StopReplicaRequest) -> None:
             for item in x:
                 _w_StopReplicaRequest__StopReplicaTopicV1_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaRequest: {exc}") from None
 
 
 def _r_StopReplicaRequest_2(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
@@ -260,7 +260,7 @@ def _r_StopReplicaRequest_2(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -331,7 +331,10 @@ def _w_StopReplicaRequest_2(out: bytearray, o: StopReplicaRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_StopReplicaRequest__StopReplicaTopicV1_1(out, item)
         if o._unknown_tags:
@@ -339,7 +342,7 @@ def _w_StopReplicaRequest_2(out: bytearray, o: StopReplicaRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaRequest: {exc}") from None
 
 
 def _r_StopReplicaRequest_3(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
@@ -368,7 +371,7 @@ def _r_StopReplicaRequest_3(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -471,7 +474,10 @@ def _w_StopReplicaRequest_3(out: bytearray, o: StopReplicaRequest) -> None:
         if x is None:
             raise EncodeError("field topic_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_StopReplicaRequest__StopReplicaTopicState_0(out, item)
         if o._unknown_tags:
@@ -479,7 +485,7 @@ def _w_StopReplicaRequest_3(out: bytearray, o: StopReplicaRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaRequest: {exc}") from None
 
 
 def _r_StopReplicaRequest_4(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:
@@ -508,7 +514,7 @@ def _r_StopReplicaRequest_4(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -609,7 +615,10 @@ def _w_StopReplicaRequest_4(out: bytearray, o: StopReplicaRequest) -> None:
         if x is None:
             raise EncodeError("field topic_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_StopReplicaRequest__StopReplicaTopicState_0(out, item)
         if o._unknown_tags:
@@ -617,7 +626,7 @@ def _w_StopReplicaRequest_4(out: bytearray, o: StopReplicaRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaRequest: {exc}") from None
 
 
 def _w_StopReplicaRequest__StopReplicaPartitionV0_0(out: bytearray, o: StopReplicaRequest.StopReplicaPartitionV0) -> None:
@@ -629,7 +638,7 @@ def _w_StopReplicaRequest__StopReplicaPartitionV0_0(out: bytearray, o: StopRepli
         _wire.write_string(out, x)
         out += _F_i.pack(o.partition_index)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaPartitionV0: {exc}") from None
 
 
 def _w_StopReplicaRequest__StopReplicaTopicV1_0(out: bytearray, o: StopReplicaRequest.StopReplicaTopicV1) -> None:
@@ -644,9 +653,12 @@ def _w_StopReplicaRequest__StopReplicaTopicV1_0(out: bytearray, o: StopReplicaRe
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaTopicV1: {exc}") from None
 
 
 def _w_StopReplicaRequest__StopReplicaTopicV1_1(out: bytearray, o: StopReplicaRequest.StopReplicaTopicV1) -> None:
@@ -665,14 +677,20 @@ def _w_StopReplicaRequest__StopReplicaTopicV1_1(out: bytearray, o: StopReplicaRe
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaTopicV1: {exc}") from None
 
 
 def _w_StopReplicaRequest__StopReplicaPartitionState_0(out: bytearray, o: StopReplicaRequest.StopReplicaPartitionState) -> None:
@@ -683,7 +701,7 @@ def _w_StopReplicaRequest__StopReplicaPartitionState_0(out: bytearray, o: StopRe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaPartitionState: {exc}") from None
 
 
 def _w_StopReplicaRequest__StopReplicaTopicState_0(out: bytearray, o: StopReplicaRequest.StopReplicaTopicState) -> None:
@@ -703,7 +721,10 @@ def _w_StopReplicaRequest__StopReplicaTopicState_0(out: bytearray, o: StopReplic
         if x is None:
             raise EncodeError("field partition_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_StopReplicaRequest__StopReplicaPartitionState_0(out, item)
         if o._unknown_tags:
@@ -711,7 +732,7 @@ def _w_StopReplicaRequest__StopReplicaTopicState_0(out: bytearray, o: StopReplic
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaTopicState: {exc}") from None
 
 
 def _r_StopReplicaResponse_0(buf: Any, pos: int) -> tuple[StopReplicaResponse, int]:
@@ -759,7 +780,7 @@ def _w_StopReplicaResponse_0(out: bytearray, o: StopReplicaResponse) -> None:
             for item in x:
                 _w_StopReplicaResponse__StopReplicaPartitionError_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaResponse: {exc}") from None
 
 
 def _r_StopReplicaResponse_1(buf: Any, pos: int) -> tuple[StopReplicaResponse, int]:
@@ -786,7 +807,7 @@ def _r_StopReplicaResponse_1(buf: Any, pos: int) -> tuple[StopReplicaResponse, i
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -833,7 +854,10 @@ def _w_StopReplicaResponse_1(out: bytearray, o: StopReplicaResponse) -> None:
         if x is None:
             raise EncodeError("field partition_errors is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_StopReplicaResponse__StopReplicaPartitionError_1(out, item)
         if o._unknown_tags:
@@ -841,7 +865,7 @@ def _w_StopReplicaResponse_1(out: bytearray, o: StopReplicaResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaResponse: {exc}") from None
 
 
 def _w_StopReplicaResponse__StopReplicaPartitionError_0(out: bytearray, o: StopReplicaResponse.StopReplicaPartitionError) -> None:
@@ -853,7 +877,7 @@ def _w_StopReplicaResponse__StopReplicaPartitionError_0(out: bytearray, o: StopR
         _wire.write_string(out, x)
         out += _F_ih.pack(o.partition_index, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaPartitionError: {exc}") from None
 
 
 def _w_StopReplicaResponse__StopReplicaPartitionError_1(out: bytearray, o: StopReplicaResponse.StopReplicaPartitionError) -> None:
@@ -874,7 +898,7 @@ def _w_StopReplicaResponse__StopReplicaPartitionError_1(out: bytearray, o: StopR
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StopReplicaPartitionError: {exc}") from None
 
 
 _C_StopReplicaRequest__StopReplicaPartitionV0 = StopReplicaRequest.StopReplicaPartitionV0

@@ -131,7 +131,7 @@ def _w_SyncGroupRequest_0(out: bytearray, o: SyncGroupRequest) -> None:
             for item in x:
                 _w_SyncGroupRequest__SyncGroupRequestAssignment_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SyncGroupRequest: {exc}") from None
 
 
 def _r_SyncGroupRequest_1(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
@@ -201,7 +201,7 @@ def _w_SyncGroupRequest_1(out: bytearray, o: SyncGroupRequest) -> None:
             for item in x:
                 _w_SyncGroupRequest__SyncGroupRequestAssignment_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SyncGroupRequest: {exc}") from None
 
 
 def _r_SyncGroupRequest_2(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
@@ -216,7 +216,7 @@ def _r_SyncGroupRequest_2(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -227,7 +227,7 @@ def _r_SyncGroupRequest_2(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -236,7 +236,7 @@ def _r_SyncGroupRequest_2(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_instance_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -256,7 +256,7 @@ def _r_SyncGroupRequest_2(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_member_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -334,7 +334,10 @@ def _w_SyncGroupRequest_2(out: bytearray, o: SyncGroupRequest) -> None:
         if x is None:
             raise EncodeError("field assignments is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_SyncGroupRequest__SyncGroupRequestAssignment_1(out, item)
         if o._unknown_tags:
@@ -342,7 +345,7 @@ def _w_SyncGroupRequest_2(out: bytearray, o: SyncGroupRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SyncGroupRequest: {exc}") from None
 
 
 def _r_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
@@ -359,7 +362,7 @@ def _r_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -370,7 +373,7 @@ def _r_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -379,7 +382,7 @@ def _r_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_instance_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -388,7 +391,7 @@ def _r_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+            s1_protocol_type = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_protocol_type, pos = _wire.read_compact_string(buf, pos)
@@ -397,7 +400,7 @@ def _r_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_protocol_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_protocol_name, pos = _wire.read_compact_string(buf, pos)
@@ -417,7 +420,7 @@ def _r_SyncGroupRequest_3(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_member_id = str(buf[pos + 1 : stop], "utf-8")
+                    s3_member_id = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -509,7 +512,10 @@ def _w_SyncGroupRequest_3(out: bytearray, o: SyncGroupRequest) -> None:
         if x is None:
             raise EncodeError("field assignments is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_SyncGroupRequest__SyncGroupRequestAssignment_1(out, item)
         if o._unknown_tags:
@@ -517,7 +523,7 @@ def _w_SyncGroupRequest_3(out: bytearray, o: SyncGroupRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SyncGroupRequest: {exc}") from None
 
 
 def _w_SyncGroupRequest__SyncGroupRequestAssignment_0(out: bytearray, o: SyncGroupRequest.SyncGroupRequestAssignment) -> None:
@@ -532,7 +538,7 @@ def _w_SyncGroupRequest__SyncGroupRequestAssignment_0(out: bytearray, o: SyncGro
             raise EncodeError("field assignment is None but not nullable at this version")
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SyncGroupRequestAssignment: {exc}") from None
 
 
 def _w_SyncGroupRequest__SyncGroupRequestAssignment_1(out: bytearray, o: SyncGroupRequest.SyncGroupRequestAssignment) -> None:
@@ -556,7 +562,7 @@ def _w_SyncGroupRequest__SyncGroupRequestAssignment_1(out: bytearray, o: SyncGro
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SyncGroupRequestAssignment: {exc}") from None
 
 
 def _r_SyncGroupResponse_0(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
@@ -587,7 +593,7 @@ def _w_SyncGroupResponse_0(out: bytearray, o: SyncGroupResponse) -> None:
             raise EncodeError("field assignment is None but not nullable at this version")
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SyncGroupResponse: {exc}") from None
 
 
 def _r_SyncGroupResponse_1(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
@@ -618,7 +624,7 @@ def _w_SyncGroupResponse_1(out: bytearray, o: SyncGroupResponse) -> None:
             raise EncodeError("field assignment is None but not nullable at this version")
         _wire.write_bytes(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SyncGroupResponse: {exc}") from None
 
 
 def _r_SyncGroupResponse_2(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
@@ -663,7 +669,7 @@ def _w_SyncGroupResponse_2(out: bytearray, o: SyncGroupResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SyncGroupResponse: {exc}") from None
 
 
 def _r_SyncGroupResponse_3(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
@@ -679,7 +685,7 @@ def _r_SyncGroupResponse_3(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_type = str(buf[pos + 1 : stop], "utf-8")
+            s1_protocol_type = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_protocol_type, pos = _wire.read_compact_string(buf, pos)
@@ -688,7 +694,7 @@ def _r_SyncGroupResponse_3(buf: Any, pos: int) -> tuple[SyncGroupResponse, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_protocol_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_protocol_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_protocol_name, pos = _wire.read_compact_string(buf, pos)
@@ -743,7 +749,7 @@ def _w_SyncGroupResponse_3(out: bytearray, o: SyncGroupResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write SyncGroupResponse: {exc}") from None
 
 
 _C_SyncGroupRequest__SyncGroupRequestAssignment = SyncGroupRequest.SyncGroupRequestAssignment

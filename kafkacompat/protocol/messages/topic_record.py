@@ -39,7 +39,7 @@ def _r_TopicRecord_0(buf: Any, pos: int) -> tuple[TopicRecord, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -81,7 +81,7 @@ def _w_TopicRecord_0(out: bytearray, o: TopicRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicRecord: {exc}") from None
 
 
 

@@ -182,7 +182,7 @@ def _w_TxnOffsetCommitRequest_0(out: bytearray, o: TxnOffsetCommitRequest) -> No
             for item in x:
                 _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitRequest: {exc}") from None
 
 
 def _r_TxnOffsetCommitRequest_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
@@ -271,7 +271,7 @@ def _w_TxnOffsetCommitRequest_1(out: bytearray, o: TxnOffsetCommitRequest) -> No
             for item in x:
                 _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitRequest: {exc}") from None
 
 
 def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
@@ -289,7 +289,7 @@ def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_transactional_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_transactional_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
@@ -298,7 +298,7 @@ def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -309,7 +309,7 @@ def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_member_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_member_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
@@ -318,7 +318,7 @@ def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_instance_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_instance_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
@@ -338,7 +338,7 @@ def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -360,7 +360,7 @@ def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_committed_metadata = str(buf[pos + 1 : stop], "utf-8")
+                            s5_committed_metadata = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_committed_metadata, pos = _wire.read_compact_string(buf, pos)
@@ -461,7 +461,10 @@ def _w_TxnOffsetCommitRequest_2(out: bytearray, o: TxnOffsetCommitRequest) -> No
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(out, item)
         if o._unknown_tags:
@@ -469,7 +472,7 @@ def _w_TxnOffsetCommitRequest_2(out: bytearray, o: TxnOffsetCommitRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitRequest: {exc}") from None
 
 
 def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_0(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition) -> None:
@@ -479,7 +482,7 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_0(out: bytearray,
         x = o.committed_metadata
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitRequestPartition: {exc}") from None
 
 
 def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_1(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition) -> None:
@@ -489,7 +492,7 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_1(out: bytearray,
         x = o.committed_metadata
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitRequestPartition: {exc}") from None
 
 
 def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_2(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition) -> None:
@@ -508,7 +511,7 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_2(out: bytearray,
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitRequestPartition: {exc}") from None
 
 
 def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_0(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
@@ -527,7 +530,7 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_0(out: bytearray, o: 
             for item in x:
                 _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitRequestTopic: {exc}") from None
 
 
 def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_1(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
@@ -546,7 +549,7 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_1(out: bytearray, o: 
             for item in x:
                 _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitRequestTopic: {exc}") from None
 
 
 def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
@@ -566,7 +569,10 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(out: bytearray, o: 
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_2(out, item)
         if o._unknown_tags:
@@ -574,7 +580,7 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(out: bytearray, o: 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitRequestTopic: {exc}") from None
 
 
 def _r_TxnOffsetCommitResponse_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
@@ -649,7 +655,7 @@ def _w_TxnOffsetCommitResponse_0(out: bytearray, o: TxnOffsetCommitResponse) -> 
             for item in x:
                 _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitResponse: {exc}") from None
 
 
 def _r_TxnOffsetCommitResponse_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
@@ -678,7 +684,7 @@ def _r_TxnOffsetCommitResponse_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRes
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -765,7 +771,10 @@ def _w_TxnOffsetCommitResponse_1(out: bytearray, o: TxnOffsetCommitResponse) -> 
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1(out, item)
         if o._unknown_tags:
@@ -773,14 +782,14 @@ def _w_TxnOffsetCommitResponse_1(out: bytearray, o: TxnOffsetCommitResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitResponse: {exc}") from None
 
 
 def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_0(out: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitResponsePartition: {exc}") from None
 
 
 def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_1(out: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition) -> None:
@@ -791,7 +800,7 @@ def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_1(out: bytearra
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitResponsePartition: {exc}") from None
 
 
 def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_0(out: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic) -> None:
@@ -810,7 +819,7 @@ def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_0(out: bytearray, o
             for item in x:
                 _w_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitResponseTopic: {exc}") from None
 
 
 def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1(out: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic) -> None:
@@ -830,7 +839,10 @@ def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1(out: bytearray, o
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_1(out, item)
         if o._unknown_tags:
@@ -838,7 +850,7 @@ def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1(out: bytearray, o
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TxnOffsetCommitResponseTopic: {exc}") from None
 
 
 _C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition = TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition

@@ -62,7 +62,7 @@ def _w_UnfenceBrokerRecord_0(out: bytearray, o: UnfenceBrokerRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UnfenceBrokerRecord: {exc}") from None
 
 
 

@@ -77,7 +77,7 @@ def _w_UnregisterBrokerRequest_0(out: bytearray, o: UnregisterBrokerRequest) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UnregisterBrokerRequest: {exc}") from None
 
 
 def _r_UnregisterBrokerResponse_0(buf: Any, pos: int) -> tuple[UnregisterBrokerResponse, int]:
@@ -92,7 +92,7 @@ def _r_UnregisterBrokerResponse_0(buf: Any, pos: int) -> tuple[UnregisterBrokerR
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -131,7 +131,7 @@ def _w_UnregisterBrokerResponse_0(out: bytearray, o: UnregisterBrokerResponse) -
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UnregisterBrokerResponse: {exc}") from None
 
 
 

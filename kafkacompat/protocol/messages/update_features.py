@@ -104,7 +104,7 @@ def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_feature = str(buf[pos + 1 : stop], "utf-8")
+                    s3_feature = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_feature, pos = _wire.read_compact_text(buf, pos, "feature")
@@ -155,7 +155,10 @@ def _w_UpdateFeaturesRequest_0(out: bytearray, o: UpdateFeaturesRequest) -> None
         if x is None:
             raise EncodeError("field feature_updates is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateFeaturesRequest__FeatureUpdateKey_0(out, item)
         if o._unknown_tags:
@@ -163,7 +166,7 @@ def _w_UpdateFeaturesRequest_0(out: bytearray, o: UpdateFeaturesRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateFeaturesRequest: {exc}") from None
 
 
 def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:
@@ -190,7 +193,7 @@ def _r_UpdateFeaturesRequest_1(buf: Any, pos: int) -> tuple[UpdateFeaturesReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_feature = str(buf[pos + 1 : stop], "utf-8")
+                    s3_feature = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_feature, pos = _wire.read_compact_text(buf, pos, "feature")
@@ -240,7 +243,10 @@ def _w_UpdateFeaturesRequest_1(out: bytearray, o: UpdateFeaturesRequest) -> None
         if x is None:
             raise EncodeError("field feature_updates is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateFeaturesRequest__FeatureUpdateKey_1(out, item)
         out += _F_o.pack(o.validate_only)
@@ -249,7 +255,7 @@ def _w_UpdateFeaturesRequest_1(out: bytearray, o: UpdateFeaturesRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateFeaturesRequest: {exc}") from None
 
 
 def _w_UpdateFeaturesRequest__FeatureUpdateKey_0(out: bytearray, o: UpdateFeaturesRequest.FeatureUpdateKey) -> None:
@@ -272,7 +278,7 @@ def _w_UpdateFeaturesRequest__FeatureUpdateKey_0(out: bytearray, o: UpdateFeatur
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FeatureUpdateKey: {exc}") from None
 
 
 def _w_UpdateFeaturesRequest__FeatureUpdateKey_1(out: bytearray, o: UpdateFeaturesRequest.FeatureUpdateKey) -> None:
@@ -295,7 +301,7 @@ def _w_UpdateFeaturesRequest__FeatureUpdateKey_1(out: bytearray, o: UpdateFeatur
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write FeatureUpdateKey: {exc}") from None
 
 
 def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
@@ -313,7 +319,7 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -333,7 +339,7 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_feature = str(buf[pos + 1 : stop], "utf-8")
+                    s3_feature = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_feature, pos = _wire.read_compact_text(buf, pos, "feature")
@@ -344,7 +350,7 @@ def _r_UpdateFeaturesResponse_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_error_message = str(buf[pos + 1 : stop], "utf-8")
+                    s3_error_message = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -399,7 +405,10 @@ def _w_UpdateFeaturesResponse_0(out: bytearray, o: UpdateFeaturesResponse) -> No
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateFeaturesResponse__UpdatableFeatureResult_0(out, item)
         if o._unknown_tags:
@@ -407,7 +416,7 @@ def _w_UpdateFeaturesResponse_0(out: bytearray, o: UpdateFeaturesResponse) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateFeaturesResponse: {exc}") from None
 
 
 def _r_UpdateFeaturesResponse_1(buf: Any, pos: int) -> tuple[UpdateFeaturesResponse, int]:
@@ -422,7 +431,7 @@ def _r_UpdateFeaturesResponse_1(buf: Any, pos: int) -> tuple[UpdateFeaturesRespo
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_error_message = str(buf[pos + 1 : stop], "utf-8")
+            s1_error_message = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -462,7 +471,7 @@ def _w_UpdateFeaturesResponse_1(out: bytearray, o: UpdateFeaturesResponse) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateFeaturesResponse: {exc}") from None
 
 
 def _w_UpdateFeaturesResponse__UpdatableFeatureResult_0(out: bytearray, o: UpdateFeaturesResponse.UpdatableFeatureResult) -> None:
@@ -490,7 +499,7 @@ def _w_UpdateFeaturesResponse__UpdatableFeatureResult_0(out: bytearray, o: Updat
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdatableFeatureResult: {exc}") from None
 
 
 _C_UpdateFeaturesRequest__FeatureUpdateKey = UpdateFeaturesRequest.FeatureUpdateKey

@@ -226,7 +226,7 @@ def _w_UpdateMetadataRequest_0(out: bytearray, o: UpdateMetadataRequest) -> None
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataBroker_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataRequest: {exc}") from None
 
 
 def _r_UpdateMetadataRequest_1(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -364,7 +364,7 @@ def _w_UpdateMetadataRequest_1(out: bytearray, o: UpdateMetadataRequest) -> None
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataBroker_1(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataRequest: {exc}") from None
 
 
 def _r_UpdateMetadataRequest_2(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -503,7 +503,7 @@ def _w_UpdateMetadataRequest_2(out: bytearray, o: UpdateMetadataRequest) -> None
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataBroker_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataRequest: {exc}") from None
 
 
 def _r_UpdateMetadataRequest_3(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -645,7 +645,7 @@ def _w_UpdateMetadataRequest_3(out: bytearray, o: UpdateMetadataRequest) -> None
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataBroker_3(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataRequest: {exc}") from None
 
 
 def _r_UpdateMetadataRequest_4(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -798,7 +798,7 @@ def _w_UpdateMetadataRequest_4(out: bytearray, o: UpdateMetadataRequest) -> None
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataBroker_3(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataRequest: {exc}") from None
 
 
 def _r_UpdateMetadataRequest_5(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -965,7 +965,7 @@ def _w_UpdateMetadataRequest_5(out: bytearray, o: UpdateMetadataRequest) -> None
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataBroker_3(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataRequest: {exc}") from None
 
 
 def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -1002,7 +1002,7 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -1130,7 +1130,7 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s9_host = str(buf[pos + 1 : stop], "utf-8")
+                            s9_host = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s9_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -1139,7 +1139,7 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s9_listener = str(buf[pos + 1 : stop], "utf-8")
+                            s9_listener = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s9_listener, pos = _wire.read_compact_text(buf, pos, "listener")
@@ -1165,7 +1165,7 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s7_rack = str(buf[pos + 1 : stop], "utf-8")
+                    s7_rack = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s7_rack, pos = _wire.read_compact_string(buf, pos)
@@ -1225,14 +1225,20 @@ def _w_UpdateMetadataRequest_6(out: bytearray, o: UpdateMetadataRequest) -> None
         if x is None:
             raise EncodeError("field topic_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataTopicState_1(out, item)
         x = o.live_brokers
         if x is None:
             raise EncodeError("field live_brokers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataBroker_4(out, item)
         if o._unknown_tags:
@@ -1240,7 +1246,7 @@ def _w_UpdateMetadataRequest_6(out: bytearray, o: UpdateMetadataRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataRequest: {exc}") from None
 
 
 def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -1277,7 +1283,7 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -1406,7 +1412,7 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s9_host = str(buf[pos + 1 : stop], "utf-8")
+                            s9_host = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s9_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -1415,7 +1421,7 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s9_listener = str(buf[pos + 1 : stop], "utf-8")
+                            s9_listener = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s9_listener, pos = _wire.read_compact_text(buf, pos, "listener")
@@ -1441,7 +1447,7 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s7_rack = str(buf[pos + 1 : stop], "utf-8")
+                    s7_rack = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s7_rack, pos = _wire.read_compact_string(buf, pos)
@@ -1501,14 +1507,20 @@ def _w_UpdateMetadataRequest_7(out: bytearray, o: UpdateMetadataRequest) -> None
         if x is None:
             raise EncodeError("field topic_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataTopicState_2(out, item)
         x = o.live_brokers
         if x is None:
             raise EncodeError("field live_brokers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataBroker_4(out, item)
         if o._unknown_tags:
@@ -1516,7 +1528,7 @@ def _w_UpdateMetadataRequest_7(out: bytearray, o: UpdateMetadataRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataRequest: {exc}") from None
 
 
 def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:
@@ -1553,7 +1565,7 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -1682,7 +1694,7 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s9_host = str(buf[pos + 1 : stop], "utf-8")
+                            s9_host = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s9_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -1691,7 +1703,7 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s9_listener = str(buf[pos + 1 : stop], "utf-8")
+                            s9_listener = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s9_listener, pos = _wire.read_compact_text(buf, pos, "listener")
@@ -1717,7 +1729,7 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s7_rack = str(buf[pos + 1 : stop], "utf-8")
+                    s7_rack = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s7_rack, pos = _wire.read_compact_string(buf, pos)
@@ -1780,14 +1792,20 @@ def _w_UpdateMetadataRequest_8(out: bytearray, o: UpdateMetadataRequest) -> None
         if x is None:
             raise EncodeError("field topic_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataTopicState_2(out, item)
         x = o.live_brokers
         if x is None:
             raise EncodeError("field live_brokers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataBroker_4(out, item)
         tags: list[tuple[int, bytearray]] = []
@@ -1801,7 +1819,7 @@ def _w_UpdateMetadataRequest_8(out: bytearray, o: UpdateMetadataRequest) -> None
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataRequest: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_0(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
@@ -1817,16 +1835,22 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_0(out: bytearray, o: 
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.zk_version)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataPartitionState: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_1(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
@@ -1842,22 +1866,31 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_1(out: bytearray, o: 
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.zk_version)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.offline_replicas
         if x is None:
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataPartitionState: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_2(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
@@ -1869,22 +1902,31 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_2(out: bytearray, o: 
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.zk_version)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.offline_replicas
         if x is None:
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataPartitionState: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_3(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataPartitionState) -> None:
@@ -1895,27 +1937,45 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_3(out: bytearray, o: 
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.zk_version)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         x = o.offline_replicas
         if x is None:
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataPartitionState: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataTopicState_0(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataTopicState) -> None:
@@ -1934,7 +1994,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataTopicState_0(out: bytearray, o: Upda
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataPartitionState_2(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataTopicState: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataTopicState_1(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataTopicState) -> None:
@@ -1954,7 +2014,10 @@ def _w_UpdateMetadataRequest__UpdateMetadataTopicState_1(out: bytearray, o: Upda
         if x is None:
             raise EncodeError("field partition_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataPartitionState_3(out, item)
         if o._unknown_tags:
@@ -1962,7 +2025,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataTopicState_1(out: bytearray, o: Upda
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataTopicState: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataTopicState_2(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataTopicState) -> None:
@@ -1984,7 +2047,10 @@ def _w_UpdateMetadataRequest__UpdateMetadataTopicState_2(out: bytearray, o: Upda
         if x is None:
             raise EncodeError("field partition_states is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataPartitionState_3(out, item)
         if o._unknown_tags:
@@ -1992,7 +2058,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataTopicState_2(out: bytearray, o: Upda
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataTopicState: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataEndpoint_0(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataEndpoint) -> None:
@@ -2005,7 +2071,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataEndpoint_0(out: bytearray, o: Update
         _wire.write_string(out, x)
         out += _F_h.pack(o.security_protocol)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataEndpoint: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataEndpoint_1(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataEndpoint) -> None:
@@ -2022,7 +2088,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataEndpoint_1(out: bytearray, o: Update
         _wire.write_string(out, x)
         out += _F_h.pack(o.security_protocol)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataEndpoint: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataEndpoint_2(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataEndpoint) -> None:
@@ -2053,7 +2119,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataEndpoint_2(out: bytearray, o: Update
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataEndpoint: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataBroker_0(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
@@ -2066,7 +2132,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataBroker_0(out: bytearray, o: UpdateMe
         _wire.write_string(out, x)
         out += _F_i.pack(o.v0_port)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataBroker: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataBroker_1(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
@@ -2082,7 +2148,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataBroker_1(out: bytearray, o: UpdateMe
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataEndpoint_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataBroker: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataBroker_2(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
@@ -2100,7 +2166,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataBroker_2(out: bytearray, o: UpdateMe
         x = o.rack
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataBroker: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataBroker_3(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
@@ -2118,7 +2184,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataBroker_3(out: bytearray, o: UpdateMe
         x = o.rack
         _wire.write_string(out, x)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataBroker: {exc}") from None
 
 
 def _w_UpdateMetadataRequest__UpdateMetadataBroker_4(out: bytearray, o: UpdateMetadataRequest.UpdateMetadataBroker) -> None:
@@ -2130,7 +2196,10 @@ def _w_UpdateMetadataRequest__UpdateMetadataBroker_4(out: bytearray, o: UpdateMe
         if x is None:
             raise EncodeError("field endpoints is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateMetadataRequest__UpdateMetadataEndpoint_2(out, item)
         x = o.rack
@@ -2145,7 +2214,7 @@ def _w_UpdateMetadataRequest__UpdateMetadataBroker_4(out: bytearray, o: UpdateMe
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataBroker: {exc}") from None
 
 
 def _r_UpdateMetadataResponse_0(buf: Any, pos: int) -> tuple[UpdateMetadataResponse, int]:
@@ -2164,7 +2233,7 @@ def _w_UpdateMetadataResponse_0(out: bytearray, o: UpdateMetadataResponse) -> No
     try:
         out += _F_h.pack(o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataResponse: {exc}") from None
 
 
 def _r_UpdateMetadataResponse_1(buf: Any, pos: int) -> tuple[UpdateMetadataResponse, int]:
@@ -2196,7 +2265,7 @@ def _w_UpdateMetadataResponse_1(out: bytearray, o: UpdateMetadataResponse) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateMetadataResponse: {exc}") from None
 
 
 _C_UpdateMetadataRequest__UpdateMetadataPartitionState = UpdateMetadataRequest.UpdateMetadataPartitionState

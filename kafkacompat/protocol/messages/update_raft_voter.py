@@ -104,7 +104,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -127,7 +127,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -136,7 +136,7 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_host = str(buf[pos + 1 : stop], "utf-8")
+                    s3_host = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -211,7 +211,10 @@ def _w_UpdateRaftVoterRequest_0(out: bytearray, o: UpdateRaftVoterRequest) -> No
         if x is None:
             raise EncodeError("field listeners is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_UpdateRaftVoterRequest__Listener_0(out, item)
         x = o.k_raft_version_feature
@@ -221,7 +224,7 @@ def _w_UpdateRaftVoterRequest_0(out: bytearray, o: UpdateRaftVoterRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateRaftVoterRequest: {exc}") from None
 
 
 def _w_UpdateRaftVoterRequest__Listener_0(out: bytearray, o: UpdateRaftVoterRequest.Listener) -> None:
@@ -251,7 +254,7 @@ def _w_UpdateRaftVoterRequest__Listener_0(out: bytearray, o: UpdateRaftVoterRequ
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Listener: {exc}") from None
 
 
 def _w_UpdateRaftVoterRequest__KRaftVersionFeature_0(out: bytearray, o: UpdateRaftVoterRequest.KRaftVersionFeature) -> None:
@@ -262,7 +265,7 @@ def _w_UpdateRaftVoterRequest__KRaftVersionFeature_0(out: bytearray, o: UpdateRa
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write KRaftVersionFeature: {exc}") from None
 
 
 def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterResponse, int]:
@@ -289,7 +292,7 @@ def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRes
                         stop = pos + size
                         if stop > buflen:
                             raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                        s2_host = str(buf[pos + 1 : stop], "utf-8")
+                        s2_host = buf[pos + 1 : stop].decode()
                         pos = stop
                     else:
                         s2_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -340,7 +343,7 @@ def _w_UpdateRaftVoterResponse_0(out: bytearray, o: UpdateRaftVoterResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UpdateRaftVoterResponse: {exc}") from None
 
 
 def _w_UpdateRaftVoterResponse__CurrentLeader_0(out: bytearray, o: UpdateRaftVoterResponse.CurrentLeader) -> None:
@@ -362,7 +365,7 @@ def _w_UpdateRaftVoterResponse__CurrentLeader_0(out: bytearray, o: UpdateRaftVot
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write CurrentLeader: {exc}") from None
 
 
 _C_UpdateRaftVoterRequest__Listener = UpdateRaftVoterRequest.Listener

@@ -46,7 +46,7 @@ def _r_UserScramCredentialRecord_0(buf: Any, pos: int) -> tuple[UserScramCredent
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_name = str(buf[pos + 1 : stop], "utf-8")
+            s1_name = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -115,7 +115,7 @@ def _w_UserScramCredentialRecord_0(out: bytearray, o: UserScramCredentialRecord)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write UserScramCredentialRecord: {exc}") from None
 
 
 

@@ -128,7 +128,7 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -148,7 +148,7 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -252,7 +252,10 @@ def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteRequest__TopicData_0(out, item)
         if o._unknown_tags:
@@ -260,7 +263,7 @@ def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write VoteRequest: {exc}") from None
 
 
 def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
@@ -277,7 +280,7 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_cluster_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_cluster_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
@@ -299,7 +302,7 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -387,7 +390,10 @@ def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteRequest__TopicData_1(out, item)
         if o._unknown_tags:
@@ -395,7 +401,7 @@ def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write VoteRequest: {exc}") from None
 
 
 def _w_VoteRequest__PartitionData_0(out: bytearray, o: VoteRequest.PartitionData) -> None:
@@ -406,7 +412,7 @@ def _w_VoteRequest__PartitionData_0(out: bytearray, o: VoteRequest.PartitionData
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_VoteRequest__PartitionData_1(out: bytearray, o: VoteRequest.PartitionData) -> None:
@@ -423,7 +429,7 @@ def _w_VoteRequest__PartitionData_1(out: bytearray, o: VoteRequest.PartitionData
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_VoteRequest__TopicData_0(out: bytearray, o: VoteRequest.TopicData) -> None:
@@ -443,7 +449,10 @@ def _w_VoteRequest__TopicData_0(out: bytearray, o: VoteRequest.TopicData) -> Non
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteRequest__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -451,7 +460,7 @@ def _w_VoteRequest__TopicData_0(out: bytearray, o: VoteRequest.TopicData) -> Non
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_VoteRequest__TopicData_1(out: bytearray, o: VoteRequest.TopicData) -> None:
@@ -471,7 +480,10 @@ def _w_VoteRequest__TopicData_1(out: bytearray, o: VoteRequest.TopicData) -> Non
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteRequest__PartitionData_1(out, item)
         if o._unknown_tags:
@@ -479,7 +491,7 @@ def _w_VoteRequest__TopicData_1(out: bytearray, o: VoteRequest.TopicData) -> Non
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
@@ -508,7 +520,7 @@ def _r_VoteResponse_0(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -604,7 +616,10 @@ def _w_VoteResponse_0(out: bytearray, o: VoteResponse) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteResponse__TopicData_0(out, item)
         if o._unknown_tags:
@@ -612,7 +627,7 @@ def _w_VoteResponse_0(out: bytearray, o: VoteResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write VoteResponse: {exc}") from None
 
 
 def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
@@ -643,7 +658,7 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                     stop = pos + size
                     if stop > buflen:
                         raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                    s3_topic_name = str(buf[pos + 1 : stop], "utf-8")
+                    s3_topic_name = buf[pos + 1 : stop].decode()
                     pos = stop
                 else:
                     s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
@@ -736,7 +751,7 @@ def _r_VoteResponse_1(buf: Any, pos: int) -> tuple[VoteResponse, int]:
                                 stop = pos + size
                                 if stop > buflen:
                                     raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                                s8_host = str(buf[pos + 1 : stop], "utf-8")
+                                s8_host = buf[pos + 1 : stop].decode()
                                 pos = stop
                             else:
                                 s8_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -780,7 +795,10 @@ def _w_VoteResponse_1(out: bytearray, o: VoteResponse) -> None:
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteResponse__TopicData_0(out, item)
         tags: list[tuple[int, bytearray]] = []
@@ -790,7 +808,10 @@ def _w_VoteResponse_1(out: bytearray, o: VoteResponse) -> None:
             if x is None:
                 raise EncodeError("field node_endpoints is None but not nullable at this version")
             else:
-                t += _wire.uvarint(len(x) + 1)
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
                 for item in x:
                     _w_VoteResponse__NodeEndpoint_0(t, item)
             tags.append((0, t))
@@ -799,7 +820,7 @@ def _w_VoteResponse_1(out: bytearray, o: VoteResponse) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write VoteResponse: {exc}") from None
 
 
 def _w_VoteResponse__PartitionData_0(out: bytearray, o: VoteResponse.PartitionData) -> None:
@@ -810,7 +831,7 @@ def _w_VoteResponse__PartitionData_0(out: bytearray, o: VoteResponse.PartitionDa
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_VoteResponse__TopicData_0(out: bytearray, o: VoteResponse.TopicData) -> None:
@@ -830,7 +851,10 @@ def _w_VoteResponse__TopicData_0(out: bytearray, o: VoteResponse.TopicData) -> N
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteResponse__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -838,7 +862,7 @@ def _w_VoteResponse__TopicData_0(out: bytearray, o: VoteResponse.TopicData) -> N
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
 
 
 def _w_VoteResponse__NodeEndpoint_0(out: bytearray, o: VoteResponse.NodeEndpoint) -> None:
@@ -860,7 +884,7 @@ def _w_VoteResponse__NodeEndpoint_0(out: bytearray, o: VoteResponse.NodeEndpoint
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write NodeEndpoint: {exc}") from None
 
 
 _C_VoteRequest__PartitionData = VoteRequest.PartitionData

@@ -109,7 +109,7 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -118,7 +118,7 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_host = str(buf[pos + 1 : stop], "utf-8")
+                            s5_host = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_host, pos = _wire.read_compact_text(buf, pos, "host")
@@ -196,7 +196,10 @@ def _w_VotersRecord_0(out: bytearray, o: VotersRecord) -> None:
         if x is None:
             raise EncodeError("field voters is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VotersRecord__Voter_0(out, item)
         if o._unknown_tags:
@@ -204,7 +207,7 @@ def _w_VotersRecord_0(out: bytearray, o: VotersRecord) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write VotersRecord: {exc}") from None
 
 
 def _w_VotersRecord__Endpoint_0(out: bytearray, o: VotersRecord.Endpoint) -> None:
@@ -234,7 +237,7 @@ def _w_VotersRecord__Endpoint_0(out: bytearray, o: VotersRecord.Endpoint) -> Non
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Endpoint: {exc}") from None
 
 
 def _w_VotersRecord__KRaftVersionFeature_0(out: bytearray, o: VotersRecord.KRaftVersionFeature) -> None:
@@ -245,7 +248,7 @@ def _w_VotersRecord__KRaftVersionFeature_0(out: bytearray, o: VotersRecord.KRaft
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write KRaftVersionFeature: {exc}") from None
 
 
 def _w_VotersRecord__Voter_0(out: bytearray, o: VotersRecord.Voter) -> None:
@@ -259,7 +262,10 @@ def _w_VotersRecord__Voter_0(out: bytearray, o: VotersRecord.Voter) -> None:
         if x is None:
             raise EncodeError("field endpoints is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VotersRecord__Endpoint_0(out, item)
         x = o.k_raft_version_feature
@@ -269,7 +275,7 @@ def _w_VotersRecord__Voter_0(out: bytearray, o: VotersRecord.Voter) -> None:
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write Voter: {exc}") from None
 
 
 _C_VotersRecord__Endpoint = VotersRecord.Endpoint

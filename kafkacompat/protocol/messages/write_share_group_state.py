@@ -116,7 +116,7 @@ def _r_WriteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[WriteShareGrou
             stop = pos + size
             if stop > buflen:
                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-            s1_group_id = str(buf[pos + 1 : stop], "utf-8")
+            s1_group_id = buf[pos + 1 : stop].decode()
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
@@ -257,7 +257,10 @@ def _w_WriteShareGroupStateRequest_0(out: bytearray, o: WriteShareGroupStateRequ
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteShareGroupStateRequest__WriteStateData_0(out, item)
         if o._unknown_tags:
@@ -265,7 +268,7 @@ def _w_WriteShareGroupStateRequest_0(out: bytearray, o: WriteShareGroupStateRequ
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WriteShareGroupStateRequest: {exc}") from None
 
 
 def _w_WriteShareGroupStateRequest__StateBatch_0(out: bytearray, o: WriteShareGroupStateRequest.StateBatch) -> None:
@@ -276,7 +279,7 @@ def _w_WriteShareGroupStateRequest__StateBatch_0(out: bytearray, o: WriteShareGr
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write StateBatch: {exc}") from None
 
 
 def _w_WriteShareGroupStateRequest__PartitionData_0(out: bytearray, o: WriteShareGroupStateRequest.PartitionData) -> None:
@@ -288,7 +291,10 @@ def _w_WriteShareGroupStateRequest__PartitionData_0(out: bytearray, o: WriteShar
         if x is None:
             raise EncodeError("field state_batches is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteShareGroupStateRequest__StateBatch_0(out, item)
         if o._unknown_tags:
@@ -296,7 +302,7 @@ def _w_WriteShareGroupStateRequest__PartitionData_0(out: bytearray, o: WriteShar
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
 def _w_WriteShareGroupStateRequest__WriteStateData_0(out: bytearray, o: WriteShareGroupStateRequest.WriteStateData) -> None:
@@ -309,7 +315,10 @@ def _w_WriteShareGroupStateRequest__WriteStateData_0(out: bytearray, o: WriteSha
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteShareGroupStateRequest__PartitionData_0(out, item)
         if o._unknown_tags:
@@ -317,7 +326,7 @@ def _w_WriteShareGroupStateRequest__WriteStateData_0(out: bytearray, o: WriteSha
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WriteStateData: {exc}") from None
 
 
 def _r_WriteShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[WriteShareGroupStateResponse, int]:
@@ -359,7 +368,7 @@ def _r_WriteShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[WriteShareGro
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_error_message = str(buf[pos + 1 : stop], "utf-8")
+                            s5_error_message = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
@@ -417,7 +426,10 @@ def _w_WriteShareGroupStateResponse_0(out: bytearray, o: WriteShareGroupStateRes
         if x is None:
             raise EncodeError("field results is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteShareGroupStateResponse__WriteStateResult_0(out, item)
         if o._unknown_tags:
@@ -425,7 +437,7 @@ def _w_WriteShareGroupStateResponse_0(out: bytearray, o: WriteShareGroupStateRes
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WriteShareGroupStateResponse: {exc}") from None
 
 
 def _w_WriteShareGroupStateResponse__PartitionResult_0(out: bytearray, o: WriteShareGroupStateResponse.PartitionResult) -> None:
@@ -444,7 +456,7 @@ def _w_WriteShareGroupStateResponse__PartitionResult_0(out: bytearray, o: WriteS
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
 
 
 def _w_WriteShareGroupStateResponse__WriteStateResult_0(out: bytearray, o: WriteShareGroupStateResponse.WriteStateResult) -> None:
@@ -457,7 +469,10 @@ def _w_WriteShareGroupStateResponse__WriteStateResult_0(out: bytearray, o: Write
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteShareGroupStateResponse__PartitionResult_0(out, item)
         if o._unknown_tags:
@@ -465,7 +480,7 @@ def _w_WriteShareGroupStateResponse__WriteStateResult_0(out: bytearray, o: Write
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WriteStateResult: {exc}") from None
 
 
 _C_WriteShareGroupStateRequest__StateBatch = WriteShareGroupStateRequest.StateBatch

@@ -167,7 +167,7 @@ def _w_WriteTxnMarkersRequest_0(out: bytearray, o: WriteTxnMarkersRequest) -> No
             for item in x:
                 _w_WriteTxnMarkersRequest__WritableTxnMarker_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WriteTxnMarkersRequest: {exc}") from None
 
 
 def _r_WriteTxnMarkersRequest_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest, int]:
@@ -208,7 +208,7 @@ def _r_WriteTxnMarkersRequest_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequ
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -283,7 +283,10 @@ def _w_WriteTxnMarkersRequest_1(out: bytearray, o: WriteTxnMarkersRequest) -> No
         if x is None:
             raise EncodeError("field markers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteTxnMarkersRequest__WritableTxnMarker_1(out, item)
         if o._unknown_tags:
@@ -291,7 +294,7 @@ def _w_WriteTxnMarkersRequest_1(out: bytearray, o: WriteTxnMarkersRequest) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WriteTxnMarkersRequest: {exc}") from None
 
 
 def _w_WriteTxnMarkersRequest__WritableTxnMarkerTopic_0(out: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarkerTopic) -> None:
@@ -306,9 +309,12 @@ def _w_WriteTxnMarkersRequest__WritableTxnMarkerTopic_0(out: bytearray, o: Write
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             out += _wire.INT32.pack(len(x))
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WritableTxnMarkerTopic: {exc}") from None
 
 
 def _w_WriteTxnMarkersRequest__WritableTxnMarkerTopic_1(out: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarkerTopic) -> None:
@@ -327,14 +333,20 @@ def _w_WriteTxnMarkersRequest__WritableTxnMarkerTopic_1(out: bytearray, o: Write
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
-            _wire.write_int_array(out, x, "i")
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            if len(x) < 32:
+                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            else:
+                _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WritableTxnMarkerTopic: {exc}") from None
 
 
 def _w_WriteTxnMarkersRequest__WritableTxnMarker_0(out: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarker) -> None:
@@ -351,7 +363,7 @@ def _w_WriteTxnMarkersRequest__WritableTxnMarker_0(out: bytearray, o: WriteTxnMa
                 _w_WriteTxnMarkersRequest__WritableTxnMarkerTopic_0(out, item)
         out += _F_i.pack(o.coordinator_epoch)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WritableTxnMarker: {exc}") from None
 
 
 def _w_WriteTxnMarkersRequest__WritableTxnMarker_1(out: bytearray, o: WriteTxnMarkersRequest.WritableTxnMarker) -> None:
@@ -363,7 +375,10 @@ def _w_WriteTxnMarkersRequest__WritableTxnMarker_1(out: bytearray, o: WriteTxnMa
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteTxnMarkersRequest__WritableTxnMarkerTopic_1(out, item)
         out += _F_i.pack(o.coordinator_epoch)
@@ -372,7 +387,7 @@ def _w_WriteTxnMarkersRequest__WritableTxnMarker_1(out: bytearray, o: WriteTxnMa
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WritableTxnMarker: {exc}") from None
 
 
 def _r_WriteTxnMarkersResponse_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
@@ -458,7 +473,7 @@ def _w_WriteTxnMarkersResponse_0(out: bytearray, o: WriteTxnMarkersResponse) -> 
             for item in x:
                 _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WriteTxnMarkersResponse: {exc}") from None
 
 
 def _r_WriteTxnMarkersResponse_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersResponse, int]:
@@ -500,7 +515,7 @@ def _r_WriteTxnMarkersResponse_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRes
                             stop = pos + size
                             if stop > buflen:
                                 raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
-                            s5_name = str(buf[pos + 1 : stop], "utf-8")
+                            s5_name = buf[pos + 1 : stop].decode()
                             pos = stop
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
@@ -599,7 +614,10 @@ def _w_WriteTxnMarkersResponse_1(out: bytearray, o: WriteTxnMarkersResponse) -> 
         if x is None:
             raise EncodeError("field markers is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_1(out, item)
         if o._unknown_tags:
@@ -607,14 +625,14 @@ def _w_WriteTxnMarkersResponse_1(out: bytearray, o: WriteTxnMarkersResponse) -> 
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WriteTxnMarkersResponse: {exc}") from None
 
 
 def _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_0(out: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult) -> None:
     try:
         out += _F_ih.pack(o.partition_index, o.error_code)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WritableTxnMarkerPartitionResult: {exc}") from None
 
 
 def _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_1(out: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult) -> None:
@@ -625,7 +643,7 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_1(out: bytearra
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WritableTxnMarkerPartitionResult: {exc}") from None
 
 
 def _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_0(out: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult) -> None:
@@ -644,7 +662,7 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_0(out: bytearray, o
             for item in x:
                 _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WritableTxnMarkerTopicResult: {exc}") from None
 
 
 def _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1(out: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult) -> None:
@@ -664,7 +682,10 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1(out: bytearray, o
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult_1(out, item)
         if o._unknown_tags:
@@ -672,7 +693,7 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1(out: bytearray, o
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WritableTxnMarkerTopicResult: {exc}") from None
 
 
 def _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_0(out: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerResult) -> None:
@@ -688,7 +709,7 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_0(out: bytearray, o: Wri
             for item in x:
                 _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_0(out, item)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WritableTxnMarkerResult: {exc}") from None
 
 
 def _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_1(out: bytearray, o: WriteTxnMarkersResponse.WritableTxnMarkerResult) -> None:
@@ -700,7 +721,10 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_1(out: bytearray, o: Wri
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
         else:
-            out += _wire.uvarint(len(x) + 1)
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult_1(out, item)
         if o._unknown_tags:
@@ -708,7 +732,7 @@ def _w_WriteTxnMarkersResponse__WritableTxnMarkerResult_1(out: bytearray, o: Wri
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write WritableTxnMarkerResult: {exc}") from None
 
 
 _C_WriteTxnMarkersRequest__WritableTxnMarkerTopic = WriteTxnMarkersRequest.WritableTxnMarkerTopic

@@ -60,7 +60,7 @@ def _w_ZkMigrationStateRecord_0(out: bytearray, o: ZkMigrationStateRecord) -> No
         else:
             out.append(0)
     except _wire.ENCODE_FAILURES as exc:
-        raise EncodeError(f"cannot write item: {exc}") from None
+        raise EncodeError(f"cannot write ZkMigrationStateRecord: {exc}") from None
 
 
 
