@@ -29,7 +29,6 @@ from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import trio
 
@@ -163,7 +162,10 @@ class BrokerConnection:
         self._note_change(capabilities)
         self._stream, self.handshake, self.capabilities = stream, result, capabilities
         self._failure = None
-        await nursery.start(self._read_loop, stream)
+        # The scope exists before the task runs, so an early aclose() can cancel it;
+        # start_soon spares the scheduling round trip nursery.start would cost.
+        self._reader_scope = trio.CancelScope()
+        nursery.start_soon(self._read_loop, stream, self._reader_scope)
         self._ready.set()
         return capabilities
 
@@ -295,10 +297,8 @@ class BrokerConnection:
 
     # -- the reader -------------------------------------------------------------------
 
-    async def _read_loop(self, stream: FramedStream, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        with trio.CancelScope() as scope:
-            self._reader_scope = scope
-            task_status.started()
+    async def _read_loop(self, stream: FramedStream, scope: trio.CancelScope) -> None:
+        with scope:
             try:
                 while True:
                     frame = await stream.receive_frame()
