@@ -1,0 +1,223 @@
+"""``kafkacompat fleet-report``, ``fleet-generate`` and ``client-profile``: the fleet pipeline's commands.
+
+``fleet-report`` reads capability snapshots and client profiles with Spark and
+writes one folder per table plus ``report.html``; ``fleet-generate`` writes a
+synthetic fleet (for demos and benchmarks); ``client-profile`` prints
+kafkacompat's own client profile.  Only ``fleet-report`` needs Spark (the
+``kafkacompat[spark]`` extra); it is imported when the command runs, so the
+other commands and ``kafkacompat --help`` work without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from kafkacompat.pipeline.client_format import kafkacompat_client_profile
+from kafkacompat.pipeline.generate import FleetSpec, generate_clients, write_fleet, write_fleet_files
+
+__all__ = ["build_report_parser", "register", "run_client_profile", "run_generate", "run_report"]
+
+SPARK_MISSING = (
+    "kafkacompat fleet-report needs PySpark, which is not installed: "
+    "pip install 'kafkacompat[spark]' (and a Java 17+ runtime)."
+)
+
+
+def _first_paragraph(text: str | None) -> str | None:
+    return text.split("\n\n")[0] if text else None
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``fleet-report`` options (shared with ``python -m kafkacompat.pipeline``)."""
+    parser.add_argument(
+        "--snapshots",
+        nargs="+",
+        required=True,
+        metavar="PATH",
+        help="snapshot files, folders or globs (JSON lines; Parquet when every path ends in .parquet)",
+    )
+    parser.add_argument(
+        "--clients", nargs="+", required=True, metavar="PATH", help="client profile JSON lines"
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="output folder (overwritten), local or any Spark URI"
+    )
+    parser.add_argument(
+        "--master",
+        help="Spark master (default: $KAFKACOMPAT_SPARK_MASTER, else spark-submit's, else local[*])",
+    )
+    parser.add_argument(
+        "--format", choices=("parquet", "json"), default="parquet", help="table format (default parquet)"
+    )
+    parser.add_argument(
+        "--snapshots-format",
+        choices=("auto", "json", "parquet"),
+        default="auto",
+        help="input format of the snapshots (default: from the paths' names)",
+    )
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting (repeatable)"
+    )
+
+
+def build_report_parser(prog: str = "kafkacompat fleet-report") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Build the fleet compatibility report with Spark."
+    )
+    add_report_arguments(parser)
+    return parser
+
+
+def register(subparsers: Any) -> None:
+    report = subparsers.add_parser(
+        "fleet-report",
+        help="what every client negotiates with every cluster, and what breaks (needs kafkacompat[spark])",
+        description="Read capability snapshots and client profiles with Spark; write one folder per table "
+        "and report.html under --out.",
+    )
+    add_report_arguments(report)
+    report.set_defaults(handler=run_report)
+
+    generate = subparsers.add_parser(
+        "fleet-generate",
+        help="write a synthetic fleet of snapshot lines (and client profiles) for demos and benchmarks",
+        description=_first_paragraph(FleetSpec.__doc__),
+    )
+    generate.add_argument("--clusters", type=int, required=True)
+    generate.add_argument("--brokers", type=int, required=True, help="brokers per cluster")
+    generate.add_argument("--observations", type=int, default=3, help="observations per broker (default 3)")
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument(
+        "--bad-every", type=int, default=0, metavar="N", help="spoil every N-th line (default: none)"
+    )
+    generate.add_argument(
+        "--out", default="-", metavar="FILE", help="snapshot lines (default: stdout); a folder with --files"
+    )
+    generate.add_argument("--files", type=int, default=1, metavar="N", help="split into N files under --out")
+    generate.add_argument("--clients-out", metavar="FILE", help="also write client profiles here")
+    generate.add_argument("--clients", type=int, default=10, help="how many client profiles (default 10)")
+    generate.set_defaults(handler=run_generate)
+
+    profile = subparsers.add_parser(
+        "client-profile",
+        help="print kafkacompat's own client profile (one JSON line)",
+        description="Print kafkacompat's client profile: the request versions its codec writes; "
+        "ApiVersions, Metadata and FindCoordinator are marked required.",
+    )
+    profile.add_argument("--out", default="-", metavar="FILE", help="where to write (default: stdout)")
+    profile.set_defaults(handler=run_client_profile)
+
+
+def _open(path: str) -> TextIO:
+    return sys.stdout if path == "-" else open(path, "w", encoding="utf-8")
+
+
+def run_client_profile(args: argparse.Namespace) -> int:
+    out = _open(args.out)
+    try:
+        out.write(json.dumps(kafkacompat_client_profile(), separators=(",", ":")) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    try:
+        spec = FleetSpec(
+            args.clusters, args.brokers, args.observations, seed=args.seed, bad_every=args.bad_every
+        )
+    except ValueError as exc:
+        print(f"kafkacompat fleet-generate: {exc}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    if args.files > 1:
+        if args.out == "-":
+            print("kafkacompat fleet-generate: --files needs --out DIR", file=sys.stderr)
+            return 2
+        write_fleet_files(spec, Path(args.out), args.files)
+        lines = spec.lines
+    else:
+        out = _open(args.out)
+        try:
+            lines = write_fleet(spec, out)
+        finally:
+            if out is not sys.stdout:
+                out.close()
+    if args.clients_out:
+        with open(args.clients_out, "w", encoding="utf-8") as handle:
+            for profile in generate_clients(args.clients, args.seed):
+                handle.write(json.dumps(profile, separators=(",", ":")) + "\n")
+    elapsed = time.perf_counter() - started
+    where = "stdout" if args.out == "-" else args.out
+    print(f"wrote {lines:,} snapshot lines to {where} in {elapsed:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _settings(pairs: list[str]) -> dict[str, str]:
+    settings: dict[str, str] = {}
+    for pair in pairs:
+        key, found, value = pair.partition("=")
+        if not found or not key:
+            raise ValueError(f"--conf wants KEY=VALUE, got {pair!r}")
+        settings[key] = value
+    return settings
+
+
+def run_report(args: argparse.Namespace) -> int:
+    try:
+        settings = _settings(args.conf)
+    except ValueError as exc:
+        print(f"kafkacompat fleet-report: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print(SPARK_MISSING, file=sys.stderr)
+        return 1
+    from pyspark.sql import SparkSession
+
+    from kafkacompat.pipeline.report import build_fleet_report, write_fleet_report
+    from kafkacompat.pipeline.session import fleet_session
+
+    settings.setdefault("spark.ui.showConsoleProgress", "false")
+    started = time.perf_counter()
+    ours = SparkSession.getActiveSession() is None  # stop only a session this command started
+    try:
+        spark = fleet_session(args.master, conf=settings)
+    except Exception as exc:  # Spark reports a missing Java or a bad master this way
+        print(f"kafkacompat fleet-report: could not start Spark: {exc}", file=sys.stderr)
+        return 1
+    try:
+        report = build_fleet_report(
+            spark, args.snapshots, args.clients, snapshots_format=args.snapshots_format
+        )
+        counts = write_fleet_report(report, args.out, args.format)
+        report.unpersist()
+    finally:
+        if ours:
+            spark.stop()
+    elapsed = time.perf_counter() - started
+    _print_summary(args.out, report.valid_snapshots, counts, report.timings, elapsed)
+    return 0
+
+
+def _print_summary(
+    out: str, valid: int, counts: dict[str, int], timings: dict[str, float], elapsed: float
+) -> None:
+    width = max(len(name) for name in counts)
+    print(f"fleet report in {out} ({elapsed:.1f} s; {valid:,} valid snapshot lines)")
+    for name, rows in counts.items():
+        print(f"  {name.ljust(width)}  {rows:>12,} rows")
+    html = Path(out.removeprefix("file:")) / "report.html"
+    if html.exists():
+        print(f"  report: {html}")
+    print("  stages: " + ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in timings.items()))
+    bad = counts.get("bad_records", 0)
+    if bad:
+        print(f"  {bad:,} bad input line(s): see {out}/bad_records and the report")

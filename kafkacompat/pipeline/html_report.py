@@ -1,0 +1,219 @@
+"""``report.html``: the page a person reads, next to the tables.
+
+Theory.  The tables hold every answer; the page says what needs attention.
+It is built from small aggregates and capped samples collected to the driver
+(never a whole table), so it costs little at any fleet size, and it says what
+it left out ("showing 50 of 1,234").  Sections, most urgent first: the counts
+(including bad input, which must never go unnoticed), the clusters x clients
+heatmap, clients with the APIs that break them, clusters running mixed
+releases, features (safe levels and blockers), fenced brokers, stale epochs,
+and the bad records with file and line.  One self-contained file: inline CSS
+and an inline SVG, no scripts, every value escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from kafkacompat import __version__
+from kafkacompat.pipeline.heatmap import HeatmapCell, render_heatmap
+from kafkacompat.pipeline.report import FleetTables
+
+__all__ = ["MAX_HEATMAP_CLIENTS", "MAX_HEATMAP_CLUSTERS", "MAX_TABLE_ROWS", "render_report"]
+
+MAX_HEATMAP_CLUSTERS = 60
+MAX_HEATMAP_CLIENTS = 60
+MAX_TABLE_ROWS = 50
+_TEXT_CUT = 160
+
+_CSS = """
+body{font-family:sans-serif;margin:24px;color:#212121;max-width:1400px}
+h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f5f5f5}td.num{text-align:right}.bad{color:#c62828;font-weight:bold}
+.ok{color:#2e7d32;font-weight:bold}.note{color:#616161;font-size:12px}code{font-size:12px}
+.counts td:first-child{font-weight:bold}
+"""
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return '<td class="note">none</td>'
+    if isinstance(value, bool):
+        return f'<td class="{"ok" if value else "bad"}">{"yes" if value else "no"}</td>'
+    if isinstance(value, int):
+        return f'<td class="num">{value:,}</td>'
+    if isinstance(value, list | tuple):
+        return f"<td>{escape(', '.join(str(v) for v in value)) or '&mdash;'}</td>"
+    text = str(value)
+    if len(text) > _TEXT_CUT:
+        text = text[:_TEXT_CUT] + "…"
+    return f"<td><code>{escape(text)}</code></td>" if text.startswith("{") else f"<td>{escape(text)}</td>"
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>" if body else '<p class="note">none</p>'
+
+
+def _sample(df: DataFrame, total: int, headers: Sequence[str], order: Sequence[str]) -> str:
+    rows = [tuple(r) for r in df.orderBy(*order).limit(MAX_TABLE_ROWS).collect()]
+    note = f'<p class="note">showing {len(rows):,} of {total:,}</p>' if total > len(rows) else ""
+    return _table(headers, rows) + note
+
+
+def _heatmap(report: FleetTables) -> str:
+    compat = report.compatibility.withColumn("label", F.concat_ws(" ", "client", "client_version"))
+    clients = [
+        r["label"]
+        for r in compat.select("label").distinct().orderBy("label").limit(MAX_HEATMAP_CLIENTS).collect()
+    ]
+    per_cluster = compat.groupBy("cluster_id").agg(F.count_if(~F.col("compatible")).alias("broken"))
+    chosen = per_cluster.orderBy(F.desc("broken"), "cluster_id").limit(MAX_HEATMAP_CLUSTERS)
+    rows = [(r["cluster_id"], r["broken"]) for r in chosen.collect()]
+    clusters = [cluster for cluster, _ in rows]
+    cells = {
+        (r["cluster_id"], r["label"]): HeatmapCell(r["compatible"], tuple(r["broken_apis"]))
+        for r in compat.join(chosen.select("cluster_id"), "cluster_id").collect()
+    }
+    total_clusters = per_cluster.count()
+    svg = render_heatmap(clusters, clients, cells)
+    note = (
+        f'<p class="note">{len(clusters):,} of {total_clusters:,} clusters shown, those with the most '
+        f"broken clients first; {len(clients):,} client profile(s). Hover a cell for the broken APIs.</p>"
+    )
+    return svg + note
+
+
+def _clients(report: FleetTables) -> str:
+    summary = report.compatibility.groupBy("client", "client_version").agg(
+        F.count_if("compatible").alias("ok"), F.count(F.lit(1)).alias("clusters")
+    )
+    broken = (
+        report.compatibility.select("client", "client_version", F.explode("broken_apis").alias("api"))
+        .groupBy("client", "client_version", "api")
+        .count()
+        .groupBy("client", "client_version")
+        .agg(F.array_sort(F.collect_list(F.struct(F.negative("count").alias("n"), "api"))).alias("apis"))
+    )
+    rows = (
+        summary.join(broken, ["client", "client_version"], "left")
+        .orderBy("client", "client_version")
+        .collect()
+    )
+    out = []
+    for r in rows[: MAX_TABLE_ROWS * 4]:
+        apis = ", ".join(f"{a['api']} ({-a['n']:,})" for a in (r["apis"] or []))
+        out.append((r["client"], r["client_version"], r["ok"], r["clusters"] - r["ok"], apis or None))
+    return _table(
+        ("client", "version", "compatible clusters", "broken clusters", "breaking APIs (clusters)"), out
+    )
+
+
+def _mixed_releases(report: FleetTables) -> str:
+    per_cluster = report.latest.groupBy("cluster_id").agg(
+        F.count(F.lit(1)).alias("brokers"),
+        F.array_sort(F.collect_set(F.col("release_guess.text"))).alias("releases"),
+    )
+    mixed = per_cluster.where(F.size("releases") > 1)
+    return _sample(mixed, mixed.count(), ("cluster", "brokers", "releases (guessed)"), ["cluster_id"])
+
+
+_FEATURE_COLUMNS = (
+    "cluster_id",
+    "feature",
+    "finalized_level",
+    "epoch",
+    "max_safe_level",
+    "next_level",
+    "blocking_brokers",
+)
+_FEATURE_HEADERS = ("cluster", "feature", "finalized", "epoch", "max safe", "next level", "blocking brokers")
+
+
+def _features(report: FleetTables, rows: DataFrame) -> str:
+    return _sample(rows.select(*_FEATURE_COLUMNS), rows.count(), _FEATURE_HEADERS, ["cluster_id", "feature"])
+
+
+def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
+    """The whole page as a string (runs a few small Spark jobs)."""
+    bad_by_source = {r["source"]: r["count"] for r in report.bad_records.groupBy("source").count().collect()}
+    incompatible = report.compatibility.where(~F.col("compatible")).count()
+    sizes = report.latest.groupBy("cluster_id").agg(F.count(F.lit(1)).alias("_brokers"))
+    features = report.features.join(sizes, "cluster_id")
+    blocking = F.size("blocking_brokers")
+    attention = features.where(
+        ((blocking > 0) & (blocking < F.col("_brokers"))) | F.col("max_safe_level").isNull()
+    )
+    raisable = features.where(F.col("max_safe_level") > F.col("finalized_level"))
+    summary = [
+        ("valid snapshot lines", report.valid_snapshots),
+        ("bad snapshot lines", bad_by_source.get("snapshots", 0)),
+        ("bad client profile lines", bad_by_source.get("clients", 0)),
+        ("brokers (latest observations)", counts.get("latest", 0)),
+        ("clusters x clients", counts.get("compatibility", 0)),
+        ("incompatible pairs", incompatible),
+        ("brokers on a stale epoch", counts.get("stale_epochs", 0)),
+        ("fenced broker features", counts.get("fenced", 0)),
+    ]
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>Kafka fleet compatibility report</title>',
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Kafka fleet compatibility report</h1>",
+        f'<p class="note">kafkacompat {escape(__version__)}, generated {stamp}. Data: the folders next to '
+        "this file (one per table).</p>",
+        '<table class="counts">'
+        + "".join(f"<tr><td>{escape(k)}</td>{_cell(v)}</tr>" for k, v in summary)
+        + "</table>",
+        "<h2>Clusters x clients</h2>",
+        _heatmap(report),
+        "<h2>Clients</h2>",
+        _clients(report),
+        "<h2>Clusters running mixed releases</h2>",
+        _mixed_releases(report),
+        "<h2>Features: brokers out of line</h2>",
+        '<p class="note">Some brokers support the next level and others do not (those are listed), or '
+        "no level is safe at all (max safe: none). Max safe level: the highest level every broker "
+        "supports with its dependencies met.</p>",
+        _features(report, attention),
+        "<h2>Features that can be raised now</h2>",
+        '<p class="note">The finalized level is below the highest safe level.</p>',
+        _sample(
+            raisable.select(*_FEATURE_COLUMNS), raisable.count(), _FEATURE_HEADERS, ["cluster_id", "feature"]
+        ),
+        "<h2>Fenced brokers</h2>",
+        '<p class="note">brokers whose supported range no longer holds the finalized level '
+        "(none: the broker does not list the feature).</p>",
+        _sample(
+            report.fenced,
+            counts.get("fenced", 0),
+            ("cluster", "node", "feature", "finalized", "supported min", "supported max"),
+            ["cluster_id", "node_id", "feature"],
+        ),
+        "<h2>Stale epochs</h2>",
+        _sample(
+            report.stale_epochs,
+            counts.get("stale_epochs", 0),
+            ("cluster", "node", "observed at", "epoch", "cluster epoch"),
+            ["cluster_id", "node_id"],
+        ),
+        "<h2>Bad records</h2>",
+        _sample(
+            report.bad_records.select("source", "file", "line", "reason", "text"),
+            counts.get("bad_records", 0),
+            ("source", "file", "line", "reason", "text"),
+            ["source", "file", "line"],
+        ),
+        "</body></html>",
+    ]
+    return "\n".join(parts)

@@ -1,0 +1,178 @@
+"""The fleet report: from snapshot and profile files to the tables, and the tables to files.
+
+Theory.  Everything is derived from two reads: the snapshots (big) and the
+client profiles (small).  The parsed snapshots are persisted once, because
+three things read them: the bad records, the count of valid records, and the
+latest observation per broker.  The latest observations are persisted too:
+they are one row per broker, and every other table (stale epochs, negotiated
+versions, compatibility, features, fenced brokers) is a cheap function of
+them and of the profiles.  So the cost of a report is one parse of the input
+plus work proportional to brokers x client APIs, and it scales out with
+executors like any Spark job: the parse is split by file blocks, the rest by
+cluster.
+
+Writing: one folder per table under the output directory (Parquet by default,
+or JSON lines), then ``report.html`` next to them, made from small aggregates
+collected to the driver.  Output is overwritten.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+
+from kafkacompat.pipeline.feature_table import feature_levels, feature_rows, fenced_brokers
+from kafkacompat.pipeline.latest import latest_observations, stale_epochs
+from kafkacompat.pipeline.negotiate import compatibility, negotiated
+from kafkacompat.pipeline.readers import (
+    InputFormat,
+    SnapshotScan,
+    read_clients,
+    scan_snapshots,
+)
+
+__all__ = ["TABLES", "FleetTables", "OutputFormat", "build_fleet_report", "write_fleet_report"]
+
+OutputFormat = Literal["parquet", "json"]
+TABLES: tuple[str, ...] = (
+    "latest",
+    "stale_epochs",
+    "negotiated",
+    "compatibility",
+    "features",
+    "fenced",
+    "bad_records",
+)
+
+
+@dataclass
+class FleetTables:
+    """The report's tables as DataFrames (see ``docs/pipeline.md`` for every column)."""
+
+    latest: DataFrame
+    stale_epochs: DataFrame
+    negotiated: DataFrame
+    compatibility: DataFrame
+    features: DataFrame
+    fenced: DataFrame
+    bad_records: DataFrame
+    valid_snapshots: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    _persisted: list[DataFrame] = field(default_factory=list, repr=False)
+    _scan: SnapshotScan | None = field(default=None, repr=False)
+
+    def tables(self) -> dict[str, DataFrame]:
+        return {name: getattr(self, name) for name in TABLES}
+
+    def unpersist(self) -> None:
+        """Release what building the report cached."""
+        for df in self._persisted:
+            df.unpersist()
+        self._persisted.clear()
+        if self._scan is not None:
+            self._scan.unpersist()
+            self._scan = None
+
+
+@contextmanager
+def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - started
+
+
+def build_fleet_report(
+    spark: SparkSession,
+    snapshots: Sequence[str],
+    clients: Sequence[str],
+    *,
+    snapshots_format: InputFormat = "auto",
+    max_locate_bytes: int | None = None,
+) -> FleetTables:
+    """Read the inputs and define every table.
+
+    This runs the jobs that must run before the tables can be defined: the
+    scan of the snapshots, the search for bad lines, and the latest
+    observation per broker (persisted).  The other tables are lazy.
+    """
+    timings: dict[str, float] = {}
+    with _timed(timings, "scan+validate"):
+        scan = scan_snapshots(spark, snapshots, snapshots_format, max_locate_bytes=max_locate_bytes)
+        valid = scan.valid().count()
+    with _timed(timings, "bad records"):
+        profiles = read_clients(spark, clients, max_locate_bytes=max_locate_bytes)
+        bad = scan.bad_records().unionByName(profiles.bad).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        bad.count()
+    with _timed(timings, "latest"):
+        latest = latest_observations(scan).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        latest.count()
+    client_rows = profiles.records.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    versions = negotiated(latest, client_rows)
+    features = feature_rows(latest)
+    return FleetTables(
+        latest=latest.drop("observed_ts"),
+        stale_epochs=stale_epochs(latest),
+        negotiated=versions,
+        compatibility=compatibility(latest, client_rows, versions),
+        features=feature_levels(features),
+        fenced=fenced_brokers(features),
+        bad_records=bad,
+        valid_snapshots=valid,
+        timings=timings,
+        _persisted=[latest, bad, client_rows],
+        _scan=scan,
+    )
+
+
+def write_fleet_report(
+    report: FleetTables, out: str | Path, fmt: OutputFormat = "parquet", *, html: bool = True
+) -> dict[str, int]:
+    """Write every table to ``out/<table>/`` and ``out/report.html``; returns rows per table.
+
+    ``out`` is a local path or any URI Spark can write (the page goes through
+    Hadoop's FileSystem then); ``html=False`` skips the page.
+    """
+    target = str(out).rstrip("/")
+    counts: dict[str, int] = {}
+    for name, df in report.tables().items():
+        with _timed(report.timings, f"write {name}"):
+            if name == "negotiated":  # compatibility is computed from it
+                df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+                report._persisted.append(df)
+            writer = df.write.mode("overwrite")
+            path = f"{target}/{name}"
+            if fmt == "parquet":
+                writer.parquet(path)
+            else:
+                writer.json(path)
+            counts[name] = df.count()
+    if html:
+        from kafkacompat.pipeline.html_report import render_report
+
+        with _timed(report.timings, "report.html"):
+            _write_text(report.latest.sparkSession, f"{target}/report.html", render_report(report, counts))
+    return counts
+
+
+def _write_text(spark: SparkSession, path: str, text: str) -> None:
+    """A small file next to the tables: plainly when local, through Hadoop's FileSystem otherwise."""
+    if "://" not in path and not path.startswith("file:"):
+        Path(path).write_text(text, encoding="utf-8")
+        return
+    jvm = spark.sparkContext._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)  # type: ignore[union-attr]  # the JVM is up
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
+    stream = hadoop_path.getFileSystem(hadoop_conf).create(hadoop_path, True)
+    try:
+        stream.write(bytearray(text.encode("utf-8")))
+    finally:
+        stream.close()

@@ -1,0 +1,73 @@
+"""The Spark session: local by default, whatever spark-submit says when run under it.
+
+Theory.  The same job must run on a laptop (an embedded local Spark) and,
+unchanged, with ``spark-submit`` on a cluster, so nothing in this package
+names a master except as the documented default of the API and the command
+line.  The master is resolved in this order:
+
+1. the ``master`` argument (``--master`` on the command line);
+2. the ``KAFKACOMPAT_SPARK_MASTER`` environment variable;
+3. the master of the launching ``spark-submit`` (the driver was started by it
+   when ``PYSPARK_GATEWAY_PORT`` is set), or of a session already running in
+   this process: we set none and Spark keeps its own;
+4. ``DEFAULT_MASTER`` (``local[*]``: every core of this machine).
+
+Other settings pass through ``conf``; anything not set there comes from
+spark-submit or ``spark-defaults.conf`` as usual.  One default is ours, and
+only for a local master we start: ``spark.sql.shuffle.partitions`` is twice
+the cores instead of Spark's 200.  The report's tables after the scan are
+small (one row per broker, cluster or client API), and on one machine 200
+shuffle partitions per join cost seconds each in task overhead; on a cluster
+the administrator's setting is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+__all__ = ["APP_NAME", "DEFAULT_MASTER", "MASTER_ENV", "fleet_session", "resolve_master"]
+
+DEFAULT_MASTER = "local[*]"
+MASTER_ENV = "KAFKACOMPAT_SPARK_MASTER"
+APP_NAME = "kafkacompat-fleet"
+
+
+def resolve_master(
+    master: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    session_running: bool | None = None,
+) -> str | None:
+    """The master to set, or None to keep the one spark-submit (or a live session) chose.
+
+    ``environ`` defaults to ``os.environ``; ``session_running`` to whether this
+    process already has an active Spark session.
+    """
+    env = os.environ if environ is None else environ
+    if master:
+        return master
+    if env.get(MASTER_ENV):
+        return env[MASTER_ENV]
+    running = SparkSession.getActiveSession() is not None if session_running is None else session_running
+    if env.get("PYSPARK_GATEWAY_PORT") or running:
+        return None
+    return DEFAULT_MASTER
+
+
+def fleet_session(
+    master: str | None = None, *, app_name: str = APP_NAME, conf: Mapping[str, str] | None = None
+) -> SparkSession:
+    """Get (or create) the session for the fleet pipeline; see the module docstring for the master."""
+    builder = SparkSession.builder.appName(app_name)
+    chosen = resolve_master(master)
+    if chosen is not None:
+        builder = builder.master(chosen)
+    settings = dict(conf or {})
+    if chosen is not None and chosen.startswith("local"):
+        settings.setdefault("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 1)))
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

@@ -1,0 +1,135 @@
+"""The commands: fleet-generate, client-profile, fleet-report, and life without the Spark extra."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from kafkacompat.cli import main
+from kafkacompat.cli.fleet import SPARK_MISSING
+from kafkacompat.pipeline.client_format import validate_client_profile
+from kafkacompat.pipeline.report import TABLES
+from kafkacompat.pipeline.snapshot_format import parse_snapshot_line
+
+ROOT = Path(__file__).resolve().parents[2]
+NO_PYSPARK = "import sys; sys.modules['pyspark'] = None; "
+
+
+def test_client_profile_prints_a_valid_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["client-profile"]) == 0
+    profile = json.loads(capsys.readouterr().out)
+    assert profile["client"] == "kafkacompat" and validate_client_profile(profile) == []
+
+
+def test_fleet_generate_writes_snapshots_and_clients(tmp_path: Path) -> None:
+    out, clients = tmp_path / "fleet.jsonl", tmp_path / "clients.jsonl"
+    assert (
+        main(
+            [
+                "fleet-generate",
+                "--clusters",
+                "4",
+                "--brokers",
+                "3",
+                "--observations",
+                "2",
+                "--out",
+                str(out),
+                "--clients-out",
+                str(clients),
+                "--clients",
+                "4",
+                "--seed",
+                "9",
+            ]
+        )
+        == 0
+    )
+    lines = out.read_text().splitlines()
+    assert len(lines) == 24 and all(parse_snapshot_line(line)[1] == [] for line in lines)
+    assert len(clients.read_text().splitlines()) == 4
+
+
+def test_fleet_report_end_to_end(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snapshots, clients = tmp_path / "fleet.jsonl", tmp_path / "clients.jsonl"
+    main(
+        [
+            "fleet-generate",
+            "--clusters",
+            "5",
+            "--brokers",
+            "3",
+            "--out",
+            str(snapshots),
+            "--clients-out",
+            str(clients),
+            "--clients",
+            "3",
+            "--bad-every",
+            "20",
+        ]
+    )
+    out = tmp_path / "report"
+    code = main(
+        [
+            "fleet-report",
+            "--snapshots",
+            str(snapshots),
+            "--clients",
+            str(clients),
+            "--out",
+            str(out),
+            "--format",
+            "json",
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "bad input line(s)" in printed and "report.html" in printed
+    for table in TABLES:
+        assert list((out / table).glob("part-*.json")), table
+    assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
+    bad = [
+        json.loads(line)
+        for f in (out / "bad_records").glob("part-*.json")
+        for line in f.read_text().splitlines()
+    ]
+    assert sorted(b["line"] for b in bad) == [20, 40]
+    assert SparkSession.getActiveSession() is not None  # the test's own session was not stopped
+
+
+def test_fleet_report_without_pyspark_says_so() -> None:
+    code = (
+        NO_PYSPARK + "from kafkacompat.cli import main; "
+        "sys.exit(main(['fleet-report', '--snapshots', 'x', '--clients', 'y', '--out', 'z']))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert done.returncode == 1
+    assert done.stderr.strip() == SPARK_MISSING
+
+
+def test_help_works_without_pyspark() -> None:
+    code = NO_PYSPARK + "from kafkacompat.cli import main; main(['--help'])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert done.returncode == 0 and "fleet-report" in done.stdout
+    code = NO_PYSPARK + "import kafkacompat.pipeline as p; print(p.snapshot_line.__name__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "snapshot_line"
+
+
+def test_the_spark_submit_entry_point_parses_the_same_options() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kafkacompat.pipeline", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0 and "--snapshots" in done.stdout and "--master" in done.stdout
