@@ -14,18 +14,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafkacompat._codegen.layout import FIXED, default_expr, fixed_runs, is_fixed_run
 from kafkacompat._codegen.spec import PRIMITIVES
 
 if TYPE_CHECKING:
-    from kafkacompat._codegen.render_messages import Emitter, FieldLayout, MessageRenderer, StructLayout
+    from kafkacompat._codegen.layout import FieldLayout, StructLayout
+    from kafkacompat._codegen.render_messages import Emitter, MessageRenderer
 
 SHORT_ARRAY = 32  # must match _wire.SHORT_ARRAYS
-FIXED = {name for name, (code, *_rest) in PRIMITIVES.items() if code is not None}
-
-
-def _is_fixed_run(run: list[FieldLayout]) -> bool:
-    first = run[0].field
-    return len(run) > 1 or (first.type in FIXED and not first.is_array and first.struct is None)
 
 
 class ReaderRenderer:
@@ -58,8 +54,6 @@ class ReaderRenderer:
 
     def struct(self, out: Emitter, name: str, layout: StructLayout) -> str:
         """Emit the reading of one struct; return the local holding the built object."""
-        from kafkacompat._codegen.render_messages import default_expr, fixed_runs
-
         self.sites += 1
         site = self.sites
         prefix = f"s{site}_"
@@ -70,7 +64,7 @@ class ReaderRenderer:
             layout.flexible
             and not any(fl.tagged for fl in layout.fields)
             and bool(runs)
-            and _is_fixed_run(runs[-1])
+            and is_fixed_run(runs[-1])
         )
         for number, run in enumerate(runs, 1):
             self.run(out, run, prefix, tag_byte=f"t{site}" if fold and number == len(runs) else None)
@@ -87,7 +81,7 @@ class ReaderRenderer:
         return obj
 
     def run(self, out: Emitter, run: list[FieldLayout], prefix: str, tag_byte: str | None = None) -> None:
-        if _is_fixed_run(run):
+        if is_fixed_run(run):
             codes = "".join(PRIMITIVES[fl.field.type][0] or "" for fl in run)
             width = sum(PRIMITIVES[fl.field.type][1] for fl in run)
             names = [f"{prefix}{fl.field.py_name}" for fl in run]
@@ -244,7 +238,7 @@ class ReaderRenderer:
         caller's general loop is emitted inside the ``if`` this opens.
         """
         present = [fl for fl in child.fields if fl.present]
-        if not present or any(fl.tagged or not _is_fixed_run([fl]) for fl in present):
+        if not present or any(fl.tagged or not is_fixed_run([fl]) for fl in present):
             return None
         codes = "".join(PRIMITIVES[fl.field.type][0] or "" for fl in present)
         width = sum(PRIMITIVES[fl.field.type][1] for fl in present)
@@ -269,8 +263,6 @@ class ReaderRenderer:
                 out(f"{obj} = _new({self.m.alias(child.struct_name)})")
                 for fl, name in zip(present, names, strict=True):
                     out(f"{obj}.{fl.field.py_name} = {name}")
-                from kafkacompat._codegen.render_messages import default_expr
-
                 for fl in child.fields:
                     if not fl.present:
                         out(f"{obj}.{fl.field.py_name} = {default_expr(fl.field, self.m.owner)}")
@@ -285,8 +277,6 @@ class ReaderRenderer:
         return obj
 
     def tags(self, out: Emitter, layout: StructLayout, prefix: str, site: int, folded: bool = False) -> None:
-        from kafkacompat._codegen.render_messages import default_expr
-
         tagged = sorted((fl for fl in layout.fields if fl.tagged), key=lambda fl: fl.field.tag or 0)
         for fl in tagged:
             f = fl.field
