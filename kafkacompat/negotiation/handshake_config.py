@@ -106,6 +106,9 @@ class HandshakeConfig:
     fallback_ranges: Mapping[int, VersionRange] | None = field(
         init=False, repr=False, compare=False, default=None
     )
+    # Problems of the software fields, when the versions tried will send them;
+    # worked out once here, since every handshake copies them into its notes.
+    software_problems: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
         version = _require_int("max_version", self.max_version)
@@ -128,6 +131,9 @@ class HandshakeConfig:
         if self.fallback_release is not None:
             ranges = release_ranges(self.fallback_release, self.fallback_kind)
             object.__setattr__(self, "fallback_ranges", ranges)
+        if self.max_version >= FIRST_SOFTWARE_FIELDS_VERSION:
+            problems = software_field_problems(self.client_software_name, self.client_software_version)
+            object.__setattr__(self, "software_problems", problems)
         # stacklevel 3 points the warning at the caller of HandshakeConfig(...).
         for problem in self.software_problems:
             warnings.warn(problem, ClientSoftwareWarning, stacklevel=3)
@@ -140,13 +146,6 @@ class HandshakeConfig:
             client_software_name=self.client_software_name,
             client_software_version=self.client_software_version,
         )
-
-    @property
-    def software_problems(self) -> tuple[str, ...]:
-        """Problems of the software fields, when the versions tried will send them."""
-        if self.max_version < FIRST_SOFTWARE_FIELDS_VERSION:
-            return ()
-        return software_field_problems(self.client_software_name, self.client_software_version)
 
 
 def check_correlation_id(value: int) -> int:
