@@ -7,18 +7,23 @@ before the connection is ready waits for it.  The capabilities learned belong
 to this connection and die with it; ``reconnect`` negotiates again, replaces
 them, and records what changed (a broker upgraded or downgraded in between).
 
-Requests are pipelined up to ``max_in_flight``; one reader task matches
-responses to callers by correlation id.  Kafka answers the requests of one
-connection in the order they were written, so a response must carry the id of
-the oldest request still awaiting one; any other id (one nobody asked for, or
-another caller's, out of turn) means the stream can no longer be trusted: the
-connection closes and every caller in flight gets the error, so nothing is
-ever handed to the wrong caller.  (Apache Kafka never answers a Produce with
-``acks=0``; Tansu and librdkafka's mock broker do: such an answer is dropped.)  A
-request that times out or is cancelled after it was written leaves its
-correlation id behind as abandoned, so its late answer is dropped quietly; a
-request cancelled half-way through being written closes the connection,
-since the stream would be corrupt.
+Requests are pipelined up to ``max_in_flight``.  Two tasks start with the
+first request (a connection opened only to read the capabilities never needs
+them): a writer that sends whatever requests queued while its last write was
+going out, in one write, and a reader that matches responses to callers by
+correlation id.  Kafka answers the requests of one connection in the order
+they were written, so a response must carry the id of the oldest request
+still awaiting one; any other id (one nobody asked for, or another caller's,
+out of turn) means the stream can no longer be trusted: the connection closes
+and every caller in flight gets the error, so nothing is ever handed to the
+wrong caller.  (Apache Kafka never answers a Produce with ``acks=0``; Tansu
+and librdkafka's mock broker do: such an answer is dropped.)
+
+A caller that times out or is cancelled takes its request back as far as it
+can: still queued, it is never written; already written, its correlation id
+is left behind as abandoned, so its late answer is dropped quietly; cut off
+half-way through being written, the connection closes, since the stream
+would be corrupt.
 """
 
 from __future__ import annotations
@@ -76,10 +81,17 @@ class CapabilityChange:
         )
 
 
+_QUEUED, _WRITING, _WRITTEN = range(3)  # where a request's frame is
+
+
 @dataclass(slots=True)
 class _Pending:
     response_cls: type[KafkaMessage]
     version: int
+    correlation_id: int
+    frame: bytes
+    expects_reply: bool
+    state: int = _QUEUED
     done: trio.Event = field(default_factory=trio.Event)
     response: KafkaMessage | None = None
     error: KafkaCompatError | None = None
@@ -110,10 +122,12 @@ class BrokerConnection:
         self._abandoned: set[int] = set()
         self._awaiting: deque[int] = deque()  # ids written that expect an answer, oldest first
         self._acks0_ids: dict[int, None] = {}  # recent acks=0 ids, oldest first
-        self._send_lock = trio.Lock()
+        self._outbox: dict[int, _Pending] = {}  # frames not yet handed to the socket, in order
+        self._outbox_filled = trio.Event()
         self._slots = trio.Semaphore(self.config.max_in_flight)
         self._correlation_ids = itertools.count(1)
-        self._reader_scope: trio.CancelScope | None = None
+        self._nursery: trio.Nursery | None = None
+        self._io_scopes: tuple[trio.CancelScope, trio.CancelScope] | None = None  # reader, writer
         self._closed = False
 
     @property
@@ -162,10 +176,9 @@ class BrokerConnection:
         self._note_change(capabilities)
         self._stream, self.handshake, self.capabilities = stream, result, capabilities
         self._failure = None
-        # The scope exists before the task runs, so an early aclose() can cancel it;
-        # start_soon spares the scheduling round trip nursery.start would cost.
-        self._reader_scope = trio.CancelScope()
-        nursery.start_soon(self._read_loop, stream, self._reader_scope)
+        # The reader and writer start with the first request: a connection opened to
+        # learn the broker's capabilities and closed again never needs them.
+        self._nursery, self._io_scopes = nursery, None
         self._ready.set()
         return capabilities
 
@@ -183,8 +196,7 @@ class BrokerConnection:
         if not self._closed:
             self._closed = True
             self._fail_everything(TransportError("the connection was closed", node=self.node))
-            if self._reader_scope is not None:
-                self._reader_scope.cancel()
+            self._stop_io()
         if self._stream is not None:  # even when already marked closed: closing twice is harmless
             await self._stream.aclose()
 
@@ -211,53 +223,49 @@ class BrokerConnection:
         deadline = trio.current_time() + limit
         if message.MESSAGE_TYPE != "request" or message.API_KEY is None:
             raise ProtocolError(f"{message.NAME} is not a request")
-        with trio.move_on_at(deadline):
-            await self._ready.wait()
+        if not self._ready.is_set():
+            with trio.move_on_at(deadline):
+                await self._ready.wait()
+            if not self._ready.is_set():
+                raise KafkaTimeoutError("timed out waiting for the connection to be ready", node=self.node)
         if self._failure is not None:
             raise self._failure.with_traceback(None)
-        if not self._ready.is_set():
-            raise KafkaTimeoutError("timed out waiting for the connection to be ready", node=self.node)
         assert self._stream is not None and self.capabilities is not None
         api_key = message.API_KEY
         if version is None:
             version = self.pick_version(api_key)
         response_cls: type[KafkaMessage] = getattr(messages, messages.CLASS_BY_KEY[(api_key, "response")])
         expects_reply = not (api_key == PRODUCE and getattr(message, "acks", 1) == 0)
-        correlation_id: int | None = None
-        written = False
+        pending: _Pending | None = None
         try:
             # The deadline covers the wait for an in-flight slot as well.
             with trio.fail_at(deadline):
                 async with self._slots:
+                    if self._failure is not None:  # the connection failed while this request queued
+                        raise self._failure.with_traceback(None)
                     correlation_id = self._next_correlation_id()
                     frame = framing.encode_request(message, version, correlation_id, self.config.client_id)
-                    pending = _Pending(response_cls, version)
-                    if expects_reply:
-                        self._pending[correlation_id] = pending
-                    await self._send(frame, correlation_id, expects_reply)
-                    written = True
-                    if not expects_reply:
-                        return None  # type: ignore[return-value]
+                    pending = _Pending(response_cls, version, correlation_id, frame, expects_reply)
+                    self._enqueue(pending)
                     await pending.done.wait()
         except trio.TooSlowError:
-            if correlation_id is None:
+            if pending is None:
                 raise KafkaTimeoutError(
                     f"timed out waiting for one of the {self.config.max_in_flight} in-flight slots "
                     f"to send {message.NAME} v{version}",
                     node=self.node,
                 ) from None
-            self._forget(correlation_id, written)
+            self._withdraw(pending)
             raise KafkaTimeoutError(
                 f"no response to {message.NAME} v{version} within the timeout", node=self.node
             ) from None
         except BaseException:
-            if correlation_id is not None:
-                self._forget(correlation_id, written)
+            if pending is not None:
+                self._withdraw(pending)
             raise
         if pending.error is not None:
             raise pending.error.with_traceback(None)  # shared by every failed caller: no pile-up
-        assert pending.response is not None
-        return pending.response
+        return pending.response  # type: ignore[return-value]  # None only for acks=0
 
     def _next_correlation_id(self) -> int:
         value = next(self._correlation_ids)
@@ -266,34 +274,77 @@ class BrokerConnection:
             value = 1
         return value
 
-    async def _send(self, frame: bytes, correlation_id: int, expects_reply: bool) -> None:
-        assert self._stream is not None
-        async with self._send_lock:
-            # Checked under the lock: the connection may have failed while this request queued.
-            if self._failure is not None:
-                raise self._failure.with_traceback(None)
-            # Recorded before the first byte goes out (the answer may come back at once); a
-            # write that does not complete closes the connection, so the record stays exact.
-            if expects_reply:
-                self._awaiting.append(correlation_id)
-            else:
-                self._acks0_ids[correlation_id] = None
-                if len(self._acks0_ids) > _ACKS0_MEMORY:
-                    del self._acks0_ids[next(iter(self._acks0_ids))]
-            sending = True
-            try:
-                await self._stream.send(frame)
-                sending = False
-            finally:
-                if sending:  # cut off half-way: the stream cannot be trusted any more
-                    self._fail_everything(
-                        TransportError("a request was interrupted while being written", node=self.node)
-                    )
-                    self._close_soon()
+    # -- the writer -------------------------------------------------------------------
 
-    def _forget(self, correlation_id: int, written: bool) -> None:
-        if self._pending.pop(correlation_id, None) is not None and written:
-            self._abandoned.add(correlation_id)
+    def _enqueue(self, pending: _Pending) -> None:
+        if self._io_scopes is None:
+            self._start_io()
+        if pending.expects_reply:
+            self._pending[pending.correlation_id] = pending
+        self._outbox[pending.correlation_id] = pending
+        self._outbox_filled.set()
+
+    def _start_io(self) -> None:
+        assert self._nursery is not None and self._stream is not None
+        # The scopes exist before the tasks run, so an early aclose() can cancel them;
+        # start_soon spares the scheduling round trip nursery.start would cost.
+        self._io_scopes = (trio.CancelScope(), trio.CancelScope())
+        self._nursery.start_soon(self._read_loop, self._stream, self._io_scopes[0])
+        self._nursery.start_soon(self._write_loop, self._stream, self._io_scopes[1])
+
+    def _stop_io(self) -> None:
+        if self._io_scopes is not None:
+            for scope in self._io_scopes:
+                scope.cancel()
+
+    async def _write_loop(self, stream: FramedStream, scope: trio.CancelScope) -> None:
+        """Write whatever requests queued while the last write was going out, in one send.
+
+        Coalescing matters when many requests are in flight (a per-key lookup of
+        a thousand groups): one system call and one scheduling round trip per
+        wave instead of per request.
+        """
+        with scope:
+            while True:
+                if not self._outbox:
+                    self._outbox_filled = trio.Event()
+                    await self._outbox_filled.wait()
+                    continue
+                batch = list(self._outbox.values())
+                self._outbox.clear()
+                for item in batch:
+                    item.state = _WRITING
+                    # Recorded before the first byte goes out (the answer may come back at
+                    # once); a write that does not complete closes the connection.
+                    if item.expects_reply:
+                        self._awaiting.append(item.correlation_id)
+                    else:
+                        self._acks0_ids[item.correlation_id] = None
+                        if len(self._acks0_ids) > _ACKS0_MEMORY:
+                            del self._acks0_ids[next(iter(self._acks0_ids))]
+                data = batch[0].frame if len(batch) == 1 else b"".join(item.frame for item in batch)
+                try:
+                    await stream.send(data)
+                except KafkaCompatError as exc:
+                    self._fail_everything(exc)
+                    self._close_soon()
+                    return
+                for item in batch:
+                    item.state, item.frame = _WRITTEN, b""
+                    if not item.expects_reply:
+                        item.resolve()
+
+    def _withdraw(self, pending: _Pending) -> None:
+        """A caller gave up (timeout, cancellation): take its request back as far as it can be."""
+        if pending.state == _QUEUED:  # never written: as if never asked
+            self._outbox.pop(pending.correlation_id, None)
+            self._pending.pop(pending.correlation_id, None)
+        elif pending.state == _WRITING:  # cut off half-way: the stream cannot be trusted any more
+            error = TransportError("a request was interrupted while being written", node=self.node)
+            self._fail_everything(error)
+            self._close_soon()
+        elif self._pending.pop(pending.correlation_id, None) is not None:
+            self._abandoned.add(pending.correlation_id)  # its late answer is dropped quietly
 
     # -- the reader -------------------------------------------------------------------
 
@@ -309,7 +360,8 @@ class BrokerConnection:
                 self._fail_everything(exc)
             finally:
                 # However the reader ends (a failure, aclose, a write cut off half-way and
-                # _close_soon), the socket goes with it.
+                # _close_soon), the writer and the socket go with it.
+                self._stop_io()
                 await stream.aclose()
 
     def _deliver(self, frame: bytes) -> None:
@@ -351,14 +403,14 @@ class BrokerConnection:
         if self._failure is None:
             self._failure = error
         pending, self._pending = self._pending, {}
-        for item in pending.values():
+        queued, self._outbox = self._outbox, {}
+        for item in (*pending.values(), *queued.values()):
             item.resolve(error=error)
         self._ready.set()  # wake anyone waiting to send: they will see the failure
 
     def _close_soon(self) -> None:
         self._closed = True
-        if self._reader_scope is not None:
-            self._reader_scope.cancel()
+        self._stop_io()
 
     def _note_change(self, capabilities: BrokerCapabilities) -> None:
         before = self.capabilities
