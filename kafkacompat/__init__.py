@@ -10,15 +10,18 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from kafkacompat.transport.cluster import connect
+    from kafkacompat.transport.probe import probe_address, probe_broker
     from kafkacompat.transport.sync import connect_sync
 
-__all__ = ["VersionRange", "__version__", "connect", "connect_sync"]
+__all__ = ["VersionRange", "__version__", "connect", "connect_sync", "probe_address", "probe_broker"]
 
 # The transport (trio, tenacity) is imported on first use, so that the codec and
 # the negotiation core can be used without it.
 _LAZY = {
     "connect": "kafkacompat.transport.cluster",
     "connect_sync": "kafkacompat.transport.sync",
+    "probe_address": "kafkacompat.transport.probe",
+    "probe_broker": "kafkacompat.transport.probe",
 }
 
 

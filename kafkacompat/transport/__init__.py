@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from kafkacompat.transport.cluster import Cluster, connect
     from kafkacompat.transport.config import ConnectionConfig, RetryPolicy, SaslConfig, Secret, TlsConfig
     from kafkacompat.transport.connection import BrokerConnection, CapabilityChange, open_connection
+    from kafkacompat.transport.probe import probe_address, probe_broker
     from kafkacompat.transport.sync import SyncCluster, connect_sync
 
 _HOMES = {
@@ -29,6 +30,8 @@ _HOMES = {
     "TlsConfig": "config",
     "SyncCluster": "sync",
     "connect_sync": "sync",
+    "probe_address": "probe",
+    "probe_broker": "probe",
 }
 
 __all__ = [
@@ -44,6 +47,8 @@ __all__ = [
     "connect",
     "connect_sync",
     "open_connection",
+    "probe_address",
+    "probe_broker",
 ]
 
 

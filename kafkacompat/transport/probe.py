@@ -1,0 +1,257 @@
+"""A blocking capability probe: the sans-I/O ApiVersions handshake driven by a plain socket.
+
+Theory.  Everything the handshake decides lives in ``ApiVersionsHandshake``; a
+driver does what each action says and reports the outcome as the matching event.
+The trio driver (``negotiate``) does that for connections that go on to send
+requests.  This one does it with a blocking ``socket`` (``ssl`` for TLS) for
+callers that only want to know what a broker can do: health checks, sidecars,
+threads, asyncio through ``asyncio.to_thread``.  It imports neither trio,
+tenacity nor asyncio, and ``ssl`` only for a TLS probe: no event loop, a small process.
+
+It learns capabilities and nothing else: no SASL (Kafka answers ApiVersions
+before authentication, so ``config.sasl`` is ignored), no requests after the
+handshake, no connection kept.  Every socket operation has a timeout, the
+whole probe has an overall deadline, and only kafkacompat errors come out.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import socket
+import time
+from collections import deque
+from typing import TYPE_CHECKING
+
+from kafkacompat.errors import (
+    KafkaCompatError,
+    KafkaTimeoutError,
+    NegotiationError,
+    TransportError,
+    WrongProtocolError,
+)
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.handshake import ApiVersionsHandshake
+from kafkacompat.negotiation.handshake_types import Connect, Done, Fail, ReceiveReply, SendRequest
+from kafkacompat.protocol.framing import FrameSplitter
+from kafkacompat.transport.config import DEFAULT_CONFIG, ConfigError, ConnectionConfig
+from kafkacompat.transport.os_errors import translate_os_error
+
+if TYPE_CHECKING:
+    import ssl
+
+__all__ = ["probe_address", "probe_broker"]
+
+_CHUNK = 65536
+# The machine bounds itself (versions only go down, connections stop at
+# max_connections): a handful of actions.  This guards against a bug, not a broker.
+_MAX_ACTIONS = 64
+
+
+def probe_broker(
+    host: str,
+    port: int,
+    config: ConnectionConfig | None = None,
+    *,
+    node_id: int | None = None,
+    timeout: float | None = None,
+) -> BrokerCapabilities:
+    """Connect to ``host:port``, run the ApiVersions handshake, close, return what was learned.
+
+    ``timeout`` bounds the whole probe, reconnects included (default: one
+    connect_timeout plus one request_timeout per connection the handshake may open).
+    """
+    if not isinstance(host, str) or not host:
+        raise ConfigError(f"host must be a non-empty str, not {host!r}")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ConfigError(f"port must be an int from 1 to 65535, not {port!r}")
+    config = DEFAULT_CONFIG if config is None else config
+    if not isinstance(config, ConnectionConfig):
+        raise ConfigError(f"config must be a ConnectionConfig, not {type(config).__name__}")
+    if timeout is None:
+        timeout = config.handshake.max_connections * (config.connect_timeout + config.request_timeout)
+    elif isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
+        raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    return _Probe(host, port, config, time.monotonic() + timeout).run(node_id)
+
+
+def probe_address(
+    address: str,
+    config: ConnectionConfig | None = None,
+    *,
+    node_id: int | None = None,
+    timeout: float | None = None,
+) -> BrokerCapabilities:
+    """``probe_broker`` for one ``"host:port"`` (``"[::1]:9092"`` for IPv6)."""
+    if not isinstance(address, str):
+        raise ConfigError(f"address must be a 'host:port' str, not {type(address).__name__}")
+    host, sep, port = address.strip().rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port.isdigit():
+        raise ConfigError(f"address must look like 'host:port', not {address!r}")
+    return probe_broker(host, int(port), config, node_id=node_id, timeout=timeout)
+
+
+class _Probe:
+    """One probe: the deadline, and the connection the machine is on."""
+
+    def __init__(self, host: str, port: int, config: ConnectionConfig, deadline: float) -> None:
+        self.host, self.port, self.config, self.deadline = host, port, config, deadline
+        self.node = f"{host}:{port}"  # the trio transport's label, so capabilities compare equal
+        self.sock: socket.socket | None = None
+        self.splitter = FrameSplitter(config.max_frame_size)
+        self.frames: deque[bytes] = deque()
+        self.context: ssl.SSLContext | None = None
+
+    def run(self, node_id: int | None) -> BrokerCapabilities:
+        machine = ApiVersionsHandshake(self.config.handshake, node=self.node)
+        try:
+            for _ in range(_MAX_ACTIONS):
+                action = machine.next_action()
+                if isinstance(action, Connect):
+                    self._connect(machine)
+                elif isinstance(action, SendRequest):
+                    self._send(action.frame, machine)
+                elif isinstance(action, ReceiveReply):
+                    self._receive(machine)
+                elif isinstance(action, Done):
+                    # needs_new_connection (a pre-0.10 fallback) matters to a driver that goes on
+                    # to send requests; the capabilities are already known, so none is opened.
+                    return BrokerCapabilities.from_handshake(action.result, node=self.node, node_id=node_id)
+                elif isinstance(action, Fail):
+                    raise action.error  # the socket is closed below either way
+            raise NegotiationError(f"the handshake did not finish within {_MAX_ACTIONS} steps")
+        except KafkaCompatError as exc:
+            exc.node = exc.node or self.node
+            exc.transcript = exc.transcript or machine.transcript
+            raise
+        finally:
+            self._close()
+
+    def _connect(self, machine: ApiVersionsHandshake) -> None:
+        self._close()
+        try:
+            self.sock = self._open(min(time.monotonic() + self.config.connect_timeout, self.deadline))
+        except KafkaTimeoutError:
+            machine.timed_out()
+        except TransportError as exc:
+            machine.connect_failed(str(exc))
+        else:
+            machine.connected()
+
+    def _send(self, frame: bytes, machine: ApiVersionsHandshake) -> None:
+        try:
+            self._write(frame, min(time.monotonic() + self.config.request_timeout, self.deadline))
+        except KafkaTimeoutError:
+            machine.timed_out()
+        except TransportError:
+            machine.connection_closed()
+        else:
+            machine.request_sent()
+
+    def _receive(self, machine: ApiVersionsHandshake) -> None:
+        reply_deadline = min(time.monotonic() + self.config.request_timeout, self.deadline)
+        try:
+            frame = self._read_frame(reply_deadline)
+        except KafkaTimeoutError:
+            machine.timed_out()
+        except WrongProtocolError:
+            machine.foreign_bytes(self.splitter.unconsumed())
+        except TransportError:
+            machine.connection_closed()  # an EOF or a reset: a close, for the handshake
+        else:
+            machine.received_frame(frame)
+        # ProtocolError (a bad prefix that is no other protocol), AuthenticationError: raised as is.
+
+    def _open(self, deadline: float) -> socket.socket:
+        doing, sock, tls_config = "running the TLS handshake", None, self.config.tls
+        name = self.host if tls_config is None else tls_config.server_hostname or self.host
+        try:
+            if tls_config is not None and self.context is None:
+                import ssl  # here: a plaintext probe never loads ssl
+
+                from kafkacompat.transport.tls import tls_context
+
+                self.context = tls_context(tls_config)
+                # ssl refuses some server names (a leading dot, not IDNA) only once it owns the
+                # socket, which it then leaks: a TLS object without a socket checks the name first.
+                self.context.wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_hostname=name)
+            doing = "connecting"
+            sock = self._tcp(deadline)
+            if self.context is None:
+                return sock
+            doing = "running the TLS handshake"
+            # A close without TLS's close_notify is a TLS failure (as under trio), not an EOF
+            # the handshake would take for an old broker.
+            tls = self.context.wrap_socket(
+                sock, server_hostname=name, do_handshake_on_connect=False, suppress_ragged_eofs=False
+            )
+            sock = tls  # it owns the descriptor now
+            tls.settimeout(self._until(deadline, doing))
+            tls.do_handshake()  # the timeout bounds the whole handshake, not each read
+            return tls
+        except BaseException as exc:
+            if sock is not None:
+                sock.close()
+            if isinstance(exc, OSError):
+                raise translate_os_error(exc, self.node, doing) from None
+            if isinstance(exc, ValueError):
+                raise ConfigError(f"the TLS settings cannot be used: {exc}") from None
+            raise
+
+    def _tcp(self, deadline: float) -> socket.socket:
+        # The addresses share the one connect deadline (socket.create_connection gives each
+        # the whole timeout).  Name resolution is the system resolver's, with its own timeouts.
+        try:
+            addresses = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        except UnicodeError as exc:  # a name IDNA cannot encode ("a..b", a 64-byte label)
+            raise socket.gaierror(socket.EAI_NONAME, f"not a host name: {exc}") from None
+        for index, (family, kind, proto, _, address) in enumerate(addresses, 1):
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.settimeout(self._until(deadline, "connecting"))
+                sock.connect(address)
+                return sock
+            except BaseException as exc:
+                sock.close()
+                # Refused or unreachable: the next address may do better; a timeout may not.
+                if index == len(addresses) or not isinstance(exc, OSError) or isinstance(exc, TimeoutError):
+                    raise
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "the host has no address")
+
+    def _write(self, frame: bytes, deadline: float) -> None:
+        assert self.sock is not None
+        self.sock.settimeout(self._until(deadline, "sending a request"))
+        try:
+            self.sock.sendall(frame)  # the timeout bounds the whole sendall
+        except OSError as exc:
+            raise translate_os_error(exc, self.node, "sending a request") from None
+
+    def _read_frame(self, deadline: float) -> bytes:
+        assert self.sock is not None
+        # Bounded by the deadline: every recv waits at most until it, and it does not move.
+        while not self.frames:
+            self.sock.settimeout(self._until(deadline, "reading a response"))
+            try:
+                chunk = self.sock.recv(_CHUNK)
+            except OSError as exc:
+                raise translate_os_error(exc, self.node, "reading a response") from None
+            if not chunk:
+                raise TransportError("the broker closed the connection", node=self.node)
+            # FrameSplitter checks each size prefix before buffering what it announces.
+            self.frames.extend(self.splitter.feed(chunk))
+        return self.frames.popleft()
+
+    def _until(self, deadline: float, doing: str) -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise KafkaTimeoutError(f"timed out while {doing}", node=self.node)
+        return left
+
+    def _close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()  # close() of a broken socket does not raise
+            self.sock = None
+        self.splitter = FrameSplitter(self.config.max_frame_size)
+        self.frames.clear()
