@@ -12,11 +12,11 @@
    kafkacompat at most 1.5x the floor.  Before timing, every contender must
    have negotiated the same API table as the floor parsed from the broker's
    reply.  For reference, the floor's bytes also go through this trio loop,
-   on a bare ``trio.socket`` and through ``trio.open_tcp_stream``; the
-   ``(what-if)`` row drives kafkacompat's sans-I/O handshake over a blocking
-   socket (``bench/sansio_blocking.py``): the cost of the machine without
-   trio.  The section runs in one ``trio.run``; the blocking contenders (and
-   the peers' own event loops) run in a worker thread while it waits.
+   on a bare ``trio.socket`` and through ``trio.open_tcp_stream``, and
+   kafkacompat's blocking probe (``probe_broker``: the same sans-I/O handshake
+   on a plain socket, no trio) is timed as well.  The section runs in one
+   ``trio.run``; the blocking contenders (and the peers' own event loops) run
+   in a worker thread while it waits.
 2. The coordinators of 1000 groups, on a client already connected:
    kafkacompat batched (FindCoordinator v4+, KIP-699), kafkacompat forced to
    one key per request (FindCoordinator capped at v3 by a ``VersionPolicy``),
@@ -25,9 +25,11 @@
    broker takes v4, else one v0-3 request per key, awaited one at a time; its
    coordinator cache is cleared before each lookup).  Targets: batched not
    slower than kafka-python; per-key at most 3x batched.  For reference:
-   kafka-python's per-key path (``api_version=(2, 8)``), and the floor of
-   the per-key path on this broker, a blocking socket writing the 1000
-   hand-built v3 requests at once and reading the replies.  Every contender
+   kafka-python's per-key path (``api_version=(2, 8)``), and a raw socket
+   with no client behind it: the 1000 hand-built v3 requests written at
+   once, the replies read in 1 MiB chunks (what the broker alone costs; on
+   Tansu it is no floor, since Tansu answers a deep queue more slowly than a
+   window of 32).  Every contender
    must find the same coordinator (node id, host, port) for every group.
 3. Peak RSS (``ru_maxrss``) of a fresh ``python -c`` that imports the
    library and makes one connection with version negotiation, for
@@ -37,9 +39,10 @@
    would; the "no .pyc" row shows kafkacompat compiling its own modules at
    import, as an editable install with ``PYTHONDONTWRITEBYTECODE=1`` does.
    Each child is started through ``sh`` (which forks it) so that it does not
-   inherit this process's peak RSS across ``exec``.  The ``(what-if)`` row
-   is the sans-I/O handshake on a blocking socket, without trio.  Target:
-   kafkacompat under 20 MiB.
+   inherit this process's peak RSS across ``exec``.  Target: under 20 MiB,
+   checked for both ways kafkacompat makes that one connection: the blocking
+   probe (``probe_broker``, no trio) and ``open_connection`` in ``trio.run``
+   (``import trio`` alone is printed: it is most of that row).
 
 Each comparison row's ratio is the peer's time (or RSS) over kafkacompat's;
 a target of the form "kafkacompat at most k times the reference" is shown as
@@ -73,14 +76,13 @@ import trio
 
 import kafkacompat
 from bench.common import BenchConfig, Row, format_seconds
-from bench.sansio_blocking import handshake as sansio_handshake
-from bench.sansio_blocking import read_frame, recv_exact
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.testing import TansuBroker
 from kafkacompat.transport.cluster import Cluster
 from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import open_connection
 from kafkacompat.transport.coordinator_lookup import CoordinatorLookup
+from kafkacompat.transport.probe import probe_broker
 
 __all__ = ["TITLE", "run"]
 
@@ -266,6 +268,17 @@ def parse_api_versions_reply(frame: bytes) -> ApiMap:
     return apis
 
 
+def recv_exact(sock: socket.socket, size: int) -> bytes:
+    """Exactly ``size`` bytes, or ``ConnectionError`` when the peer closes first."""
+    data = bytearray()
+    while len(data) < size:  # each recv returns at least one byte or raises (socket timeout)
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError(f"the peer closed after {len(data)} of {size} bytes")
+        data += chunk
+    return bytes(data)
+
+
 def raw_connect(host: str, port: int) -> SyncConnectRunner:
     correlation_id = 1
     request = raw_api_versions_request(correlation_id)
@@ -365,7 +378,7 @@ def kafkacompat_connect(host: str, port: int) -> AsyncConnectRunner:
     return run
 
 
-def sansio_blocking_connect(host: str, port: int) -> SyncConnectRunner:
+def probe_connect(host: str, port: int) -> SyncConnectRunner:
     def run(count: int, deadline: float) -> ConnectRun:
         samples: list[float] = []
         capabilities = None
@@ -373,11 +386,12 @@ def sansio_blocking_connect(host: str, port: int) -> SyncConnectRunner:
             if samples and time.monotonic() > deadline:
                 break
             start = time.perf_counter()
-            capabilities = sansio_handshake(host, port, timeout=IO_TIMEOUT)
+            capabilities = probe_broker(host, port, timeout=IO_TIMEOUT)
             samples.append(time.perf_counter() - start)
         assert capabilities is not None
         apis = {key: (r.lowest, r.highest) for key, r in capabilities.api_ranges.items()}
-        return ConnectRun(samples, apis)
+        version = capabilities.transcript.api_versions_version if capabilities.transcript else None
+        return ConnectRun(samples, apis, version)
 
     return run
 
@@ -473,10 +487,7 @@ async def connect_workload(host: str, port: int, plan: Plan) -> list[Row]:
     kafka_python = Connector(kp_label, missing=kp_missing)
     if kp:
         kafka_python.runner = _in_thread(kafka_python_connect(kp[0], kp[1], host, port))
-    what_if = Connector(
-        "(what-if) kafkacompat sans-I/O, blocking socket",
-        runner=_in_thread(sansio_blocking_connect(host, port)),
-    )
+    probe = Connector(f"{KAFKACOMPAT} probe_broker (blocking)", runner=_in_thread(probe_connect(host, port)))
     trio_socket = Connector(
         "(reference) trio.socket, hand-built ApiVersions v4",
         runner=trio_floor_connect(host, port, stream=False),
@@ -484,7 +495,7 @@ async def connect_workload(host: str, port: int, plan: Plan) -> list[Row]:
     trio_stream = Connector(
         "(reference) trio.open_tcp_stream, same", runner=trio_floor_connect(host, port, stream=True)
     )
-    contenders = [kc, raw, aiokafka, kafka_python, trio_socket, trio_stream, what_if]
+    contenders = [kc, raw, aiokafka, kafka_python, trio_socket, trio_stream, probe]
 
     async def run_one(contender: Connector, count: int, *, keep: bool) -> None:
         assert contender.runner is not None
@@ -547,7 +558,7 @@ async def connect_workload(host: str, port: int, plan: Plan) -> list[Row]:
         ),
         (trio_socket, "the raw floor's bytes, in this trio loop", None),
         (trio_stream, "the raw floor's bytes, through trio's SocketStream", None),
-        (what_if, "ApiVersionsHandshake driven by bench/sansio_blocking.py", None),
+        (probe, "the same handshake on a plain socket, no event loop", None),
     ]
     for contender, how, issue in peers:
         times_floor = ratio_of(contender.median, floor)
@@ -685,8 +696,27 @@ def parse_find_coordinator_reply(frame: bytes) -> tuple[int, int, tuple[int, str
     return correlation_id, error_code, (node_id, host, port)
 
 
+def read_frames(sock: socket.socket, count: int) -> list[bytes]:
+    """``count`` frames read in large chunks (one ``recv`` per chunk, not two per frame)."""
+    data, frames, pos = bytearray(), list[bytes](), 0
+    while len(frames) < count:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError(f"the broker closed after {len(frames)} of {count} replies")
+        data += chunk
+        while len(data) - pos >= 4:
+            (size,) = struct.unpack_from(">i", data, pos)
+            if not 0 < size <= MIB:
+                raise ValueError(f"frame size {size} out of range")
+            if len(data) - pos < 4 + size:
+                break
+            frames.append(bytes(data[pos + 4 : pos + 4 + size]))
+            pos += 4 + size
+    return frames
+
+
 def raw_per_key_lookups(host: str, port: int, keys: Sequence[str]) -> LookupRunner:
-    """The floor of the per-key path: every v3 request written at once on one socket, then the replies."""
+    """The per-key path without a client: every v3 request written at once on one socket, then the replies."""
     requests = b"".join(raw_find_coordinator_request(i + 1, key) for i, key in enumerate(keys))
 
     def blocking(count: int, deadline: float) -> LookupRun:
@@ -699,7 +729,7 @@ def raw_per_key_lookups(host: str, port: int, keys: Sequence[str]) -> LookupRunn
                     break
                 start = time.perf_counter()
                 sock.sendall(requests)  # ~40 kB: the broker reads while it answers, nothing blocks
-                frames = [read_frame(sock) for _ in keys]
+                frames = read_frames(sock, len(keys))
                 samples.append(time.perf_counter() - start)
         coordinators: CoordinatorMap = {}
         for i, (key, frame) in enumerate(zip(keys, frames, strict=True)):
@@ -735,7 +765,7 @@ async def lookup_workload(bootstrap: str, plan: Plan) -> list[Row]:
     kp = Lookup(f"{kp_label} admin client", missing=kp_missing)
     kp_per_key = Lookup(f"{kp_label} per-key (api_version=(2, 8))", missing=kp_missing)
     host, _, port = bootstrap.rpartition(":")
-    raw_per_key = Lookup("(floor) raw socket, per key", runner=raw_per_key_lookups(host, int(port), keys))
+    raw_per_key = Lookup("(reference) raw socket, per key", runner=raw_per_key_lookups(host, int(port), keys))
     admins: list[Any] = []
 
     def admin_client(**extra: Any) -> Any:
@@ -831,16 +861,16 @@ async def lookup_workload(bootstrap: str, plan: Plan) -> list[Row]:
             join("vs kafkacompat per-key", kp_per_key.detail, kp_per_key.stats_note()),
         )
     )
-    over_floor = ratio_of(per_key_time, raw_per_key.median)
-    floor_over_batched = ratio_of(raw_per_key.median, batched_time)
+    over_raw = ratio_of(per_key_time, raw_per_key.median)
+    raw_over_batched = ratio_of(raw_per_key.median, batched_time)
     rows.append(
         _lookup_row(
             raw_per_key,
             ratio_of(raw_per_key.median, per_key_time),
             None,
             join(
-                f"vs kafkacompat per-key (= {over_floor:.2f}x this floor)" if over_floor else "",
-                f"this floor = {floor_over_batched:.1f}x kafkacompat batched" if floor_over_batched else "",
+                f"vs kafkacompat per-key (= {over_raw:.2f}x this)" if over_raw else "",
+                f"this = {raw_over_batched:.1f}x kafkacompat batched" if raw_over_batched else "",
                 raw_per_key.detail,
                 raw_per_key.stats_note(),
             ),
@@ -944,12 +974,12 @@ net.close()
 """
 CHILD_BARE = "APIS = 0\n"
 CHILD_TRIO = "import trio\nAPIS = 0\n"
-CHILD_SANSIO = """
-from bench.sansio_blocking import handshake
-APIS = len(handshake(HOST, PORT).api_ranges)
+CHILD_PROBE = """
+from kafkacompat.transport.probe import probe_broker
+APIS = len(probe_broker(HOST, PORT, timeout=10).api_ranges)
 """
 
-REPO_ROOT = Path(__file__).resolve().parent.parent  # the children import bench.sansio_blocking from here
+REPO_ROOT = Path(__file__).resolve().parent.parent  # the children import kafkacompat from here
 
 
 @dataclass(frozen=True)
@@ -968,6 +998,7 @@ class MemoryCase:
     script: str
     cached: bool = True  # bytecode cached (else kafkacompat compiles its modules at import)
     handshake: bool = True  # makes a connection (its APIS must match the others')
+    budget: bool = False  # held to the RSS target
     missing: str = ""
     error: str = ""
     results: list[ChildResult] = field(default_factory=list)
@@ -1002,13 +1033,13 @@ def memory_workload(host: str, port: int, plan: Plan, expected_apis: int | None)
     _, aio_missing = _import("aiokafka")
     _, kp_missing = _import("kafka")
     cases = [
-        MemoryCase(KAFKACOMPAT, CHILD_KAFKACOMPAT),
+        MemoryCase(f"{KAFKACOMPAT} open_connection (trio)", CHILD_KAFKACOMPAT, budget=True),
+        MemoryCase(f"{KAFKACOMPAT} probe_broker (blocking)", CHILD_PROBE, budget=True),
         MemoryCase(f"aiokafka {_dist_version('aiokafka')}", CHILD_AIOKAFKA, missing=aio_missing),
         MemoryCase(f"kafka-python {_dist_version('kafka-python')}", CHILD_KAFKA_PYTHON, missing=kp_missing),
         MemoryCase("bare interpreter", CHILD_BARE, handshake=False),
         MemoryCase("`import trio` alone", CHILD_TRIO, handshake=False),
         MemoryCase(f"{KAFKACOMPAT}, no .pyc for its modules", CHILD_KAFKACOMPAT, cached=False),
-        MemoryCase("(what-if) kafkacompat sans-I/O, blocking socket", CHILD_SANSIO),
     ]
     with tempfile.TemporaryDirectory(prefix="kafkacompat-bench-pyc-") as pycache:
         cached_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -1053,7 +1084,7 @@ def memory_workload(host: str, port: int, plan: Plan, expected_apis: int | None)
         loaded = f"{modules} modules" + (f" ({ours} kafkacompat)" if ours else "")
         ratio: float | None
         target: float | None = None
-        if case is cases[0]:
+        if case.budget:
             ratio, target = RSS_BUDGET_MIB * 1024 / rss, 1.0
             note = join(f"{size} (target < {RSS_BUDGET_MIB:g} MiB; ratio = target / RSS)", loaded)
         else:
