@@ -29,14 +29,18 @@ Each key is then settled on its own: found, retried (the coordinator is
 loading, not available, or moved), or failed (anything else, with Kafka's
 error name).  One key's error never touches another key.  A batched answer
 that leaves out a key counts as a retriable "not answered"; an entry for a
-key nobody asked about is ignored and noted.  Retries are bounded per key, and
+key nobody asked about is ignored and noted.  A batched answer whose entries
+say UNSUPPORTED_VERSION means the destination refuses the version it
+advertised (a stale answer, a proxy in front of an older broker): its keys
+are retried, and the rest of this lookup sends that destination single-key
+requests, as Kafka's admin client does since KAFKA-13029.  Retries are bounded per key, and
 the driver loops: plan -> send -> read -> replan(retries) until settled.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from types import MappingProxyType
 
@@ -52,6 +56,7 @@ from kafkacompat.protocol.error_codes import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     NOT_COORDINATOR,
+    UNSUPPORTED_VERSION,
     error_for,
 )
 from kafkacompat.protocol.messages.find_coordinator import (
@@ -269,6 +274,7 @@ class CoordinatorResults:
         self._attempts: dict[str, int] = {}
         self._outstanding: dict[PlannedLookup, None] = {}
         self._notes: list[str] = []
+        self._refused_batching: dict[str, None] = {}
 
     def __repr__(self) -> str:
         return (
@@ -294,6 +300,11 @@ class CoordinatorResults:
     def attempts(self) -> Mapping[str, int]:
         """How many answers (or failed sends) each key has had."""
         return MappingProxyType(self._attempts)
+
+    @property
+    def refused_batching(self) -> frozenset[str]:
+        """Destinations that answered a batched request with UNSUPPORTED_VERSION."""
+        return frozenset(self._refused_batching)
 
     @property
     def retry(self) -> frozenset[str]:
@@ -334,6 +345,14 @@ class CoordinatorResults:
                 self._notes.append(f"{where} answered {entry.key!r}, which was not asked: ignored")
             elif entry.key in answered:
                 self._notes.append(f"{where} answered {entry.key!r} twice: first answer kept")
+            elif entry.error_code == UNSUPPORTED_VERSION:
+                answered.add(entry.key)
+                if where not in self._refused_batching:
+                    self._refused_batching[where] = None
+                    self._notes.append(f"{where} refused FindCoordinator v{planned.version}, which it "
+                                       "advertised: single-key requests to it from now on")
+                self._retriable(entry.key, UNSUPPORTED_VERSION, "UNSUPPORTED_VERSION",
+                                entry.error_message or "", where)
             else:
                 answered.add(entry.key)
                 self._settle(entry.key, entry.error_code, entry.error_message,
@@ -428,8 +447,21 @@ def replan(
     prefer: str | None = None,
     client_ranges: Mapping[int, VersionRange] | None = None,
 ) -> CoordinatorPlan:
-    """Plan the next round for ``results.retry`` (sorted), against the brokers as they are now."""
+    """Plan the next round for ``results.retry`` (sorted), against the brokers as they are now.
+
+    A broker in ``results.refused_batching`` is planned as if it advertised
+    FindCoordinator up to v3 only.
+    """
+    refused = results.refused_batching
+    usable = [_single_key_only(b) if b.node in refused else b for b in brokers]
     return plan_coordinator_lookups(
-        sorted(results.retry), results.key_type, brokers, max_batch=max_batch,
+        sorted(results.retry), results.key_type, usable, max_batch=max_batch,
         policy=policy, prefer=prefer, client_ranges=client_ranges,
     )
+
+
+def _single_key_only(broker: BrokerCapabilities) -> BrokerCapabilities:
+    ranges = dict(broker.api_ranges)
+    advertised = broker.broker_range(FIND_COORDINATOR)
+    ranges[FIND_COORDINATOR] = advertised & VersionRange(0, FIRST_BATCHED_VERSION - 1)
+    return replace(broker, api_ranges=ranges)

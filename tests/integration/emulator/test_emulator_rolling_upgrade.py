@@ -94,3 +94,29 @@ async def test_an_all_28_cluster_falls_back_to_one_key_per_request(emulated_clus
     assert result.failed["denied"].error_code == 30 and not result.failed["denied"].retriable
     used = find_coordinator_versions(cluster)
     assert used and all(versions == {3} for versions in used.values())
+
+
+async def test_a_broker_refusing_the_batches_it_advertises_gets_one_key_per_request(
+    emulated_cluster: object,
+) -> None:
+    """KAFKA-13029 from the other side: advertised v4, answered UNSUPPORTED_VERSION to every batch."""
+
+    def refuse_batches(request: Request) -> FindCoordinatorResponse:
+        response = find_coordinator(request)
+        assert isinstance(response, FindCoordinatorResponse)
+        if request.version >= 4:
+            for entry in response.coordinators:
+                entry.error_code, entry.node_id, entry.host, entry.port = 35, -1, "", -1
+        return response
+
+    reference: EmulatedCluster = await emulated_cluster(["3.0", "3.0"])  # type: ignore[operator]
+    expected = placement(await lookup(reference))
+    cluster: EmulatedCluster = await emulated_cluster(  # type: ignore[operator]
+        ["3.0", "3.0"], handlers={10: refuse_batches}
+    )
+    result = await lookup(cluster)
+    assert placement(result) == expected
+    # Each broker is given one batch; once both refused, one request per key.
+    assert result.rounds == 3 and result.batched_requests == 2 and result.requests == 2 + len(KEYS)
+    assert result.versions == (3, 4)
+    assert len([note for note in result.notes if "refused FindCoordinator v4" in note]) == 2

@@ -351,6 +351,39 @@ def test_replan_follows_the_brokers_as_they_are_now() -> None:
     assert results.max_attempts == 3
 
 
+def test_a_broker_refusing_the_batch_it_advertised_gets_single_key_requests() -> None:
+    """KAFKA-13029: a batched answer of UNSUPPORTED_VERSION switches that broker, for this lookup."""
+    stale = broker("a:1", "0-4")  # advertises v4 (a stale answer, or a proxy in front of 2.8)
+
+    def answer(key: str, round_number: int) -> Coordinator:
+        return error(key, 35) if round_number == 0 else found(key)
+
+    results, rounds = drive(groups(5), [stale], answer)
+    assert rounds == 2 and len(results.found) == 5 and results.settled
+    assert results.refused_batching == {"a:1"}
+    assert any("refused FindCoordinator v4" in note for note in results.notes)
+    assert results.attempts["group-0003"] == 2
+
+
+def test_only_the_refusing_broker_loses_batching() -> None:
+    brokers = [broker("a:1", "0-4"), broker("b:1", "0-4")]
+    plan = plan_coordinator_lookups(groups(3), GROUP, brokers)
+    (planned,) = plan.requests
+    assert planned.destination == "a:1" and planned.batched
+    response = FindCoordinatorResponse(coordinators=[error(k, 35) for k in planned.keys])
+    results = read_coordinator_responses(plan, [(planned, over_the_wire(planned, response))])
+    again = replan(results, brokers)
+    assert again.destination == "b:1" and again.version == 4 and len(again.requests) == 1
+    alone = replan(results, [broker("a:1", "0-4")])
+    assert alone.version == 3 and len(alone.requests) == 3  # one per key, to the refusing broker
+
+
+def test_unsupported_version_on_a_single_key_request_is_final() -> None:
+    results, _ = drive(["g"], [broker("a:1", "0-3")], lambda key, _: error(key, 35))
+    assert results.failed["g"].error_name == "UNSUPPORTED_VERSION" and not results.failed["g"].retriable
+    assert results.refused_batching == frozenset()
+
+
 def test_single_key_requests_without_an_answer_are_bounded() -> None:
     def answer(key: str, round_number: int) -> Coordinator | None:
         return None if key == "g2" else found(key)
