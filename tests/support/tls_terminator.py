@@ -26,7 +26,14 @@ from typing import Any
 import trio
 import trustme
 
-__all__ = ["TlsFiles", "TlsTerminator", "make_tls_files", "serve_tls_terminator", "server_context"]
+__all__ = [
+    "TlsFiles",
+    "TlsTerminator",
+    "make_tls_files",
+    "serve_tls_terminator",
+    "server_context",
+    "terminate_tls_for",
+]
 
 LOOPBACK = "127.0.0.1"
 _CHUNK = 65536
@@ -148,3 +155,12 @@ async def serve_tls_terminator(
             yield terminator
         finally:
             nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def terminate_tls_for(
+    broker: tuple[str, int], files: TlsFiles, *, mutual: bool = False
+) -> AsyncIterator[TlsTerminator]:
+    """A terminator in front of ``broker`` with the test certificate (a client one when ``mutual``)."""
+    async with serve_tls_terminator(broker, server_context(files, require_client_cert=mutual)) as running:
+        yield running

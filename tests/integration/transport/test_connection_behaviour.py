@@ -26,6 +26,7 @@ from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection, open_connection
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster
 from tests.support.fault_proxy import ConnectionRecord, Fault, FaultProxy, fault_proxy
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.broker
 
@@ -47,14 +48,6 @@ def _find_v4(*keys: str) -> m.FindCoordinatorRequest:
     return m.FindCoordinatorRequest(coordinator_keys=list(keys), key_type=0)
 
 
-async def _wait_until(condition: Callable[[], bool], *, limit: float = 5.0) -> None:
-    """Poll ``condition`` (bounded in time and in rounds)."""
-    with trio.fail_after(limit):
-        for _ in range(100_000):
-            if condition():
-                return
-            await trio.sleep(0.005)
-        raise AssertionError("condition never held")
 
 
 async def _closed_by_client(record: ConnectionRecord, limit: float = 3.0) -> None:
@@ -67,7 +60,9 @@ def _count_tasks() -> int:
     def walk(task: trio.lowlevel.Task) -> int:
         return 1 + sum(walk(child) for nursery in task.child_nurseries for child in nursery.child_tasks)
 
-    return walk(trio.lowlevel.current_root_task())
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    return walk(root)
 
 
 async def _outcome(call: Callable[[], Awaitable[Any]]) -> Any:
@@ -240,7 +235,7 @@ async def test_a_request_made_before_open_waits_until_ready(tansu: TansuBroker) 
             await trio.sleep(0.2)
             assert results == [] and not conn.is_ready
             await conn.open(nursery)
-            await _wait_until(lambda: bool(results))
+            await wait_until(lambda: bool(results))
             await conn.aclose()
         assert isinstance(results[0], m.MetadataResponse)
 
@@ -269,7 +264,7 @@ async def test_a_timeout_abandons_the_request_and_its_late_answer_is_dropped(tan
                 assert conn.is_ready and conn.in_flight == 0
                 record = proxy.connections[0]
                 proxy.release()  # the late Metadata answer now arrives: dropped, not an error
-                await _wait_until(lambda: record.to_client.frames_completed == 2)
+                await wait_until(lambda: record.to_client.frames_completed == 2)
                 reply = await conn.request(_find_v4("after-the-timeout"), version=4)
                 assert isinstance(reply, m.FindCoordinatorResponse)
                 assert reply.coordinators[0].key == "after-the-timeout"
@@ -291,7 +286,7 @@ async def test_the_per_request_timeout_holds_while_waiting_for_an_in_flight_slot
         ):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_outcome, lambda: conn.request(m.MetadataRequest(topics=None)))
-                await _wait_until(lambda: conn.in_flight == 1)
+                await wait_until(lambda: conn.in_flight == 1)
                 start = trio.current_time()
                 with pytest.raises(KafkaTimeoutError):
                     await conn.request(_find_v4("second"), version=4, request_timeout=0.3)
@@ -344,9 +339,9 @@ async def test_cancelling_a_request_half_written_closes_the_connection(tansu: Ta
             await proxy.wait_stalled()
             await trio.sleep(0.2)  # the big request fills the socket buffers and blocks
             nursery.start_soon(send_small)
-            await _wait_until(lambda: conn.in_flight == 2)
+            await wait_until(lambda: conn.in_flight == 2)
             big_scope.cancel()
-            await _wait_until(lambda: "small" in outcomes and "big_cancelled" in outcomes)
+            await wait_until(lambda: "small" in outcomes and "big_cancelled" in outcomes)
             assert outcomes["big_cancelled"] and "big" not in outcomes
             assert isinstance(outcomes["small"], TransportError), outcomes["small"]
             assert "interrupted" in str(outcomes["small"])
@@ -371,9 +366,9 @@ async def test_aclose_fails_every_pending_request(tansu: TansuBroker) -> None:
 
             for i in range(3):
                 nursery.start_soon(ask, i)
-            await _wait_until(lambda: conn.in_flight == 3)
+            await wait_until(lambda: conn.in_flight == 3)
             await conn.aclose()
-            await _wait_until(lambda: len(outcomes) == 3)
+            await wait_until(lambda: len(outcomes) == 3)
             assert all(isinstance(o, TransportError) for o in outcomes), outcomes
             assert not conn.is_ready and conn.in_flight == 0
             with pytest.raises(TransportError):
@@ -518,7 +513,7 @@ async def _produce_acks0_scenario(proxy: FaultProxy, conn: BrokerConnection, top
     assert trio.current_time() - start < 1.0
     assert conn.in_flight == 0
     record = proxy.connections[0]
-    await _wait_until(lambda: record.to_broker.frames_completed == 2)
+    await wait_until(lambda: record.to_broker.frames_completed == 2)
     produce_id = record.to_broker.correlation_ids[-1]
     proxy.release()
     offsets = await conn.request(_latest_offset_request(topic))
@@ -571,7 +566,7 @@ async def test_produce_acks0_returns_none_without_waiting_on_the_mock(
             produce = _produce_request(topic, acks=0, records=_record_batch(b"fire and forget"))
             assert await conn.request(produce) is None
             record = proxy.connections[0]
-            await _wait_until(lambda: record.to_broker.frames_completed == 3)
+            await wait_until(lambda: record.to_broker.frames_completed == 3)
             produce_id = record.to_broker.correlation_ids[-1]
             proxy.release()
             offsets = await conn.request(_latest_offset_request(topic))

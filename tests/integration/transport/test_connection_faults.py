@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import itertools
 import tracemalloc
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ from tests.support.fault_proxy import (
     fault_proxy,
     rewrite_offline,
 )
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.broker
 
@@ -171,14 +172,6 @@ async def _exchange(address: tuple[str, int], config: ConnectionConfig = CONFIG)
     return result
 
 
-async def _wait_until(condition: Callable[[], bool], *, limit: float = 3.0) -> None:
-    """Poll ``condition`` (bounded in time and in rounds)."""
-    with trio.fail_after(limit):
-        for _ in range(100_000):
-            if condition():
-                return
-            await trio.sleep(0.005)
-        raise AssertionError("condition never held")
 
 
 def _only(group: BaseExceptionGroup[KafkaCompatError]) -> KafkaCompatError:
@@ -314,10 +307,10 @@ async def test_a_mismatched_correlation_id_fails_every_request_in_flight(tansu: 
             for i in range(6):
                 nursery.start_soon(ask, i)
             record = proxy.connections[0]
-            await _wait_until(lambda: record.to_broker.frames_completed == 7)  # all six at the broker
+            await wait_until(lambda: record.to_broker.frames_completed == 7)  # all six at the broker
             assert conn.in_flight == 6
             proxy.release()  # the answers flow, the first one under the second one's id
-            await _wait_until(lambda: len(outcomes) == 6)
+            await wait_until(lambda: len(outcomes) == 6, limit=3.0)
             await conn.aclose()
     for i, outcome in outcomes.items():
         assert isinstance(outcome, ProtocolError), f"request {i} got {outcome!r}"

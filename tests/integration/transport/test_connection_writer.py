@@ -7,7 +7,6 @@ Every test runs under ``trio.fail_after``: a hang is a failure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection, open_connection
 from kafkacompat.transport.stream import FramedStream
 from tests.support.fault_proxy import Fault, fault_proxy
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.broker
 
@@ -39,13 +39,6 @@ def _stuck_produce() -> m.ProduceRequest:
     return m.ProduceRequest(acks=1, timeout_ms=5000, topic_data=[topic])
 
 
-async def _wait_until(condition: Callable[[], bool], *, limit: float = 5.0) -> None:
-    with trio.fail_after(limit):
-        for _ in range(100_000):
-            if condition():
-                return
-            await trio.sleep(0.005)
-        raise AssertionError("condition never held")
 
 
 def _child_tasks(nursery: trio.Nursery) -> int:
@@ -87,7 +80,7 @@ async def test_no_task_runs_until_the_first_request(tansu: TansuBroker) -> None:
             assert isinstance(reply, m.MetadataResponse)
             assert _child_tasks(nursery) == 2  # the reader and the writer
             await conn.aclose()
-            await _wait_until(lambda: _child_tasks(nursery) == 0)
+            await wait_until(lambda: _child_tasks(nursery) == 0)
 
 
 async def test_pipelined_requests_share_their_writes(tansu: TansuBroker, writes: list[int]) -> None:
@@ -143,18 +136,18 @@ async def test_a_request_still_queued_is_withdrawn_without_harm(
             await proxy.wait_stalled()
             await trio.sleep(0.2)  # the big request fills the socket buffers and blocks
             n.start_soon(send, "small", _find_v3("queued"), 3, 0.5 if how == "timed out" else 15.0)
-            await _wait_until(lambda: conn.in_flight == 2)
+            await wait_until(lambda: conn.in_flight == 2)
             if how == "cancelled":
                 small_scope.cancel()
-                await _wait_until(lambda: small_scope.cancelled_caught)
+                await wait_until(lambda: small_scope.cancelled_caught)
                 assert "small" not in outcomes
             else:
-                await _wait_until(lambda: "small" in outcomes)
+                await wait_until(lambda: "small" in outcomes)
                 assert isinstance(outcomes["small"], KafkaTimeoutError)
             assert conn.is_ready and conn.in_flight == 1  # the big one, still being written
             assert "big" not in outcomes
             await conn.aclose()
-            await _wait_until(lambda: "big" in outcomes)
+            await wait_until(lambda: "big" in outcomes)
             assert isinstance(outcomes["big"], TransportError)
             proxy.release()
     assert writes == [1]  # the big request alone: the withdrawn one was never written
@@ -177,12 +170,12 @@ async def test_a_broken_write_fails_every_request_and_ends_both_tasks(tansu: Tan
 
             for i in range(5):
                 n.start_soon(ask, i)
-            await _wait_until(lambda: len(outcomes) == 5)
+            await wait_until(lambda: len(outcomes) == 5)
             # A request answered before the reset keeps its answer; every other one fails.
             assert all(isinstance(o, TransportError | m.MetadataResponse) for o in outcomes), outcomes
             assert any(isinstance(o, TransportError) for o in outcomes), outcomes
             assert not conn.is_ready and conn.in_flight == 0
-            await _wait_until(lambda: _child_tasks(n) == 0)  # reader and writer both ended
+            await wait_until(lambda: _child_tasks(n) == 0)  # reader and writer both ended
             with pytest.raises(TransportError):
                 await conn.request(m.MetadataRequest(topics=None))
             await conn.aclose()

@@ -18,9 +18,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +44,8 @@ from kafkacompat.transport.probe import probe_address, probe_broker
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster
 from tests.support.tls_terminator import (
     TlsFiles,
-    TlsTerminator,
     make_tls_files,
-    serve_tls_terminator,
-    server_context,
+    terminate_tls_for,
 )
 
 pytestmark = pytest.mark.broker
@@ -150,14 +146,6 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
     return make_tls_files(tmp_path_factory.mktemp("probe-tls"))
 
 
-@asynccontextmanager
-async def terminator(
-    tansu: TansuBroker, files: TlsFiles, *, mutual: bool = False
-) -> AsyncIterator[TlsTerminator]:
-    context = server_context(files, require_client_cert=mutual)
-    async with serve_tls_terminator((tansu.host, tansu.port), context) as running:
-        yield running
-
 
 def tls(files: TlsFiles, ca_file: Path | None = None, **options: Any) -> ConnectionConfig:
     settings = TlsConfig(ca_file=ca_file or files.ca_file, **options)
@@ -166,7 +154,7 @@ def tls(files: TlsFiles, ca_file: Path | None = None, **options: Any) -> Connect
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 async def test_tls_success(tansu: TansuBroker, tls_files: TlsFiles, host: str) -> None:
-    async with terminator(tansu, tls_files) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         caps = await in_thread(host, term.port, tls(tls_files))
         assert term.forwarded == 1 and term.handshake_failures == []
     plain = await in_thread(tansu.host, tansu.port)
@@ -175,7 +163,7 @@ async def test_tls_success(tansu: TansuBroker, tls_files: TlsFiles, host: str) -
 
 
 async def test_tls_unknown_ca(tansu: TansuBroker, tls_files: TlsFiles) -> None:
-    async with terminator(tansu, tls_files) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         error, took = await probe_failure(term.host, term.port, tls(tls_files, tls_files.other_ca_file))
         assert term.forwarded == 0
     assert isinstance(error, AuthenticationError)
@@ -184,7 +172,7 @@ async def test_tls_unknown_ca(tansu: TansuBroker, tls_files: TlsFiles) -> None:
 
 
 async def test_tls_wrong_host_name(tansu: TansuBroker, tls_files: TlsFiles) -> None:
-    async with terminator(tansu, tls_files) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         cfg = tls(tls_files, server_hostname="kafka.example.com")
         error, took = await probe_failure(term.host, term.port, cfg)
         assert term.forwarded == 0
@@ -194,14 +182,14 @@ async def test_tls_wrong_host_name(tansu: TansuBroker, tls_files: TlsFiles) -> N
 
 
 async def test_tls_hostname_check_can_be_turned_off(tansu: TansuBroker, tls_files: TlsFiles) -> None:
-    async with terminator(tansu, tls_files) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         cfg = tls(tls_files, server_hostname="kafka.example.com", check_hostname=False)
         caps = await in_thread(term.host, term.port, cfg)
     assert caps.lists_api(3)
 
 
 async def test_mutual_tls(tansu: TansuBroker, tls_files: TlsFiles) -> None:
-    async with terminator(tansu, tls_files, mutual=True) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files, mutual=True) as term:
         cfg = tls(tls_files, cert_file=tls_files.client_cert, key_file=tls_files.client_key)
         caps = await in_thread(term.host, term.port, cfg)
         assert term.forwarded == 1
@@ -210,7 +198,7 @@ async def test_mutual_tls(tansu: TansuBroker, tls_files: TlsFiles) -> None:
 
 async def test_mutual_tls_without_a_client_certificate(tansu: TansuBroker, tls_files: TlsFiles) -> None:
     """Under TLS 1.3 the client finishes its handshake first; the refusal shows on the first read."""
-    async with terminator(tansu, tls_files, mutual=True) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files, mutual=True) as term:
         error, took = await probe_failure(term.host, term.port, tls(tls_files))
         assert term.forwarded == 0
     assert isinstance(error, AuthenticationError)
@@ -220,7 +208,7 @@ async def test_mutual_tls_without_a_client_certificate(tansu: TansuBroker, tls_f
 
 async def test_plaintext_probe_to_the_tls_port(tansu: TansuBroker, tls_files: TlsFiles) -> None:
     """The terminator drops a plaintext hello without a word, at v4 and again at v0."""
-    async with terminator(tansu, tls_files) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         error, took = await probe_failure(term.host, term.port, QUICK)
         assert term.forwarded == 0
     assert isinstance(error, BrokerTooOldError) and "listener expects TLS" in str(error)
@@ -340,7 +328,7 @@ def test_a_plaintext_probe_imports_no_trio_tenacity_asyncio_or_ssl(tansu: TansuB
 
 
 async def test_a_tls_probe_imports_ssl_but_no_trio(tansu: TansuBroker, tls_files: TlsFiles) -> None:
-    async with terminator(tansu, tls_files) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         with trio.fail_after(60):
             result = await trio.to_thread.run_sync(child_probe, term.host, term.port, str(tls_files.ca_file))
     assert result["apis"] > 10

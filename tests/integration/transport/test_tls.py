@@ -9,8 +9,6 @@ failure must be a typed error, quickly, never a hang.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -29,10 +27,10 @@ from kafkacompat.transport.connection import open_connection
 from tests.support.sasl_server import run_sasl_server
 from tests.support.tls_terminator import (
     TlsFiles,
-    TlsTerminator,
     make_tls_files,
     serve_tls_terminator,
     server_context,
+    terminate_tls_for,
 )
 
 pytestmark = pytest.mark.broker
@@ -44,14 +42,6 @@ DEADLINE = 15
 def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
     return make_tls_files(tmp_path_factory.mktemp("tls"))
 
-
-@asynccontextmanager
-async def terminator(
-    tansu: TansuBroker, files: TlsFiles, *, mutual: bool = False
-) -> AsyncIterator[TlsTerminator]:
-    context = server_context(files, require_client_cert=mutual)
-    async with serve_tls_terminator((tansu.host, tansu.port), context) as running:
-        yield running
 
 
 def tls(files: TlsFiles, ca_file: Path | None = None, **options: object) -> ConnectionConfig:
@@ -90,14 +80,14 @@ async def failure(host: str, port: int, cfg: ConnectionConfig) -> tuple[KafkaCom
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
 async def test_tls_success(tansu: TansuBroker, tls_files: TlsFiles, host: str) -> None:
-    async with terminator(tansu, tls_files) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         response = await metadata(host, term.port, tls(tls_files))
         assert term.forwarded == 1 and term.handshake_failures == []
     assert [broker.port for broker in response.brokers] == [tansu.port]
 
 
 async def test_unknown_ca(tansu: TansuBroker, tls_files: TlsFiles) -> None:
-    async with terminator(tansu, tls_files) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         error, took = await failure(term.host, term.port, tls(tls_files, tls_files.other_ca_file))
         assert term.forwarded == 0
     assert isinstance(error, AuthenticationError)
@@ -106,7 +96,7 @@ async def test_unknown_ca(tansu: TansuBroker, tls_files: TlsFiles) -> None:
 
 
 async def test_wrong_host_name(tansu: TansuBroker, tls_files: TlsFiles) -> None:
-    async with terminator(tansu, tls_files) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         cfg = tls(tls_files, server_hostname="kafka.example.com")
         error, took = await failure(term.host, term.port, cfg)
         assert term.forwarded == 0
@@ -116,7 +106,7 @@ async def test_wrong_host_name(tansu: TansuBroker, tls_files: TlsFiles) -> None:
 
 
 async def test_hostname_check_can_be_turned_off(tansu: TansuBroker, tls_files: TlsFiles) -> None:
-    async with terminator(tansu, tls_files) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         cfg = tls(tls_files, server_hostname="kafka.example.com", check_hostname=False)
         await metadata(term.host, term.port, cfg)
 
@@ -128,7 +118,7 @@ async def test_plaintext_client_to_the_tls_port(tansu: TansuBroker, tls_files: T
     and again at v0, which the handshake reads as a pre-0.10 broker (or no
     Kafka at all): a typed NegotiationError, at once.
     """
-    async with terminator(tansu, tls_files) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         cfg = ConnectionConfig(connect_timeout=3, request_timeout=3)
         error, took = await failure(term.host, term.port, cfg)
         assert term.forwarded == 0
@@ -152,7 +142,7 @@ async def test_tls_client_to_plaintext_tansu(tansu: TansuBroker, tls_files: TlsF
 
 
 async def test_mutual_tls(tansu: TansuBroker, tls_files: TlsFiles) -> None:
-    async with terminator(tansu, tls_files, mutual=True) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files, mutual=True) as term:
         cfg = tls(tls_files, cert_file=tls_files.client_cert, key_file=tls_files.client_key)
         await metadata(term.host, term.port, cfg)
         assert term.forwarded == 1
@@ -160,7 +150,7 @@ async def test_mutual_tls(tansu: TansuBroker, tls_files: TlsFiles) -> None:
 
 async def test_mutual_tls_without_a_client_certificate(tansu: TansuBroker, tls_files: TlsFiles) -> None:
     """Under TLS 1.3 the client finishes its handshake first; the refusal shows on the first read."""
-    async with terminator(tansu, tls_files, mutual=True) as term:
+    async with terminate_tls_for((tansu.host, tansu.port), tls_files, mutual=True) as term:
         error, took = await failure(term.host, term.port, tls(tls_files))
         assert term.forwarded == 0
         assert any("CERTIFICATE" in failure for failure in term.handshake_failures)
