@@ -77,6 +77,7 @@ import trio
 import kafkacompat
 from bench.common import BenchConfig, Row, format_seconds
 from kafkacompat.negotiation.version_policy import VersionPolicy
+from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.testing import TansuBroker
 from kafkacompat.transport.cluster import Cluster
 from kafkacompat.transport.config import ConnectionConfig
@@ -698,20 +699,12 @@ def parse_find_coordinator_reply(frame: bytes) -> tuple[int, int, tuple[int, str
 
 def read_frames(sock: socket.socket, count: int) -> list[bytes]:
     """``count`` frames read in large chunks (one ``recv`` per chunk, not two per frame)."""
-    data, frames, pos = bytearray(), list[bytes](), 0
+    splitter, frames = FrameSplitter(MIB), list[bytes]()
     while len(frames) < count:
         chunk = sock.recv(1 << 20)
         if not chunk:
             raise ConnectionError(f"the broker closed after {len(frames)} of {count} replies")
-        data += chunk
-        while len(data) - pos >= 4:
-            (size,) = struct.unpack_from(">i", data, pos)
-            if not 0 < size <= MIB:
-                raise ValueError(f"frame size {size} out of range")
-            if len(data) - pos < 4 + size:
-                break
-            frames.append(bytes(data[pos + 4 : pos + 4 + size]))
-            pos += 4 + size
+        frames += splitter.feed(chunk)
     return frames
 
 

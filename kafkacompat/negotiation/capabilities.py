@@ -63,8 +63,8 @@ def as_range(value: RangeLike) -> VersionRange:
 def _frozen_api_ranges(ranges: Mapping[int, RangeLike]) -> Mapping[int, VersionRange]:
     table: dict[int, VersionRange] = {}
     for key, value in ranges.items():
-        # The exact-type tests are the fast path for what a handshake hands over.
-        if type(key) is not int and (not isinstance(key, int) or isinstance(key, bool)):
+        # A handshake hands over plain ints and VersionRanges: exact-type tests first.
+        if type(key) is not int and (isinstance(key, bool) or not isinstance(key, int)):
             raise TypeError(f"API keys are ints, got {key!r}")
         table[key] = value if type(value) is VersionRange else as_range(value)
     return MappingProxyType(dict(sorted(table.items())))

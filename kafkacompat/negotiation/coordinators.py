@@ -274,7 +274,7 @@ class CoordinatorResults:
         self._attempts: dict[str, int] = {}
         self._outstanding: dict[PlannedLookup, None] = {}
         self._notes: list[str] = []
-        self._refused_batching: dict[str, None] = {}
+        self._refused_batching: set[str] = set()
 
     def __repr__(self) -> str:
         return (
@@ -348,7 +348,7 @@ class CoordinatorResults:
             elif entry.error_code == UNSUPPORTED_VERSION:
                 answered.add(entry.key)
                 if where not in self._refused_batching:
-                    self._refused_batching[where] = None
+                    self._refused_batching.add(where)
                     self._notes.append(f"{where} refused FindCoordinator v{planned.version}, which it "
                                        "advertised: single-key requests to it from now on")
                 self._retriable(entry.key, UNSUPPORTED_VERSION, "UNSUPPORTED_VERSION",

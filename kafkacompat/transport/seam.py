@@ -13,7 +13,7 @@ from typing import NoReturn
 
 import trio
 
-from kafkacompat.errors import AuthenticationError, KafkaCompatError, KafkaTimeoutError, TransportError
+from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError
 from kafkacompat.transport.os_errors import translate_os_error
 
 __all__ = ["lone_exception", "raise_lone", "translate"]
@@ -29,7 +29,7 @@ def translate(exc: BaseException, node: str, doing: str) -> KafkaCompatError:
             return translate_os_error(cause, node, doing)
         if "TLS handshake" in doing:
             # An EOF mid-handshake means what a reset means there, whichever the OS delivers.
-            return AuthenticationError(f"TLS failed while {doing}: the peer reset the connection", node=node)
+            return translate_os_error(ConnectionResetError(), node, doing)
         return TransportError(f"the connection broke while {doing}", node=node)
     if isinstance(exc, trio.ClosedResourceError):
         return TransportError(f"the connection was closed while {doing}", node=node)
