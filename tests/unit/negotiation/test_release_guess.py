@@ -1,7 +1,7 @@
 """The release guess against every table Kafka ever answered.
 
 Ground truth is the generated package table, cross-checked against
-../shared/kafka-protocol/releases.json (tests may read it; the package may not).
+vendor/kafka-protocol/releases.json (tests may read it; the package may not).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kafkacompat.negotiation.release_guess import ReleaseGuess, guess_release, k
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import RELEASES
 
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "kafka-protocol"
+SHARED = Path(__file__).resolve().parents[3] / "vendor" / "kafka-protocol"
 PROFILES = [(p.release, p.kind) for p in RELEASES]
 
 
