@@ -36,6 +36,7 @@ __all__ = [
     "ProtocolError",
     "TransportError",
     "UnsupportedVersionError",
+    "VersionRemovedError",
     "WrongProtocolError",
 ]
 
@@ -118,6 +119,20 @@ class WrongProtocolError(NegotiationError):
 
 class TransportError(KafkaCompatError):
     """The connection failed: refused, reset, closed, unreachable."""
+
+
+class VersionRemovedError(TransportError):
+    """The broker closed the connection on a request at a version Kafka 4.x removed.
+
+    A 4.x broker does not answer such a request; it closes the socket (KIP-896,
+    and Produce v0-2 even though it still advertises them, KAFKA-18659).
+    ``api_key`` and ``version`` name the request that was sent.
+    """
+
+    def __init__(self, message: str, *, api_key: int, version: int, node: str | None = None) -> None:
+        super().__init__(message, node=node)
+        self.api_key = api_key
+        self.version = version
 
 
 class KafkaTimeoutError(KafkaCompatError):

@@ -34,7 +34,8 @@ def render_messages(inputs: Path) -> dict[str, str]:
     removals = load_removals(inputs)
     groups = module_groups(merged.specs)
     files = {
-        f"{module}.py": render_module(specs, merged.message_aliases, removals) for module, specs in groups.items()
+        f"{module}.py": render_module(specs, merged.message_aliases, removals)
+        for module, specs in groups.items()
     }
     for old, new in sorted(merged.message_aliases.items()):
         base = old.removesuffix("Request").removesuffix("Response")
@@ -81,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kafkacompat._codegen")
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 on any difference")
     parser.add_argument(
-        "--inputs", type=Path, default=DEFAULT_INPUTS, help="the kafka-protocol folder (default: the vendored one)"
+        "--inputs",
+        type=Path,
+        default=DEFAULT_INPUTS,
+        help="the kafka-protocol folder (default: the vendored one)",
     )
     args = parser.parse_args(argv)
     if not (args.inputs / "spec").is_dir():

@@ -69,7 +69,7 @@ def _load_dir(folder: Path) -> dict[str, MessageSpec]:
     return {s.name: s for s in (load_spec(p) for p in sorted(folder.glob("*.json")))}
 
 
-def load_generations(root: Path) -> MergedSpecs:
+def load_generations(root: Path, derived_used: dict[str, VersionRange] | None = None) -> MergedSpecs:
     old = _load_dir(root / "spec" / "message")
     records = [load_spec(p) for p in sorted((root / "spec" / "metadata").glob("*.json"))]
     if not old:
@@ -81,9 +81,11 @@ def load_generations(root: Path) -> MergedSpecs:
         if spec.valid.empty:  # retired APIs are kept as "validVersions": "none"
             continue
         newer[name] = (spec, spec.valid, NEW)
-    for name, versions in DERIVED_USED.items():
+    for name, versions in (DERIVED_USED if derived_used is None else derived_used).items():
         if name in newer:
             raise GenerationError(f"{name}: both a Kafka 4.3 file and a derived file are selected")
+        if name not in derived:
+            raise GenerationError(f"{name}: no derived file")
         spec = derived[name]
         if not spec.valid.contains_range(versions):
             raise GenerationError(f"{name}: the derived file has no versions {versions}")
@@ -154,7 +156,9 @@ def _signature(struct: StructSpec, version: int, flexible: bool, where: str) -> 
 def _compare(a: MessageSpec, a_label: str, b: MessageSpec, b_label: str, version: int) -> None:
     flex_a, flex_b = version in a.flexible, version in b.flexible
     if flex_a != flex_b:
-        raise GenerationError(f"{b.name} v{version}: flexible in one generation only ({a_label} vs {b_label})")
+        raise GenerationError(
+            f"{b.name} v{version}: flexible in one generation only ({a_label} vs {b_label})"
+        )
     sig_a = _signature(a.root, version, flex_a, a.name)
     sig_b = _signature(b.root, version, flex_b, b.name)
     for i in range(max(len(sig_a), len(sig_b))):
@@ -183,7 +187,10 @@ def _merge_message(
         raise GenerationError(f"{n.name}: the generations leave a gap in the versions {versions}")
     valid = VersionRange(versions[0], versions[-1])
     flexible = _to_range(
-        {v for v in versions if v in (n.flexible if owner[v] != OLD else o.flexible)}, valid, n.name, "flexible"
+        {v for v in versions if v in (n.flexible if owner[v] != OLD else o.flexible)},
+        valid,
+        n.name,
+        "flexible",
     )
     new_versions = {v for v in versions if owner[v] != OLD}
     merger = _StructMerger(n.name, new_versions)
@@ -243,7 +250,9 @@ class _StructMerger:
             merged.aliases = (*n.aliases, o.name)
         self.done[n.name] = merged
         for name in names:
-            merged.fields.append(self._merge_field(old_by_new.get(name), new_by_name.get(name), within, where))
+            merged.fields.append(
+                self._merge_field(old_by_new.get(name), new_by_name.get(name), within, where)
+            )
         old_names = {new: old for old, new in renames.items()}
         for f in merged.fields:
             if f.name in old_names:
@@ -271,7 +280,9 @@ class _StructMerger:
         base = n if n is not None else o
         assert base is not None
         if o is not None and n is not None and (o.type != n.type and not (o.struct and n.struct)):
-            raise GenerationError(f"{where}.{base.name}: type {o.type} in one generation, {n.type} in the other")
+            raise GenerationError(
+                f"{where}.{base.name}: type {o.type} in one generation, {n.type} in the other"
+            )
         if o is not None and n is not None and o.is_array != n.is_array:
             raise GenerationError(f"{where}.{base.name}: an array in one generation only")
         top = within.highest
@@ -285,10 +296,18 @@ class _StructMerger:
             return out
 
         present = versions_where(lambda f, v: True)
-        versions = _to_range(present, within, f"{where}.{base.name}", "field", False) if present else VersionRange.NONE
+        versions = (
+            _to_range(present, within, f"{where}.{base.name}", "field", False)
+            if present
+            else VersionRange.NONE
+        )
         nullable = _spread(versions_where(lambda f, v: v in f.nullable), present, within)
         tagged = _spread(versions_where(lambda f, v: v in f.tagged), present, within)
-        tags = {f.tag for f in (o, n) if f is not None and not f.tagged.intersect(f.versions).empty}
+        tags = {
+            f.tag
+            for f in (o, n)
+            if f is not None and f.tag is not None and not f.tagged.intersect(f.versions).empty
+        }
         if len(tags) > 1:
             raise GenerationError(f"{where}.{base.name}: tag {sorted(tags)} differs between generations")
         override = None

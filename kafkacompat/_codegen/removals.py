@@ -73,7 +73,9 @@ def load_removals(root: Path) -> dict[int, Removal]:
             f"{r['release']} {r['kind']}"
             for r in four
             if str(key) in r["apis"]
-            and not versions.intersect(VersionRange(r["apis"][str(key)]["min"], r["apis"][str(key)]["max"])).empty
+            and not versions.intersect(
+                VersionRange(r["apis"][str(key)]["min"], r["apis"][str(key)]["max"])
+            ).empty
         )
         old_request = root / "spec" / "message" / f"{entry['api']}Request.json"
         unstable = old_request.exists() and load_spec(old_request).latest_unstable
@@ -88,8 +90,12 @@ def load_removals(root: Path) -> dict[int, Removal]:
         else:
             kind = "kip-896"
         if kind != "advertised-rejected" and advertised:
-            raise SpecError(f"API {key} v{versions} is removed ({kind}) but advertised by {', '.join(advertised)}")
-        if kind == "advertised-rejected" and len(advertised) != len([r for r in four if str(key) in r["apis"]]):
+            raise SpecError(
+                f"API {key} v{versions} is removed ({kind}) but advertised by {', '.join(advertised)}"
+            )
+        if kind == "advertised-rejected" and len(advertised) != len(
+            [r for r in four if str(key) in r["apis"]]
+        ):
             raise SpecError(f"API {key} v{versions}: advertised by some 4.x releases only ({advertised})")
         out[key] = Removal(key, str(entry["api"]), versions, kind, _SINCE[kind], advertised)
     return out

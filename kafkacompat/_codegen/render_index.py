@@ -67,7 +67,12 @@ def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str
         "FIRST_FLEXIBLE: dict[int, int] = {",
     ]
     lines += [f"    {s.api_key}: {s.flexible.lowest if not s.flexible.empty else 32767}," for s in requests]
-    lines += ["}", "", "# Kafka's older name of a message -> its current name (the same class)", "ALIASES: dict[str, str] = {"]
+    lines += [
+        "}",
+        "",
+        "# Kafka's older name of a message -> its current name (the same class)",
+        "ALIASES: dict[str, str] = {",
+    ]
     lines += [f"    {old!r}: {new!r}," for old, new in aliases.items()]
     lines += ["}", "", f"__all__ = {sorted(typed)!r}", ""]
     lines += [

@@ -442,12 +442,17 @@ def render_module(
     body = Emitter()
     removals = removals or {}
     renderers = [
-        MessageRenderer(s, removals.get(s.api_key) if s.type in ("request", "response") and s.api_key is not None else None)
+        MessageRenderer(
+            s,
+            removals.get(s.api_key) if s.type in ("request", "response") and s.api_key is not None else None,
+        )
         for s in specs
     ]
     for r in renderers:
         r.render_class(body)
-    olds = sorted((old, new) for old, new in (message_aliases or {}).items() if new in {s.name for s in specs})
+    olds = sorted(
+        (old, new) for old, new in (message_aliases or {}).items() if new in {s.name for s in specs}
+    )
     for old, new in olds:
         body(f"{old} = {new}  # Kafka's older name of this message")
     if olds:

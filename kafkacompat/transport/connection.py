@@ -48,6 +48,7 @@ from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.protocol import framing, messages
 from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.removals import removed_version_error
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import API_NAMES
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
@@ -407,7 +408,11 @@ class BrokerConnection:
             self._failure = error
         pending, self._pending = self._pending, {}
         queued, self._outbox = self._outbox, {}
-        for item in (*pending.values(), *queued.values()):
+        for item in pending.values():  # sent: a close may be the broker refusing a removed version
+            ranges = self.capabilities.api_ranges if self.capabilities else None
+            removed = removed_version_error(error, item.response_cls.API_KEY, item.version, ranges)
+            item.resolve(error=removed or error)
+        for item in queued.values():
             item.resolve(error=error)
         self._ready.set()  # wake anyone waiting to send: they will see the failure
 

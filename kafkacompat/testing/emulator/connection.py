@@ -14,7 +14,9 @@ connection.  For each request frame:
    layout with UNSUPPORTED_VERSION: ApiKeys empty on 0.10-2.3, holding key 18's
    range from 2.4 (KIP-511).  The response header is always v0.
 4. Any other API at a version outside the release's range closes the
-   connection, as Kafka does for a request it cannot parse.
+   connection, as Kafka does for a request it cannot parse; so does a version
+   a 4.x release still advertises but refuses (Produce v0-2, KAFKA-18659). The
+   log says "removed" where Kafka 4.x removed the version (protocol.removals).
 5. On a SASL listener nothing but ApiVersions and SaslHandshake (and then
    SaslAuthenticate) is allowed before authentication: the rest closes.
 6. A request the codec cannot read closes; otherwise the handler answers,
@@ -46,6 +48,7 @@ from kafkacompat.protocol.messages import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from kafkacompat.protocol.removals import describe_removal, refused_by
 from kafkacompat.testing.emulator.faults import (
     Action,
     Close,
@@ -185,7 +188,13 @@ class Connection:
             if api_key == API_VERSIONS_KEY:
                 reply = framing.encode_response(unsupported_api_versions(self.node), 0, correlation_id)
                 return _Outcome(reply, False, "answered: UNSUPPORTED_VERSION (v0 layout)")
+            removed = refused_by(profile.release, api_key, version) if profile.release else None
+            if removed is not None:
+                return _Outcome(None, True, f"closed: {describe_removal(removed, version)}")
             return _Outcome(None, True, f"closed: v{version} is outside {profile.label}'s {versions}")
+        if profile.release and (removed := refused_by(profile.release, api_key, version)) is not None:
+            # Advertised yet refused (Produce v0-2 on 4.x, KAFKA-18659): closed, no answer.
+            return _Outcome(None, True, f"closed: {describe_removal(removed, version)}")
         if not self.authenticated and api_key not in (API_VERSIONS_KEY, SASL_HANDSHAKE, SASL_AUTHENTICATE):
             return _Outcome(None, True, "closed: request before SASL authentication")
         request_cls = _request_class(api_key)

@@ -13,6 +13,7 @@ from kafkacompat.protocol.messages import (
     FetchRequest,
     MetadataRequest,
     ProduceRequest,
+    ShareFetchRequest,
 )
 from kafkacompat.reference.releases import RELEASES
 from kafkacompat.testing.emulator import ApiVersionsEra, Fault, profile_for
@@ -99,10 +100,10 @@ def test_a_version_above_the_release_range_closes_the_connection(profile: object
 
 
 def test_an_advertised_version_the_codec_cannot_read_closes_and_says_so() -> None:
-    harness = Harness(cluster("4.0/kraft-broker"))  # Metadata 0-13; the codec knows 0-12
-    frame = framing.encode_request(MetadataRequest(topics=[]), 12, 5, "x")
-    assert harness.connection.receive(frame[:6] + struct.pack(">h", 13) + frame[8:]) == [Close()]
-    assert "codec cannot read v13" in harness.records[-1].outcome
+    harness = Harness(cluster("4.2/kraft-broker"))  # ShareFetch 1-2; the codec knows 0-1
+    frame = framing.encode_request(ShareFetchRequest(), 1, 5, "x")
+    assert harness.connection.receive(frame[:6] + struct.pack(">h", 2) + frame[8:]) == [Close()]
+    assert "codec cannot read v2" in harness.records[-1].outcome
 
 
 def test_a_version_below_the_minimum_closes_too() -> None:
