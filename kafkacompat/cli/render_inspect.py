@@ -9,8 +9,9 @@ Per broker, the block ``kafka-broker-api-versions`` prints::
     )
 
 where this client adds, after Kafka's bracket, what narrowed a pick
-(``{policy: cap <= 9}``) and the versions the protocol specs deprecate
-(``{deprecated: 0-6}``); an API it cannot use says why inside the bracket
+(``{policy: cap <= 9}``) and the advertised versions a Kafka 4.x broker
+refuses (``{4.x refuses 0-3: removed in 4.0 (KIP-896)}``; not the specs'
+deprecation marks, many of which 4.x still serves); an API it cannot use says why inside the bracket
 (``[unusable: node too old]``).  Then the broker's features in
 ``kafka-features describe`` lines, the release guess with its evidence, and the
 handshake transcript.  With several brokers, a cluster section follows: the

@@ -60,6 +60,9 @@ def _api(entry: ApiEntry) -> dict[str, Any]:
         "reason": entry.reason,
         "policy": list(entry.policy_marks),
         "deprecated": None if entry.deprecated.empty else str(entry.deprecated),
+        "refused_by_4x": None
+        if entry.refused_4x is None
+        else {"versions": str(entry.refused_4x[0]), "why": entry.refused_4x[1]},
     }
 
 
