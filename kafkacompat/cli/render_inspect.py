@@ -109,6 +109,8 @@ def details_lines(capabilities: BrokerCapabilities) -> list[str]:
         capabilities.finalized_features_epoch,
     )
     lines += features or [f"{INDENT}none advertised"]
+    if capabilities.features_partial:
+        lines.append(f"{INDENT}supported features {capabilities.features_partial}")
     guess = capabilities.release_guess
     lines.append(f"Release guess: {guess.text}" + (" (exact)" if guess.relation == "exact" else ""))
     lines += [f"{INDENT}{evidence}" for evidence in guess.evidence]

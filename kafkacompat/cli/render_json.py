@@ -73,6 +73,7 @@ def _capabilities(capabilities: BrokerCapabilities, policy: VersionPolicy | None
         "handshake": transcript.to_dict() if transcript is not None else None,
         "apis": [_api(entry) for entry in api_entries(capabilities, policy)],
         "supported_features": _features(capabilities.supported_features),
+        "supported_features_partial": capabilities.features_partial,
         "finalized_features": _features(capabilities.finalized_features),
         "finalized_features_epoch": capabilities.finalized_features_epoch,
         "fallback_release": capabilities.fallback_release,

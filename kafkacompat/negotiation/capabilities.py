@@ -38,6 +38,16 @@ RangeLike: TypeAlias = VersionRange | tuple[int, int] | str
 _EMPTY: Mapping[Any, VersionRange] = MappingProxyType({})
 
 
+API_VERSIONS_KEY = 18
+
+
+def _release_at_least(release: str, floor: tuple[int, int]) -> bool:
+    try:
+        return tuple(int(part) for part in release.split(".")) >= floor
+    except ValueError:
+        return False
+
+
 def _no_entries() -> Mapping[Any, VersionRange]:
     return _EMPTY
 
@@ -188,6 +198,29 @@ class BrokerCapabilities:
     def release_guess(self) -> ReleaseGuess:
         """Which Kafka release these ranges point to (diagnostics only; computed once)."""
         return guess_release(self.api_ranges)
+
+    @property
+    def features_partial(self) -> str | None:
+        """Why ``supported_features`` may be missing features, or None when it is whole.
+
+        A Kafka 3.7+ broker leaves out of an ApiVersions answer below v4 every
+        supported feature whose minimum level is 0 (KAFKA-17011, KAFKA-17492), and
+        every feature newer than metadata.version has minimum 0: group, transaction,
+        share, streams, eligible leader replicas.  So where the handshake settled
+        below v4 on such a broker (it advertises ApiVersions v4, or its ranges
+        point to 3.7 or later), the list holds metadata.version and little else.
+        """
+        accepted = self.transcript.api_versions_version if self.transcript is not None else None
+        if accepted is None or accepted >= 4:
+            return None
+        own = self.api_ranges.get(API_VERSIONS_KEY)
+        newer = own is not None and not own.empty and own.highest >= 4
+        if not newer and not any(_release_at_least(r, (3, 7)) for r in self.release_guess.releases):
+            return None
+        return (
+            f"partial: ApiVersions was answered at v{accepted}, and a Kafka 3.7+ broker leaves out "
+            "of answers below v4 every feature whose minimum level is 0 (KAFKA-17011)"
+        )
 
     @property
     def label(self) -> str:

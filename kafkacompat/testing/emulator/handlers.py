@@ -101,9 +101,15 @@ def api_versions_reply(
         ],
     )
     if version >= 3 and profile.reports_finalized:
+        # A broker that has ApiVersions v4 leaves features of minimum 0 out of older
+        # answers, which old clients would reject (KAFKA-17011).
+        drop_min_0 = (
+            version < 4 and (own := profile.apis.get(API_VERSIONS_KEY)) is not None and own.highest >= 4
+        )
         response.supported_features = [
             ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=r.lowest, max_version=r.highest)
             for name, r in sorted(profile.supported_features.items())
+            if not (drop_min_0 and r.lowest == 0)
         ]
         seen = state.features_seen_by(node)
         response.finalized_features_epoch = seen.epoch
