@@ -250,9 +250,9 @@ class _StructMerger:
             merged.aliases = (*n.aliases, o.name)
         self.done[n.name] = merged
         for name in names:
-            merged.fields.append(
-                self._merge_field(old_by_new.get(name), new_by_name.get(name), within, where)
-            )
+            merged_field = self._merge_field(old_by_new.get(name), new_by_name.get(name), within, where)
+            if not merged_field.versions.empty:  # only at versions not generated (derived v2): left out
+                merged.fields.append(merged_field)
         old_names = {new: old for old, new in renames.items()}
         for f in merged.fields:
             if f.name in old_names:

@@ -22,13 +22,12 @@ _F_qq = struct.Struct(">qq")
 
 
 class ShareAcknowledgeRequest(KafkaMessage):
-    __slots__ = ('group_id', 'is_renew_ack', 'member_id', 'share_session_epoch', 'topics')
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'topics')
 
-    def __init__(self, *, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, is_renew_ack: bool = False, topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = _wire.DEFAULT) -> None:
+    def __init__(self, *, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = _wire.DEFAULT) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
-        self.is_renew_ack = is_renew_ack
         self.topics = [] if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
@@ -71,13 +70,12 @@ class ShareAcknowledgeRequest(KafkaMessage):
 
 
 class ShareAcknowledgeResponse(KafkaMessage):
-    __slots__ = ('acquisition_lock_timeout_ms', 'error_code', 'error_message', 'node_endpoints', 'responses', 'throttle_time_ms')
+    __slots__ = ('error_code', 'error_message', 'node_endpoints', 'responses', 'throttle_time_ms')
 
-    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, acquisition_lock_timeout_ms: int = 0, responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = _wire.DEFAULT, node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = _wire.DEFAULT) -> None:
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = _wire.DEFAULT, node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
-        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
         self.responses = [] if responses is _wire.DEFAULT else responses
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
@@ -274,7 +272,6 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
         o1.group_id = s1_group_id
         o1.member_id = s1_member_id
         o1.share_session_epoch = s1_share_session_epoch
-        o1.is_renew_ack = False
         o1.topics = s1_topics
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
@@ -286,8 +283,6 @@ def _w_ShareAcknowledgeRequest_0(out: bytearray, o: ShareAcknowledgeRequest) -> 
     x: Any
     item: Any
     try:
-        if o.is_renew_ack:
-            raise EncodeError("field is_renew_ack has a non-default value but does not exist at this version")
         x = o.group_id
         if x.__class__ is str and len(x) < 0x20:
             data = x.encode()
@@ -559,7 +554,6 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code
         o1.error_message = s1_error_message
-        o1.acquisition_lock_timeout_ms = 0
         o1.responses = s1_responses
         o1.node_endpoints = s1_node_endpoints
         o1._unknown_tags = u1
@@ -572,8 +566,6 @@ def _w_ShareAcknowledgeResponse_0(out: bytearray, o: ShareAcknowledgeResponse) -
     x: Any
     item: Any
     try:
-        if o.acquisition_lock_timeout_ms != 0:
-            raise EncodeError("field acquisition_lock_timeout_ms has a non-default value but does not exist at this version")
         out += _F_ih.pack(o.throttle_time_ms, o.error_code)
         x = o.error_message
         if x.__class__ is str and len(x) < 0x20:
@@ -699,7 +691,7 @@ _C_ShareAcknowledgeRequest__AcknowledgementBatch = ShareAcknowledgeRequest.Ackno
 _C_ShareAcknowledgeRequest__AcknowledgePartition = ShareAcknowledgeRequest.AcknowledgePartition
 _C_ShareAcknowledgeRequest__AcknowledgeTopic = ShareAcknowledgeRequest.AcknowledgeTopic
 
-ShareAcknowledgeRequest._FIELDS = (FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('share_session_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('is_renew_ack', 'bool', None, False, _NONE, _NONE, _NONE, None, False), FieldInfo('topics', 'AcknowledgeTopic', _C_ShareAcknowledgeRequest__AcknowledgeTopic, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+ShareAcknowledgeRequest._FIELDS = (FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('share_session_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('topics', 'AcknowledgeTopic', _C_ShareAcknowledgeRequest__AcknowledgeTopic, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
 _C_ShareAcknowledgeRequest__AcknowledgementBatch._FIELDS = (FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('acknowledge_types', 'int8', None, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
 _C_ShareAcknowledgeRequest__AcknowledgePartition._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('acknowledgement_batches', 'AcknowledgementBatch', _C_ShareAcknowledgeRequest__AcknowledgementBatch, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
 _C_ShareAcknowledgeRequest__AcknowledgeTopic._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'AcknowledgePartition', _C_ShareAcknowledgeRequest__AcknowledgePartition, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
@@ -711,7 +703,7 @@ _C_ShareAcknowledgeResponse__PartitionData = ShareAcknowledgeResponse.PartitionD
 _C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
 _C_ShareAcknowledgeResponse__NodeEndpoint = ShareAcknowledgeResponse.NodeEndpoint
 
-ShareAcknowledgeResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, True), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, True), FieldInfo('error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('acquisition_lock_timeout_ms', 'int32', None, False, _NONE, _NONE, _NONE, None, False), FieldInfo('responses', 'ShareAcknowledgeTopicResponse', _C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('node_endpoints', 'NodeEndpoint', _C_ShareAcknowledgeResponse__NodeEndpoint, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+ShareAcknowledgeResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, True), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, True), FieldInfo('error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('responses', 'ShareAcknowledgeTopicResponse', _C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('node_endpoints', 'NodeEndpoint', _C_ShareAcknowledgeResponse__NodeEndpoint, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
 _C_ShareAcknowledgeResponse__LeaderIdAndEpoch._FIELDS = (FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
 _C_ShareAcknowledgeResponse__PartitionData._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('current_leader', 'LeaderIdAndEpoch', _C_ShareAcknowledgeResponse__LeaderIdAndEpoch, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
 _C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, True), FieldInfo('partitions', 'PartitionData', _C_ShareAcknowledgeResponse__PartitionData, True, VersionRange(0, 1), _NONE, _NONE, None, False), )

@@ -27,9 +27,9 @@ _F_qqhB = struct.Struct(">qqhB")
 
 
 class ShareFetchRequest(KafkaMessage):
-    __slots__ = ('batch_size', 'forgotten_topics_data', 'group_id', 'is_renew_ack', 'max_bytes', 'max_records', 'max_wait_ms', 'member_id', 'min_bytes', 'share_acquire_mode', 'share_session_epoch', 'topics')
+    __slots__ = ('batch_size', 'forgotten_topics_data', 'group_id', 'max_bytes', 'max_records', 'max_wait_ms', 'member_id', 'min_bytes', 'share_session_epoch', 'topics')
 
-    def __init__(self, *, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, max_records: int = 0, batch_size: int = 0, share_acquire_mode: int = 0, is_renew_ack: bool = False, topics: list[ShareFetchRequest.FetchTopic] = _wire.DEFAULT, forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _wire.DEFAULT) -> None:
+    def __init__(self, *, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, max_records: int = 0, batch_size: int = 0, topics: list[ShareFetchRequest.FetchTopic] = _wire.DEFAULT, forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _wire.DEFAULT) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
@@ -38,8 +38,6 @@ class ShareFetchRequest(KafkaMessage):
         self.max_bytes = max_bytes
         self.max_records = max_records
         self.batch_size = batch_size
-        self.share_acquire_mode = share_acquire_mode
-        self.is_renew_ack = is_renew_ack
         self.topics = [] if topics is _wire.DEFAULT else topics
         self.forgotten_topics_data = [] if forgotten_topics_data is _wire.DEFAULT else forgotten_topics_data
         self._unknown_tags = _wire.EMPTY_TAGS
@@ -359,8 +357,6 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
         o1.max_bytes = s1_max_bytes
         o1.max_records = 0
         o1.batch_size = 0
-        o1.share_acquire_mode = 0
-        o1.is_renew_ack = False
         o1.topics = s1_topics
         o1.forgotten_topics_data = s1_forgotten_topics_data
         o1._unknown_tags = u1
@@ -377,10 +373,6 @@ def _w_ShareFetchRequest_0(out: bytearray, o: ShareFetchRequest) -> None:
             raise EncodeError("field max_records has a non-default value but does not exist at this version")
         if o.batch_size != 0:
             raise EncodeError("field batch_size has a non-default value but does not exist at this version")
-        if o.share_acquire_mode != 0:
-            raise EncodeError("field share_acquire_mode has a non-default value but does not exist at this version")
-        if o.is_renew_ack:
-            raise EncodeError("field is_renew_ack has a non-default value but does not exist at this version")
         x = o.group_id
         if x.__class__ is str and len(x) < 0x20:
             data = x.encode()
@@ -614,8 +606,6 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
         o1.max_bytes = s1_max_bytes
         o1.max_records = s1_max_records
         o1.batch_size = s1_batch_size
-        o1.share_acquire_mode = 0
-        o1.is_renew_ack = False
         o1.topics = s1_topics
         o1.forgotten_topics_data = s1_forgotten_topics_data
         o1._unknown_tags = u1
@@ -628,10 +618,6 @@ def _w_ShareFetchRequest_1(out: bytearray, o: ShareFetchRequest) -> None:
     x: Any
     item: Any
     try:
-        if o.share_acquire_mode != 0:
-            raise EncodeError("field share_acquire_mode has a non-default value but does not exist at this version")
-        if o.is_renew_ack:
-            raise EncodeError("field is_renew_ack has a non-default value but does not exist at this version")
         x = o.group_id
         if x.__class__ is str and len(x) < 0x20:
             data = x.encode()
@@ -1505,7 +1491,7 @@ _C_ShareFetchRequest__FetchPartition = ShareFetchRequest.FetchPartition
 _C_ShareFetchRequest__FetchTopic = ShareFetchRequest.FetchTopic
 _C_ShareFetchRequest__ForgottenTopic = ShareFetchRequest.ForgottenTopic
 
-ShareFetchRequest._FIELDS = (FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('share_session_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('max_wait_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('min_bytes', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('max_bytes', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('max_records', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, False), FieldInfo('batch_size', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, False), FieldInfo('share_acquire_mode', 'int8', None, False, _NONE, _NONE, _NONE, None, False), FieldInfo('is_renew_ack', 'bool', None, False, _NONE, _NONE, _NONE, None, False), FieldInfo('topics', 'FetchTopic', _C_ShareFetchRequest__FetchTopic, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('forgotten_topics_data', 'ForgottenTopic', _C_ShareFetchRequest__ForgottenTopic, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+ShareFetchRequest._FIELDS = (FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('share_session_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('max_wait_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('min_bytes', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('max_bytes', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('max_records', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, False), FieldInfo('batch_size', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, False), FieldInfo('topics', 'FetchTopic', _C_ShareFetchRequest__FetchTopic, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('forgotten_topics_data', 'ForgottenTopic', _C_ShareFetchRequest__ForgottenTopic, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
 _C_ShareFetchRequest__AcknowledgementBatch._FIELDS = (FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('acknowledge_types', 'int8', None, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
 _C_ShareFetchRequest__FetchPartition._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partition_max_bytes', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('acknowledgement_batches', 'AcknowledgementBatch', _C_ShareFetchRequest__AcknowledgementBatch, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
 _C_ShareFetchRequest__FetchTopic._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'FetchPartition', _C_ShareFetchRequest__FetchPartition, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
