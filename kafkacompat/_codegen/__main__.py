@@ -17,9 +17,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from kafkacompat._codegen.generations import load_generations
-from kafkacompat._codegen.reference import render_reference
+from kafkacompat._codegen.generations import MergedSpecs, load_generations
+from kafkacompat._codegen.reference import api_names, render_reference
 from kafkacompat._codegen.removals import load_removals
+from kafkacompat._codegen.render_docs import render_blocks, replace_blocks
 from kafkacompat._codegen.render_index import render_alias_module, render_index
 from kafkacompat._codegen.render_messages import module_groups, render_module
 from kafkacompat._codegen.spec import SpecError, module_name
@@ -27,10 +28,11 @@ from kafkacompat._codegen.spec import SpecError, module_name
 PACKAGE = Path(__file__).resolve().parent.parent
 REPO = PACKAGE.parent
 DEFAULT_INPUTS = REPO / "vendor" / "kafka-protocol"
+DOCS = REPO / "docs" / "codec.md"
 
 
-def render_messages(inputs: Path) -> dict[str, str]:
-    merged = load_generations(inputs)
+def render_messages(inputs: Path, merged: MergedSpecs | None = None) -> dict[str, str]:
+    merged = load_generations(inputs) if merged is None else merged
     removals = load_removals(inputs)
     groups = module_groups(merged.specs)
     files = {
@@ -48,11 +50,25 @@ def render_messages(inputs: Path) -> dict[str, str]:
     return files
 
 
-def outputs(inputs: Path) -> dict[Path, dict[str, str]]:
+def outputs(inputs: Path, merged: MergedSpecs | None = None) -> dict[Path, dict[str, str]]:
     return {
-        PACKAGE / "protocol" / "messages": render_messages(inputs),
+        PACKAGE / "protocol" / "messages": render_messages(inputs, merged),
         PACKAGE / "reference": render_reference(inputs),
     }
+
+
+def sync_docs(inputs: Path, merged: MergedSpecs, check: bool) -> list[str]:
+    """Rewrite the generated tables of docs/codec.md (when the docs are there)."""
+    if not DOCS.exists():
+        return []
+    blocks = render_blocks(merged, load_removals(inputs), api_names(inputs), inputs)
+    current = DOCS.read_text(encoding="utf-8")
+    wanted = replace_blocks(current, blocks)
+    if wanted == current:
+        return []
+    if not check:
+        DOCS.write_text(wanted, encoding="utf-8")
+    return [f"stale: {_shown(DOCS)} (generated tables)"]
 
 
 def _shown(path: Path) -> str:
@@ -93,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     problems: list[str] = []
     try:
-        generated = outputs(args.inputs)
+        merged = load_generations(args.inputs)
+        generated = outputs(args.inputs, merged)
+        problems += sync_docs(args.inputs, merged, args.check)
     except SpecError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
