@@ -23,7 +23,7 @@ the epoch they last saw (-1 when they do not know).  What follows from that:
   kafka-features does by default.  Level 0 disables a feature.
 
 Pure data in, data out: no I/O, no clock.  Names come from the generated
-``kafkacompat.reference`` table, so this module never reads ../shared.
+``kafkacompat.reference`` table, so this module never reads the vendored inputs.
 """
 
 from __future__ import annotations
