@@ -59,8 +59,6 @@ class MergedSpecs:
     specs: list[MessageSpec]
     # old message name -> new message name (renamed between generations)
     message_aliases: dict[str, str]
-    # message name -> versions defined by Kafka's current (4.3-level) specs
-    current: dict[str, VersionRange]
     # message name -> {version: generation it was taken from}
     owners: dict[str, dict[int, str]]
 
@@ -97,7 +95,6 @@ def load_generations(root: Path, derived_used: dict[str, VersionRange] | None = 
         if old_name is not None and old_name != name:
             aliases[old_name] = name
     merged: list[MessageSpec] = []
-    current: dict[str, VersionRange] = {}
     owners: dict[str, dict[int, str]] = {}
     renamed_to = set(aliases.values())
     for name in sorted(set(old) | set(newer)):
@@ -109,10 +106,8 @@ def load_generations(root: Path, derived_used: dict[str, VersionRange] | None = 
             assert o is not None
             merged.append(o)
             owners[name] = dict.fromkeys(o.versions, OLD)
-            current[name] = VersionRange.NONE if name in new else o.valid
             continue
         n, n_versions, n_label = newer[name]
-        current[name] = n.valid if n_label == NEW else n_versions
         if o is None:
             merged.append(_restricted(n, n_versions))
             owners[name] = dict.fromkeys(range(n_versions.lowest, n_versions.highest + 1), n_label)
@@ -120,7 +115,7 @@ def load_generations(root: Path, derived_used: dict[str, VersionRange] | None = 
         spec, owner = _merge_message(o, n, n_versions, n_label)
         merged.append(spec)
         owners[name] = owner
-    return MergedSpecs(merged + records, aliases, current, owners)
+    return MergedSpecs(merged + records, aliases, owners)
 
 
 def _restricted(spec: MessageSpec, versions: VersionRange) -> MessageSpec:

@@ -20,7 +20,12 @@ def test_both_generations_and_the_tables_are_there_with_a_notice() -> None:
     for name in ("releases.json", "features.json", "spec-4.3/removed-versions.json"):
         assert json.loads((VENDORED / name).read_text())
     notice = (VENDORED / "NOTICE.md").read_text()
-    for origin in ("1eb7644349cb07139d6a3c1ad1986979647cac99", "a3b3836ff3a4", "adb3a18abe14", "Apache License 2.0"):
+    for origin in (
+        "1eb7644349cb07139d6a3c1ad1986979647cac99",
+        "a3b3836ff3a4",
+        "adb3a18abe14",
+        "Apache License 2.0",
+    ):
         assert origin in notice
 
 
@@ -39,7 +44,11 @@ def test_the_wheel_holds_the_package_only_and_the_package_holds_no_spec() -> Non
 
 
 def test_nothing_the_gate_runs_reads_a_folder_beside_the_repository() -> None:
-    paths = [REPO / "Makefile", *(REPO / ".ci").rglob("*"), *(REPO / "kafkacompat" / "_codegen").rglob("*.py")]
+    paths = [
+        REPO / "Makefile",
+        *(REPO / ".ci").rglob("*"),
+        *(REPO / "kafkacompat" / "_codegen").rglob("*.py"),
+    ]
     paths += list((REPO / "tests").rglob("*.py"))
     beside = re.compile(r"\.\./" + "shared")  # spelled in two parts so that this file does not match
     offenders = [str(p.relative_to(REPO)) for p in paths if p.is_file() and beside.search(p.read_text())]
