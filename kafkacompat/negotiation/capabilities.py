@@ -203,24 +203,28 @@ class BrokerCapabilities:
     def features_partial(self) -> str | None:
         """Why ``supported_features`` may be missing features, or None when it is whole.
 
-        A Kafka 3.7+ broker leaves out of an ApiVersions answer below v4 every
-        supported feature whose minimum level is 0 (KAFKA-17011, KAFKA-17492), and
-        every feature newer than metadata.version has minimum 0: group, transaction,
-        share, streams, eligible leader replicas.  So where the handshake settled
-        below v4 on such a broker (it advertises ApiVersions v4, or its ranges
-        point to 3.7 or later), the list holds metadata.version and little else.
+        Every feature newer than metadata.version has minimum level 0 (group,
+        transaction, share, streams, eligible leader replicas), which old clients
+        reject.  A broker that has ApiVersions v4 leaves such features out of every
+        answer below v4 (KAFKA-17492); 3.7 and 3.8, which stop at v3, left them out
+        or rewrote their minimum to 1 (KAFKA-17011).  So where the handshake settled
+        below v4 on such a broker, the list may hold metadata.version and little else.
         """
         accepted = self.transcript.api_versions_version if self.transcript is not None else None
         if accepted is None or accepted >= 4:
             return None
         own = self.api_ranges.get(API_VERSIONS_KEY)
-        newer = own is not None and not own.empty and own.highest >= 4
-        if not newer and not any(_release_at_least(r, (3, 7)) for r in self.release_guess.releases):
-            return None
-        return (
-            f"partial: ApiVersions was answered at v{accepted}, and a Kafka 3.7+ broker leaves out "
-            "of answers below v4 every feature whose minimum level is 0 (KAFKA-17011)"
-        )
+        if own is not None and not own.empty and own.highest >= 4:
+            return (
+                f"partial: ApiVersions was answered at v{accepted}; this broker answers v4 and leaves "
+                "every feature of minimum level 0 out of older answers (KAFKA-17492)"
+            )
+        if any(_release_at_least(r, (3, 7)) for r in self.release_guess.releases):
+            return (
+                f"may be partial: ApiVersions was answered at v{accepted}, and Kafka 3.7 and 3.8 leave "
+                "features of minimum level 0 out of such answers, or rewrite their minimum to 1 (KAFKA-17011)"
+            )
+        return None
 
     @property
     def label(self) -> str:

@@ -37,7 +37,7 @@ def test_below_v4_a_4x_broker_lists_metadata_version_only_and_the_list_is_called
     assert capabilities.transcript is not None and capabilities.transcript.api_versions_version == 3
     assert set(capabilities.supported_features) == {"metadata.version"}
     assert capabilities.features_partial is not None
-    assert "KAFKA-17011" in capabilities.features_partial
+    assert "KAFKA-17492" in capabilities.features_partial
     text = "\n".join(details_lines(capabilities))
     assert "\tsupported features partial: ApiVersions was answered at v3" in text
 

@@ -21,12 +21,14 @@ def _caps(release: str, accepted: int | None) -> BrokerCapabilities:
 def test_partial_below_v4_on_a_broker_that_has_v4() -> None:
     note = _caps("4.0", 3).features_partial
     assert note is not None and note.startswith("partial: ApiVersions was answered at v3")
+    assert "KAFKA-17492" in note
     assert _caps("4.0", 4).features_partial is None
 
 
 def test_partial_on_3_7_and_3_8_which_answer_v3_at_most() -> None:
-    assert _caps("3.7", 3).features_partial is not None
-    assert _caps("3.8", 3).features_partial is not None
+    for release in ("3.7", "3.8"):
+        note = _caps(release, 3).features_partial
+        assert note is not None and note.startswith("may be partial") and "KAFKA-17011" in note
 
 
 def test_whole_before_3_7_and_without_a_handshake() -> None:
