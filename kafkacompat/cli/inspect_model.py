@@ -71,6 +71,7 @@ class ProbeReport:
     observed_at: datetime
     all_brokers: bool = False
     known_brokers: int = 0
+    node_kind: str = "broker"  # "controller": KRaft controllers (DescribeCluster, or the node alone)
 
     @property
     def capabilities(self) -> dict[int, BrokerCapabilities]:

@@ -181,9 +181,10 @@ def cluster_lines(report: ProbeReport, summary: ClusterSummary | None) -> list[s
     """The cross-broker section (for more than one broker)."""
     answered = len(report.capabilities)
     controller = report.controller_id if report.controller_id is not None else "unknown"
+    active = "active controller" if report.node_kind == "controller" else "controller"
     lines = [
-        f"Cluster {report.cluster_id or '(no id)'}: {answered} of {len(report.brokers)} broker(s) answered, "
-        f"controller {controller}"
+        f"Cluster {report.cluster_id or '(no id)'}: {answered} of {len(report.brokers)} "
+        f"{report.node_kind}(s) answered, {active} {controller}"
     ]
     if summary is None:
         return lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Literal
 
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
@@ -94,20 +95,29 @@ class BrokerAddress:
 
 @dataclass(frozen=True, slots=True)
 class ClusterMetadata:
-    """What one Metadata answer said about the cluster (no topics are asked for)."""
+    """What one Metadata answer said about the cluster (no topics are asked for).
+
+    For KRaft controllers (``node_kind="controller"``, see
+    ``controller_discovery``) ``brokers`` holds the controllers, from
+    DescribeCluster (``source``), or the one controller reached when it has no
+    DescribeCluster (``source="ApiVersions"``, node id -1, version -1).
+    """
 
     cluster_id: str | None
     controller_id: int | None  # None: not given (v0) or not among the brokers
     brokers: Mapping[int, BrokerAddress]
     metadata_version: int
     answered_by: str
+    node_kind: Literal["broker", "controller"] = "broker"
+    source: str = "Metadata"
 
     def describe(self) -> str:
         nodes = ", ".join(f"{b.node_id}@{b.address}" for b in self.brokers.values())
         controller = self.controller_id if self.controller_id is not None else "unknown"
+        how = f"v{self.metadata_version} " if self.metadata_version >= 0 else ""
         return (
-            f"cluster {self.cluster_id or '(no id)'}: {len(self.brokers)} broker(s) [{nodes}], "
-            f"controller {controller} (Metadata v{self.metadata_version} from {self.answered_by})"
+            f"cluster {self.cluster_id or '(no id)'}: {len(self.brokers)} {self.node_kind}(s) [{nodes}], "
+            f"controller {controller} ({self.source} {how}from {self.answered_by})"
         )
 
 
