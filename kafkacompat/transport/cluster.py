@@ -49,11 +49,12 @@ from kafkacompat.errors import KafkaCompatError, TransportError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
+from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection, CapabilityChange
-from kafkacompat.transport.controller_discovery import ask_controllers, looks_like_controller
+from kafkacompat.transport.controller_discovery import ask_controllers
 from kafkacompat.transport.coordinator_lookup import CoordinatorLookup, KeyTypeLike, find_coordinators
 from kafkacompat.transport.discovery import (
     RETRIABLE,

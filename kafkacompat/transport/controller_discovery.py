@@ -11,9 +11,8 @@ MISMATCHED_ENDPOINT_TYPE.  A controller older than 3.7 lists no
 DescribeCluster: it can only be inspected on its own, with no node id (-1,
 as Kafka's tools print a bootstrap node) and no cluster id.
 
-A node is taken for a controller when it lists no Metadata but lists the Raft
-Vote API and BrokerRegistration, which no broker of any release lists (2.8's
-early-access controller still served Metadata, so it is found like a broker).
+A node is taken for a controller by ``negotiation.node_role``: no Metadata,
+but Vote and BrokerRegistration, which no broker of any release lists.
 """
 
 from __future__ import annotations
@@ -22,12 +21,13 @@ from types import MappingProxyType
 
 from kafkacompat.errors import KafkaCompatError, NegotiationError, WrongEndpointError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.protocol.error_codes import error_for
-from kafkacompat.protocol.messages import DescribeClusterRequest, DescribeClusterResponse, MetadataRequest
+from kafkacompat.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 from kafkacompat.transport.connection import BrokerConnection
 from kafkacompat.transport.discovery import BrokerAddress, ClusterMetadata
 
-__all__ = ["UNKNOWN_NODE_ID", "ask_controllers", "looks_like_controller"]
+__all__ = ["UNKNOWN_NODE_ID", "ask_controllers"]
 
 DESCRIBE_CLUSTER = DescribeClusterRequest.API_KEY
 #: DescribeCluster's EndpointType for controllers (1 is brokers).
@@ -36,17 +36,7 @@ CONTROLLERS_ENDPOINT = 2
 _ENDPOINT_TYPE_SINCE = 1
 #: The node id of a controller that does not say its own (Kafka prints -1 for such nodes too).
 UNKNOWN_NODE_ID = -1
-_VOTE, _BROKER_REGISTRATION = 52, 62
 _MISMATCHED_ENDPOINT_TYPE = 114
-
-
-def looks_like_controller(capabilities: BrokerCapabilities) -> bool:
-    """True for a KRaft controller: no Metadata, but the controller-only APIs."""
-    return (
-        not capabilities.lists_api(MetadataRequest.API_KEY)
-        and capabilities.lists_api(_VOTE)
-        and capabilities.lists_api(_BROKER_REGISTRATION)
-    )
 
 
 def _capabilities(conn: BrokerConnection) -> BrokerCapabilities:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
 
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError
+from kafkacompat.negotiation.node_role import NodeKind
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.transport.config import ConfigError
 from kafkacompat.transport.connection import BrokerConnection
@@ -108,7 +108,7 @@ class ClusterMetadata:
     brokers: Mapping[int, BrokerAddress]
     metadata_version: int
     answered_by: str
-    node_kind: Literal["broker", "controller"] = "broker"
+    node_kind: NodeKind = "broker"
     source: str = "Metadata"
 
     def describe(self) -> str:
