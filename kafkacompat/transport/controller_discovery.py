@@ -54,8 +54,7 @@ async def ask_controllers(conn: BrokerConnection) -> ClusterMetadata:
     capabilities = _capabilities(conn)
     if not looks_like_controller(capabilities):
         error = WrongEndpointError(
-            f"{conn.node} is a broker, not a KRaft controller (it lists Metadata, or no Raft APIs): "
-            "bootstrap from it as a broker",
+            f"{conn.node} is a broker, not a KRaft controller: it lists Metadata, or not the Raft APIs",
             node=conn.node,
         )
         error.transcript = capabilities.transcript
