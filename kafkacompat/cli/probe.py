@@ -121,6 +121,7 @@ async def probe_cluster(
         all_brokers=all_brokers,
         known_brokers=len(metadata.brokers),
         node_kind=metadata.node_kind,
+        note=metadata.note,
     )
 
 

@@ -207,4 +207,6 @@ def render_report(report: ProbeReport, *, details: bool = True) -> list[str]:
         lines += cluster_lines(report, cluster_summary(report))
     elif lines and lines[-1] == "":
         lines.pop()
+    if report.note:
+        lines.append(f"Note: {report.note}")
     return lines

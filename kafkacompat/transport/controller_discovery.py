@@ -9,7 +9,11 @@ every controller's endpoint and the active controller (the Raft leader).
 controller refuses, as a broker asked for controllers answers
 MISMATCHED_ENDPOINT_TYPE.  A controller older than 3.7 lists no
 DescribeCluster: it can only be inspected on its own, with no node id (-1,
-as Kafka's tools print a bootstrap node) and no cluster id.
+as Kafka's tools print a bootstrap node) and no cluster id.  So is one that
+lists it but refuses it: Kafka's controllers answer UNSUPPORTED_VERSION while
+metadata.version is below 3.7-IV0 (controllers register their endpoints from
+then on), and CLUSTER_AUTHORIZATION_FAILED to a principal without ALTER on
+the cluster; the reason is kept in ``ClusterMetadata.note``.
 
 A node is taken for a controller by ``negotiation.node_role``: no Metadata,
 but Vote and BrokerRegistration, which no broker of any release lists.
@@ -37,6 +41,9 @@ _ENDPOINT_TYPE_SINCE = 1
 #: The node id of a controller that does not say its own (Kafka prints -1 for such nodes too).
 UNKNOWN_NODE_ID = -1
 _MISMATCHED_ENDPOINT_TYPE = 114
+# Refusals that leave the controller itself worth inspecting: metadata.version below
+# 3.7-IV0 (UNSUPPORTED_VERSION), no ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+_INSPECT_ALONE = frozenset({35, 31})
 
 
 def _capabilities(conn: BrokerConnection) -> BrokerCapabilities:
@@ -68,8 +75,11 @@ async def ask_controllers(conn: BrokerConnection) -> ClusterMetadata:
     if response.error_code:
         entry = error_for(response.error_code)
         detail = f": {response.error_message}" if response.error_message else ""
+        answered = f"DescribeCluster v{version} answered {entry.name}{detail}"
+        if response.error_code in _INSPECT_ALONE:
+            return _alone(conn, f"{answered}; the controller is inspected alone")
         kind = WrongEndpointError if response.error_code == _MISMATCHED_ENDPOINT_TYPE else NegotiationError
-        raise kind(f"DescribeCluster v{version} answered {entry.name}{detail}", node=conn.node)
+        raise kind(answered, node=conn.node)
     nodes = {
         b.broker_id: BrokerAddress(b.broker_id, b.host, b.port, b.rack)
         for b in sorted(response.brokers, key=lambda b: b.broker_id)
@@ -104,8 +114,8 @@ def _pick(conn: BrokerConnection) -> int:
     return version
 
 
-def _alone(conn: BrokerConnection) -> ClusterMetadata:
-    """A controller without DescribeCluster: the node itself, id and cluster unknown."""
+def _alone(conn: BrokerConnection, note: str = "") -> ClusterMetadata:
+    """A controller without (a usable) DescribeCluster: the node itself, id and cluster unknown."""
     node = BrokerAddress(UNKNOWN_NODE_ID, conn.host, conn.port)
     return ClusterMetadata(
         None,
@@ -115,4 +125,5 @@ def _alone(conn: BrokerConnection) -> ClusterMetadata:
         conn.node,
         node_kind="controller",
         source="ApiVersions",
+        note=note,
     )

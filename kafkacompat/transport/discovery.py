@@ -110,14 +110,16 @@ class ClusterMetadata:
     answered_by: str
     node_kind: NodeKind = "broker"
     source: str = "Metadata"
+    note: str = ""  # why the answer is less than asked for (a controller that would not describe its quorum)
 
     def describe(self) -> str:
         nodes = ", ".join(f"{b.node_id}@{b.address}" for b in self.brokers.values())
         controller = self.controller_id if self.controller_id is not None else "unknown"
         how = f"v{self.metadata_version} " if self.metadata_version >= 0 else ""
+        note = f"; {self.note}" if self.note else ""
         return (
             f"cluster {self.cluster_id or '(no id)'}: {len(self.brokers)} {self.node_kind}(s) [{nodes}], "
-            f"controller {controller} ({self.source} {how}from {self.answered_by})"
+            f"controller {controller} ({self.source} {how}from {self.answered_by}){note}"
         )
 
 

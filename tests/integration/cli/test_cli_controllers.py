@@ -85,6 +85,20 @@ async def test_text_names_the_quorum_and_its_leader(emulated_cluster: Any, cli: 
     assert "Cluster kafkacompat-emulated: 3 of 3 controller(s) answered, active controller 1" in result.stdout
 
 
+async def test_a_quorum_below_metadata_version_3_7_is_inspected_node_by_node(
+    emulated_cluster: Any, cli: Runner
+) -> None:
+    below = {"metadata.version": 14}  # 3.6-IV2: controllers do not register their endpoints yet
+    cluster = await emulated_cluster(["3.8"] * 3, kind="kraft-controller", finalized_features=below)
+    address = cluster.broker(1).address
+    result = await cli("inspect", "--bootstrap-controller", address, "--all-brokers", *FAST)
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{address} (id: -1 rack: null) -> ("
+    assert lines[-1].startswith("Note: DescribeCluster v1 answered UNSUPPORTED_VERSION: ")
+    assert lines[-1].endswith("; the controller is inspected alone")
+
+
 async def test_bootstrap_controller_at_a_broker_is_a_wrong_endpoint(
     emulated_cluster: Any, run_cli: Runner
 ) -> None:

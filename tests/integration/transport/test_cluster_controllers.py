@@ -14,13 +14,18 @@ import trio
 import kafkacompat
 from kafkacompat.errors import NegotiationError, UnsupportedVersionError, WrongEndpointError
 from kafkacompat.negotiation.version_policy import VersionPolicy
+from kafkacompat.protocol.error_codes import CLUSTER_AUTHORIZATION_FAILED, UNKNOWN_SERVER_ERROR
+from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.messages import DescribeClusterResponse
 from kafkacompat.testing.emulator import EmulatedCluster, ThreadedCluster
+from kafkacompat.testing.emulator.handlers import Request
 from kafkacompat.transport.cluster import NoBrokerReachableError
 from kafkacompat.transport.config import ConnectionConfig, RetryPolicy
 from kafkacompat.transport.controller_discovery import UNKNOWN_NODE_ID
 
 pytestmark = pytest.mark.broker
 
+MV = "metadata.version"
 FAST = ConnectionConfig(connect_timeout=3, request_timeout=3, retry=RetryPolicy(attempts=1))
 
 
@@ -102,3 +107,37 @@ def test_the_sync_facade_takes_controllers_too() -> None:
         address = emulated.bootstrap.split(",")[0]
         with kafkacompat.connect_sync(address, FAST, controllers=True) as cluster:
             assert cluster.metadata.node_kind == "controller" and sorted(cluster.brokers) == [1, 2]
+
+
+async def test_a_controller_below_metadata_version_3_7_is_inspected_alone() -> None:
+    """Kafka's controllers refuse DescribeCluster (UNSUPPORTED_VERSION) before 3.7-IV0 (level 15)."""
+    async with EmulatedCluster(["3.9"] * 2, kind="kraft-controller", finalized_features={MV: 14}) as emulated:
+        with trio.fail_after(30):
+            async with kafkacompat.connect(emulated.broker(2).address, FAST, controllers=True) as cluster:
+                assert list(cluster.brokers) == [UNKNOWN_NODE_ID] and cluster.cluster_id is None
+                note = cluster.metadata.note
+                assert note.startswith("DescribeCluster v1 answered UNSUPPORTED_VERSION: ")
+                assert note.endswith("the controller is inspected alone")
+                assert note in cluster.metadata.describe()
+        assert [r.api_key for r in emulated.broker(2).requests] == [18, 60]
+
+
+async def test_a_principal_without_alter_on_the_cluster_still_inspects_the_controller() -> None:
+    def refuse(request: Request) -> KafkaMessage:
+        return DescribeClusterResponse(error_code=CLUSTER_AUTHORIZATION_FAILED, error_message="no ALTER")
+
+    async with EmulatedCluster(["4.0"], kind="kraft-controller", handlers={60: refuse}) as emulated:
+        with trio.fail_after(30):
+            async with kafkacompat.connect(emulated.bootstrap, FAST) as cluster:
+                assert list(cluster.brokers) == [UNKNOWN_NODE_ID]
+                assert "CLUSTER_AUTHORIZATION_FAILED: no ALTER" in cluster.metadata.note
+
+
+async def test_another_describe_cluster_error_is_a_negotiation_error() -> None:
+    def broken(request: Request) -> KafkaMessage:
+        return DescribeClusterResponse(error_code=UNKNOWN_SERVER_ERROR, error_message="boom")
+
+    async with EmulatedCluster(["4.0"], kind="kraft-controller", handlers={60: broken}) as emulated:
+        with trio.fail_after(30), pytest.raises(NegotiationError, match="UNKNOWN_SERVER_ERROR: boom"):
+            async with kafkacompat.connect(emulated.bootstrap, FAST):
+                pass
