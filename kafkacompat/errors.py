@@ -11,6 +11,7 @@ families, and callers are expected to catch a family rather than a leaf:
         UnsupportedVersionError  no version both sides and the policy allow
         BrokerTooOldError        the broker predates ApiVersions (before 0.10)
         WrongProtocolError       the peer speaks TLS, HTTP or something else
+        WrongEndpointError       a broker where a KRaft controller was asked for, or the reverse
       TransportError       the connection itself failed (refused, reset, closed)
       KafkaTimeoutError    a deadline passed; silence is never a downgrade signal
       AuthenticationError  TLS verification or SASL failed
@@ -37,6 +38,7 @@ __all__ = [
     "TransportError",
     "UnsupportedVersionError",
     "VersionRemovedError",
+    "WrongEndpointError",
     "WrongProtocolError",
 ]
 
@@ -115,6 +117,10 @@ class BrokerTooOldError(NegotiationError):
 
 class WrongProtocolError(NegotiationError):
     """The peer answered with bytes of another protocol (TLS, HTTP, ...)."""
+
+
+class WrongEndpointError(NegotiationError):
+    """A broker answered where a KRaft controller was asked for, or the reverse (MISMATCHED_ENDPOINT_TYPE)."""
 
 
 class TransportError(KafkaCompatError):

@@ -34,7 +34,24 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"kafkacompat.cli.{name}").register(subparsers)
+    _accept_global_options_anywhere(parser)
     return parser
+
+
+def _accept_global_options_anywhere(parser: argparse.ArgumentParser) -> None:
+    """Let ``--debug`` follow the subcommand too (``kafkacompat inspect H:P --debug``), as users type it.
+
+    Each (nested) subcommand parser gets its own ``--debug`` whose default is
+    ``SUPPRESS``: left out, it does not overwrite what the main parser read.
+    """
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for sub in {id(p): p for p in action.choices.values()}.values():
+            sub.add_argument(
+                "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+            )
+            _accept_global_options_anywhere(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

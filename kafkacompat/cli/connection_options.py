@@ -1,6 +1,7 @@
 """The connection options every command shares, turned into a ``ConnectionConfig``.
 
-Where to connect: ``--bootstrap-server H:P[,H:P...]`` or a positional ``H:P``.
+Where to connect: ``--bootstrap-server H:P[,H:P...]`` or a positional ``H:P``;
+or KRaft controllers with ``--bootstrap-controller H:P[,H:P...]`` (KIP-919).
 How: ``--command-config FILE`` (Kafka's client properties: ``security.protocol``,
 ``ssl.*``, ``sasl.*``) and flags that override it: ``--tls``, ``--ca-file``,
 ``--no-hostname-check``, ``--sasl-mechanism``, ``--sasl-username``,
@@ -97,6 +98,11 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
         "--bootstrap-server", metavar="HOST:PORT[,HOST:PORT...]", help="the broker(s) to bootstrap from"
     )
     where.add_argument(
+        "--bootstrap-controller",
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="KRaft controller(s) to bootstrap from instead of brokers (KIP-919)",
+    )
+    where.add_argument(
         "--command-config",
         metavar="FILE",
         type=Path,
@@ -173,6 +179,7 @@ class ConnectionOptions:
     protocol: str
     redactor: Redactor = field(repr=False)
     ignored_keys: tuple[str, ...] = ()
+    controllers: bool = False  # --bootstrap-controller: the addresses are KRaft controllers
 
 
 def _api_pairs(values: Sequence[str], flag: str) -> list[tuple[str | int, str]]:
@@ -356,7 +363,13 @@ def resolve_connection(
             redactor.add(Secret(parse_jaas_config(props["sasl.jaas.config"]).options.get("password", "")))
     if args.sasl_password_env and args.sasl_password_env in env:
         redactor.add(Secret(env[args.sasl_password_env]))
-    bootstrap = _bootstrap(args, props)
+    controllers = bool(getattr(args, "bootstrap_controller", None))
+    if controllers:
+        if args.bootstrap_server or args.bootstrap:
+            raise ConfigError("give either brokers (--bootstrap-server, HOST:PORT) or --bootstrap-controller")
+        bootstrap = args.bootstrap_controller.strip()
+    else:
+        bootstrap = _bootstrap(args, props)
     protocol = _protocol(args, props)
     tls = _tls(args, props, redactor) if protocol.endswith("SSL") else None
     sasl = _sasl(args, props, env, redactor) if protocol.startswith("SASL") else None
@@ -383,7 +396,7 @@ def resolve_connection(
         retry=RetryPolicy(attempts=args.retries),
     )
     ignored = tuple(sorted(k for k in props if k not in _READ_KEYS))
-    return ConnectionOptions(bootstrap, config, protocol, redactor, ignored)
+    return ConnectionOptions(bootstrap, config, protocol, redactor, ignored, controllers)
 
 
 def warn_ignored(options: ConnectionOptions) -> None:

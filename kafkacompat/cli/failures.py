@@ -16,6 +16,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     TransportError,
     UnsupportedVersionError,
+    WrongEndpointError,
     WrongProtocolError,
 )
 from kafkacompat.transport.cluster import BrokersUnavailableError, NoBrokerReachableError
@@ -29,6 +30,7 @@ _SASL_HINT = (
     "it may require SASL: give --sasl-mechanism, --sasl-username and --sasl-password-env "
     "(or sasl.* in --command-config)"
 )
+_ENDPOINT_HINT = "use --bootstrap-server for brokers and --bootstrap-controller for KRaft controllers"
 _OLD_HINT = "for a broker older than 0.10 pass --fallback-release 0.9.0 (its API table stands in)"
 _PLAINTEXT_HINT = "if this listener is plaintext, drop --tls (security.protocol=PLAINTEXT)"
 _ADVERTISED_HINT = (
@@ -72,6 +74,8 @@ def _category(exc: KafkaCompatError, config: ConnectionConfig, bootstrap: str) -
         if not node_known:
             return "TLS failed", _ADVERTISED_HINT
         return "TLS failed", _PLAINTEXT_HINT if "EOF" in exc.message else None
+    if isinstance(exc, WrongEndpointError):
+        return "wrong endpoint", _ENDPOINT_HINT
     if isinstance(exc, UnsupportedVersionError):
         return "no usable version", None
     if isinstance(exc, KafkaTimeoutError):

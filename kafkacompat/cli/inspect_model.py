@@ -72,6 +72,8 @@ class ProbeReport:
     observed_at: datetime
     all_brokers: bool = False
     known_brokers: int = 0
+    node_kind: str = "broker"  # "controller": KRaft controllers (DescribeCluster, or the node alone)
+    note: str = ""  # why discovery found less than asked for (ClusterMetadata.note)
 
     @property
     def capabilities(self) -> dict[int, BrokerCapabilities]:

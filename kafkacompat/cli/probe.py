@@ -55,7 +55,7 @@ def execute(options: ConnectionOptions, fn: Callable[[Cluster], Awaitable[T]]) -
 
 
 async def with_cluster(options: ConnectionOptions, fn: Callable[[Cluster], Awaitable[T]]) -> T:
-    async with connect(options.bootstrap, options.config) as cluster:
+    async with connect(options.bootstrap, options.config, controllers=options.controllers) as cluster:
         return await fn(cluster)
 
 
@@ -120,6 +120,8 @@ async def probe_cluster(
         observed_at=datetime.now(UTC),
         all_brokers=all_brokers,
         known_brokers=len(metadata.brokers),
+        node_kind=metadata.node_kind,
+        note=metadata.note,
     )
 
 

@@ -184,9 +184,10 @@ def cluster_lines(report: ProbeReport, summary: ClusterSummary | None) -> list[s
     """The cross-broker section (for more than one broker)."""
     answered = len(report.capabilities)
     controller = report.controller_id if report.controller_id is not None else "unknown"
+    active = "active controller" if report.node_kind == "controller" else "controller"
     lines = [
-        f"Cluster {report.cluster_id or '(no id)'}: {answered} of {len(report.brokers)} broker(s) answered, "
-        f"controller {controller}"
+        f"Cluster {report.cluster_id or '(no id)'}: {answered} of {len(report.brokers)} "
+        f"{report.node_kind}(s) answered, {active} {controller}"
     ]
     if summary is None:
         return lines
@@ -209,4 +210,6 @@ def render_report(report: ProbeReport, *, details: bool = True) -> list[str]:
         lines += cluster_lines(report, cluster_summary(report))
     elif lines and lines[-1] == "":
         lines.pop()
+    if report.note:
+        lines.append(f"Note: {report.note}")
     return lines

@@ -139,6 +139,8 @@ def inspect_document(report: ProbeReport) -> dict[str, Any]:
         "bootstrap": report.bootstrap,
         "cluster_id": report.cluster_id,
         "controller_id": report.controller_id,
+        "node_kind": report.node_kind,
+        "note": report.note or None,
         "brokers": [broker_document(probe, report.policy) for probe in report.brokers],
         "cluster": _cluster(report, cluster_summary(report)),
     }

@@ -9,6 +9,7 @@ Rules 2, 3, 6, 7 and 8 of ``handshake_table`` are carried out here.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -64,6 +65,9 @@ def judge_reply(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
     if response is None:
         if sniff_foreign_protocol(body) is not None:
             return foreign_verdict(body)
+        quirk = _zero_count_refusal(body)
+        if quirk is not None:
+            return _unsupported(quirk, sent, ("zero-count-unsupported-version-reply",))
         if body[:2] == UNSUPPORTED_VERSION.to_bytes(2, "big"):
             # The error code leads every layout; the rest is a broken ApiKeys.
             return _unsupported(None, sent, ("unreadable-unsupported-version-reply",))
@@ -133,6 +137,23 @@ def _read(body: bytes, sent: int) -> tuple[ApiVersionsResponse | None, int, list
         except DecodeError as exc:
             problems.append(exc)
     return None, sent, problems
+
+
+# librdkafka's mock broker (seen in 2.0.2 and 2.16) refuses ApiVersions v3+ with exactly these
+# 13 bytes: UNSUPPORTED_VERSION, a compact array count saying 0 entries (0x01), one entry anyway
+# (ApiVersions: int16 key, min, max) and 4 more bytes.  Its one entry is the range it accepts.
+_ZERO_COUNT_REFUSAL = struct.Struct(">hBhhhi")
+
+
+def _zero_count_refusal(body: bytes) -> ApiVersionsResponse | None:
+    """The refusal above, read for its ApiVersions range; None for any other bytes."""
+    if len(body) != _ZERO_COUNT_REFUSAL.size:
+        return None
+    code, count, key, low, high, _ = _ZERO_COUNT_REFUSAL.unpack(body)
+    if (code, count, key) != (UNSUPPORTED_VERSION, 1, API_VERSIONS_KEY) or not 0 <= low <= high:
+        return None
+    entry = ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)
+    return ApiVersionsResponse(error_code=code, api_keys=[entry])
 
 
 def _unsupported(response: ApiVersionsResponse | None, sent: int, flags: tuple[str, ...]) -> Verdict:

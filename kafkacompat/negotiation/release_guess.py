@@ -269,7 +269,7 @@ def _partial(observed: Table, groups: Sequence[_TableGroup], upper: int) -> Rele
         + (", ..." if len(missing) > _MAX_DIFFERENCES_SHOWN else ""),
     ]
     if upper > 0:
-        evidence += _newly_seen(groups[upper - 1], group, only=observed)
+        evidence += _beyond(observed, groups[upper - 1])
     text = f"at least Kafka {group.first} ({group.kind}), partial API set"
     return ReleaseGuess(group.kind, "at_least", group.releases, text, tuple(evidence))
 
@@ -291,15 +291,10 @@ def _unknown_evidence(observed: Table) -> Iterator[str]:
     yield "no known release of any kind is reached by, or covers, these API ranges"
 
 
-def _newly_seen(previous: _TableGroup, group: _TableGroup, only: Table | None = None) -> list[str]:
+def _newly_seen(previous: _TableGroup, group: _TableGroup) -> list[str]:
     """What ``group`` answers differently from the release before it (why it is not older)."""
-    keys = [
-        key
-        for key in _differing_keys(previous.table, group.table)
-        if only is None or (key in only and key in group.table)
-    ]
     lines = []
-    for key in keys:
+    for key in _differing_keys(previous.table, group.table):
         now, before = group.table.get(key), previous.table.get(key)
         if now is None:
             lines.append(f"{_api(key)} is gone in {group.first} ({previous.last}: {_span(before)})")
@@ -310,6 +305,22 @@ def _newly_seen(previous: _TableGroup, group: _TableGroup, only: Table | None = 
                 f"{_api(key)} {_span(now)} first appears in {group.first} ({previous.last}: {_span(before)})"
             )
     return _lines(lines, f"changes in {group.first}")
+
+
+def _beyond(observed: Table, previous: _TableGroup) -> list[str]:
+    """Why ``previous`` is too old for the answer: the ranges seen that it lacks or stops short of.
+
+    Every line cites the range the broker advertised, never the newer
+    release's, which a partial implementation need not reach.
+    """
+    lines = []
+    for key, seen in sorted(observed.items()):
+        before = previous.table.get(key)
+        if before is None:
+            lines.append(f"{_api(key)}: {_span(seen)} here, absent in Kafka {previous.last}")
+        elif seen[1] > before[1]:
+            lines.append(f"{_api(key)}: {_span(seen)} here, {_span(before)} in Kafka {previous.last}")
+    return _lines(lines, f"reasons it is newer than Kafka {previous.last}")
 
 
 def _compared(observed: Table, other: _TableGroup, kind: Kind, preposition: str) -> list[str]:

@@ -1,4 +1,10 @@
-"""kafkacompat's public testing kit: real and emulated brokers on loopback."""
+"""kafkacompat's public testing kit: real and emulated brokers on loopback.
+
+Real brokers, each a ``BrokerProcess`` (started, checked and stopped by a
+context manager): ``TansuBroker`` (Tansu), ``NoidaBroker`` (noida-db's Kafka
+service), ``LibrdkafkaMockBroker`` (librdkafka 2.0.2's mock cluster).
+Emulated ones: ``EmulatedCluster`` and friends.  See docs/testing.md.
+"""
 
 from kafkacompat.testing.emulator import (
     BrokerProfile,
@@ -12,10 +18,14 @@ from kafkacompat.testing.emulator import (
     custom_profile,
     profile_for,
 )
+from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker, install_confluent_kafka
+from kafkacompat.testing.noida import NoidaBroker, noida_binary
 from kafkacompat.testing.ports import BrokerStartError, free_port
+from kafkacompat.testing.process import BrokerProcess
 from kafkacompat.testing.tansu import TansuBroker, tansu_binary
 
 __all__ = [
+    "BrokerProcess",
     "BrokerProfile",
     "BrokerStartError",
     "EmulatedBroker",
@@ -23,11 +33,15 @@ __all__ = [
     "EmulatorConfigError",
     "Fault",
     "FaultKind",
+    "LibrdkafkaMockBroker",
+    "NoidaBroker",
     "SaslConfig",
     "TansuBroker",
     "ThreadedCluster",
     "custom_profile",
     "free_port",
+    "install_confluent_kafka",
+    "noida_binary",
     "profile_for",
     "tansu_binary",
 ]

@@ -22,6 +22,14 @@ opaque "no brokers available":
   it, the codec and the version policy.  ``UnsupportedVersionError``, with the
   reasons and the transcript.
 
+KRaft controllers (KIP-919): ``connect(..., controllers=True)`` takes the
+addresses for controllers, as Kafka's ``bootstrap.controllers`` and
+``--bootstrap-controller`` do, and finds the quorum through DescribeCluster
+(``controller_discovery``); a bootstrap address that turns out to be a
+controller is treated the same way without being asked.  Then ``brokers``
+holds the controllers and ``metadata.node_kind`` is ``"controller"``.  A
+broker reached with ``controllers=True`` raises ``WrongEndpointError``.
+
 A connection that broke is negotiated again on its next use (a broker may have
 been upgraded or downgraded in between); what changed is recorded and shown
 by ``cluster.changes``.
@@ -41,10 +49,12 @@ from kafkacompat.errors import KafkaCompatError, TransportError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
+from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection, CapabilityChange
+from kafkacompat.transport.controller_discovery import ask_controllers
 from kafkacompat.transport.coordinator_lookup import CoordinatorLookup, KeyTypeLike, find_coordinators
 from kafkacompat.transport.discovery import (
     RETRIABLE,
@@ -94,10 +104,16 @@ class Cluster:
     """
 
     def __init__(
-        self, bootstrap: Sequence[tuple[str, int]], config: ConnectionConfig, nursery: trio.Nursery
+        self,
+        bootstrap: Sequence[tuple[str, int]],
+        config: ConnectionConfig,
+        nursery: trio.Nursery,
+        *,
+        controllers: bool = False,
     ) -> None:
         self.bootstrap = tuple(bootstrap)
         self.config = config
+        self.controllers = controllers  # the bootstrap addresses are KRaft controllers
         self._nursery = nursery
         self._metadata: ClusterMetadata | None = None
         self._connections: dict[int, BrokerConnection] = {}
@@ -212,7 +228,7 @@ class Cluster:
         for node_id in order:
             try:
                 conn = await self.connection(node_id)
-                metadata = await ask_metadata(conn)
+                metadata = await self._discover(conn)
             except RETRIABLE as exc:
                 log.info("metadata refresh from node %s failed: %s", node_id, exc)
                 continue
@@ -322,7 +338,7 @@ class Cluster:
             conn = BrokerConnection(host, port, self.config)
             try:
                 await conn.open(self._nursery)
-                metadata = await ask_metadata(conn)
+                metadata = await self._discover(conn)
             except KafkaCompatError as exc:
                 await conn.aclose()
                 reasons[label] = exc
@@ -341,6 +357,13 @@ class Cluster:
                     error.add_note(f"bootstrap address {label}: {describe_failure(other, label)}")
             raise error
         raise NoBrokerReachableError(reasons, rounds=rounds)
+
+    async def _discover(self, conn: BrokerConnection) -> ClusterMetadata:
+        """Metadata from a broker; from a KRaft controller, DescribeCluster (or the node alone)."""
+        capabilities = conn.capabilities
+        if self.controllers or (capabilities is not None and looks_like_controller(capabilities)):
+            return await ask_controllers(conn)
+        return await ask_metadata(conn)
 
     async def _adopt(self, metadata: ClusterMetadata, conn: BrokerConnection) -> None:
         """Take the bootstrap answer; keep its connection when it is one of the brokers."""
@@ -384,10 +407,13 @@ async def connect(
     config: ConnectionConfig | None = None,
     *,
     policy: VersionPolicy | None = None,
+    controllers: bool = False,
 ) -> AsyncIterator[Cluster]:
     """``async with connect("host:9092") as cluster:`` discovered, then closed on exit.
 
-    ``policy`` replaces ``config.policy`` when given.  Raises
+    ``policy`` replaces ``config.policy`` when given.  ``controllers=True``:
+    the addresses are KRaft controllers (Kafka's ``bootstrap.controllers``);
+    a broker among them raises ``WrongEndpointError``.  Raises
     ``NoBrokerReachableError``, the handshake's ``NegotiationError`` or
     ``UnsupportedVersionError`` (see the module documentation).
     """
@@ -397,7 +423,7 @@ async def connect(
         settings = dataclasses.replace(settings, policy=policy)
     try:
         async with trio.open_nursery() as nursery:
-            cluster = Cluster(addresses, settings, nursery)
+            cluster = Cluster(addresses, settings, nursery, controllers=controllers)
             try:
                 await cluster._bootstrap()
                 yield cluster

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError
+from kafkacompat.negotiation.node_role import NodeKind
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.transport.config import ConfigError
 from kafkacompat.transport.connection import BrokerConnection
@@ -94,20 +95,31 @@ class BrokerAddress:
 
 @dataclass(frozen=True, slots=True)
 class ClusterMetadata:
-    """What one Metadata answer said about the cluster (no topics are asked for)."""
+    """What one Metadata answer said about the cluster (no topics are asked for).
+
+    For KRaft controllers (``node_kind="controller"``, see
+    ``controller_discovery``) ``brokers`` holds the controllers, from
+    DescribeCluster (``source``), or the one controller reached when it has no
+    DescribeCluster (``source="ApiVersions"``, node id -1, version -1).
+    """
 
     cluster_id: str | None
     controller_id: int | None  # None: not given (v0) or not among the brokers
     brokers: Mapping[int, BrokerAddress]
     metadata_version: int
     answered_by: str
+    node_kind: NodeKind = "broker"
+    source: str = "Metadata"
+    note: str = ""  # why the answer is less than asked for (a controller that would not describe its quorum)
 
     def describe(self) -> str:
         nodes = ", ".join(f"{b.node_id}@{b.address}" for b in self.brokers.values())
         controller = self.controller_id if self.controller_id is not None else "unknown"
+        how = f"v{self.metadata_version} " if self.metadata_version >= 0 else ""
+        note = f"; {self.note}" if self.note else ""
         return (
-            f"cluster {self.cluster_id or '(no id)'}: {len(self.brokers)} broker(s) [{nodes}], "
-            f"controller {controller} (Metadata v{self.metadata_version} from {self.answered_by})"
+            f"cluster {self.cluster_id or '(no id)'}: {len(self.brokers)} {self.node_kind}(s) [{nodes}], "
+            f"controller {controller} ({self.source} {how}from {self.answered_by}){note}"
         )
 
 

@@ -127,8 +127,13 @@ async def test_too_old(run_cli: Runner, emulated_cluster: Any) -> None:
         assert "before Kafka 0.10, which introduced ApiVersions" in line
 
 
-async def test_debug_shows_the_traceback(run_cli: Runner, closed_port: str) -> None:
-    result = await run_cli("--debug", "inspect", closed_port, *FAST)
+@pytest.mark.parametrize(
+    "argv",
+    [("--debug", "inspect", "{}"), ("inspect", "{}", "--debug"), ("features", "describe", "{}", "--debug")],
+    ids=["before", "after", "after-nested"],
+)
+async def test_debug_shows_the_traceback(run_cli: Runner, closed_port: str, argv: tuple[str, ...]) -> None:
+    result = await run_cli(*(arg.format(closed_port) for arg in argv), *FAST)
     assert result.code == 1
     assert "Traceback (most recent call last)" in result.stderr
     assert "NoBrokerReachableError" in result.stderr  # the transport's error, as the cause

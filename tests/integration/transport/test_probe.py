@@ -111,10 +111,10 @@ async def test_librdkafka_mock_takes_the_downgrade_path(librdkafka_mock: Librdka
     caps = await in_thread(librdkafka_mock.host, librdkafka_mock.port)
     transcript = caps.transcript
     assert transcript is not None
-    assert [(a.version, a.outcome) for a in transcript.attempts] == [(4, "unsupported-version"), (0, "ok")]
+    assert [(a.version, a.outcome) for a in transcript.attempts] == [(4, "unsupported-version"), (2, "ok")]
     assert "UNSUPPORTED_VERSION" in transcript.attempts[0].detail
     # The downgrade happens on the same connection: one connection, two round trips.
-    assert (transcript.connections, transcript.round_trips, transcript.api_versions_version) == (1, 2, 0)
+    assert (transcript.connections, transcript.round_trips, transcript.api_versions_version) == (1, 2, 2)
 
 
 async def test_the_address_form(tansu: TansuBroker) -> None:

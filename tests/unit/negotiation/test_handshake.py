@@ -556,7 +556,7 @@ def test_tansu_advertising_what_it_answers_is_not_flagged() -> None:
     assert result.flags == ()
 
 
-def test_librdkafka_mock_refusal_unreadable_but_led_by_error_35_retries_v0() -> None:
+def test_librdkafka_mock_refusal_with_a_zero_count_is_read_for_its_one_entry() -> None:
     for version in (CODEC_MAX, 0):
         with pytest.raises(DecodeError):
             R.decode(MOCK_V3_BODY, version)
@@ -565,6 +565,18 @@ def test_librdkafka_mock_refusal_unreadable_but_led_by_error_35_retries_v0() -> 
         return MOCK_V3_BODY if version >= 3 else ok(version, (0, 2))
 
     run = drive(ApiVersionsHandshake(), mock)
+    result = success(run)
+    assert run.sent_versions == [CODEC_MAX, 2]  # the range its one entry names, not v0
+    assert "zero-count-unsupported-version-reply" in result.flags
+
+
+def test_other_unreadable_refusals_led_by_error_35_still_retry_v0() -> None:
+    broken = MOCK_V3_BODY[:-1]  # one byte short: not the mock's shape any more
+
+    def peer(version: int, connection: int) -> Answer:
+        return broken if version >= 3 else ok(version, (0, 2))
+
+    run = drive(ApiVersionsHandshake(), peer)
     result = success(run)
     assert run.sent_versions == [CODEC_MAX, 0]
     assert "unreadable-unsupported-version-reply" in result.flags
