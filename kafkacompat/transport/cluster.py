@@ -151,6 +151,8 @@ class Cluster:
         if broker is None:
             known = ", ".join(str(n) for n in self.brokers) or "none"
             raise UnknownBrokerError(f"node {node_id} is not in the cluster metadata (known: {known})")
+        if broker.problem is not None:  # the broker that named it gave an address nobody can use
+            raise broker.problem.with_traceback(None)
         conn = self._connections.get(node_id)
         if conn is not None and conn.is_ready:
             return conn

@@ -9,10 +9,11 @@ controller, no topics) at the version it negotiated, and the errors that tell
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError
+from kafkacompat.errors import InvalidAddressError, KafkaCompatError, KafkaTimeoutError, TransportError
+from kafkacompat.negotiation.addresses import MAX_HOST_LENGTH, check_address, display_host, split_host_port
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.transport.config import ConfigError
 from kafkacompat.transport.connection import BrokerConnection
@@ -86,6 +87,8 @@ class BrokerAddress:
     host: str
     port: int
     rack: str | None = None
+    #: Why this address cannot be used (checked when the answer was read), else None.
+    problem: InvalidAddressError | None = field(default=None, compare=False)
 
     @property
     def address(self) -> str:
@@ -112,6 +115,8 @@ class ClusterMetadata:
 
 
 def address_label(host: str, port: int) -> str:
+    if len(host) > MAX_HOST_LENGTH or not host.isprintable():  # a hostile name: printed escaped and cut
+        host = display_host(host)
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
@@ -121,35 +126,17 @@ def parse_bootstrap(bootstrap: str | Iterable[str | tuple[str, int]]) -> tuple[t
     items = [part for part in bootstrap.split(",")] if isinstance(bootstrap, str) else list(bootstrap)
     addresses: list[tuple[str, int]] = []
     for item in items:
-        if isinstance(item, tuple):
-            host, port = item
+        if isinstance(item, tuple) and len(item) == 2:
+            host, port = check_address(*item, source="the bootstrap list")
+        elif not isinstance(item, str) or not item.strip():
+            continue
         else:
-            host, port = _split_address(item.strip()) if item.strip() else ("", 0)
-            if not host:
-                continue
-        if not isinstance(port, int) or not 0 < port < 65536:
-            raise ConfigError(f"bad port in bootstrap address {item!r}")
+            host, port = split_host_port(item, default_port=DEFAULT_PORT, source="the bootstrap list")
         if (host, port) not in addresses:
             addresses.append((host, port))
     if not addresses:
-        raise ConfigError(f"no bootstrap address in {bootstrap!r}")
+        raise ConfigError(f"no bootstrap address in {display_host(repr(bootstrap))}")
     return tuple(addresses)
-
-
-def _split_address(text: str) -> tuple[str, int]:
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port_text = rest.removeprefix(":")
-    elif text.count(":") == 1:
-        host, _, port_text = text.partition(":")
-    else:  # a bare name, or a bare IPv6 address
-        host, port_text = text, ""
-    try:
-        port = int(port_text) if port_text else DEFAULT_PORT
-    except ValueError:
-        raise ConfigError(f"bad port in bootstrap address {text!r}") from None
-    return host, port
-
 
 
 # -- asking ---------------------------------------------------------------------------------
@@ -166,7 +153,7 @@ async def ask_metadata(conn: BrokerConnection) -> ClusterMetadata:
     response = await conn.request(MetadataRequest(topics=[]), version=version)
     assert isinstance(response, MetadataResponse)
     brokers = {
-        b.node_id: BrokerAddress(b.node_id, b.host, b.port, b.rack)
+        b.node_id: _broker_address(b.node_id, b.host, b.port, b.rack, f"Metadata v{version}", conn.node)
         for b in sorted(response.brokers, key=lambda b: b.node_id)
     }
     if not brokers:
@@ -176,6 +163,17 @@ async def ask_metadata(conn: BrokerConnection) -> ClusterMetadata:
         response.cluster_id, controller, MappingProxyType(brokers), version, conn.node
     )
 
+
+
+def _broker_address(
+    node_id: int, host: str, port: int, rack: str | None, reply: str, sender: str
+) -> BrokerAddress:
+    """A broker as a reply names it; an address that cannot be used keeps why (refused on use)."""
+    try:
+        check_address(host, port, source=f"{reply} from {sender} for node {node_id}", node=sender)
+    except InvalidAddressError as exc:
+        return BrokerAddress(node_id, host, port, rack, problem=exc)
+    return BrokerAddress(node_id, host, port, rack)
 
 
 def raise_failures(failures: Mapping[int, KafkaCompatError], labels: Mapping[int, str]) -> None:
