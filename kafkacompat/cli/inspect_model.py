@@ -71,6 +71,7 @@ class ProbeReport:
     observed_at: datetime
     all_brokers: bool = False
     known_brokers: int = 0
+    not_contacted: str | None = None  # why some brokers Metadata names were left out (fan-out limit)
 
     @property
     def capabilities(self) -> dict[int, BrokerCapabilities]:

@@ -37,7 +37,7 @@ from contextlib import asynccontextmanager
 import tenacity
 import trio
 
-from kafkacompat.errors import KafkaCompatError, TransportError
+from kafkacompat.errors import FanOutLimitError, KafkaCompatError, TransportError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
@@ -180,18 +180,31 @@ class Cluster:
         raise BrokersUnavailableError(failures, self._labels())
 
     async def open_all(self) -> tuple[dict[int, BrokerConnection], dict[int, KafkaCompatError]]:
-        """Connect to every broker concurrently: (connections, failures), both by node id."""
+        """Connect to every broker concurrently: (connections, failures), both by node id.
+
+        The brokers come from a broker's answer, so the fan-out is bounded:
+        at most ``config.max_fanout`` of them (those connected already first,
+        then by node id), ``config.fanout_concurrency`` being opened at once.
+        The others fail with one shared ``FanOutLimitError``, so they are
+        reported, not dropped.
+        """
         opened: dict[int, BrokerConnection] = {}
         failed: dict[int, KafkaCompatError] = {}
+        chosen, skipped = fanout_split(list(self.brokers), set(self.connected()), self.config.max_fanout)
+        if skipped:
+            error = fanout_error(len(skipped), len(self.brokers), self.config.max_fanout)
+            failed.update(dict.fromkeys(skipped, error))
+        limiter = trio.CapacityLimiter(self.config.fanout_concurrency)
 
         async def open_one(node_id: int) -> None:
-            try:
-                opened[node_id] = await self.connection(node_id)
-            except KafkaCompatError as exc:
-                failed[node_id] = exc
+            async with limiter:
+                try:
+                    opened[node_id] = await self.connection(node_id)
+                except KafkaCompatError as exc:
+                    failed[node_id] = exc
 
         async with trio.open_nursery() as nursery:
-            for node_id in self.brokers:
+            for node_id in chosen:
                 nursery.start_soon(open_one, node_id)
         return dict(sorted(opened.items())), dict(sorted(failed.items()))
 
@@ -367,6 +380,21 @@ class Cluster:
                 del self._connections[node_id]
                 self._retired_changes.extend(conn.changes)
                 await conn.aclose()
+
+
+def fanout_split(node_ids: Sequence[int], connected: set[int], limit: int) -> tuple[list[int], list[int]]:
+    """The nodes to connect to (at most ``limit``, those ``connected`` first) and those left out."""
+    ordered = sorted(node_ids, key=lambda node_id: (node_id not in connected, node_id))
+    return ordered[:limit], ordered[limit:]
+
+
+def fanout_error(skipped: int, named: int, limit: int) -> FanOutLimitError:
+    """One error for every node left out by the fan-out limit."""
+    return FanOutLimitError(
+        f"{skipped} of the {named} brokers the metadata names were not contacted: one operation "
+        f"opens at most {limit} connections because a broker named them (ConnectionConfig.max_fanout)",
+        limit=limit,
+    )
 
 
 def _capabilities_of(conn: BrokerConnection) -> BrokerCapabilities:
