@@ -29,6 +29,7 @@ connections for at most ``lifetime`` seconds and keeps the last
 
 from __future__ import annotations
 
+import contextlib
 import random
 import socket
 import struct
@@ -49,12 +50,14 @@ __all__ = [
     "Request",
     "Script",
     "answer",
+    "api_versions",
     "huge_api_versions",
     "metadata_naming",
     "mutating",
     "raw_answer",
     "relay",
     "scripted",
+    "unsupported_version",
 ]
 
 LOOPBACK = "127.0.0.1"
@@ -101,6 +104,39 @@ def raw_answer(request: Request, body: bytes, *, version: int | None = None) -> 
                                                      if version is None else version)
     header = struct.pack(">i", request.correlation_id) + (b"\x00" if header_version >= 1 else b"")
     return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+#: What ``api_versions`` advertises by default: enough for Metadata, FindCoordinator, DescribeCluster.
+PLAIN_APIS: tuple[tuple[int, int, int], ...] = ((3, 0, 12), (10, 0, 4), (18, 0, 4), (60, 0, 1))
+
+
+def api_versions(apis: Iterable[tuple[int, int, int]] = PLAIN_APIS, *, epoch: int = -1) -> Script:
+    """A well-formed ApiVersions reply at the version asked, advertising ``apis``, with ``epoch``."""
+    from kafkacompat.protocol.messages import ApiVersionsResponse
+
+    rows = list(apis)
+
+    def script(request: Request) -> Reply:
+        entry = ApiVersionsResponse.ApiVersion
+        response = ApiVersionsResponse(
+            api_keys=[entry(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in rows]
+        )
+        version = min(request.api_version, 4)
+        if version >= 3:
+            response.finalized_features_epoch = epoch
+        return Reply(answer(request, response, version), label="ApiVersions")
+
+    return script
+
+
+def unsupported_version(lowest: int, highest: int) -> Script:
+    """UNSUPPORTED_VERSION in the v0 layout, advertising ApiVersions ``lowest``-``highest``."""
+
+    def script(request: Request) -> Reply:
+        body = struct.pack(">hi", 35, 1) + struct.pack(">hhh", 18, lowest, highest)
+        return Reply(raw_answer(request, body, version=0), label=f"UNSUPPORTED_VERSION {lowest}-{highest}")
+
+    return script
 
 
 def huge_api_versions(entries: int) -> Script:
@@ -261,8 +297,10 @@ class HostileBroker:
         self.requests: deque[Request] = deque(maxlen=max_recorded)
         self.labels: deque[str] = deque(maxlen=max_recorded)  # what each reply was
         self.connections = 0
+        self.most_open = 0  # the most connections open at once
         self._listener = socket.create_server((LOOPBACK, 0))
         self._listener.settimeout(0.2)
+        self._port = int(self._listener.getsockname()[1])
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._sockets: set[socket.socket] = set()
@@ -274,7 +312,7 @@ class HostileBroker:
 
     @property
     def port(self) -> int:
-        return int(self._listener.getsockname()[1])
+        return self._port
 
     @property
     def address(self) -> str:
@@ -316,6 +354,7 @@ class HostileBroker:
                 self.connections += 1
                 with self._lock:
                     self._sockets.add(conn)
+                    self.most_open = max(self.most_open, len(self._sockets))
                 thread = threading.Thread(target=self._serve, args=(conn, self.connections), daemon=True)
                 thread.start()
                 self._threads.append(thread)
@@ -384,8 +423,6 @@ def _read_exactly(sock: socket.socket, count: int, stopping: threading.Event | N
 
 
 def _close(sock: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
     sock.close()

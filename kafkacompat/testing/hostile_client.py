@@ -142,7 +142,8 @@ def measure(argv: Sequence[str], *, timeout: float = 120.0, env: dict[str, str] 
 
 def client_argv(entry: str, address: str, timeout: float) -> list[str]:
     """The command line of a ``hostile_client`` child."""
-    return [sys.executable, "-m", "kafkacompat.testing.hostile_client", entry, address, "--timeout", str(timeout)]
+    module = "kafkacompat.testing.hostile_client"
+    return [sys.executable, "-m", module, entry, address, "--timeout", str(timeout)]
 
 
 if __name__ == "__main__":

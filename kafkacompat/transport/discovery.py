@@ -152,10 +152,19 @@ async def ask_metadata(conn: BrokerConnection) -> ClusterMetadata:
         raise
     response = await conn.request(MetadataRequest(topics=[]), version=version)
     assert isinstance(response, MetadataResponse)
-    brokers = {
-        b.node_id: _broker_address(b.node_id, b.host, b.port, b.rack, f"Metadata v{version}", conn.node)
-        for b in sorted(response.brokers, key=lambda b: b.node_id)
-    }
+    brokers: dict[int, BrokerAddress] = {}
+    named: dict[tuple[str, int], int] = {}  # address -> the first node named there
+    for b in sorted(response.brokers, key=lambda b: b.node_id):
+        broker = _broker_address(b.node_id, b.host, b.port, b.rack, f"Metadata v{version}", conn.node)
+        first = named.setdefault((b.host, b.port), b.node_id)
+        if broker.problem is None and first != b.node_id:  # two nodes cannot share one listener
+            problem = InvalidAddressError(
+                f"Metadata v{version} from {conn.node} names {broker.address} for node {b.node_id} "
+                f"and for node {first}: one listener cannot be two brokers",
+                source=f"Metadata v{version} from {conn.node}", node=conn.node,
+            )
+            broker = BrokerAddress(b.node_id, b.host, b.port, b.rack, problem=problem)
+        brokers[b.node_id] = broker
     if not brokers:
         raise TransportError(f"Metadata v{version} named no brokers", node=conn.node)
     controller = response.controller_id if response.controller_id in brokers else None
