@@ -33,6 +33,7 @@ bench: $(STAMP)
 
 fuzz: $(STAMP)
 	$(BIN)/python -m bench.fuzz_decoders
+	$(BIN)/python -m bench.fuzz_hostile
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -42,7 +42,12 @@ def display_host(host: object) -> str:
     text = host if isinstance(host, str) else repr(host)
     if len(text) > _SHOWN:
         text = f"{text[:_SHOWN]}... ({len(text)} characters)"
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def check_address(
@@ -109,6 +114,8 @@ def _host_problem(host: object) -> str | None:
         return "the host is empty"
     if _CONTROL.search(host):
         return "the host contains control bytes"
+    if not host.isprintable():
+        return "the host contains characters that cannot be printed (format or unassigned code points)"
     if len(host) > 4 * MAX_HOST_LENGTH:  # longer than any name can encode to: no IDNA work on it
         return f"the host is {len(host)} characters long (a name has at most {MAX_HOST_LENGTH} bytes)"
     literal = _unbracket(host)

@@ -12,9 +12,9 @@ spare for the largest real answers:
 request                             ceiling   the largest real answer
 ==================================  ========  ========================================
 ApiVersions                         64 KiB    about 1 KiB (Kafka 4.x: ~90 APIs, features)
-Metadata asking for no topics (v1+) 1 MiB     ~40 bytes per broker: 25,000 brokers
+Metadata asking for no topics (v1+) 256 KiB   20-80 bytes a broker: 3,200 brokers or more
 FindCoordinator                     1 MiB     a batch of keys with their coordinators
-DescribeCluster                     1 MiB     as Metadata without topics
+DescribeCluster                     256 KiB   as Metadata without topics
 SaslHandshake, SaslAuthenticate     64 KiB    a mechanism list, a SCRAM message
 UpdateFeatures                      1 MiB     one result per feature
 anything else                       the connection's ``max_frame_size``
@@ -48,9 +48,9 @@ API_VERSIONS = 18
 DEFAULT_CEILINGS: Mapping[int, int] = MappingProxyType(
     {
         API_VERSIONS: 64 * KIB,
-        METADATA: 1 * MIB,
+        METADATA: 256 * KIB,
         10: 1 * MIB,  # FindCoordinator
-        60: 1 * MIB,  # DescribeCluster
+        60: 256 * KIB,  # DescribeCluster
         17: 64 * KIB,  # SaslHandshake
         36: 64 * KIB,  # SaslAuthenticate
         57: 1 * MIB,  # UpdateFeatures

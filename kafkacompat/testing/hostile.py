@@ -34,7 +34,7 @@ import random
 import socket
 import struct
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -295,7 +295,8 @@ class HostileBroker:
         self.max_connections = max_connections
         self.lifetime = lifetime
         self.requests: deque[Request] = deque(maxlen=max_recorded)
-        self.labels: deque[str] = deque(maxlen=max_recorded)  # what each reply was
+        self.labels: deque[str] = deque(maxlen=max_recorded)  # what each recent reply was
+        self.label_counts: Counter[str] = Counter()  # what every reply was, counted
         self.connections = 0
         self.most_open = 0  # the most connections open at once
         self._listener = socket.create_server((LOOPBACK, 0))
@@ -379,6 +380,7 @@ class HostileBroker:
                 reply = self.script(request)
                 reply = reply if isinstance(reply, Reply) else Reply(reply)
                 self.labels.append(reply.label)
+                self.label_counts[reply.label or "unlabelled"] += 1
                 try:
                     conn.settimeout(30)
                     conn.sendall(reply.data)

@@ -328,7 +328,8 @@ class BrokerConnection:
                     # once); a write that does not complete closes the connection.
                     if item.expects_reply:
                         self._awaiting.append(item.correlation_id)
-                        self._reply_limits[item.correlation_id] = (item.reply_limit, item.response_cls.NAME)
+                        what = item.response_cls.NAME.removesuffix("Response")
+                        self._reply_limits[item.correlation_id] = (item.reply_limit, what)
                     else:
                         self._acks0_ids[item.correlation_id] = None
                         if len(self._acks0_ids) > _ACKS0_MEMORY:
