@@ -45,11 +45,19 @@ def peak_rss_mib() -> float:
     raise RuntimeError("no VmHWM in /proc/self/status")  # pragma: no cover - Linux only
 
 
-def run_entry(entry: str, address: str, timeout: float) -> Any:
-    """Run ``entry`` once against ``address``; what it returned (or raises what it raised)."""
+def run_entry(entry: str, address: str, timeout: float, *, roomy: bool = False) -> Any:
+    """Run ``entry`` once against ``address``; what it returned (or raises what it raised).
+
+    ``roomy`` lifts every reply ceiling to the frame limit (100 MiB), as a user
+    who needs more might: then only the deadlines and the count limits hold.
+    """
+    from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
+    from kafkacompat.protocol.reply_limits import DEFAULT_CEILINGS, ReplyLimits
     from kafkacompat.transport.config import ConnectionConfig, RetryPolicy
 
-    config = ConnectionConfig(connect_timeout=timeout, request_timeout=timeout, retry=RetryPolicy(attempts=1))
+    limits = ReplyLimits(dict.fromkeys(DEFAULT_CEILINGS, DEFAULT_MAX_FRAME_SIZE)) if roomy else ReplyLimits()
+    config = ConnectionConfig(connect_timeout=timeout, request_timeout=timeout, retry=RetryPolicy(attempts=1),
+                              reply_limits=limits)
     host, _, port_text = address.rpartition(":")
     if entry == "probe":
         from kafkacompat.transport.probe import probe_broker
@@ -91,13 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("entry", choices=ENTRIES)
     parser.add_argument("address")
     parser.add_argument("--timeout", type=float, default=2.0)
+    parser.add_argument("--roomy", action="store_true", help="every reply ceiling lifted to the frame limit")
     args = parser.parse_args(argv)
     from kafkacompat.errors import KafkaCompatError
 
     started = time.monotonic()
     outcome, typed, message = "ok", True, ""
     try:
-        result = run_entry(args.entry, args.address, args.timeout)
+        result = run_entry(args.entry, args.address, args.timeout, roomy=args.roomy)
         if args.entry.startswith("inspect"):
             outcome = f"exit {result}"
             typed = result != 70  # kafkacompat.cli.EXIT_INTERNAL: an exception that was not typed
@@ -140,10 +149,10 @@ def measure(argv: Sequence[str], *, timeout: float = 120.0, env: dict[str, str] 
                     time.monotonic() - started)
 
 
-def client_argv(entry: str, address: str, timeout: float) -> list[str]:
+def client_argv(entry: str, address: str, timeout: float, *, roomy: bool = False) -> list[str]:
     """The command line of a ``hostile_client`` child."""
     module = "kafkacompat.testing.hostile_client"
-    return [sys.executable, "-m", module, entry, address, "--timeout", str(timeout)]
+    return [sys.executable, "-m", module, entry, address, "--timeout", str(timeout), *(["--roomy"] * roomy)]
 
 
 if __name__ == "__main__":

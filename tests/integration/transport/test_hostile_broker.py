@@ -62,15 +62,17 @@ def garbage(size: int) -> Reply:
     return Reply(struct.pack(">i", size) + random.Random(size).randbytes(size))
 
 
-def client(entry: str, address: str) -> dict[str, object]:
+def client(entry: str, address: str, *, roomy: bool = False, timeout: float = TIMEOUT) -> dict[str, object]:
+    """Run ``entry`` in a child: typed, by its deadline, and (default ceilings) under 64 MiB."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    measured = measure(client_argv(entry, address, TIMEOUT), timeout=60, env=env, cwd=str(REPO))
+    measured = measure(client_argv(entry, address, timeout, roomy=roomy), timeout=60, env=env, cwd=str(REPO))
     assert measured.returncode == 0, measured.stderr
     assert "Traceback" not in measured.stderr
     report = measured.report()
     assert report["typed"], report
-    assert float(report["elapsed"]) < TIMEOUT + MARGIN, report  # type: ignore[arg-type]
-    assert float(report["peak_rss_mib"]) < PEAK_MIB, report  # type: ignore[arg-type]
+    assert float(report["elapsed"]) < timeout + MARGIN, report  # type: ignore[arg-type]
+    if not roomy:
+        assert float(report["peak_rss_mib"]) < PEAK_MIB, report  # type: ignore[arg-type]
     return report
 
 
@@ -115,6 +117,21 @@ def test_the_ceiling_is_configurable() -> None:
             probe_broker(broker.host, broker.port, QUICK)
         capabilities = probe_broker(broker.host, broker.port, roomy)
     assert capabilities.broker_range(API_VERSIONS) is not None
+
+
+@pytest.mark.parametrize("entry", ["probe", "connection"])
+def test_with_the_ceilings_lifted_the_deadline_still_covers_decoding(entry: str) -> None:
+    # 1,000,000 rows (7 MB) are within Kafka's count limit: decoding them outlasts the deadline.
+    with hostile(huge_api_versions(1_000_000)) as broker:
+        report = client(entry, broker.address, roomy=True, timeout=0.3)
+    # Without the deadline over decoding it would end, after it, as UnsupportedVersionError.
+    assert report["outcome"] == "KafkaTimeoutError"
+
+
+def test_with_the_ceilings_lifted_kafkas_count_limit_still_holds() -> None:
+    with hostile(huge_api_versions(10_000_000)) as broker:
+        report = client("probe", broker.address, roomy=True)
+    assert report["outcome"] == "DecodeError"
 
 
 # -- addresses a broker names -------------------------------------------------------------------
