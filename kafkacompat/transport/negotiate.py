@@ -112,9 +112,8 @@ async def _receive(stream: FramedStream, config: ConnectionConfig, machine: ApiV
     else:
         machine.received_frame(frame)  # decodes it: the deadline covers that too
         if trio.current_time() > deadline:
-            raise KafkaTimeoutError(
-                "timed out while reading the ApiVersions reply", node=machine.node, transcript=machine.transcript
-            )
+            message = "timed out while reading the ApiVersions reply"
+            raise KafkaTimeoutError(message, node=machine.node, transcript=machine.transcript)
 
 
 async def _open_after_fallback(
