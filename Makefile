@@ -33,6 +33,7 @@ bench: $(STAMP)
 
 fuzz: $(STAMP)
 	$(BIN)/python -m bench.fuzz_decoders
+	$(BIN)/python -m bench.fuzz_hostile --cases
 	$(BIN)/python -m bench.fuzz_hostile
 
 clean:

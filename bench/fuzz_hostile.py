@@ -13,7 +13,13 @@ client entry points against it in turn (``probe``, ``connection``,
 - the longest call per entry point, against its deadline (``--timeout``);
 - the child's peak RSS (VmHWM): every damaged reply went through one process.
 
-The broker side prints how often each mutation was applied.  Exit status:
+The broker side prints how often each mutation was applied.
+
+``--cases`` runs the named hostile cases of docs/hostile.md instead, each in
+a child of its own (``kafkacompat.testing.hostile_client``), and prints a
+table: entry point, case, outcome, wall time, peak RSS.  ``--client-path
+DIR`` runs the clients from another checkout (how the "before" column of
+docs/hostile.md was measured).  Exit status:
 0 when every failure was a kafkacompat error, no call overran its deadline
 by more than ``--margin`` seconds and the peak stayed under ``--max-rss``
 MiB; 1 otherwise.
@@ -71,6 +77,62 @@ def worker(address: str, seconds: float, timeout: float) -> int:
     return 0
 
 
+def cases() -> list[tuple[str, str, object]]:
+    """(entry point, case, script) for every named case of docs/hostile.md."""
+    import struct
+
+    from kafkacompat.testing.hostile import (
+        Reply,
+        api_versions,
+        huge_api_versions,
+        metadata_naming,
+        scripted,
+        unsupported_version,
+    )
+
+    def garbage(size: int) -> object:
+        blob = struct.pack(">i", size) + random.Random(size).randbytes(size)
+        return lambda request: Reply(blob)
+
+    many = [(n, "127.0.0.1", 1 + n % 60000) for n in range(100_000)]
+    metadata = scripted({18: api_versions(), 3: metadata_naming(many)})
+    fits = scripted({18: api_versions(), 3: metadata_naming(many[:10_000])})  # 210 KB: under the ceiling
+    bad = scripted({18: api_versions(), 3: metadata_naming([(1, "a..b", 9092)])})
+    return [
+        ("probe", "ApiVersions of 10 million rows (70 MB)", huge_api_versions(10_000_000)),
+        ("probe", "a 16 MiB garbage frame", garbage(16 << 20)),
+        ("probe", "a 60 MiB garbage frame", garbage(60 << 20)),
+        ("cluster", "Metadata naming 100,000 brokers", metadata),
+        ("inspect-all", "Metadata naming 100,000 brokers", metadata),
+        ("cluster", "Metadata naming 10,000 brokers", fits),
+        ("inspect-all", "Metadata naming 10,000 brokers", fits),
+        ("cluster", "Metadata naming a..b:9092", bad),
+        ("inspect-all", "Metadata naming a..b:9092", bad),
+        ("probe", "UNSUPPORTED_VERSION advertising ApiVersions 5-1", scripted({18: unsupported_version(5, 1)})),
+        ("inspect", "finalized features epoch -5", scripted({18: api_versions(epoch=-5), 3: metadata_naming([])})),
+    ]
+
+
+def run_cases(client_path: str, timeout: float) -> int:
+    from kafkacompat.testing.hostile import HostileBroker
+    from kafkacompat.testing.hostile_client import client_argv, measure
+
+    env = {**os.environ, "PYTHONPATH": client_path}
+    print(f"{'entry point':12} {'case':48} {'outcome':28} {'time':>8} {'peak RSS':>10}")
+    failed = False
+    for entry, case, script in cases():
+        with HostileBroker(script) as broker:  # type: ignore[arg-type]
+            measured = measure(client_argv(entry, broker.address, timeout), timeout=180, env=env, cwd=client_path)
+        try:
+            report = measured.report()
+        except (ValueError, IndexError):
+            report = {"outcome": f"child failed ({measured.returncode})", "typed": False, "peak_rss_mib": 0.0}
+        outcome = str(report["outcome"]) + ("" if report["typed"] else " (untyped)")
+        failed |= not report["typed"]
+        print(f"{entry:12} {case:48} {outcome:28} {measured.elapsed:7.2f}s {report['peak_rss_mib']:7.1f} MiB")
+    return 1 if failed else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     summary = __doc__.split("\n\n")[1] if __doc__ else None
     parser = argparse.ArgumentParser(prog="python -m bench.fuzz_hostile", description=summary)
@@ -82,9 +144,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=0.5,
                         help="share of replies damaged (default 0.5: later steps are reached too)")
     parser.add_argument("--worker", metavar="ADDRESS", help=argparse.SUPPRESS)
+    parser.add_argument("--cases", action="store_true", help="the named cases of docs/hostile.md, measured")
+    parser.add_argument("--client-path", default=str(Path(__file__).resolve().parents[1]),
+                        help="the checkout the clients run from (default: this one)")
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker, args.seconds, args.timeout)
+    if args.cases:
+        return run_cases(args.client_path, 2.0)
 
     from kafkacompat.testing import ThreadedCluster
     from kafkacompat.testing.hostile import HostileBroker, mutating, relay

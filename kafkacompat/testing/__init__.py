@@ -12,6 +12,7 @@ from kafkacompat.testing.emulator import (
     custom_profile,
     profile_for,
 )
+from kafkacompat.testing.hostile import HostileBroker, Reply, Request
 from kafkacompat.testing.ports import BrokerStartError, free_port
 from kafkacompat.testing.tansu import TansuBroker, tansu_binary
 
@@ -23,6 +24,9 @@ __all__ = [
     "EmulatorConfigError",
     "Fault",
     "FaultKind",
+    "HostileBroker",
+    "Reply",
+    "Request",
     "SaslConfig",
     "TansuBroker",
     "ThreadedCluster",

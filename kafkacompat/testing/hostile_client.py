@@ -51,13 +51,16 @@ def run_entry(entry: str, address: str, timeout: float, *, roomy: bool = False) 
     ``roomy`` lifts every reply ceiling to the frame limit (100 MiB), as a user
     who needs more might: then only the deadlines and the count limits hold.
     """
-    from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
-    from kafkacompat.protocol.reply_limits import DEFAULT_CEILINGS, ReplyLimits
     from kafkacompat.transport.config import ConnectionConfig, RetryPolicy
 
-    limits = ReplyLimits(dict.fromkeys(DEFAULT_CEILINGS, DEFAULT_MAX_FRAME_SIZE)) if roomy else ReplyLimits()
+    settings: dict[str, Any] = {}
+    if roomy:  # imported only here: the module also runs against checkouts older than ReplyLimits
+        from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
+        from kafkacompat.protocol.reply_limits import DEFAULT_CEILINGS, ReplyLimits
+
+        settings["reply_limits"] = ReplyLimits(dict.fromkeys(DEFAULT_CEILINGS, DEFAULT_MAX_FRAME_SIZE))
     config = ConnectionConfig(connect_timeout=timeout, request_timeout=timeout, retry=RetryPolicy(attempts=1),
-                              reply_limits=limits)
+                              **settings)
     host, _, port_text = address.rpartition(":")
     if entry == "probe":
         from kafkacompat.transport.probe import probe_broker
