@@ -98,6 +98,8 @@ def cases() -> list[tuple[str, str, object]]:
     metadata = scripted({18: api_versions(), 3: metadata_naming(many)})
     fits = scripted({18: api_versions(), 3: metadata_naming(many[:10_000])})  # 210 KB: under the ceiling
     bad = scripted({18: api_versions(), 3: metadata_naming([(1, "a..b", 9092)])})
+    impossible = scripted({18: unsupported_version(5, 1)})
+    negative_epoch = scripted({18: api_versions(epoch=-5), 3: metadata_naming([])})
     return [
         ("probe", "ApiVersions of 10 million rows (70 MB)", huge_api_versions(10_000_000)),
         ("probe", "a 16 MiB garbage frame", garbage(16 << 20)),
@@ -108,8 +110,8 @@ def cases() -> list[tuple[str, str, object]]:
         ("inspect-all", "Metadata naming 10,000 brokers", fits),
         ("cluster", "Metadata naming a..b:9092", bad),
         ("inspect-all", "Metadata naming a..b:9092", bad),
-        ("probe", "UNSUPPORTED_VERSION advertising ApiVersions 5-1", scripted({18: unsupported_version(5, 1)})),
-        ("inspect", "finalized features epoch -5", scripted({18: api_versions(epoch=-5), 3: metadata_naming([])})),
+        ("probe", "UNSUPPORTED_VERSION advertising ApiVersions 5-1", impossible),
+        ("inspect", "finalized features epoch -5", negative_epoch),
     ]
 
 
@@ -122,7 +124,8 @@ def run_cases(client_path: str, timeout: float) -> int:
     failed = False
     for entry, case, script in cases():
         with HostileBroker(script) as broker:  # type: ignore[arg-type]
-            measured = measure(client_argv(entry, broker.address, timeout), timeout=180, env=env, cwd=client_path)
+            argv = client_argv(entry, broker.address, timeout)
+            measured = measure(argv, timeout=180, env=env, cwd=client_path)
         try:
             report = measured.report()
         except (ValueError, IndexError):
