@@ -172,12 +172,17 @@ class Cluster:
         if ready:
             return next(iter(ready.values()))
         failures: dict[int, KafkaCompatError] = {}
-        for node_id in self.brokers:
+        tried, _ = fanout_split(list(self.brokers), set(), self.config.max_fanout)  # a broker named them
+        for node_id in tried:
             try:
                 return await self.connection(node_id)
             except RETRIABLE as exc:
                 failures[node_id] = exc
-        raise BrokersUnavailableError(failures, self._labels())
+        error = BrokersUnavailableError(failures, self._labels())
+        named = len(self.brokers)
+        if len(tried) < named:
+            error.add_note(fanout_error(named - len(tried), named, len(tried)).message)
+        raise error
 
     async def open_all(self) -> tuple[dict[int, BrokerConnection], dict[int, KafkaCompatError]]:
         """Connect to every broker concurrently: (connections, failures), both by node id.
@@ -223,7 +228,8 @@ class Cluster:
     async def refresh_metadata(self) -> ClusterMetadata:
         """Ask a known broker for Metadata again (the bootstrap list when none answers)."""
         self._check_open()
-        order = [*self.connected(), *(n for n in self.brokers if n not in self.connected())]
+        connected = self.connected()
+        order = [*connected, *(n for n in self.brokers if n not in connected)][: self.config.max_fanout]
         for node_id in order:
             try:
                 conn = await self.connection(node_id)
