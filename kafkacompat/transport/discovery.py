@@ -27,6 +27,7 @@ __all__ = [
     "UnknownBrokerError",
     "address_label",
     "ask_metadata",
+    "broker_from_reply",
     "describe_failure",
     "parse_bootstrap",
     "raise_failures",
@@ -155,7 +156,7 @@ async def ask_metadata(conn: BrokerConnection) -> ClusterMetadata:
     brokers: dict[int, BrokerAddress] = {}
     named: dict[tuple[str, int], int] = {}  # address -> the first node named there
     for b in sorted(response.brokers, key=lambda b: b.node_id):
-        broker = _broker_address(b.node_id, b.host, b.port, b.rack, f"Metadata v{version}", conn.node)
+        broker = broker_from_reply(b.node_id, b.host, b.port, b.rack, f"Metadata v{version}", conn.node)
         first = named.setdefault((b.host, b.port), b.node_id)
         if broker.problem is None and first != b.node_id:  # two nodes cannot share one listener
             problem = InvalidAddressError(
@@ -174,10 +175,14 @@ async def ask_metadata(conn: BrokerConnection) -> ClusterMetadata:
 
 
 
-def _broker_address(
+def broker_from_reply(
     node_id: int, host: str, port: int, rack: str | None, reply: str, sender: str
 ) -> BrokerAddress:
-    """A broker as a reply names it; an address that cannot be used keeps why (refused on use)."""
+    """A broker as a reply (Metadata, DescribeCluster) names it, its address checked.
+
+    An address that cannot be used is kept with the refusal, which names
+    ``sender`` and ``reply``; ``Cluster.connection`` raises it on use.
+    """
     try:
         check_address(host, port, source=f"{reply} from {sender} for node {node_id}", node=sender)
     except InvalidAddressError as exc:
