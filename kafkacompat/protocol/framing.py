@@ -213,19 +213,20 @@ class FrameSplitter:
 
     def __init__(self, max_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self.max_size = max_size
-        self._staged = bytearray()  # bytes not yet taken: a prefix, or what follows the body
+        self._staged = bytearray()  # bytes not yet taken (from _start): a prefix, what follows a body
+        self._start = 0  # taken bytes are skipped, not moved, until the buffer is drained or half used
         self._body: bytearray | None = None  # the frame being filled, exactly its size
         self._filled = 0
         self._error: KafkaCompatError | None = None
 
     def unconsumed(self, limit: int = 16) -> bytes:
         """The first bytes not yet taken as a frame (what a refused prefix started with)."""
-        return bytes(self._staged[:limit])
+        return bytes(self._staged[self._start : self._start + limit])
 
     @property
     def pending(self) -> int:
         """Bytes received that do not yet make a whole frame."""
-        return len(self._staged) + self._filled
+        return len(self._staged) - self._start + self._filled
 
     def push(self, data: bytes | bytearray | memoryview) -> None:
         """Take bytes as they arrived; the body being filled gets them first."""
@@ -236,11 +237,14 @@ class FrameSplitter:
             self._filled += take
             data = view[take:]
         if data:
+            if self._start and self._start == len(self._staged):
+                self._staged.clear()
+                self._start = 0
             self._staged += data
 
     def body_room(self) -> memoryview | None:
         """The unfilled part of the body being read (for ``recv_into``), or None between frames."""
-        if self._body is None or self._filled == len(self._body) or self._staged:
+        if self._body is None or self._filled == len(self._body) or len(self._staged) > self._start:
             return None
         return memoryview(self._body)[self._filled :]
 
@@ -255,15 +259,34 @@ class FrameSplitter:
         frame, ``what`` the request it answers (for the error message).
         """
         if self._body is None:
-            if len(self._staged) < 4:
+            staged, start = self._staged, self._start
+            if len(staged) - start < 4:
                 return None
             ceiling = self.max_size if limit is None else min(limit, self.max_size)
-            size = check_frame_size(self._staged, ceiling, what=what)  # raises before allocating
-            taken = min(size, len(self._staged) - 4)
-            self._body = bytearray(size)
-            self._body[:taken] = memoryview(self._staged)[4 : 4 + taken]
-            self._filled = taken
-            del self._staged[: 4 + taken]
+            (size,) = _wire.INT32.unpack_from(staged, start)
+            if not 0 <= size <= ceiling:
+                check_frame_size(bytes(staged[start : start + 4]), ceiling, what=what)  # raises
+            end = start + 4 + size
+            view = memoryview(staged)
+            try:
+                if end <= len(staged):  # all here already (small frames): one copy out
+                    frame = bytes(view[start + 4 : end])
+                    taken = -1
+                else:  # the body gets a buffer of its size; the rest of it is read into that
+                    taken = len(staged) - start - 4
+                    self._body = bytearray(size)
+                    self._body[:taken] = view[start + 4 :]
+                    self._filled = taken
+                    end = len(staged)
+            finally:
+                view.release()
+            self._start = end
+            if end == len(staged) or end > len(staged) // 2:
+                del staged[:end]  # drained, or half used: drop what was taken
+                self._start = 0
+            if taken < 0:
+                return frame
+        assert self._body is not None
         if self._filled < len(self._body):
             return None
         body, self._body, self._filled = self._body, None, 0

@@ -93,7 +93,7 @@ class _Probe:
         self.sock: socket.socket | None = None
         self.splitter = FrameSplitter(config.max_frame_size)
         # Every reply the probe reads answers ApiVersions: held to that ceiling from its prefix.
-        self.reply_limit = config.reply_limits.limit_for(18, config.max_frame_size)
+        self.reply_limit = min(config.reply_limits.handshake, config.max_frame_size)
         self.context: ssl.SSLContext | None = None
 
     def run(self, node_id: int | None) -> BrokerCapabilities:
