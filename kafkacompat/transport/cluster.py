@@ -37,10 +37,11 @@ from contextlib import asynccontextmanager
 import tenacity
 import trio
 
-from kafkacompat.errors import FanOutLimitError, KafkaCompatError, TransportError
+from kafkacompat.errors import KafkaCompatError, TransportError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
+from kafkacompat.negotiation.fanout import fanout_error, fanout_split
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
@@ -386,21 +387,6 @@ class Cluster:
                 del self._connections[node_id]
                 self._retired_changes.extend(conn.changes)
                 await conn.aclose()
-
-
-def fanout_split(node_ids: Sequence[int], connected: set[int], limit: int) -> tuple[list[int], list[int]]:
-    """The nodes to connect to (at most ``limit``, those ``connected`` first) and those left out."""
-    ordered = sorted(node_ids, key=lambda node_id: (node_id not in connected, node_id))
-    return ordered[:limit], ordered[limit:]
-
-
-def fanout_error(skipped: int, named: int, limit: int) -> FanOutLimitError:
-    """One error for every node left out by the fan-out limit."""
-    return FanOutLimitError(
-        f"{skipped} of the {named} brokers the metadata names were not contacted: one operation "
-        f"opens at most {limit} connections because a broker named them (ConnectionConfig.max_fanout)",
-        limit=limit,
-    )
 
 
 def _capabilities_of(conn: BrokerConnection) -> BrokerCapabilities:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from kafkacompat.errors import DecodeError, InvalidAddressError, ProtocolViolationError, ReplyTooLargeError
 from kafkacompat.negotiation.addresses import MAX_HOST_LENGTH, check_address, display_host, split_host_port
+from kafkacompat.negotiation.fanout import fanout_error, fanout_split
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.negotiation.handshake_reply import judge_reply
 from kafkacompat.protocol import _wire
@@ -108,6 +109,22 @@ def test_no_ceiling_is_above_the_frame_limit(max_frame: int, api_key: int, topic
     assert 0 < limit <= max(max_frame, 1)
     if api_key in DEFAULT_CEILINGS and (api_key != 3 or topics == []):
         assert limit <= DEFAULT_CEILINGS[api_key]
+
+
+# -- fan-out ----------------------------------------------------------------------------------
+
+
+@given(st.sets(st.integers(-5, 500)), st.data(), st.integers(1, 50))
+def test_fan_out_takes_the_connected_first_and_reports_every_other(
+    nodes: set[int], data: st.DataObject, limit: int
+) -> None:
+    connected = data.draw(st.sets(st.sampled_from(sorted(nodes)))) if nodes else set()
+    chosen, skipped = fanout_split(list(nodes), connected, limit)
+    assert len(chosen) == min(limit, len(nodes)) and sorted(chosen + skipped) == sorted(nodes)
+    assert set(chosen) >= set(sorted(connected)[:limit])
+    if skipped:
+        error = fanout_error(len(skipped), len(nodes), limit)
+        assert f"{len(skipped)} of the {len(nodes)} brokers" in str(error) and error.limit == limit
 
 
 # -- counts -------------------------------------------------------------------------------------
