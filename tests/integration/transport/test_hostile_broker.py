@@ -159,7 +159,9 @@ def test_an_address_metadata_names_is_refused_naming_the_sender(host: str, port:
     assert report["outcome"] == "exit 1"
 
 
-@pytest.mark.parametrize("typed", ["a..b:9092", "x:70000", "x:-1", "a" * 10_000 + ":9092", "h:\u0663"])
+@pytest.mark.parametrize(
+    "typed", ["a..b:9092", "x:70000", "x:-1", "a" * 10_000 + ":9092", "h:\u0663", "a\x01b:9092", "[::1:9092"]
+)
 def test_an_address_the_user_types_is_refused_without_a_traceback(typed: str) -> None:
     report = client("inspect", typed)
     assert report["outcome"] == "exit 1"
