@@ -37,6 +37,8 @@ bench: $(STAMP)
 
 fuzz: $(STAMP)
 	$(BIN)/python -m bench.fuzz_decoders
+	$(BIN)/python -m bench.fuzz_hostile --cases
+	$(BIN)/python -m bench.fuzz_hostile
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -74,6 +74,7 @@ class ProbeReport:
     known_brokers: int = 0
     node_kind: str = "broker"  # "controller": KRaft controllers (DescribeCluster, or the node alone)
     note: str = ""  # why discovery found less than asked for (ClusterMetadata.note)
+    not_contacted: str | None = None  # why some brokers Metadata names were left out (fan-out limit)
 
     @property
     def capabilities(self) -> dict[int, BrokerCapabilities]:

@@ -18,6 +18,7 @@ from typing import Any, Final, TypeVar
 from kafkacompat.errors import (
     DecodeError,
     KafkaCompatError,
+    ProtocolViolationError,
     UnsupportedVersionError,
     WrongProtocolError,
 )
@@ -160,6 +161,18 @@ def _unsupported(response: ApiVersionsResponse | None, sent: int, flags: tuple[s
     entry = None if response is None else _find_api(response, API_VERSIONS_KEY)
     advertised = None if entry is None else VersionRange(entry.min_version, entry.max_version)
     refused = f"the broker answered UNSUPPORTED_VERSION to ApiVersions v{sent}"
+    if entry is not None and entry.min_version > entry.max_version:
+        # An impossible range is no downgrade hint: refused, never retried at its "max".
+        return Verdict(
+            "no-lower-version",
+            f"UNSUPPORTED_VERSION, ApiVersions advertised: {entry.min_version} above {entry.max_version}",
+            understood=True,
+            flags=(*flags, "impossible-range"),
+            error_type=ProtocolViolationError,
+            message=f"{refused} and advertises the impossible ApiVersions range "
+            f"{entry.min_version}-{entry.max_version} (minimum above maximum): not retried",
+            error_fields={"what": "ApiVersionsResponse", "version": 0},
+        )
     if sent == 0:
         problem = f"{refused}: there is no lower version"
     elif advertised is None:
@@ -192,6 +205,18 @@ def _unsupported(response: ApiVersionsResponse | None, sent: int, flags: tuple[s
 
 
 def _accepted(response: ApiVersionsResponse, sent: int, layout: int, flags: tuple[str, ...]) -> Verdict:
+    epoch = response.finalized_features_epoch
+    if epoch < -1:  # -1 means "unknown"; Kafka never sends less, and callers would act on it
+        return Verdict(
+            "broker-error",
+            f"finalized features epoch {epoch}",
+            understood=True,
+            flags=(*flags, "negative-epoch"),
+            error_type=ProtocolViolationError,
+            message=f"the reply to ApiVersions v{sent} gives the finalized features epoch {epoch}: "
+            "an epoch is -1 (unknown) or more",
+            error_fields={"what": "ApiVersionsResponse", "version": layout},
+        )
     entry = _find_api(response, API_VERSIONS_KEY)
     if entry is None or sent not in VersionRange(entry.min_version, entry.max_version):
         flags = (*flags, "answered-unadvertised-version")

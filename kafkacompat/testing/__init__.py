@@ -18,6 +18,7 @@ from kafkacompat.testing.emulator import (
     custom_profile,
     profile_for,
 )
+from kafkacompat.testing.hostile import HostileBroker, Reply, Request
 from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker, install_confluent_kafka
 from kafkacompat.testing.noida import NoidaBroker, noida_binary
 from kafkacompat.testing.ports import BrokerStartError, free_port
@@ -33,8 +34,11 @@ __all__ = [
     "EmulatorConfigError",
     "Fault",
     "FaultKind",
+    "HostileBroker",
     "LibrdkafkaMockBroker",
     "NoidaBroker",
+    "Reply",
+    "Request",
     "SaslConfig",
     "TansuBroker",
     "ThreadedCluster",

@@ -49,6 +49,7 @@ from kafkacompat.errors import KafkaCompatError, TransportError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
+from kafkacompat.negotiation.fanout import fanout_error, fanout_split
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.message import KafkaMessage
@@ -167,6 +168,8 @@ class Cluster:
         if broker is None:
             known = ", ".join(str(n) for n in self.brokers) or "none"
             raise UnknownBrokerError(f"node {node_id} is not in the cluster metadata (known: {known})")
+        if broker.problem is not None:  # the broker that named it gave an address nobody can use
+            raise broker.problem.with_traceback(None)
         conn = self._connections.get(node_id)
         if conn is not None and conn.is_ready:
             return conn
@@ -186,26 +189,44 @@ class Cluster:
         if ready:
             return next(iter(ready.values()))
         failures: dict[int, KafkaCompatError] = {}
-        for node_id in self.brokers:
+        tried, _ = fanout_split(list(self.brokers), set(), self.config.max_fanout)  # a broker named them
+        for node_id in tried:
             try:
                 return await self.connection(node_id)
             except RETRIABLE as exc:
                 failures[node_id] = exc
-        raise BrokersUnavailableError(failures, self._labels())
+        error = BrokersUnavailableError(failures, self._labels())
+        named = len(self.brokers)
+        if len(tried) < named:
+            error.add_note(fanout_error(named - len(tried), named, len(tried)).message)
+        raise error
 
     async def open_all(self) -> tuple[dict[int, BrokerConnection], dict[int, KafkaCompatError]]:
-        """Connect to every broker concurrently: (connections, failures), both by node id."""
+        """Connect to every broker concurrently: (connections, failures), both by node id.
+
+        The brokers come from a broker's answer, so the fan-out is bounded:
+        at most ``config.max_fanout`` of them (those connected already first,
+        then by node id), ``config.fanout_concurrency`` being opened at once.
+        The others fail with one shared ``FanOutLimitError``, so they are
+        reported, not dropped.
+        """
         opened: dict[int, BrokerConnection] = {}
         failed: dict[int, KafkaCompatError] = {}
+        chosen, skipped = fanout_split(list(self.brokers), set(self.connected()), self.config.max_fanout)
+        if skipped:
+            error = fanout_error(len(skipped), len(self.brokers), self.config.max_fanout)
+            failed.update(dict.fromkeys(skipped, error))
+        limiter = trio.CapacityLimiter(self.config.fanout_concurrency)
 
         async def open_one(node_id: int) -> None:
-            try:
-                opened[node_id] = await self.connection(node_id)
-            except KafkaCompatError as exc:
-                failed[node_id] = exc
+            async with limiter:
+                try:
+                    opened[node_id] = await self.connection(node_id)
+                except KafkaCompatError as exc:
+                    failed[node_id] = exc
 
         async with trio.open_nursery() as nursery:
-            for node_id in self.brokers:
+            for node_id in chosen:
                 nursery.start_soon(open_one, node_id)
         return dict(sorted(opened.items())), dict(sorted(failed.items()))
 
@@ -224,7 +245,8 @@ class Cluster:
     async def refresh_metadata(self) -> ClusterMetadata:
         """Ask a known broker for Metadata again (the bootstrap list when none answers)."""
         self._check_open()
-        order = [*self.connected(), *(n for n in self.brokers if n not in self.connected())]
+        connected = self.connected()
+        order = [*connected, *(n for n in self.brokers if n not in connected)][: self.config.max_fanout]
         for node_id in order:
             try:
                 conn = await self.connection(node_id)

@@ -29,7 +29,7 @@ from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.protocol.error_codes import error_for
 from kafkacompat.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 from kafkacompat.transport.connection import BrokerConnection
-from kafkacompat.transport.discovery import BrokerAddress, ClusterMetadata
+from kafkacompat.transport.discovery import BrokerAddress, ClusterMetadata, broker_from_reply
 
 __all__ = ["UNKNOWN_NODE_ID", "ask_controllers"]
 
@@ -80,8 +80,9 @@ async def ask_controllers(conn: BrokerConnection) -> ClusterMetadata:
             return _alone(conn, f"{answered}; the controller is inspected alone")
         kind = WrongEndpointError if response.error_code == _MISMATCHED_ENDPOINT_TYPE else NegotiationError
         raise kind(answered, node=conn.node)
-    nodes = {
-        b.broker_id: BrokerAddress(b.broker_id, b.host, b.port, b.rack)
+    reply = f"DescribeCluster v{version}"
+    nodes = {  # every address checked: a controller is no more trusted than a broker
+        b.broker_id: broker_from_reply(b.broker_id, b.host, b.port, b.rack, reply, conn.node)
         for b in sorted(response.brokers, key=lambda b: b.broker_id)
     }
     if not nodes:

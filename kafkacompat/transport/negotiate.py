@@ -90,8 +90,9 @@ async def _reconnect(
 
 
 async def _receive(stream: FramedStream, config: ConnectionConfig, machine: ApiVersionsHandshake) -> None:
+    deadline = trio.current_time() + config.request_timeout
     try:
-        with trio.fail_after(config.request_timeout):
+        with trio.fail_at(deadline):
             frame = await stream.receive_frame()
     except trio.TooSlowError:
         machine.timed_out()
@@ -109,7 +110,10 @@ async def _receive(stream: FramedStream, config: ConnectionConfig, machine: ApiV
     except TransportError:
         machine.connection_closed()  # a reset is a close for the handshake's purposes
     else:
-        machine.received_frame(frame)
+        machine.received_frame(frame)  # decodes it: the deadline covers that too
+        if trio.current_time() > deadline:
+            message = "timed out while reading the ApiVersions reply"
+            raise KafkaTimeoutError(message, node=machine.node, transcript=machine.transcript)
 
 
 async def _open_after_fallback(
