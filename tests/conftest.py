@@ -2,6 +2,7 @@
 
 ``tansu``            a Tansu 0.6.0 broker (``TansuBroker``): ``.host``, ``.port``, ``.bootstrap``
 ``librdkafka_mock``  librdkafka's mock cluster (``LibrdkafkaMockCluster``): same attributes
+``kafka09``          Apache Kafka 0.9.0.1 with ZooKeeper (``Kafka09Broker``), fetched on first use
 
 Each test session starts its own peers, on 127.0.0.1.  A peer that cannot start
 fails the tests that use it, with the reason; these tests are never skipped.
@@ -21,6 +22,7 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+from kafkacompat.testing.kafka09 import Kafka09Broker  # noqa: E402
 from kafkacompat.testing.ports import BrokerStartError  # noqa: E402
 from kafkacompat.testing.tansu import TansuBroker  # noqa: E402
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster  # noqa: E402
@@ -48,3 +50,15 @@ def librdkafka_mock() -> Iterator[LibrdkafkaMockCluster]:
         yield cluster
     finally:
         cluster.close()
+
+
+@pytest.fixture(scope="session")
+def kafka09() -> Iterator[Kafka09Broker]:
+    try:
+        broker = Kafka09Broker().__enter__()
+    except BrokerStartError as exc:
+        pytest.fail(f"could not start Kafka 0.9.0.1: {exc}", pytrace=False)
+    try:
+        yield broker
+    finally:
+        broker.stop()

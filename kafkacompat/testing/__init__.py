@@ -1,4 +1,4 @@
-"""kafkacompat's public testing kit: real and emulated brokers on loopback."""
+"""kafkacompat's public testing kit: real (Tansu, Kafka 0.9.0.1) and emulated brokers on loopback."""
 
 from kafkacompat.testing.emulator import (
     BrokerProfile,
@@ -12,6 +12,7 @@ from kafkacompat.testing.emulator import (
     custom_profile,
     profile_for,
 )
+from kafkacompat.testing.kafka09 import Kafka09Broker, kafka09_home
 from kafkacompat.testing.ports import BrokerStartError, free_port
 from kafkacompat.testing.tansu import TansuBroker, tansu_binary
 
@@ -23,11 +24,13 @@ __all__ = [
     "EmulatorConfigError",
     "Fault",
     "FaultKind",
+    "Kafka09Broker",
     "SaslConfig",
     "TansuBroker",
     "ThreadedCluster",
     "custom_profile",
     "free_port",
+    "kafka09_home",
     "profile_for",
     "tansu_binary",
 ]

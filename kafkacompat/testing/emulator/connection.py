@@ -9,7 +9,9 @@ connection.  For each request frame:
 1. The api key, version and correlation id are read from the first 8 bytes,
    and the fault plan is asked whether a fault applies (see ``faults``).
 2. An API the release does not have closes the connection: Kafka cannot read
-   it.  Before 0.10 that includes ApiVersions itself (KIP-35).
+   it.  Before 0.10 that includes ApiVersions itself (KIP-35).  The 0.9 era
+   (``ApiVersionsEra.DROPPED``) instead answers nothing and keeps serving, as
+   a real 0.9.0.1 does: the next request is answered as usual.
 3. ApiVersions at a version the release does not know is answered in the v0
    layout with UNSUPPORTED_VERSION: ApiKeys empty on 0.10-2.3, holding key 18's
    range from 2.4 (KIP-511).  The response header is always v0.
@@ -63,7 +65,7 @@ from kafkacompat.testing.emulator.handlers import (
     api_versions_reply,
     unsupported_api_versions,
 )
-from kafkacompat.testing.emulator.profile import API_VERSIONS_KEY
+from kafkacompat.testing.emulator.profile import API_VERSIONS_KEY, ApiVersionsEra
 from kafkacompat.testing.emulator.sasl import SaslConfig, SaslFailure, SaslSession
 from kafkacompat.testing.emulator.state import ClusterState, Node
 
@@ -180,6 +182,8 @@ class Connection:
         profile = self.node.profile
         versions = profile.apis.get(api_key)
         if versions is None:
+            if profile.api_versions_era is ApiVersionsEra.DROPPED:
+                return _Outcome(None, False, f"dropped: {profile.label} has no API key {api_key}")
             return _Outcome(None, True, f"closed: {profile.label} has no API key {api_key}")
         if version not in versions:
             if api_key == API_VERSIONS_KEY:
