@@ -15,11 +15,14 @@ action             events the driver may report
 ``Connect``        ``connected()``, ``connect_failed(reason)``, ``timed_out()``
 ``SendRequest``    ``request_sent()``, ``connection_closed()``, ``timed_out()``
                    (write ``action.frame``: size prefix, header and body)
+``SendProbe``      the same, for the Metadata v0 probe's ``action.frame``
 ``ReceiveReply``   ``received_frame(frame)`` (a frame without its size prefix, as
                    ``FrameSplitter`` yields it) or ``received(body)`` (the bytes
                    after the correlation id), ``connection_closed()``,
                    ``timed_out()``, ``foreign_bytes(data)`` (a bad size prefix:
-                   ``check_frame_size`` raised ``WrongProtocolError``)
+                   ``check_frame_size`` raised ``WrongProtocolError``), and
+                   ``quiet()`` when ``action.quiet_period`` is set and that many
+                   seconds passed without a frame
 ``Done``           none: ``action.result``; reconnect first if
                    ``action.needs_new_connection``
 ``Fail``           none: raise ``action.error``; close the connection if
@@ -35,11 +38,12 @@ example, with a blocking socket::
             case Connect():
                 sock = socket.create_connection(address)
                 hs.connected()
-            case SendRequest(frame=frame):
+            case SendRequest(frame=frame) | SendProbe(frame=frame):
                 sock.sendall(frame)
                 hs.request_sent()
-            case ReceiveReply():
-                hs.received_frame(read_one_frame(sock))
+            case ReceiveReply(quiet_period=quiet):
+                frame = read_one_frame(sock, within=quiet)  # None: nothing came
+                hs.quiet() if frame is None else hs.received_frame(frame)
             case Done(result=result):
                 return result
             case Fail(error=error):
@@ -52,6 +56,8 @@ got bytes back; a connection is one ``connected()``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Final
 
 from kafkacompat.errors import (
@@ -63,6 +69,7 @@ from kafkacompat.errors import (
     TransportError,
 )
 from kafkacompat.negotiation.handshake_config import (
+    FIRST_SOFTWARE_FIELDS_VERSION,
     ClientSoftwareWarning,
     HandshakeConfig,
     HandshakeConfigError,
@@ -79,6 +86,7 @@ from kafkacompat.negotiation.handshake_table import (
     BY_KEY,
     EVENTS_BY_STATE,
     PROGRESS_EVENTS,
+    PROGRESS_OUTCOMES,
     TRANSITIONS,
     Event,
     State,
@@ -94,11 +102,19 @@ from kafkacompat.negotiation.handshake_types import (
     HandshakeStateError,
     InvalidRequestError,
     ReceiveReply,
+    SendProbe,
     SendRequest,
+)
+from kafkacompat.negotiation.legacy_probe import (
+    SKIPPING_RELEASE,
+    judge_probe_reply,
+    probe_frame,
+    skipped_note,
 )
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.protocol.framing import encode_request, sniff_foreign_protocol
 from kafkacompat.protocol.messages import ApiVersionsResponse
+from kafkacompat.protocol.versions import VersionRange
 
 __all__ = [
     "TRANSITIONS",
@@ -116,6 +132,7 @@ __all__ = [
     "HandshakeStateError",
     "InvalidRequestError",
     "ReceiveReply",
+    "SendProbe",
     "SendRequest",
     "State",
     "Transition",
@@ -149,6 +166,14 @@ class ApiVersionsHandshake:
         self._notes: list[str] = list(self.config.software_problems)
         self._accepted_version: int | None = None
         self._fallback_release: str | None = None
+        self._detected_release: str | None = None
+        # The Metadata v0 probe (rule 9): its correlation id while its reply is due, whether
+        # it was written after the ApiVersions request now awaited, the connection it went on.
+        self._probe_id: int | None = None
+        self._probe_follows_request = False
+        self._probed_connection = 0
+        self._probe_flags: tuple[str, ...] = ()
+        self._answer: HandshakeResult | None = None  # accepted, kept while the probe drains
         self._action: Action = Connect(self._version, 1)
 
     # -- queries ------------------------------------------------------------------------
@@ -168,7 +193,11 @@ class ApiVersionsHandshake:
 
     @property
     def expected_events(self) -> frozenset[Event]:
-        return EVENTS_BY_STATE[self._state]
+        events = EVENTS_BY_STATE[self._state]
+        action = self._action
+        if isinstance(action, ReceiveReply) and action.quiet_period is not None:
+            return events
+        return events - {Event.QUIET}  # quiet only where the driver was handed a period
 
     @property
     def history(self) -> tuple[Transition, ...]:
@@ -190,6 +219,7 @@ class ApiVersionsHandshake:
             fallback_release=self._fallback_release,
             notes=tuple(self._notes),
             node=self.node,
+            detected_release=self._detected_release,
         )
 
     # -- events -------------------------------------------------------------------------
@@ -207,11 +237,31 @@ class ApiVersionsHandshake:
 
     def request_sent(self) -> None:
         self._expect(Event.REQUEST_SENT)
-        self._take(Event.REQUEST_SENT, "sent")
+        if self._state is State.PROBE:
+            self._probe_follows_request = True
+            self._take(Event.REQUEST_SENT, "probe-sent")
+        else:
+            self._probe_follows_request = False  # a probe still due now precedes this request
+            self._take(Event.REQUEST_SENT, "sent")
+
+    def quiet(self) -> None:
+        """No reply came within ``ReceiveReply.quiet_period``: write the Metadata v0 probe."""
+        self._expect(Event.QUIET)  # only where the action handed a quiet period
+        self._probed_connection = self._connections
+        self._probe_flags = ("metadata-probe",)
+        self._take(Event.QUIET, "quiet")
 
     def timed_out(self) -> None:
         self._expect(Event.TIMED_OUT)
-        doing = "connecting" if self._state is State.CONNECT else f"on ApiVersions v{self._version}"
+        if self._state is State.DRAIN:
+            self._notes.append("the Metadata v0 probe's reply did not come in time: its connection is closed")
+            self._finish_drain(Event.TIMED_OUT, "probe-unanswered")
+            return
+        doing = (
+            "connecting" if self._state is State.CONNECT
+            else "writing the Metadata v0 probe" if self._state is State.PROBE
+            else f"on ApiVersions v{self._version}"
+        )
         message = (
             f"the broker did not answer in time ({doing}); silence is not a sign of an old "
             "broker, so no lower version was tried"
@@ -221,15 +271,21 @@ class ApiVersionsHandshake:
 
     def connection_closed(self) -> None:
         self._expect(Event.CONNECTION_CLOSED)
+        if self._state is State.DRAIN:
+            self._notes.append("the connection closed before the Metadata v0 probe's reply: reconnect")
+            self._finish_drain(Event.CONNECTION_CLOSED, "closed-after-answer")
+            return
+        self._probe_id = None  # its reply died with the connection
         request = f"ApiVersions v{self._version}"
-        when = f"while {request} was written" if self._state is State.SEND else "before a reply"
+        writing = {State.SEND: f"while {request} was written", State.PROBE: "while the probe was written"}
+        when = writing.get(self._state, "before a reply")
         detail = f"the connection closed {when}"
         closed = detail if self._state is State.SEND else f"{detail} to {request}"
         if self._version > 0 and self._connections >= self.config.max_connections:
             limit = f"max_connections ({self.config.max_connections}) allows no reconnect at v0"
             verdict = _failure("closed-no-connection-left", detail, TransportError, f"{closed}, and {limit}")
         elif self._version > 0:
-            verdict = Verdict("closed", detail, next_version=0)
+            verdict = Verdict("closed", detail, next_version=self._step_down())
         elif self._replies_understood:
             verdict = _failure(
                 "closed-after-reply",
@@ -260,10 +316,17 @@ class ApiVersionsHandshake:
         self._apply(Event.FOREIGN_BYTES, foreign_verdict(bytes(data)))
 
     def received(self, body: bytes | bytearray | memoryview) -> None:
-        """The reply's body: the frame after its size prefix and correlation id."""
+        """The reply's body: the frame after its size prefix and correlation id.
+
+        Without a correlation id it is taken as the reply awaited: ApiVersions,
+        or the probe's while it drains.
+        """
         self._expect(Event.RECEIVED)
         self._round_trips += 1
-        self._judge(bytes(body))
+        if self._state is State.DRAIN:
+            self._finish_drain(Event.RECEIVED, "probe-reply-dropped")
+        else:
+            self._judge(bytes(body))
 
     def received_frame(self, frame: bytes | bytearray | memoryview) -> None:
         """The reply frame without its size prefix; its correlation id is checked."""
@@ -271,8 +334,24 @@ class ApiVersionsHandshake:
         self._round_trips += 1
         data = bytes(frame)
         correlation_id = int.from_bytes(data[:4], "big", signed=True) if len(data) >= 4 else None
-        if correlation_id == self._correlation_id:
+        probe_reply = correlation_id is not None and correlation_id == self._probe_id
+        if self._state is State.DRAIN and probe_reply:
+            self._finish_drain(Event.RECEIVED, "probe-reply-dropped")
+        elif self._state is State.DRAIN:
+            expected = self._probe_id
+            message = (
+                f"the reply carries correlation id {correlation_id} but the Metadata v0 probe "
+                f"had {expected}: the stream is out of step"
+            )
+            detail = f"correlation id {correlation_id}, expected {expected}"
+            self._apply(Event.RECEIVED, _failure("correlation-mismatch", detail, ProtocolError, message))
+        elif correlation_id == self._correlation_id:
             self._judge(data[4:])
+        elif probe_reply and self._probe_follows_request:
+            self._judge_probe(data[4:])
+        elif probe_reply:  # the probe preceded a retry on this connection: its reply is old news
+            self._probe_id = None
+            self._take(Event.RECEIVED, "probe-reply-dropped")
         elif sniff_foreign_protocol(data) is not None:
             self._apply(Event.RECEIVED, foreign_verdict(data))
         elif correlation_id is None:
@@ -301,7 +380,43 @@ class ApiVersionsHandshake:
     def _judge(self, body: bytes) -> None:
         verdict = judge_reply(body, self._version, self.config)
         self._replies_understood += verdict.understood
+        if verdict.response is not None and self._probe_id is not None:
+            verdict = replace(verdict, outcome="ok-probe-pending")  # drain the probe's reply first
         self._apply(Event.RECEIVED, verdict)
+
+    def _judge_probe(self, body: bytes) -> None:
+        """The probe's reply came first: ApiVersions was skipped (rule 9)."""
+        verdict = judge_probe_reply(body, self._version, self._probe_id or 0)
+        if verdict.error_type is not None:
+            self._apply(Event.RECEIVED, verdict)
+            return
+        configured = self.config.fallback_release is not None
+        release = self.config.fallback_release if configured else SKIPPING_RELEASE
+        assert release is not None
+        ranges = self.config.fallback_ranges if configured else release_ranges(SKIPPING_RELEASE)
+        assert ranges is not None  # HandshakeConfig sets it with fallback_release
+        self._probe_id = None
+        self._fallback_release, self._detected_release = release, SKIPPING_RELEASE
+        self._notes.append(skipped_note(self._version, release, configured))
+        self._take(Event.RECEIVED, verdict.outcome, verdict.detail, flags=verdict.flags)
+        # The connection is in step (the skipped request gets no reply) and serves on.
+        self._action = Done(self._stand_in(release, ranges))
+
+    def _finish_drain(self, event: Event, outcome: str) -> None:
+        answer = self._answer
+        assert answer is not None  # DRAIN is only entered with an accepted answer
+        self._probe_id = None
+        self._take(event, outcome)
+        self._action = Done(replace(answer, transcript=self.transcript), needs_new_connection=outcome != (
+            "probe-reply-dropped"
+        ))
+
+    def _step_down(self) -> int:
+        """The version to reconnect at after a close at ``self._version`` (rule 4)."""
+        lower = self._version - 1
+        left = self.config.max_connections - self._connections
+        # One flexible version lower while a connection is left after it for v0.
+        return lower if lower >= FIRST_SOFTWARE_FIELDS_VERSION and left >= 2 else 0
 
     def _apply(self, event: Event, verdict: Verdict) -> None:
         # The connection stays open unless it never opened or the broker closed it.
@@ -320,6 +435,8 @@ class ApiVersionsHandshake:
                 verdict.message, node=self.node, transcript=self.transcript, **verdict.error_fields
             )
             self._action = Fail(error, close_connection=still_open)
+        elif verdict.response is not None and self._state is State.DRAIN:
+            self._answer = self._result(verdict.response)
         elif verdict.response is not None:
             self._action = Done(self._result(verdict.response))
 
@@ -352,7 +469,10 @@ class ApiVersionsHandshake:
         )
         flags = ("fallback-release",)
         self._take(Event.CONNECTION_CLOSED, "closed-at-v0-fallback", detail, flags=flags)
-        result = HandshakeResult(
+        self._action = Done(self._stand_in(release, ranges), needs_new_connection=True)
+
+    def _stand_in(self, release: str, ranges: Mapping[int, VersionRange]) -> HandshakeResult:
+        return HandshakeResult(
             response=None,
             api_versions_version=None,
             api_ranges=ranges,
@@ -363,14 +483,14 @@ class ApiVersionsHandshake:
             transcript=self.transcript,
             fallback_release=release,
             node=self.node,
+            detected_release=self._detected_release,
         )
-        self._action = Done(result, needs_new_connection=True)
 
     # -- moving along the table ---------------------------------------------------------
 
     def _expect(self, event: Event) -> None:
-        if event not in EVENTS_BY_STATE[self._state]:
-            allowed = ", ".join(sorted(EVENTS_BY_STATE[self._state])) or "none (finished)"
+        if event not in self.expected_events:
+            allowed = ", ".join(sorted(self.expected_events)) or "none (finished)"
             raise HandshakeStateError(
                 f"event {event} is not valid in handshake state {self._state} (valid: {allowed})",
                 state=self._state,
@@ -389,7 +509,8 @@ class ApiVersionsHandshake:
         flags: tuple[str, ...] = (),
     ) -> None:
         transition = BY_KEY[(self._state, event, outcome)]
-        if event not in PROGRESS_EVENTS:
+        if event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
+            flags, self._probe_flags = self._probe_flags + flags, ()
             # A connection that failed to open is numbered as the one being tried.
             connection = self._connections + (self._state is State.CONNECT)
             self._attempts.append(
@@ -410,15 +531,30 @@ class ApiVersionsHandshake:
             self._action = Connect(self._version, self._connections + 1)
         elif self._state is State.SEND:
             self._action = self._send_request()
+        elif self._state is State.PROBE:
+            self._action = self._send_probe()
         elif self._state is State.RECEIVE:
-            self._action = ReceiveReply(self._version, self._correlation_id)
+            unprobed = self._probed_connection != self._connections
+            quiet = self.config.quiet_period if unprobed else None
+            self._action = ReceiveReply(self._version, self._correlation_id, quiet)
+        elif self._state is State.DRAIN:
+            assert self._probe_id is not None
+            self._action = ReceiveReply(self._version, self._probe_id)
 
     def _send_request(self) -> SendRequest:
         request = self.config.request(self._version)
-        self._correlation_id = cid = self._next_correlation_id
-        self._next_correlation_id = 0 if cid == _INT32_MAX else cid + 1
+        self._correlation_id = cid = self._take_correlation_id()
         frame = encode_request(request, self._version, cid, self.config.client_id)
         return SendRequest(self._version, cid, request, frame)
+
+    def _send_probe(self) -> SendProbe:
+        self._probe_id = cid = self._take_correlation_id()
+        return SendProbe(cid, probe_frame(cid, self.config.client_id))
+
+    def _take_correlation_id(self) -> int:
+        cid = self._next_correlation_id
+        self._next_correlation_id = 0 if cid == _INT32_MAX else cid + 1
+        return cid
 
 
 def _failure(
