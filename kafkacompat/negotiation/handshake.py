@@ -76,12 +76,8 @@ from kafkacompat.negotiation.handshake_config import (
     check_correlation_id,
     release_ranges,
 )
-from kafkacompat.negotiation.handshake_reply import (
-    Verdict,
-    first_ranges,
-    foreign_verdict,
-    judge_reply,
-)
+from kafkacompat.negotiation.handshake_reply import Verdict, foreign_verdict, judge_reply
+from kafkacompat.negotiation.handshake_results import accepted_result, stand_in_result
 from kafkacompat.negotiation.handshake_table import (
     BY_KEY,
     EVENTS_BY_STATE,
@@ -106,6 +102,7 @@ from kafkacompat.negotiation.handshake_types import (
     SendRequest,
 )
 from kafkacompat.negotiation.legacy_probe import (
+    CLOSED_AT_V0,
     SKIPPING_RELEASE,
     judge_probe_reply,
     probe_frame,
@@ -285,7 +282,8 @@ class ApiVersionsHandshake:
             limit = f"max_connections ({self.config.max_connections}) allows no reconnect at v0"
             verdict = _failure("closed-no-connection-left", detail, TransportError, f"{closed}, and {limit}")
         elif self._version > 0:
-            verdict = Verdict("closed", detail, next_version=self._step_down())
+            lower = self._step_down()
+            verdict = Verdict("closed-step-down" if lower else "closed", detail, next_version=lower)
         elif self._replies_understood:
             verdict = _failure(
                 "closed-after-reply",
@@ -298,15 +296,7 @@ class ApiVersionsHandshake:
             self._use_fallback(detail)
             return
         else:
-            verdict = _failure(
-                "closed-at-v0",
-                detail,
-                BrokerTooOldError,
-                f"{closed}: the broker is too old (before Kafka 0.10, which introduced "
-                "ApiVersions), it is not a Kafka broker, or the listener expects TLS "
-                "(a TLS listener drops plaintext without a word); configure fallback_release "
-                "(e.g. '0.9.0') to use a pre-0.10 broker",
-            )
+            verdict = _failure("closed-at-v0", detail, BrokerTooOldError, f"{closed}: {CLOSED_AT_V0}")
         self._apply(Event.CONNECTION_CLOSED, verdict)
 
     def foreign_bytes(self, data: bytes | bytearray | memoryview) -> None:
@@ -338,13 +328,7 @@ class ApiVersionsHandshake:
         if self._state is State.DRAIN and probe_reply:
             self._finish_drain(Event.RECEIVED, "probe-reply-dropped")
         elif self._state is State.DRAIN:
-            expected = self._probe_id
-            message = (
-                f"the reply carries correlation id {correlation_id} but the Metadata v0 probe "
-                f"had {expected}: the stream is out of step"
-            )
-            detail = f"correlation id {correlation_id}, expected {expected}"
-            self._apply(Event.RECEIVED, _failure("correlation-mismatch", detail, ProtocolError, message))
+            self._apply(Event.RECEIVED, _mismatch(correlation_id, self._probe_id, "the Metadata v0 probe"))
         elif correlation_id == self._correlation_id:
             self._judge(data[4:])
         elif probe_reply and self._probe_follows_request:
@@ -367,13 +351,8 @@ class ApiVersionsHandshake:
                 ),
             )
         else:
-            expected = self._correlation_id
-            message = (
-                f"the reply carries correlation id {correlation_id} but the ApiVersions "
-                f"request had {expected}: the stream is out of step"
-            )
-            detail = f"correlation id {correlation_id}, expected {expected}"
-            self._apply(Event.RECEIVED, _failure("correlation-mismatch", detail, ProtocolError, message))
+            verdict = _mismatch(correlation_id, self._correlation_id, "the ApiVersions request")
+            self._apply(Event.RECEIVED, verdict)
 
     # -- applying judgements ------------------------------------------------------------
 
@@ -441,23 +420,7 @@ class ApiVersionsHandshake:
             self._action = Done(self._result(verdict.response))
 
     def _result(self, response: ApiVersionsResponse) -> HandshakeResult:
-        return HandshakeResult(
-            response=response,
-            api_versions_version=self._accepted_version,
-            api_ranges=first_ranges(
-                (item.api_key, item.min_version, item.max_version) for item in response.api_keys
-            ),
-            supported_features=first_ranges(
-                (f.name, f.min_version, f.max_version) for f in response.supported_features
-            ),
-            finalized_features=first_ranges(
-                (f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features
-            ),
-            finalized_features_epoch=response.finalized_features_epoch,
-            throttle_time_ms=response.throttle_time_ms,
-            transcript=self.transcript,
-            node=self.node,
-        )
+        return accepted_result(response, self._accepted_version, self.transcript, self.node)
 
     def _use_fallback(self, detail: str) -> None:
         release, ranges = self.config.fallback_release, self.config.fallback_ranges
@@ -472,19 +435,7 @@ class ApiVersionsHandshake:
         self._action = Done(self._stand_in(release, ranges), needs_new_connection=True)
 
     def _stand_in(self, release: str, ranges: Mapping[int, VersionRange]) -> HandshakeResult:
-        return HandshakeResult(
-            response=None,
-            api_versions_version=None,
-            api_ranges=ranges,
-            supported_features=first_ranges(()),
-            finalized_features=first_ranges(()),
-            finalized_features_epoch=-1,
-            throttle_time_ms=0,
-            transcript=self.transcript,
-            fallback_release=release,
-            node=self.node,
-            detected_release=self._detected_release,
-        )
+        return stand_in_result(release, ranges, self.transcript, self.node, self._detected_release)
 
     # -- moving along the table ---------------------------------------------------------
 
@@ -555,6 +506,12 @@ class ApiVersionsHandshake:
         cid = self._next_correlation_id
         self._next_correlation_id = 0 if cid == _INT32_MAX else cid + 1
         return cid
+
+
+def _mismatch(got: int | None, expected: int | None, request: str) -> Verdict:
+    message = f"the reply carries correlation id {got} but {request} had {expected}: out of step"
+    detail = f"correlation id {got}, expected {expected}"
+    return _failure("correlation-mismatch", detail, ProtocolError, message)
 
 
 def _failure(

@@ -97,8 +97,9 @@ class HandshakeConfig:
     codec can write and read, and may not exceed it.
     ``client_software_name`` / ``client_software_version``: sent at v3+.
     ``client_id``: the request header's client id.
-    ``max_connections``: connections the handshake may open; the default 2
-    allows the one reconnect at v0 after a close (1 disables it).
+    ``max_connections``: connections the handshake may open; the default 3
+    allows, after a close at v4, one reconnect at v3 and a last one at v0
+    (2: straight to v0; 1: no reconnect).
     ``fallback_release`` / ``fallback_kind``: the release whose API table
     stands in when the broker does not answer ApiVersions (pre-0.10): it
     closes even at v0 (0.8.x), or it skips the request (0.9, whose own table
@@ -113,7 +114,7 @@ class HandshakeConfig:
     client_software_name: str = "kafkacompat"
     client_software_version: str = __version__
     client_id: str | None = "kafkacompat"
-    max_connections: int = 2
+    max_connections: int = 3
     fallback_release: str | None = None
     fallback_kind: str = "zk-broker"
     quiet_period: float | None = DEFAULT_QUIET_PERIOD

@@ -123,6 +123,7 @@ _P, _DR = State.PROBE, State.DRAIN
 _E = Event
 _RETRY = "retry at v{version} on the same connection"
 _RECONNECT = "reconnect and retry at v{version}"
+_STEP_DOWN = "reconnect one flexible version lower, at v{version}"
 _OLD = "fail: the broker predates Kafka 0.10 and closes on ApiVersions"
 _STAND_IN = "use the fallback release's table"
 _BROKE = "fail: the connection broke"
@@ -144,6 +145,9 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     _T(_S, _E.CONNECTION_CLOSED, "closed",                    _C, _RECONNECT),
     _T(_R, _E.CONNECTION_CLOSED, "closed",                    _C, _RECONNECT),
     _T(_P, _E.CONNECTION_CLOSED, "closed",                    _C, _RECONNECT),
+    _T(_S, _E.CONNECTION_CLOSED, "closed-step-down",          _C, _STEP_DOWN),
+    _T(_R, _E.CONNECTION_CLOSED, "closed-step-down",          _C, _STEP_DOWN),
+    _T(_P, _E.CONNECTION_CLOSED, "closed-step-down",          _C, _STEP_DOWN),
     _T(_S, _E.CONNECTION_CLOSED, "closed-no-connection-left", _F, "fail: max_connections reached"),
     _T(_R, _E.CONNECTION_CLOSED, "closed-no-connection-left", _F, "fail: max_connections reached"),
     _T(_P, _E.CONNECTION_CLOSED, "closed-no-connection-left", _F, "fail: max_connections reached"),

@@ -36,6 +36,7 @@ from kafkacompat.protocol.framing import encode_request
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 
 __all__ = [
+    "CLOSED_AT_V0",
     "SKIPPING_RELEASE",
     "judge_probe_reply",
     "probe_frame",
@@ -45,6 +46,13 @@ __all__ = [
 #: The release whose behaviour "skips ApiVersions and serves on" names (0.9.0.0 and 0.9.0.1).
 SKIPPING_RELEASE: Final = "0.9.0"
 _METADATA_V0: Final = 0
+#: Why a broker closes even on ApiVersions v0, never having answered it.
+CLOSED_AT_V0: Final = (
+    "the broker is older than Kafka 0.10 and closes on requests it cannot read (as 0.8.x "
+    "does; 0.9 would have skipped the request and answered the probe), it is not a Kafka "
+    "broker, or the listener expects TLS (a TLS listener drops plaintext without a word); "
+    "configure fallback_release (e.g. '0.8.2') to use a pre-0.10 broker"
+)
 
 
 def probe_frame(correlation_id: int, client_id: str | None) -> bytes:

@@ -74,8 +74,8 @@ async def test_not_kafka(run_cli: Runner, http_server: str, command: tuple[str, 
 async def test_plaintext_client_to_a_tls_listener(run_cli: Runner, tls_listener: str) -> None:
     line = one_sentence(await run_cli("inspect", tls_listener, *FAST), "inspect", "too old, or not Kafka")
     assert line.endswith(
-        "; if this listener uses TLS, add --tls (security.protocol=SSL), or for a broker older than 0.10 "
-        "pass --fallback-release 0.9.0 (its API table stands in)"
+        "; if this listener uses TLS, add --tls (security.protocol=SSL), or for a 0.8.x broker "
+        "pass --fallback-release 0.8.2 (its API table stands in)"
     )
 
 
@@ -120,11 +120,13 @@ async def test_sasl_listener_without_credentials(run_cli: Runner, emulated_clust
 
 
 async def test_too_old(run_cli: Runner, emulated_cluster: Any) -> None:
-    cluster = await emulated_cluster(["0.9.0"])
+    # 0.8.x closes on ApiVersions (0.9 is recognised by its behaviour and inspected).
+    cluster = await emulated_cluster(["0.8.2"])
     for fmt in ("text", "json"):
         result = await run_cli("inspect", cluster.bootstrap, "--format", fmt, *FAST)
         line = one_sentence(result, "inspect", "too old, or not Kafka")
-        assert "before Kafka 0.10, which introduced ApiVersions" in line
+        assert "older than Kafka 0.10 and closes on requests it cannot read" in line
+        assert "--fallback-release 0.8.2" in line
 
 
 async def test_debug_shows_the_traceback(run_cli: Runner, closed_port: str) -> None:

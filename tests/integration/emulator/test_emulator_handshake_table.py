@@ -81,7 +81,25 @@ async def test_the_handshake_through_event_hubs_and_tansu_impersonations(emulate
         async with open_connection(hubs.brokers[0].host, hubs.brokers[0].port, CONFIG) as conn:
             assert conn.handshake is not None
             attempts = [(a.version, a.outcome) for a in conn.handshake.transcript.attempts]
-        assert attempts[0][0] == 4 and attempts[-1] == (0, "ok")  # reset at v4, answered at v0
+        # Reset on every flexible version: v4, then v3 on a new connection, then v0 on a third.
+        assert attempts == [(4, "closed-step-down"), (3, "closed"), (0, "ok")]
+        assert hubs.brokers[0].connections_accepted == 3
         async with open_connection(tansu.brokers[0].host, tansu.brokers[0].port, CONFIG) as conn:
             assert conn.handshake is not None
             assert conn.handshake.api_versions_version == 4  # v4 is advertised: no impersonation needed
+
+
+async def test_a_broker_closing_on_v4_only_is_answered_at_v3_with_features(emulated_cluster: object) -> None:
+    # What issue 11 found Azure Event Hubs doing: v4 closes, v3 (flexible, named) is answered.
+    hubs = await emulated_cluster("3.9", faults=[Fault.event_hubs(from_version=4)])  # type: ignore[operator]
+    broker = hubs.brokers[0]
+    with trio.fail_after(15):
+        async with open_connection(broker.host, broker.port, CONFIG) as conn:
+            result = conn.handshake
+    assert result is not None and result.api_versions_version == 3
+    attempts = [(a.version, a.outcome) for a in result.transcript.attempts]
+    assert attempts == [(4, "closed-step-down"), (3, "ok")]
+    assert dict(result.supported_features) == dict(broker.profile.supported_features)
+    assert result.supported_features  # read because a flexible version was accepted
+    assert [r.api_version for r in broker.requests if r.api_key == 18] == [4, 3]
+    assert broker.connections_accepted == 2

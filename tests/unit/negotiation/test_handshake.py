@@ -247,8 +247,8 @@ SCENARIOS: dict[tuple[State, Event, str], Scenario] = {
     (Rc, E.RECEIVED, "broker-error"): Scenario(
         (*TO_RECEIVE, step("received", body(CODEC_MAX, CLUSTER_AUTHORIZATION_FAILED)))
     ),
-    (S, E.CONNECTION_CLOSED, "closed"): Scenario((CONNECTED, CLOSED)),
-    (Rc, E.CONNECTION_CLOSED, "closed"): Scenario((*TO_RECEIVE, CLOSED)),
+    (S, E.CONNECTION_CLOSED, "closed"): Scenario((CONNECTED, CLOSED), {"max_version": 2}),
+    (Rc, E.CONNECTION_CLOSED, "closed"): Scenario((*TO_RECEIVE, CLOSED), {"max_version": 2}),
     (S, E.CONNECTION_CLOSED, "closed-no-connection-left"): Scenario(
         (CONNECTED, CLOSED), {"max_connections": 1}
     ),
@@ -256,9 +256,11 @@ SCENARIOS: dict[tuple[State, Event, str], Scenario] = {
         (*TO_RECEIVE, CLOSED), {"max_connections": 1}
     ),
     (S, E.CONNECTION_CLOSED, "closed-at-v0"): Scenario((CONNECTED, CLOSED), {"max_version": 0}),
-    (Rc, E.CONNECTION_CLOSED, "closed-at-v0"): Scenario((*TO_RECEIVE, CLOSED, CONNECTED, SENT, CLOSED)),
+    (Rc, E.CONNECTION_CLOSED, "closed-at-v0"): Scenario(
+        (*TO_RECEIVE, CLOSED, CONNECTED, SENT, CLOSED), {"max_connections": 2}
+    ),
     (S, E.CONNECTION_CLOSED, "closed-at-v0-fallback"): Scenario(
-        (CONNECTED, CLOSED, CONNECTED, CLOSED), {"fallback_release": "0.9.0"}
+        (CONNECTED, CLOSED, CONNECTED, CLOSED), {"fallback_release": "0.9.0", "max_connections": 2}
     ),
     (Rc, E.CONNECTION_CLOSED, "closed-at-v0-fallback"): Scenario(
         (*TO_RECEIVE, CLOSED), {"fallback_release": "0.9.0", "max_version": 0}
@@ -414,25 +416,35 @@ def test_an_ok_reply_only_readable_as_v0_is_accepted_and_flagged() -> None:
     assert "reread-as-v0" in result.flags
 
 
-def test_close_at_v4_then_v0_answers_on_a_second_connection() -> None:
+def test_close_at_v4_then_v3_answers_on_a_second_connection() -> None:
     def resets_first(version: int, connection: int) -> Answer:
-        return Close if connection == 1 else ok(version, (0, 2))
+        return Close if connection == 1 else ok(version, (0, 3))
 
     run = drive(ApiVersionsHandshake(), resets_first)
     result = success(run)
-    assert run.sent_versions == [CODEC_MAX, 0]
+    assert run.sent_versions == [CODEC_MAX, 3]
     assert [a.connection for a in run.actions if isinstance(a, Connect)] == [1, 2]
     assert (result.transcript.round_trips, result.transcript.connections) == (1, 2)
-    assert [a.outcome for a in result.transcript.attempts] == ["closed", "ok"]
+    assert [a.outcome for a in result.transcript.attempts] == ["closed-step-down", "ok"]
+    assert run.requests[-1].body.client_software_name == "kafkacompat"  # v3 still names us
 
 
-def test_event_hubs_like_reset_on_flexible_versions_falls_back_to_v0() -> None:
+def test_event_hubs_like_reset_on_flexible_versions_steps_down_then_falls_back_to_v0() -> None:
     def event_hubs(version: int, connection: int) -> Answer:
         return Close if version >= 3 else ok(version, (0, 2))
 
     run = drive(ApiVersionsHandshake(), event_hubs)
     assert success(run).api_versions_version == 0
+    assert run.sent_versions == [CODEC_MAX, 3, 0]
+    assert success(run).transcript.connections == 3
+
+
+def test_two_connections_go_straight_to_v0_after_a_close() -> None:
+    run = drive(ApiVersionsHandshake(HandshakeConfig(max_connections=2)), lambda v, c: Close)
     assert run.sent_versions == [CODEC_MAX, 0]
+    assert [a.outcome for a in failure(run, BrokerTooOldError).transcript.attempts] == [
+        "closed", "closed-at-v0"
+    ]
 
 
 def test_a_broker_that_closes_even_at_v0_is_too_old() -> None:
@@ -440,8 +452,8 @@ def test_a_broker_that_closes_even_at_v0_is_too_old() -> None:
     error = failure(run, BrokerTooOldError)
     assert "0.10" in str(error) and "not a Kafka broker" in str(error)
     assert "old:9092" in str(error)
-    assert run.sent_versions == [CODEC_MAX, 0]
-    assert error.transcript.connections == 2 and error.transcript.round_trips == 0
+    assert run.sent_versions == [CODEC_MAX, 3, 0]
+    assert error.transcript.connections == 3 and error.transcript.round_trips == 0
     assert not run.final.close_connection
 
 

@@ -1,6 +1,6 @@
 """Pre-0.10 brokers and slow ones (rule 9), and the step-down after closes (rule 4).
 
-The rows of the table added for the Metadata v0 probe each get a scenario
+The rows of the table added for the Metadata v0 probe and the step-down each get a scenario
 here (``LEGACY_SCENARIOS``); ``test_handshake`` checks that every row of the
 table has exactly one scenario across both files.  The peers are written from
 what the brokers were seen to do: a real 0.9.0.1 answers nothing to
@@ -69,7 +69,11 @@ LEGACY_SCENARIOS: dict[tuple[State, Event, str], Scenario] = {
     (Rc, E.QUIET, "quiet"): Scenario((CONNECTED, SENT, QUIET)),
     (P, E.REQUEST_SENT, "probe-sent"): Scenario((*TO_PROBE, SENT)),
     (P, E.TIMED_OUT, "timeout"): Scenario((*TO_PROBE, TIMED_OUT)),
-    (P, E.CONNECTION_CLOSED, "closed"): Scenario((*TO_PROBE, CLOSED)),
+    (P, E.CONNECTION_CLOSED, "closed"): Scenario((*TO_PROBE, CLOSED), {"max_version": 2}),
+    # Rule 4's step-down: a close at a flexible version retries one flexible version lower.
+    (S, E.CONNECTION_CLOSED, "closed-step-down"): Scenario((CONNECTED, CLOSED)),
+    (Rc, E.CONNECTION_CLOSED, "closed-step-down"): Scenario((CONNECTED, SENT, CLOSED)),
+    (P, E.CONNECTION_CLOSED, "closed-step-down"): Scenario((*TO_PROBE, CLOSED)),
     (P, E.CONNECTION_CLOSED, "closed-no-connection-left"): Scenario(
         (*TO_PROBE, CLOSED), {"max_connections": 1}
     ),
