@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kafkacompat.errors import ProtocolError
-from kafkacompat.negotiation.release_guess import ReleaseGuess, guess_release
+from kafkacompat.negotiation.release_guess import ReleaseGuess, behaviour_guess, guess_release
 from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.versions import VersionRange
 
@@ -186,7 +186,15 @@ class BrokerCapabilities:
 
     @cached_property
     def release_guess(self) -> ReleaseGuess:
-        """Which Kafka release these ranges point to (diagnostics only; computed once)."""
+        """Which Kafka release these ranges point to (diagnostics only; computed once).
+
+        A broker that skipped ApiVersions is named by that behaviour (its ranges
+        are a release table's, not its answer).
+        """
+        transcript = self.transcript
+        if transcript is not None and transcript.detected_release is not None:
+            skipped = [a.version for a in transcript.attempts if a.outcome == "skipped-api-versions"]
+            return behaviour_guess(transcript.detected_release, skipped[-1] if skipped else 0)
         return guess_release(self.api_ranges)
 
     @property

@@ -175,7 +175,7 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     # 9: quiet: probe with Metadata v0; the order of the replies decides
     _T(_R, _E.QUIET,             "quiet",                     _P, "write a Metadata v0 probe here"),
     _T(_P, _E.REQUEST_SENT,      "probe-sent",                _R, "read on: the first reply decides"),
-    _T(_R, _E.RECEIVED,          "skipped-api-versions",      _D, "use the table of the release named"),
+    _T(_R, _E.RECEIVED,          "skipped-api-versions",      _D, "use the table of the release it names"),
     _T(_R, _E.RECEIVED,          "probe-reply-dropped",       _R, "read on for the ApiVersions reply"),
     _T(_R, _E.RECEIVED,          "ok-probe-pending",          _DR, "read and drop the probe's reply"),
     _T(_DR, _E.RECEIVED,         "probe-reply-dropped",       _D, "use the ApiVersions answer"),
