@@ -194,7 +194,7 @@ class BrokerCapabilities:
         transcript = self.transcript
         if transcript is not None and transcript.detected_release is not None:
             skipped = [a.version for a in transcript.attempts if a.outcome == "skipped-api-versions"]
-            return behaviour_guess(transcript.detected_release, skipped[-1] if skipped else 0)
+            return behaviour_guess(transcript.detected_release, skipped[-1] if skipped else None)
         return guess_release(self.api_ranges)
 
     @property

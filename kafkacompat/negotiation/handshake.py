@@ -61,21 +61,18 @@ from dataclasses import replace
 from typing import Final
 
 from kafkacompat.errors import (
-    BrokerTooOldError,
     DecodeError,
-    KafkaCompatError,
     KafkaTimeoutError,
-    ProtocolError,
     TransportError,
 )
 from kafkacompat.negotiation.handshake_config import (
-    FIRST_SOFTWARE_FIELDS_VERSION,
     ClientSoftwareWarning,
     HandshakeConfig,
     HandshakeConfigError,
     check_correlation_id,
     release_ranges,
 )
+from kafkacompat.negotiation.handshake_legacy import LegacySteps, failure_verdict, mismatch_verdict
 from kafkacompat.negotiation.handshake_reply import Verdict, foreign_verdict, judge_reply
 from kafkacompat.negotiation.handshake_results import accepted_result, stand_in_result
 from kafkacompat.negotiation.handshake_table import (
@@ -102,11 +99,7 @@ from kafkacompat.negotiation.handshake_types import (
     SendRequest,
 )
 from kafkacompat.negotiation.legacy_probe import (
-    CLOSED_AT_V0,
-    SKIPPING_RELEASE,
-    judge_probe_reply,
-    probe_frame,
-    skipped_note,
+    LegacyCheck,
 )
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.protocol.framing import encode_request, sniff_foreign_protocol
@@ -139,7 +132,7 @@ __all__ = [
 _INT32_MAX: Final = 2**31 - 1
 
 
-class ApiVersionsHandshake:
+class ApiVersionsHandshake(LegacySteps):
     """One ApiVersions negotiation with one broker; see the module docstring."""
 
     def __init__(
@@ -171,6 +164,7 @@ class ApiVersionsHandshake:
         self._probed_connection = 0
         self._probe_flags: tuple[str, ...] = ()
         self._answer: HandshakeResult | None = None  # accepted, kept while the probe drains
+        self._check: LegacyCheck | None = None  # rule 10, after a close at v0
         self._action: Action = Connect(self._version, 1)
 
     # -- queries ------------------------------------------------------------------------
@@ -224,13 +218,13 @@ class ApiVersionsHandshake:
     def connected(self) -> None:
         self._expect(Event.CONNECTED)
         self._connections += 1
-        self._take(Event.CONNECTED, "connected")
+        self._take(Event.CONNECTED, "connected" if self._check is None else "connected-to-check")
 
     def connect_failed(self, reason: str = "") -> None:
         self._expect(Event.CONNECT_FAILED)
         because = f": {reason}" if reason else ""
         message = f"could not connect to the broker for the ApiVersions handshake{because}"
-        self._apply(Event.CONNECT_FAILED, _failure("connect-failed", reason, TransportError, message))
+        self._apply(Event.CONNECT_FAILED, failure_verdict("connect-failed", reason, TransportError, message))
 
     def request_sent(self) -> None:
         self._expect(Event.REQUEST_SENT)
@@ -241,13 +235,6 @@ class ApiVersionsHandshake:
             self._probe_follows_request = False  # a probe still due now precedes this request
             self._take(Event.REQUEST_SENT, "sent")
 
-    def quiet(self) -> None:
-        """No reply came within ``ReceiveReply.quiet_period``: write the Metadata v0 probe."""
-        self._expect(Event.QUIET)  # only where the action handed a quiet period
-        self._probed_connection = self._connections
-        self._probe_flags = ("metadata-probe",)
-        self._take(Event.QUIET, "quiet")
-
     def timed_out(self) -> None:
         self._expect(Event.TIMED_OUT)
         if self._state is State.DRAIN:
@@ -256,6 +243,7 @@ class ApiVersionsHandshake:
             return
         doing = (
             "connecting" if self._state is State.CONNECT
+            else f"on the {self._check.step.name} check request" if self._check is not None
             else "writing the Metadata v0 probe" if self._state is State.PROBE
             else f"on ApiVersions v{self._version}"
         )
@@ -264,7 +252,7 @@ class ApiVersionsHandshake:
             "broker, so no lower version was tried"
         )
         detail = f"the deadline passed {doing}"
-        self._apply(Event.TIMED_OUT, _failure("timeout", detail, KafkaTimeoutError, message))
+        self._apply(Event.TIMED_OUT, failure_verdict("timeout", detail, KafkaTimeoutError, message))
 
     def connection_closed(self) -> None:
         self._expect(Event.CONNECTION_CLOSED)
@@ -273,19 +261,22 @@ class ApiVersionsHandshake:
             self._finish_drain(Event.CONNECTION_CLOSED, "closed-after-answer")
             return
         self._probe_id = None  # its reply died with the connection
+        if self._check is not None:
+            self._check_closed()
+            return
         request = f"ApiVersions v{self._version}"
         writing = {State.SEND: f"while {request} was written", State.PROBE: "while the probe was written"}
         when = writing.get(self._state, "before a reply")
         detail = f"the connection closed {when}"
         closed = detail if self._state is State.SEND else f"{detail} to {request}"
         if self._version > 0 and self._connections >= self.config.max_connections:
-            limit = f"max_connections ({self.config.max_connections}) allows no reconnect at v0"
-            verdict = _failure("closed-no-connection-left", detail, TransportError, f"{closed}, and {limit}")
+            limit = f"{closed}, and max_connections ({self.config.max_connections}) allows no reconnect at v0"
+            verdict = failure_verdict("closed-no-connection-left", detail, TransportError, limit)
         elif self._version > 0:
             lower = self._step_down()
             verdict = Verdict("closed-step-down" if lower else "closed", detail, next_version=lower)
         elif self._replies_understood:
-            verdict = _failure(
+            verdict = failure_verdict(
                 "closed-after-reply",
                 detail,
                 TransportError,
@@ -296,7 +287,8 @@ class ApiVersionsHandshake:
             self._use_fallback(detail)
             return
         else:
-            verdict = _failure("closed-at-v0", detail, BrokerTooOldError, f"{closed}: {CLOSED_AT_V0}")
+            self._check = LegacyCheck()
+            verdict = Verdict("closed-at-v0", detail)
         self._apply(Event.CONNECTION_CLOSED, verdict)
 
     def foreign_bytes(self, data: bytes | bytearray | memoryview) -> None:
@@ -315,6 +307,8 @@ class ApiVersionsHandshake:
         self._round_trips += 1
         if self._state is State.DRAIN:
             self._finish_drain(Event.RECEIVED, "probe-reply-dropped")
+        elif self._check is not None:
+            self._check_answered(bytes(body))
         else:
             self._judge(bytes(body))
 
@@ -325,10 +319,15 @@ class ApiVersionsHandshake:
         data = bytes(frame)
         correlation_id = int.from_bytes(data[:4], "big", signed=True) if len(data) >= 4 else None
         probe_reply = correlation_id is not None and correlation_id == self._probe_id
-        if self._state is State.DRAIN and probe_reply:
+        if self._check is not None and probe_reply:
+            self._check_answered(data[4:])
+        elif self._check is not None:
+            self._apply(Event.RECEIVED, mismatch_verdict(correlation_id, self._probe_id, "the check request"))
+        elif self._state is State.DRAIN and probe_reply:
             self._finish_drain(Event.RECEIVED, "probe-reply-dropped")
         elif self._state is State.DRAIN:
-            self._apply(Event.RECEIVED, _mismatch(correlation_id, self._probe_id, "the Metadata v0 probe"))
+            verdict = mismatch_verdict(correlation_id, self._probe_id, "the Metadata v0 probe")
+            self._apply(Event.RECEIVED, verdict)
         elif correlation_id == self._correlation_id:
             self._judge(data[4:])
         elif probe_reply and self._probe_follows_request:
@@ -341,7 +340,7 @@ class ApiVersionsHandshake:
         elif correlation_id is None:
             self._apply(
                 Event.RECEIVED,
-                _failure(
+                failure_verdict(
                     "unreadable",
                     f"{len(data)} bytes",
                     DecodeError,
@@ -351,7 +350,7 @@ class ApiVersionsHandshake:
                 ),
             )
         else:
-            verdict = _mismatch(correlation_id, self._correlation_id, "the ApiVersions request")
+            verdict = mismatch_verdict(correlation_id, self._correlation_id, "the ApiVersions request")
             self._apply(Event.RECEIVED, verdict)
 
     # -- applying judgements ------------------------------------------------------------
@@ -362,40 +361,6 @@ class ApiVersionsHandshake:
         if verdict.response is not None and self._probe_id is not None:
             verdict = replace(verdict, outcome="ok-probe-pending")  # drain the probe's reply first
         self._apply(Event.RECEIVED, verdict)
-
-    def _judge_probe(self, body: bytes) -> None:
-        """The probe's reply came first: ApiVersions was skipped (rule 9)."""
-        verdict = judge_probe_reply(body, self._version, self._probe_id or 0)
-        if verdict.error_type is not None:
-            self._apply(Event.RECEIVED, verdict)
-            return
-        configured = self.config.fallback_release is not None
-        release = self.config.fallback_release if configured else SKIPPING_RELEASE
-        assert release is not None
-        ranges = self.config.fallback_ranges if configured else release_ranges(SKIPPING_RELEASE)
-        assert ranges is not None  # HandshakeConfig sets it with fallback_release
-        self._probe_id = None
-        self._fallback_release, self._detected_release = release, SKIPPING_RELEASE
-        self._notes.append(skipped_note(self._version, release, configured))
-        self._take(Event.RECEIVED, verdict.outcome, verdict.detail, flags=verdict.flags)
-        # The connection is in step (the skipped request gets no reply) and serves on.
-        self._action = Done(self._stand_in(release, ranges))
-
-    def _finish_drain(self, event: Event, outcome: str) -> None:
-        answer = self._answer
-        assert answer is not None  # DRAIN is only entered with an accepted answer
-        self._probe_id = None
-        self._take(event, outcome)
-        self._action = Done(replace(answer, transcript=self.transcript), needs_new_connection=outcome != (
-            "probe-reply-dropped"
-        ))
-
-    def _step_down(self) -> int:
-        """The version to reconnect at after a close at ``self._version`` (rule 4)."""
-        lower = self._version - 1
-        left = self.config.max_connections - self._connections
-        # One flexible version lower while a connection is left after it for v0.
-        return lower if lower >= FIRST_SOFTWARE_FIELDS_VERSION and left >= 2 else 0
 
     def _apply(self, event: Event, verdict: Verdict) -> None:
         # The connection stays open unless it never opened or the broker closed it.
@@ -460,7 +425,11 @@ class ApiVersionsHandshake:
         flags: tuple[str, ...] = (),
     ) -> None:
         transition = BY_KEY[(self._state, event, outcome)]
-        if event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
+        checking = self._check is not None and outcome != "closed-at-v0"
+        if checking and event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
+            # After the last ApiVersions attempt (rule 10): a note, so the versions tried still fall.
+            self._notes.append(f"the 0.8.x check ended: {outcome}" + (f" ({detail})" if detail else ""))
+        elif event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
             flags, self._probe_flags = self._probe_flags + flags, ()
             # A connection that failed to open is numbered as the one being tried.
             connection = self._connections + (self._state is State.CONNECT)
@@ -485,7 +454,7 @@ class ApiVersionsHandshake:
         elif self._state is State.PROBE:
             self._action = self._send_probe()
         elif self._state is State.RECEIVE:
-            unprobed = self._probed_connection != self._connections
+            unprobed = self._probed_connection != self._connections and self._check is None
             quiet = self.config.quiet_period if unprobed else None
             self._action = ReceiveReply(self._version, self._correlation_id, quiet)
         elif self._state is State.DRAIN:
@@ -498,23 +467,7 @@ class ApiVersionsHandshake:
         frame = encode_request(request, self._version, cid, self.config.client_id)
         return SendRequest(self._version, cid, request, frame)
 
-    def _send_probe(self) -> SendProbe:
-        self._probe_id = cid = self._take_correlation_id()
-        return SendProbe(cid, probe_frame(cid, self.config.client_id))
-
     def _take_correlation_id(self) -> int:
         cid = self._next_correlation_id
         self._next_correlation_id = 0 if cid == _INT32_MAX else cid + 1
         return cid
-
-
-def _mismatch(got: int | None, expected: int | None, request: str) -> Verdict:
-    message = f"the reply carries correlation id {got} but {request} had {expected}: out of step"
-    detail = f"correlation id {got}, expected {expected}"
-    return _failure("correlation-mismatch", detail, ProtocolError, message)
-
-
-def _failure(
-    outcome: str, detail: str, error_type: type[KafkaCompatError], message: str, **fields: object
-) -> Verdict:
-    return Verdict(outcome, detail, error_type=error_type, message=message, error_fields=fields)

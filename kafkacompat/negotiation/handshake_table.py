@@ -33,7 +33,7 @@ The rules the handshake follows (the groups of rows in ``TRANSITIONS``):
    wherever a flexible version is accepted; below v3 it retries at v0 (v1 and
    v2 add only ThrottleTimeMs).  A close at v0 means the broker predates
    ApiVersions and closes on it (0.8.x), is no Kafka broker, or expects TLS:
-   the configured fallback release's table stands in, or BrokerTooOldError.
+   the configured fallback release's table stands in, or rule 10 finds out.
    A close at v0 after the broker did answer ApiVersions is a transport failure.
 5. Silence (a timeout) fails with KafkaTimeoutError: slowness is not age, and
    silence alone never makes the handshake send a lower ApiVersions.
@@ -52,10 +52,18 @@ The rules the handshake follows (the groups of rows in ``TRANSITIONS``):
    answers ApiVersions first; the handshake goes on as usual and the probe's
    reply, when it comes, is read and dropped (a close or silence instead only
    costs the connection, not the answer).
+10. Closed even at v0, nothing answered, no fallback configured: check on new
+    connections, one request at a time (``legacy_probe.LegacyCheck``).  Metadata
+    v0 closed too: no Kafka answers so, BrokerTooOldError (a TLS listener, or
+    not Kafka).  Answered: 0.8.x; then Heartbeat answered names 0.8.2, else
+    OffsetFetch v0 answered names 0.8.1, else 0.8.0 (the keys each release
+    added; its table stands in).  At most two connections beyond
+    ``max_connections``.
 
 Every new attempt is at a strictly lower version than the one before, so a
 handshake ends after at most ``max_version + 1`` requests, one probe per
-connection and ``max_connections`` connections.
+connection and ``max_connections`` connections, plus the three requests and
+two connections of rule 10.
 
 The table is the whole state machine: the handshake only decides *which*
 outcome an event has; where that leads is looked up here, and an event with no
@@ -124,7 +132,9 @@ _E = Event
 _RETRY = "retry at v{version} on the same connection"
 _RECONNECT = "reconnect and retry at v{version}"
 _STEP_DOWN = "reconnect one flexible version lower, at v{version}"
-_OLD = "fail: the broker predates Kafka 0.10 and closes on ApiVersions"
+_CHECK = "reconnect and ask Metadata v0: Kafka older than 0.10?"
+_NEXT_CHECK = "write the next check request"
+_NOT_KAFKA = "fail: no Kafka answer at all (TLS listener, or not Kafka)"
 _STAND_IN = "use the fallback release's table"
 _BROKE = "fail: the connection broke"
 _SILENCE = "fail: silence is not a downgrade signal"
@@ -151,9 +161,9 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     _T(_S, _E.CONNECTION_CLOSED, "closed-no-connection-left", _F, "fail: max_connections reached"),
     _T(_R, _E.CONNECTION_CLOSED, "closed-no-connection-left", _F, "fail: max_connections reached"),
     _T(_P, _E.CONNECTION_CLOSED, "closed-no-connection-left", _F, "fail: max_connections reached"),
-    _T(_S, _E.CONNECTION_CLOSED, "closed-at-v0",              _F, _OLD),
-    _T(_R, _E.CONNECTION_CLOSED, "closed-at-v0",              _F, _OLD),
-    _T(_P, _E.CONNECTION_CLOSED, "closed-at-v0",              _F, _OLD),
+    _T(_S, _E.CONNECTION_CLOSED, "closed-at-v0",              _C, _CHECK),
+    _T(_R, _E.CONNECTION_CLOSED, "closed-at-v0",              _C, _CHECK),
+    _T(_P, _E.CONNECTION_CLOSED, "closed-at-v0",              _C, _CHECK),
     _T(_S, _E.CONNECTION_CLOSED, "closed-at-v0-fallback",     _D, _STAND_IN),
     _T(_R, _E.CONNECTION_CLOSED, "closed-at-v0-fallback",     _D, _STAND_IN),
     _T(_P, _E.CONNECTION_CLOSED, "closed-at-v0-fallback",     _D, _STAND_IN),
@@ -183,6 +193,16 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     _T(_DR, _E.TIMED_OUT,        "probe-unanswered",          _D, "use the answer; reconnect"),
     _T(_DR, _E.RECEIVED,         "correlation-mismatch",      _F, "fail and close: reply to another request"),
     _T(_DR, _E.FOREIGN_BYTES,    "foreign-protocol",          _F, _FOREIGN),
+    # 10: closed even at v0: which 0.8.x, if Kafka at all (one request per step, in order)
+    _T(_C, _E.CONNECTED,         "connected-to-check",        _P, _NEXT_CHECK),
+    _T(_R, _E.RECEIVED,          "check-answered",            _P, _NEXT_CHECK),
+    _T(_R, _E.RECEIVED,          "check-named",               _D, "use the table of the release it names"),
+    _T(_R, _E.CONNECTION_CLOSED, "check-closed",              _C, "reconnect for the next check request"),
+    _T(_P, _E.CONNECTION_CLOSED, "check-closed",              _C, "reconnect for the next check request"),
+    _T(_R, _E.CONNECTION_CLOSED, "check-named-on-close",      _D, "use the table of the release it names"),
+    _T(_P, _E.CONNECTION_CLOSED, "check-named-on-close",      _D, "use the table of the release it names"),
+    _T(_R, _E.CONNECTION_CLOSED, "not-kafka",                 _F, _NOT_KAFKA),
+    _T(_P, _E.CONNECTION_CLOSED, "not-kafka",                 _F, _NOT_KAFKA),
 )
 # fmt: on
 
@@ -197,6 +217,8 @@ PROGRESS_EVENTS: Final[frozenset[Event]] = frozenset({Event.CONNECTED, Event.REQ
 # Outcomes that conclude no attempt either: the quiet period and the probe's reply belong
 # to the attempt whose ApiVersions request they follow (its outcome, detail and flags
 # say what they showed), so the versions of the attempts still strictly decrease.
-PROGRESS_OUTCOMES: Final[frozenset[str]] = frozenset(
-    {"quiet", "probe-reply-dropped", "closed-after-answer", "probe-unanswered"}
-)
+PROGRESS_OUTCOMES: Final[frozenset[str]] = frozenset({
+    "quiet", "probe-reply-dropped", "closed-after-answer", "probe-unanswered",
+    # the 0.8.x check follows the last attempt (closed-at-v0); its notes say what it found
+    "check-answered", "check-named", "check-closed", "check-named-on-close", "not-kafka",
+})

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import trio
 
-from kafkacompat.errors import BrokerTooOldError
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.testing.emulator import ApiVersionsEra, BrokerProfile, Fault, release_profiles
 from kafkacompat.transport.config import ConnectionConfig
@@ -36,13 +35,13 @@ async def test_the_handshake_against_every_release(profile: BrokerProfile, emula
             ]
             return
         if profile.api_versions_era is ApiVersionsEra.ABSENT:
-            caught: list[BaseException] = []
-            try:
-                async with open_connection(broker.host, broker.port, CONFIG):
-                    pass
-            except* BrokerTooOldError as group:
-                caught.extend(group.exceptions)
-            assert caught, "a pre-0.10 broker must fail the handshake as too old"
+            # 0.8.x closes on ApiVersions at v4, v3 and v0; the check names the release (rule 10).
+            async with open_connection(broker.host, broker.port, CONFIG) as conn:
+                named = conn.handshake
+                assert named is not None and named.detected_release == profile.release
+                assert {k: (r.lowest, r.highest) for k, r in named.api_ranges.items()} == ranges(profile)
+                assert named.transcript.versions_tried == (4, 3, 0)
+            # And a configured fallback still stands in, with no check.
             assert profile.release is not None
             fallback = ConnectionConfig(
                 connect_timeout=5, request_timeout=5,
@@ -50,8 +49,7 @@ async def test_the_handshake_against_every_release(profile: BrokerProfile, emula
             )
             async with open_connection(broker.host, broker.port, fallback) as conn:
                 stand_in = conn.handshake
-                assert stand_in is not None and stand_in.used_fallback
-                assert {k: (r.lowest, r.highest) for k, r in stand_in.api_ranges.items()} == ranges(profile)
+                assert stand_in is not None and stand_in.used_fallback and stand_in.detected_release is None
             return
         async with open_connection(broker.host, broker.port, CONFIG) as conn:
             result = conn.handshake

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from kafkacompat.errors import BrokerTooOldError, KafkaTimeoutError
+from kafkacompat.errors import KafkaTimeoutError
 from kafkacompat.negotiation.handshake_config import HandshakeConfig, release_ranges
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.testing.emulator import Fault
@@ -62,13 +62,21 @@ async def test_the_emulated_0_9_0_is_known_like_the_real_one(driver: str, emulat
     assert dict(caps.api_ranges) == dict(release_ranges("0.9.0"))
 
 
-async def test_an_emulated_0_8_2_closes_on_every_version_and_is_too_old(emulated_cluster: Any) -> None:
-    cluster = await emulated_cluster("0.8.2")
+@pytest.mark.parametrize("release", ["0.8.0", "0.8.1", "0.8.2"])
+async def test_each_emulated_0_8_release_is_named(release: str, emulated_cluster: Any) -> None:
+    cluster = await emulated_cluster(release)
     broker = cluster.brokers[0]
-    with trio.fail_after(15), pytest.raises(BrokerTooOldError) as caught:
-        await trio.to_thread.run_sync(probe_broker, broker.host, broker.port, CONFIG)
-    assert caught.value.transcript.versions_tried == (4, 3, 0)
-    assert "0.8.x" in str(caught.value)
+    with trio.fail_after(15):
+        async with open_connection(broker.host, broker.port, CONFIG) as conn:
+            caps = conn.capabilities
+            reply = await conn.request(MetadataRequest(topics=[]))  # on whichever connection is left
+        blocking = await trio.to_thread.run_sync(probe_broker, broker.host, broker.port, CONFIG)
+    for found in (caps, blocking):
+        assert found is not None and found.fallback_release == release
+        assert dict(found.api_ranges) == dict(release_ranges(release))
+        assert found.transcript is not None and found.transcript.versions_tried == (4, 3, 0)
+        assert found.release_guess.text == f"Kafka {release} (zk-broker), older than 0.10"
+    assert isinstance(reply, MetadataResponse) and reply.brokers
 
 
 def test_a_stalled_broker_gets_one_probe_then_times_out(threaded_emulated_cluster: Any) -> None:

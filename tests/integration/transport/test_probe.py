@@ -263,9 +263,11 @@ def test_pre_010_broker_with_a_fallback_release() -> None:
 def test_pre_010_broker_without_a_fallback_release() -> None:
     with emulated("0.8.2") as cluster:
         broker = cluster.broker(1)
-        with pytest.raises(BrokerTooOldError) as caught:
-            probe_broker(broker.host, broker.port, QUICK)
-    assert caught.value.node == broker.address and caught.value.transcript.versions_tried == (4, 3, 0)
+        caps = probe_broker(broker.host, broker.port, QUICK)
+    # Closed on ApiVersions v4, v3, v0; Metadata v0 and Heartbeat answered: 0.8.2 (rule 10).
+    assert caps.fallback_release == "0.8.2" and caps.api_ranges == release_ranges("0.8.2")
+    assert caps.transcript is not None and caps.transcript.versions_tried == (4, 3, 0)
+    assert caps.transcript.detected_release == "0.8.2" and caps.transcript.connections == 4
 
 
 def test_silent_broker_times_out_before_a_short_deadline() -> None:

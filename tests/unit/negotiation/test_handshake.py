@@ -40,6 +40,7 @@ from kafkacompat.negotiation.handshake import (
     HandshakeStateError,
     InvalidRequestError,
     ReceiveReply,
+    SendProbe,
     SendRequest,
     State,
     Transition,
@@ -136,7 +137,7 @@ def drive(hs: ApiVersionsHandshake, peer: Peer) -> Run:
             connection += 1
             splitter = FrameSplitter()
             hs.connected()
-        elif isinstance(action, SendRequest):
+        elif isinstance(action, SendRequest | SendProbe):
             hs.request_sent()
         else:
             assert isinstance(action, ReceiveReply)
@@ -447,13 +448,15 @@ def test_two_connections_go_straight_to_v0_after_a_close() -> None:
     ]
 
 
-def test_a_broker_that_closes_even_at_v0_is_too_old() -> None:
+def test_a_peer_that_closes_on_everything_even_metadata_is_no_kafka() -> None:
     run = drive(ApiVersionsHandshake(node="old:9092"), lambda v, c: Close)
     error = failure(run, BrokerTooOldError)
-    assert "0.10" in str(error) and "not a Kafka broker" in str(error)
+    assert "0.10" in str(error) and "not a Kafka broker" in str(error) and "Metadata v0" in str(error)
     assert "old:9092" in str(error)
     assert run.sent_versions == [CODEC_MAX, 3, 0]
-    assert error.transcript.connections == 3 and error.transcript.round_trips == 0
+    # The three ApiVersions connections, then one for the Metadata v0 check (rule 10).
+    assert error.transcript.connections == 4 and error.transcript.round_trips == 0
+    assert sum(isinstance(a, SendProbe) for a in run.actions) == 1
     assert not run.final.close_connection
 
 

@@ -1,4 +1,4 @@
-"""Pre-0.10 brokers and slow ones (rule 9), and the step-down after closes (rule 4).
+"""Pre-0.10 brokers and slow ones (rules 9, 10), and the step-down after closes (rule 4).
 
 The rows of the table added for the Metadata v0 probe and the step-down each get a scenario
 here (``LEGACY_SCENARIOS``); ``test_handshake`` checks that every row of the
@@ -32,7 +32,12 @@ from kafkacompat.negotiation.handshake import (
     release_ranges,
 )
 from kafkacompat.protocol.framing import decode_request
-from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
+from kafkacompat.protocol.messages import (
+    HeartbeatResponse,
+    MetadataRequest,
+    MetadataResponse,
+    OffsetFetchResponse,
+)
 from tests.unit.negotiation.test_handshake import (
     CLOSED,
     CODEC_MAX,
@@ -60,6 +65,15 @@ METADATA_V0 = MetadataResponse(
 def frame(correlation_id: int, body: bytes) -> tuple[str, tuple[Any, ...]]:
     return step("received_frame", correlation_id.to_bytes(4, "big") + body)
 
+
+HEARTBEAT_V0 = HeartbeatResponse(error_code=-1).encode(0)
+OFFSET_FETCH_V0 = OffsetFetchResponse(topics=[]).encode(0)
+# Closed at v0 on connection 1 (ApiVersions had correlation id 0), connected again: the check's
+# Metadata v0 (correlation id 1), then Heartbeat (2), then OffsetFetch v0 (3).
+TO_CHECK = (CONNECTED, CLOSED, CONNECTED)
+AT_V0 = {"max_version": 0}
+HEARTBEAT_DUE = (*TO_CHECK, SENT, frame(1, METADATA_V0))
+HEARTBEAT_CLOSED = (*HEARTBEAT_DUE, SENT, CLOSED)
 
 # The first ApiVersions request has correlation id 0, the probe after it 1.
 PROBE_REPLY = frame(1, METADATA_V0)
@@ -100,11 +114,29 @@ LEGACY_SCENARIOS: dict[tuple[State, Event, str], Scenario] = {
     (DR, E.FOREIGN_BYTES, "foreign-protocol"): Scenario(
         (*TO_PROBE, SENT, frame(0, ok(CODEC_MAX)), step("foreign_bytes", TLS_ALERT))
     ),
+    # Rule 10: closed even at v0, so which 0.8.x (if Kafka at all).
+    (C, E.CONNECTED, "connected-to-check"): Scenario(TO_CHECK, AT_V0),
+    (Rc, E.RECEIVED, "check-answered"): Scenario(HEARTBEAT_DUE, AT_V0),
+    (Rc, E.RECEIVED, "check-named"): Scenario((*HEARTBEAT_DUE, SENT, frame(2, HEARTBEAT_V0)), AT_V0),
+    (Rc, E.CONNECTION_CLOSED, "check-closed"): Scenario(HEARTBEAT_CLOSED, AT_V0),
+    (P, E.CONNECTION_CLOSED, "check-closed"): Scenario((*HEARTBEAT_DUE, CLOSED), AT_V0),
+    (Rc, E.CONNECTION_CLOSED, "check-named-on-close"): Scenario(
+        (*HEARTBEAT_CLOSED, CONNECTED, SENT, CLOSED), AT_V0
+    ),
+    (P, E.CONNECTION_CLOSED, "check-named-on-close"): Scenario(
+        (*HEARTBEAT_CLOSED, CONNECTED, CLOSED), AT_V0
+    ),
+    (Rc, E.CONNECTION_CLOSED, "not-kafka"): Scenario((*TO_CHECK, SENT, CLOSED), AT_V0),
+    (P, E.CONNECTION_CLOSED, "not-kafka"): Scenario((*TO_CHECK, CLOSED), AT_V0),
 }
 LEGACY_ROWS = [t for t in TRANSITIONS if (t.source, t.event, t.outcome) in LEGACY_SCENARIOS]
 ACTION_OF = {C: Connect, S: SendRequest, P: SendProbe, Rc: ReceiveReply, DR: ReceiveReply, D: Done, F: Fail}
 # Outcomes that conclude no attempt of their own (they belong to the ApiVersions request before them).
-QUIET_OUTCOMES = {"quiet", "probe-sent", "probe-reply-dropped", "closed-after-answer", "probe-unanswered"}
+QUIET_OUTCOMES = {
+    "quiet", "probe-sent", "probe-reply-dropped", "closed-after-answer", "probe-unanswered",
+    "connected-to-check", "check-answered", "check-named", "check-closed", "check-named-on-close",
+    "not-kafka",
+}
 
 
 @pytest.mark.parametrize("transition", LEGACY_ROWS, ids=lambda t: f"{t.source}-{t.event}-{t.outcome}")
@@ -243,3 +275,79 @@ def test_an_unreadable_probe_reply_fails_typed() -> None:
     fail = hs.next_action()
     assert isinstance(fail, Fail) and fail.close_connection
     assert "Metadata v0 probe" in str(fail.error)
+
+
+# -- rule 10: which 0.8.x ------------------------------------------------------------------
+
+
+def eight(release: str) -> tuple[list[Any], ApiVersionsHandshake]:
+    """Drive a handshake against 0.8.x as its source behaves: an api key it lacks closes."""
+    keys = {"0.8.0": set(range(8)), "0.8.1": set(range(10)), "0.8.2": set(range(13))}[release]
+    replies = {3: METADATA_V0, 9: OFFSET_FETCH_V0, 12: HEARTBEAT_V0}
+    hs, actions, due = ApiVersionsHandshake(node="old:9092"), [], None
+    for _ in range(40):
+        action = hs.next_action()
+        actions.append(action)
+        if isinstance(action, Done | Fail):
+            return actions, hs
+        if isinstance(action, Connect):
+            hs.connected()
+        elif isinstance(action, SendRequest | SendProbe):
+            header = decode_request(action.frame[4:], decode_body=False).header
+            due = (header.correlation_id, header.request_api_key)
+            hs.request_sent()
+        else:
+            assert isinstance(action, ReceiveReply) and due is not None
+            cid, key = due
+            if key in keys:
+                hs.received_frame(cid.to_bytes(4, "big") + replies[key])
+            else:
+                hs.connection_closed()
+    raise AssertionError(f"no end: {actions}")
+
+
+@pytest.mark.parametrize(
+    ("release", "connections", "serves_on"), [("0.8.2", 4, True), ("0.8.1", 5, True), ("0.8.0", 5, False)]
+)
+def test_each_0_8_release_is_named_by_the_keys_it_answers(
+    release: str, connections: int, serves_on: bool
+) -> None:
+    actions, _ = eight(release)
+    done = actions[-1]
+    assert isinstance(done, Done), done
+    result = done.result
+    assert (result.detected_release, result.fallback_release) == (release, release)
+    assert dict(result.api_ranges) == dict(release_ranges(release))
+    assert result.transcript.versions_tried == (CODEC_MAX, 3, 0)  # the step-down, then the check
+    assert result.transcript.connections == connections
+    assert done.needs_new_connection is not serves_on  # 0.8.0 closed on the last check request
+    assert any("Metadata v0 was answered" in note for note in result.transcript.notes)
+
+
+def test_a_configured_fallback_skips_the_check() -> None:
+    hs = ApiVersionsHandshake(HandshakeConfig(fallback_release="0.8.1"))
+    actions, _ = run_closing(hs)
+    assert actions[-1].result.detected_release is None and actions[-1].result.fallback_release == "0.8.1"
+    assert not any(isinstance(a, SendProbe) for a in actions)
+
+
+def run_closing(hs: ApiVersionsHandshake) -> tuple[list[Any], ApiVersionsHandshake]:
+    actions: list[Any] = []
+    for _ in range(20):
+        action = hs.next_action()
+        actions.append(action)
+        if isinstance(action, Done | Fail):
+            return actions, hs
+        if isinstance(action, Connect):
+            hs.connected()
+        else:
+            hs.connection_closed()
+    raise AssertionError(f"no end: {actions}")
+
+
+def test_a_timeout_during_the_check_is_noted_not_an_attempt() -> None:
+    hs = play(Scenario((*TO_CHECK, SENT, TIMED_OUT), AT_V0))
+    fail = hs.next_action()
+    assert isinstance(fail, Fail) and type(fail.error) is KafkaTimeoutError
+    assert hs.transcript.versions_tried == (0,)
+    assert hs.transcript.notes[-1].startswith("the 0.8.x check ended: timeout")
