@@ -29,7 +29,7 @@ _SASL_HINT = (
     "it may require SASL: give --sasl-mechanism, --sasl-username and --sasl-password-env "
     "(or sasl.* in --command-config)"
 )
-_OLD_HINT = "for a 0.8.x broker pass --fallback-release 0.8.2 (its API table stands in)"
+_OLD_HINT = "if it is Kafka all the same, name its release, e.g. --fallback-release 0.8.2"
 _PLAINTEXT_HINT = "if this listener is plaintext, drop --tls (security.protocol=PLAINTEXT)"
 _ADVERTISED_HINT = (
     "the bootstrap address answered, but this is the address the cluster advertises for the broker; "

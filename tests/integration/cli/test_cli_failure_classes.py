@@ -74,8 +74,8 @@ async def test_not_kafka(run_cli: Runner, http_server: str, command: tuple[str, 
 async def test_plaintext_client_to_a_tls_listener(run_cli: Runner, tls_listener: str) -> None:
     line = one_sentence(await run_cli("inspect", tls_listener, *FAST), "inspect", "too old, or not Kafka")
     assert line.endswith(
-        "; if this listener uses TLS, add --tls (security.protocol=SSL), or for a 0.8.x broker "
-        "pass --fallback-release 0.8.2 (its API table stands in)"
+        "; if this listener uses TLS, add --tls (security.protocol=SSL), or if it is Kafka all the "
+        "same, name its release, e.g. --fallback-release 0.8.2"
     )
 
 
