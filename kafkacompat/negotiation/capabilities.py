@@ -3,8 +3,8 @@
 A ``BrokerCapabilities`` is the frozen outcome of one handshake with one node:
 the API ranges that node answered, its supported and finalized features (with
 the finalized features' epoch), the throttle time of the answer, the handshake
-transcript and, when the node predates ApiVersions, the configured release
-whose table stands in for an answer.
+transcript and, when the node predates ApiVersions, the release (configured,
+or named by the node's behaviour) whose table stands in for an answer.
 
 The values are per connection.  Nothing here copies one broker's ranges to
 another, fills gaps from a neighbour, or remembers anything between
