@@ -108,6 +108,8 @@ class HandshakeConfig:
     Metadata v0 probe is written on the same connection, once per connection,
     to tell a pre-0.10 broker (the probe is answered first) from a slow one
     (ApiVersions is answered first); None never probes, so a 0.9 broker times out.
+    A broker slower than this gets the probe too, and its all-topics answer is
+    read and dropped: raise it above a distant broker's round trip.
     """
 
     max_version: int = CODEC_MAX_VERSION
