@@ -11,7 +11,7 @@ families, and callers are expected to catch a family rather than a leaf:
         ReplyTooLargeError   a reply announced as larger than its request's ceiling
       NegotiationError     the two sides cannot agree on how to talk
         UnsupportedVersionError  no version both sides and the policy allow
-        BrokerTooOldError        the broker predates ApiVersions (before 0.10)
+        BrokerTooOldError        no Kafka answer at all: closed on ApiVersions and on Metadata v0
         WrongProtocolError       the peer speaks TLS, HTTP or something else
         WrongEndpointError       a broker where a KRaft controller was asked for, or the reverse
       TransportError       the connection itself failed (refused, reset, closed)
@@ -122,7 +122,12 @@ class UnsupportedVersionError(NegotiationError):
 
 
 class BrokerTooOldError(NegotiationError):
-    """The broker closed the connection on ApiVersions v0: it predates Kafka 0.10."""
+    """The peer closed on ApiVersions at every version and on Metadata v0, which every Kafka answers.
+
+    Brokers older than 0.10 are recognised by what they do instead (0.9 skips
+    ApiVersions, 0.8.x closes on it but answers Metadata v0); what is left is a
+    TLS listener or not Kafka, unless ``fallback_release`` says otherwise.
+    """
 
 
 class WrongProtocolError(NegotiationError):

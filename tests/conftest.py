@@ -6,6 +6,7 @@
 ``old_librdkafka_mock``  librdkafka 2.0.2's mock, three brokers (``LibrdkafkaMockBroker``): same
                      attributes, and ``.brokers`` (node id -> address); its confluent-kafka
                      2.0.2 is installed into a cache directory on first use
+``kafka09``          Apache Kafka 0.9.0.1 with ZooKeeper (``Kafka09Broker``), fetched on first use
 
 Each test session starts its own peers, on 127.0.0.1.  A peer that cannot start
 fails the tests that use it, with the reason; these tests are never skipped.
@@ -26,6 +27,7 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+from kafkacompat.testing.kafka09 import Kafka09Broker  # noqa: E402
 from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker  # noqa: E402
 from kafkacompat.testing.noida import NoidaBroker  # noqa: E402
 from kafkacompat.testing.ports import BrokerStartError  # noqa: E402
@@ -72,3 +74,15 @@ def librdkafka_mock() -> Iterator[LibrdkafkaMockCluster]:
         yield cluster
     finally:
         cluster.close()
+
+
+@pytest.fixture(scope="session")
+def kafka09() -> Iterator[Kafka09Broker]:
+    try:
+        broker = Kafka09Broker().__enter__()
+    except BrokerStartError as exc:
+        pytest.fail(f"could not start Kafka 0.9.0.1: {exc}", pytrace=False)
+    try:
+        yield broker
+    finally:
+        broker.stop()

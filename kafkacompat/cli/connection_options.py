@@ -11,8 +11,9 @@ variable named by ``--sasl-password-env`` or from ``sasl.jaas.config``.
 
 Version policy flags (``--cap``, ``--pin``, ``--deprecate``, ``--block``,
 ``--honour-spec-deprecations``) narrow the versions picked, and
-``--fallback-release`` lets a pre-0.10 broker be inspected through the API
-table of a configured release.
+``--fallback-release`` names the release whose API table stands in for a
+broker that sends no ApiVersions answer (0.8.x and 0.9 are recognised without
+it; given, it overrides what their behaviour names).
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--fallback-release",
         metavar="RELEASE",
-        help="for a broker older than 0.10: use this release's API table",
+        help="for a broker older than 0.10 (recognised without it): use this release's API table",
     )
     policy = parser.add_argument_group("version policy")
     policy.add_argument(

@@ -31,7 +31,7 @@ _SASL_HINT = (
     "(or sasl.* in --command-config)"
 )
 _ENDPOINT_HINT = "use --bootstrap-server for brokers and --bootstrap-controller for KRaft controllers"
-_OLD_HINT = "for a broker older than 0.10 pass --fallback-release 0.9.0 (its API table stands in)"
+_OLD_HINT = "if it is Kafka all the same, name its release, e.g. --fallback-release 0.8.2"
 _PLAINTEXT_HINT = "if this listener is plaintext, drop --tls (security.protocol=PLAINTEXT)"
 _ADVERTISED_HINT = (
     "the bootstrap address answered, but this is the address the cluster advertises for the broker; "

@@ -114,10 +114,12 @@ def details_lines(capabilities: BrokerCapabilities) -> list[str]:
     guess = capabilities.release_guess
     lines.append(f"Release guess: {guess.text}" + (" (exact)" if guess.relation == "exact" else ""))
     lines += [f"{INDENT}{evidence}" for evidence in guess.evidence]
+    detected = capabilities.transcript.detected_release if capabilities.transcript else None
     if capabilities.fallback_release:
+        how = "was configured to stand in" if capabilities.fallback_release != detected else "stands in"
         lines.append(
             f"{INDENT}the broker sent no ApiVersions answer: the {capabilities.fallback_release} "
-            "table was configured to stand in"
+            f"table {how}"
         )
     lines += handshake_lines(capabilities.transcript)
     if capabilities.throttle_time_ms:

@@ -3,8 +3,8 @@
 A ``BrokerCapabilities`` is the frozen outcome of one handshake with one node:
 the API ranges that node answered, its supported and finalized features (with
 the finalized features' epoch), the throttle time of the answer, the handshake
-transcript and, when the node predates ApiVersions, the configured release
-whose table stands in for an answer.
+transcript and, when the node predates ApiVersions, the release (configured,
+or named by the node's behaviour) whose table stands in for an answer.
 
 The values are per connection.  Nothing here copies one broker's ranges to
 another, fills gaps from a neighbour, or remembers anything between
@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kafkacompat.errors import ProtocolError
-from kafkacompat.negotiation.release_guess import ReleaseGuess, guess_release
+from kafkacompat.negotiation.release_guess import ReleaseGuess, behaviour_guess, guess_release
 from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.versions import VersionRange
 
@@ -196,7 +196,15 @@ class BrokerCapabilities:
 
     @cached_property
     def release_guess(self) -> ReleaseGuess:
-        """Which Kafka release these ranges point to (diagnostics only; computed once)."""
+        """Which Kafka release these ranges point to (diagnostics only; computed once).
+
+        A broker that skipped ApiVersions is named by that behaviour (its ranges
+        are a release table's, not its answer).
+        """
+        transcript = self.transcript
+        if transcript is not None and transcript.detected_release is not None:
+            skipped = [a.version for a in transcript.attempts if a.outcome == "skipped-api-versions"]
+            return behaviour_guess(transcript.detected_release, skipped[-1] if skipped else None)
         return guess_release(self.api_ranges)
 
     @property

@@ -1,9 +1,11 @@
 """kafkacompat's public testing kit: real and emulated brokers on loopback.
 
-Real brokers, each a ``BrokerProcess`` (started, checked and stopped by a
-context manager): ``TansuBroker`` (Tansu), ``NoidaBroker`` (noida-db's Kafka
-service), ``LibrdkafkaMockBroker`` (librdkafka 2.0.2's mock cluster).
-Emulated ones: ``EmulatedCluster`` and friends.  See docs/testing.md.
+Real brokers, each started, checked and stopped by a context manager:
+``TansuBroker`` (Tansu), ``NoidaBroker`` (noida-db's Kafka service),
+``LibrdkafkaMockBroker`` (librdkafka 2.0.2's mock cluster) and
+``Kafka09Broker`` (Apache Kafka 0.9.0.1 with ZooKeeper).  Emulated ones:
+``EmulatedCluster`` and friends; a scripted ``HostileBroker``.  See
+docs/testing.md.
 """
 
 from kafkacompat.testing.emulator import (
@@ -19,6 +21,7 @@ from kafkacompat.testing.emulator import (
     profile_for,
 )
 from kafkacompat.testing.hostile import HostileBroker, Reply, Request
+from kafkacompat.testing.kafka09 import Kafka09Broker, kafka09_home
 from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker, install_confluent_kafka
 from kafkacompat.testing.noida import NoidaBroker, noida_binary
 from kafkacompat.testing.ports import BrokerStartError, free_port
@@ -35,6 +38,7 @@ __all__ = [
     "Fault",
     "FaultKind",
     "HostileBroker",
+    "Kafka09Broker",
     "LibrdkafkaMockBroker",
     "NoidaBroker",
     "Reply",
@@ -45,6 +49,7 @@ __all__ = [
     "custom_profile",
     "free_port",
     "install_confluent_kafka",
+    "kafka09_home",
     "noida_binary",
     "profile_for",
     "tansu_binary",

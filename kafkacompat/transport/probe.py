@@ -32,7 +32,14 @@ from kafkacompat.errors import (
 from kafkacompat.negotiation.addresses import check_address, split_host_port
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
-from kafkacompat.negotiation.handshake_types import Connect, Done, Fail, ReceiveReply, SendRequest
+from kafkacompat.negotiation.handshake_types import (
+    Connect,
+    Done,
+    Fail,
+    ReceiveReply,
+    SendProbe,
+    SendRequest,
+)
 from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConfigError, ConnectionConfig
 from kafkacompat.transport.os_errors import translate_os_error
@@ -95,6 +102,8 @@ class _Probe:
         # Every reply the probe reads answers ApiVersions: held to that ceiling from its prefix.
         self.reply_limit = min(config.reply_limits.handshake, config.max_frame_size)
         self.context: ssl.SSLContext | None = None
+        # Every reply awaited after an ApiVersions request (the probe's too) is due by this.
+        self.reply_deadline = deadline
 
     def run(self, node_id: int | None) -> BrokerCapabilities:
         machine = ApiVersionsHandshake(self.config.handshake, node=self.node)
@@ -104,11 +113,14 @@ class _Probe:
                 if isinstance(action, Connect):
                     self._connect(machine)
                 elif isinstance(action, SendRequest):
+                    self.reply_deadline = min(time.monotonic() + self.config.request_timeout, self.deadline)
+                    self._send(action.frame, machine)
+                elif isinstance(action, SendProbe):
                     self._send(action.frame, machine)
                 elif isinstance(action, ReceiveReply):
-                    self._receive(machine)
+                    self._receive(action, machine)
                 elif isinstance(action, Done):
-                    # needs_new_connection (a pre-0.10 fallback) matters to a driver that goes on
+                    # needs_new_connection (a fallback, a probe not drained) matters to a driver that goes on
                     # to send requests; the capabilities are already known, so none is opened.
                     return BrokerCapabilities.from_handshake(action.result, node=self.node, node_id=node_id)
                 elif isinstance(action, Fail):
@@ -142,12 +154,18 @@ class _Probe:
         else:
             machine.request_sent()
 
-    def _receive(self, machine: ApiVersionsHandshake) -> None:
-        reply_deadline = min(time.monotonic() + self.config.request_timeout, self.deadline)
+    def _receive(self, action: ReceiveReply, machine: ApiVersionsHandshake) -> None:
+        until = self.reply_deadline
+        if action.quiet_period is not None:
+            until = min(until, time.monotonic() + action.quiet_period)
         try:
-            frame = self._read_frame(reply_deadline)
+            frame = self._read_frame(until)
         except KafkaTimeoutError:
-            machine.timed_out()
+            # Quiet only while the request's own deadline is still ahead: past it, a timeout.
+            if until < self.reply_deadline:
+                machine.quiet()
+            else:
+                machine.timed_out()
         except WrongProtocolError:
             machine.foreign_bytes(self.splitter.unconsumed())
         except TransportError:

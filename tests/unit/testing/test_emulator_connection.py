@@ -46,10 +46,16 @@ def test_api_versions_per_era(profile: object) -> None:
     harness = Harness(cluster(profile))
     era = profile.api_versions_era
     if era is ApiVersionsEra.ABSENT:
-        # Before 0.10 there is no ApiVersions: the broker cannot read it and closes.
+        # 0.8.x has no ApiVersions: the broker cannot read it and closes.
         actions = harness.send(ApiVersionsRequest(), 0)
         assert actions == [Close()]
         assert "has no API key 18" in harness.records[-1].outcome
+        return
+    if era is ApiVersionsEra.DROPPED:
+        # 0.9.x has no ApiVersions either, but answers nothing and goes on serving.
+        assert harness.send(ApiVersionsRequest(), 0) == []
+        assert harness.records[-1].outcome.startswith("dropped: ")
+        assert harness.call(MetadataRequest(topics=[]), 0).brokers
         return
     own = profile.apis[18]
     # The newest version it knows: the whole table.

@@ -115,7 +115,7 @@ def wait_for_client(conn: socket.socket, peer: Peer) -> None:
 
 
 @contextmanager
-def serve(script: Script, *, connections: int = 2) -> Iterator[Peer]:
+def serve(script: Script, *, connections: int = 4) -> Iterator[Peer]:
     """A server that plays ``script(conn, index, peer)`` on up to ``connections`` connections."""
     listener = socket.create_server((LOOPBACK, 0))
     listener.settimeout(0.05)
@@ -214,13 +214,17 @@ def test_another_protocols_reply_is_a_wrong_protocol_error(reply: bytes, hint: s
     assert peer.client_closed == [True]
 
 
-def test_peer_closing_mid_frame_twice_means_too_old() -> None:
+def test_peer_closing_mid_frame_on_everything_is_no_kafka() -> None:
     half_frame = struct.pack(">i", 100) + b"\x00" * 10
     with replying(half_frame, then_wait=False) as peer:
         error = failure(peer)
-    assert isinstance(error, BrokerTooOldError)
-    assert error.transcript.versions_tried == (4, 0) and error.transcript.connections == 2
-    assert [r.header.request_api_version for r in peer.requests] == [4, 0]
+    assert isinstance(error, BrokerTooOldError) and "Metadata v0" in str(error)
+    # One flexible version lower first (the software name still goes out), then v0, then the
+    # Metadata v0 every Kafka answers, on a fourth connection.
+    assert error.transcript.versions_tried == (4, 3, 0) and error.transcript.connections == 4
+    assert [(r.header.request_api_key, r.header.request_api_version) for r in peer.requests] == [
+        (18, 4), (18, 3), (18, 0), (3, 0)
+    ]
 
 
 def test_peer_closing_mid_frame_without_a_second_connection_allowed() -> None:
@@ -233,7 +237,7 @@ def test_peer_closing_mid_frame_without_a_second_connection_allowed() -> None:
     assert peer.connections == 1
 
 
-def test_peer_closing_mid_frame_then_answering_v0_on_a_new_connection() -> None:
+def test_peer_closing_mid_frame_then_answering_v3_on_a_new_connection() -> None:
     def script(conn: socket.socket, index: int, peer: Peer) -> None:
         request = read_request(conn, peer)
         reply = api_versions_reply(request)
@@ -245,8 +249,8 @@ def test_peer_closing_mid_frame_then_answering_v0_on_a_new_connection() -> None:
         caps = probe_broker(peer.host, peer.port, QUICK, node_id=7)
     assert caps.node == peer.node and caps.node_id == 7
     assert dict(caps.api_ranges) == {3: VersionRange(0, 12), 18: VersionRange(0, 3)}
-    assert caps.transcript is not None and caps.transcript.versions_tried == (4, 0)
-    assert [a.outcome for a in caps.transcript.attempts] == ["closed", "ok"]
+    assert caps.transcript is not None and caps.transcript.versions_tried == (4, 3)
+    assert [a.outcome for a in caps.transcript.attempts] == ["closed-step-down", "ok"]
     assert peer.client_closed == [True]  # the probe closed its socket before returning
 
 
