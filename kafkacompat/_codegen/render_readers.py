@@ -299,7 +299,10 @@ class ReaderRenderer:
         with opened:
             if folded:
                 out("pos -= 1")
-            out(f"count{site}, pos = _wire.read_uvarint(buf, pos)")
+            # Held to Kafka's limit before the loop; unknown fields gathered in a list, since
+            # growing a tuple one field at a time is quadratic in a hostile section's size.
+            out(f"count{site}, pos = _wire.read_tag_count(buf, pos)")
+            out(f"seen{site}: list[tuple[int, bytes]] = []")
             out(f"for _ in range(count{site}):")
             with out.block():
                 out(f"tag{site}, pos, {end} = _wire.read_tag_header(buf, pos)")
@@ -318,8 +321,11 @@ class ReaderRenderer:
                 if tagged:
                     out("else:")
                     with out.block():
-                        out(f"{unknown} = (*{unknown}, (tag{site}, bytes(buf[pos:{end}])))")
+                        out(f"seen{site}.append((tag{site}, bytes(buf[pos:{end}])))")
                         out(f"pos = {end}")
                 else:
-                    out(f"{unknown} = (*{unknown}, (tag{site}, bytes(buf[pos:{end}])))")
+                    out(f"seen{site}.append((tag{site}, bytes(buf[pos:{end}])))")
                     out(f"pos = {end}")
+            out(f"if seen{site}:")
+            with out.block():
+                out(f"{unknown} = tuple(seen{site})")

@@ -122,7 +122,7 @@ async def probe_cluster(
         bootstrap=bootstrap,
         cluster_id=metadata.cluster_id,
         controller_id=metadata.controller_id,
-        brokers=tuple(results[b.node_id] for b in targets),
+        brokers=tuple(results[node_id] for node_id in sorted(chosen)),  # shown by node id
         policy=cluster.config.policy,
         observed_at=datetime.now(UTC),
         all_brokers=all_brokers,

@@ -9,6 +9,7 @@ move along the same table through the machine's ``_take`` and ``_apply``; see
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -35,7 +36,7 @@ from kafkacompat.protocol.versions import VersionRange
 __all__ = ["LegacySteps", "failure_verdict", "mismatch_verdict"]
 
 
-class LegacySteps:
+class LegacySteps(ABC):
     """The steps of ``ApiVersionsHandshake`` for silent and closing brokers (a mixin)."""
 
     config: HandshakeConfig
@@ -52,9 +53,11 @@ class LegacySteps:
     _detected_release: str | None
 
     # Provided by ApiVersionsHandshake.
+    @abstractmethod
     def _expect(self, event: Event) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _take(
         self,
         event: Event,
@@ -64,20 +67,24 @@ class LegacySteps:
         next_version: int | None = None,
         flags: tuple[str, ...] = (),
     ) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _apply(self, event: Event, verdict: Verdict) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _stand_in(self, release: str, ranges: Mapping[int, VersionRange]) -> HandshakeResult:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _take_correlation_id(self) -> int:
-        raise NotImplementedError
+        ...
 
     @property
+    @abstractmethod
     def transcript(self) -> HandshakeTranscript:
-        raise NotImplementedError
+        ...
 
     # -- rule 9: quiet, probe, drain --------------------------------------------------------
 

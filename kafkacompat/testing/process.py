@@ -16,6 +16,7 @@ import os
 import subprocess
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import TracebackType
 from typing import IO, ClassVar, Self
@@ -30,7 +31,7 @@ _GRACE = 2.0  # seconds a broker has to exit by itself once its stdin closes
 _OUTPUT_SHOWN = 4000  # characters of each stream in an error message
 
 
-class BrokerProcess:
+class BrokerProcess(ABC):
     """A broker child process listening on 127.0.0.1 (subclasses say which)."""
 
     #: What the broker is called in messages.
@@ -54,16 +55,17 @@ class BrokerProcess:
     # -- what a launcher says -----------------------------------------------------------
 
     @property
+    @abstractmethod
     def command(self) -> list[str]:
-        raise NotImplementedError
+        """The broker's command line."""
 
     def environment(self) -> Mapping[str, str]:
         return dict(os.environ)
 
-    def prepare(self) -> None:
+    def prepare(self) -> None:  # noqa: B027 - a hook; most launchers need nothing here
         """Called before each start (e.g. to make a data directory)."""
 
-    def cleanup(self) -> None:
+    def cleanup(self) -> None:  # noqa: B027 - a hook; most launchers need nothing here
         """Called after each stop (e.g. to remove that directory)."""
 
     def discover_port(self, stdout: str) -> int | None:

@@ -115,11 +115,14 @@ def _r_AddOffsetsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequ
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AddOffsetsToTxnRequest)
         o1.transactional_id = s1_transactional_id
         o1.producer_id = s1_producer_id
@@ -189,11 +192,14 @@ def _r_AddOffsetsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRes
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AddOffsetsToTxnResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

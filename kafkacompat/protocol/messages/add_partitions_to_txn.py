@@ -233,11 +233,14 @@ def _r_AddPartitionsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddPartitionsToT
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -247,11 +250,14 @@ def _r_AddPartitionsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddPartitionsToT
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AddPartitionsToTxnRequest)
         o1.transactions = _wire.KeyedList()
         o1.v3_and_below_transactional_id = s1_v3_and_below_transactional_id
@@ -367,11 +373,14 @@ def _r_AddPartitionsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddPartitionsToT
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic)
                         o5.name = s5_name
                         o5.partitions = s5_partitions
@@ -381,11 +390,14 @@ def _r_AddPartitionsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddPartitionsToT
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AddPartitionsToTxnRequest__AddPartitionsToTxnTransaction)
                 o3.transactional_id = s3_transactional_id
                 o3.producer_id = s3_producer_id
@@ -398,11 +410,14 @@ def _r_AddPartitionsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddPartitionsToT
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AddPartitionsToTxnRequest)
         o1.transactions = s1_transactions
         o1.v3_and_below_transactional_id = ""
@@ -670,11 +685,14 @@ def _r_AddPartitionsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddPartitionsTo
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult)
                             o6.partition_index = s6_partition_index
                             o6.partition_error_code = s6_partition_error_code
@@ -684,11 +702,14 @@ def _r_AddPartitionsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddPartitionsTo
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult)
                 o3.name = s3_name
                 o3.results_by_partition = s3_results_by_partition
@@ -698,11 +719,14 @@ def _r_AddPartitionsToTxnResponse_1(buf: Any, pos: int) -> tuple[AddPartitionsTo
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AddPartitionsToTxnResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = 0
@@ -823,11 +847,14 @@ def _r_AddPartitionsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddPartitionsTo
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnPartitionResult)
                                     o8.partition_index = s8_partition_index
                                     o8.partition_error_code = s8_partition_error_code
@@ -837,11 +864,14 @@ def _r_AddPartitionsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddPartitionsTo
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnTopicResult)
                         o5.name = s5_name
                         o5.results_by_partition = s5_results_by_partition
@@ -851,11 +881,14 @@ def _r_AddPartitionsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddPartitionsTo
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AddPartitionsToTxnResponse__AddPartitionsToTxnResult)
                 o3.transactional_id = s3_transactional_id
                 o3.topic_results = s3_topic_results
@@ -865,11 +898,14 @@ def _r_AddPartitionsToTxnResponse_2(buf: Any, pos: int) -> tuple[AddPartitionsTo
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AddPartitionsToTxnResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

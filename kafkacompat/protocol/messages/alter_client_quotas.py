@@ -231,11 +231,14 @@ def _r_AlterClientQuotasRequest_1(buf: Any, pos: int) -> tuple[AlterClientQuotas
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_AlterClientQuotasRequest__EntityData)
                         o5.entity_type = s5_entity_type
                         o5.entity_name = s5_entity_name
@@ -266,11 +269,14 @@ def _r_AlterClientQuotasRequest_1(buf: Any, pos: int) -> tuple[AlterClientQuotas
                         u7 = _wire.EMPTY_TAGS
                         if t7:
                             pos -= 1
-                            count7, pos = _wire.read_uvarint(buf, pos)
+                            count7, pos = _wire.read_tag_count(buf, pos)
+                            seen7: list[tuple[int, bytes]] = []
                             for _ in range(count7):
                                 tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                seen7.append((tag7, bytes(buf[pos:end7])))
                                 pos = end7
+                            if seen7:
+                                u7 = tuple(seen7)
                         o7 = _new(_C_AlterClientQuotasRequest__OpData)
                         o7.key = s7_key
                         o7.value = s7_value
@@ -281,11 +287,14 @@ def _r_AlterClientQuotasRequest_1(buf: Any, pos: int) -> tuple[AlterClientQuotas
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AlterClientQuotasRequest__EntryData)
                 o3.entity = s3_entity
                 o3.ops = s3_ops
@@ -296,11 +305,14 @@ def _r_AlterClientQuotasRequest_1(buf: Any, pos: int) -> tuple[AlterClientQuotas
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AlterClientQuotasRequest)
         o1.entries = s1_entries
         o1.validate_only = s1_validate_only
@@ -590,11 +602,14 @@ def _r_AlterClientQuotasResponse_1(buf: Any, pos: int) -> tuple[AlterClientQuota
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_AlterClientQuotasResponse__EntityData)
                         o5.entity_type = s5_entity_type
                         o5.entity_name = s5_entity_name
@@ -604,11 +619,14 @@ def _r_AlterClientQuotasResponse_1(buf: Any, pos: int) -> tuple[AlterClientQuota
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AlterClientQuotasResponse__EntryData)
                 o3.error_code = s3_error_code
                 o3.error_message = s3_error_message
@@ -619,11 +637,14 @@ def _r_AlterClientQuotasResponse_1(buf: Any, pos: int) -> tuple[AlterClientQuota
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AlterClientQuotasResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.entries = s1_entries

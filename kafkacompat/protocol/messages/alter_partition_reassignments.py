@@ -152,11 +152,14 @@ def _r_AlterPartitionReassignmentsRequest_0(buf: Any, pos: int) -> tuple[AlterPa
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_AlterPartitionReassignmentsRequest__ReassignablePartition)
                         o5.partition_index = s5_partition_index
                         o5.replicas = s5_replicas
@@ -166,11 +169,14 @@ def _r_AlterPartitionReassignmentsRequest_0(buf: Any, pos: int) -> tuple[AlterPa
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AlterPartitionReassignmentsRequest__ReassignableTopic)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -180,11 +186,14 @@ def _r_AlterPartitionReassignmentsRequest_0(buf: Any, pos: int) -> tuple[AlterPa
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AlterPartitionReassignmentsRequest)
         o1.timeout_ms = s1_timeout_ms
         o1.allow_replication_factor_change = True
@@ -282,11 +291,14 @@ def _r_AlterPartitionReassignmentsRequest_1(buf: Any, pos: int) -> tuple[AlterPa
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_AlterPartitionReassignmentsRequest__ReassignablePartition)
                         o5.partition_index = s5_partition_index
                         o5.replicas = s5_replicas
@@ -296,11 +308,14 @@ def _r_AlterPartitionReassignmentsRequest_1(buf: Any, pos: int) -> tuple[AlterPa
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AlterPartitionReassignmentsRequest__ReassignableTopic)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -310,11 +325,14 @@ def _r_AlterPartitionReassignmentsRequest_1(buf: Any, pos: int) -> tuple[AlterPa
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AlterPartitionReassignmentsRequest)
         o1.timeout_ms = s1_timeout_ms
         o1.allow_replication_factor_change = s1_allow_replication_factor_change
@@ -470,11 +488,14 @@ def _r_AlterPartitionReassignmentsResponse_0(buf: Any, pos: int) -> tuple[AlterP
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse)
                         o5.partition_index = s5_partition_index
                         o5.error_code = s5_error_code
@@ -485,11 +506,14 @@ def _r_AlterPartitionReassignmentsResponse_0(buf: Any, pos: int) -> tuple[AlterP
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AlterPartitionReassignmentsResponse__ReassignableTopicResponse)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -499,11 +523,14 @@ def _r_AlterPartitionReassignmentsResponse_0(buf: Any, pos: int) -> tuple[AlterP
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AlterPartitionReassignmentsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.allow_replication_factor_change = True
@@ -613,11 +640,14 @@ def _r_AlterPartitionReassignmentsResponse_1(buf: Any, pos: int) -> tuple[AlterP
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_AlterPartitionReassignmentsResponse__ReassignablePartitionResponse)
                         o5.partition_index = s5_partition_index
                         o5.error_code = s5_error_code
@@ -628,11 +658,14 @@ def _r_AlterPartitionReassignmentsResponse_1(buf: Any, pos: int) -> tuple[AlterP
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AlterPartitionReassignmentsResponse__ReassignableTopicResponse)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -642,11 +675,14 @@ def _r_AlterPartitionReassignmentsResponse_1(buf: Any, pos: int) -> tuple[AlterP
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AlterPartitionReassignmentsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.allow_replication_factor_change = s1_allow_replication_factor_change

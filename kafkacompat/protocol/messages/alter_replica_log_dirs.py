@@ -228,11 +228,14 @@ def _r_AlterReplicaLogDirsRequest_1(buf: Any, pos: int) -> tuple[AlterReplicaLog
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic)
                         o5.name = s5_name
                         o5.partitions = s5_partitions
@@ -242,11 +245,14 @@ def _r_AlterReplicaLogDirsRequest_1(buf: Any, pos: int) -> tuple[AlterReplicaLog
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AlterReplicaLogDirsRequest__AlterReplicaLogDir)
                 o3.path = s3_path
                 o3.topics = s3_topics
@@ -256,11 +262,14 @@ def _r_AlterReplicaLogDirsRequest_1(buf: Any, pos: int) -> tuple[AlterReplicaLog
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AlterReplicaLogDirsRequest)
         o1.dirs = s1_dirs
         o1._unknown_tags = u1
@@ -530,11 +539,14 @@ def _r_AlterReplicaLogDirsResponse_1(buf: Any, pos: int) -> tuple[AlterReplicaLo
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_AlterReplicaLogDirsResponse__AlterReplicaLogDirPartitionResult)
                             o6.partition_index = s6_partition_index
                             o6.error_code = s6_error_code
@@ -544,11 +556,14 @@ def _r_AlterReplicaLogDirsResponse_1(buf: Any, pos: int) -> tuple[AlterReplicaLo
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AlterReplicaLogDirsResponse__AlterReplicaLogDirTopicResult)
                 o3.topic_name = s3_topic_name
                 o3.partitions = s3_partitions
@@ -558,11 +573,14 @@ def _r_AlterReplicaLogDirsResponse_1(buf: Any, pos: int) -> tuple[AlterReplicaLo
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AlterReplicaLogDirsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.results = s1_results

@@ -114,11 +114,14 @@ def _r_AlterUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[AlterUser
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AlterUserScramCredentialsRequest__ScramCredentialDeletion)
                 o3.name = s3_name
                 o3.mechanism = s3_mechanism
@@ -156,11 +159,14 @@ def _r_AlterUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[AlterUser
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_AlterUserScramCredentialsRequest__ScramCredentialUpsertion)
                 o5.name = s5_name
                 o5.mechanism = s5_mechanism
@@ -173,11 +179,14 @@ def _r_AlterUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[AlterUser
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AlterUserScramCredentialsRequest)
         o1.deletions = s1_deletions
         o1.upsertions = s1_upsertions
@@ -313,11 +322,14 @@ def _r_AlterUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[AlterUse
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_AlterUserScramCredentialsResponse__AlterUserScramCredentialsResult)
                 o3.user = s3_user
                 o3.error_code = s3_error_code
@@ -328,11 +340,14 @@ def _r_AlterUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[AlterUse
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(AlterUserScramCredentialsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.results = s1_results

@@ -132,11 +132,14 @@ def _r_ApiVersionsRequest_1(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ApiVersionsRequest)
         o1.client_software_name = s1_client_software_name
         o1.client_software_version = s1_client_software_version
@@ -355,11 +358,14 @@ def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                     u4 = _wire.EMPTY_TAGS
                     if t4:
                         pos -= 1
-                        count4, pos = _wire.read_uvarint(buf, pos)
+                        count4, pos = _wire.read_tag_count(buf, pos)
+                        seen4: list[tuple[int, bytes]] = []
                         for _ in range(count4):
                             tag4, pos, end4 = _wire.read_tag_header(buf, pos)
-                            u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                            seen4.append((tag4, bytes(buf[pos:end4])))
                             pos = end4
+                        if seen4:
+                            u4 = tuple(seen4)
                     o4 = _new(_C_ApiVersionsResponse__ApiVersion)
                     o4.api_key = s4_api_key
                     o4.min_version = s4_min_version
@@ -376,7 +382,8 @@ def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -405,11 +412,14 @@ def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_ApiVersionsResponse__SupportedFeatureKey)
                             o6.name = s6_name
                             o6.min_version = s6_min_version
@@ -449,11 +459,14 @@ def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                             u8 = _wire.EMPTY_TAGS
                             if t8:
                                 pos -= 1
-                                count8, pos = _wire.read_uvarint(buf, pos)
+                                count8, pos = _wire.read_tag_count(buf, pos)
+                                seen8: list[tuple[int, bytes]] = []
                                 for _ in range(count8):
                                     tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                    u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                    seen8.append((tag8, bytes(buf[pos:end8])))
                                     pos = end8
+                                if seen8:
+                                    u8 = tuple(seen8)
                             o8 = _new(_C_ApiVersionsResponse__FinalizedFeatureKey)
                             o8.name = s8_name
                             o8.max_version_level = s8_max_version_level
@@ -468,8 +481,10 @@ def _r_ApiVersionsResponse_2(buf: Any, pos: int) -> tuple[ApiVersionsResponse, i
                     if pos != end1:
                         raise DecodeError(f"tagged field 3 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ApiVersionsResponse)
         o1.error_code = s1_error_code
         o1.api_keys = s1_api_keys

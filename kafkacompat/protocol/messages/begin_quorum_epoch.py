@@ -262,11 +262,14 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_BeginQuorumEpochRequest__PartitionData)
                         o5.partition_index = s5_partition_index
                         o5.voter_directory_id = s5_voter_directory_id
@@ -278,11 +281,14 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_BeginQuorumEpochRequest__TopicData)
                 o3.topic_name = s3_topic_name
                 o3.partitions = s3_partitions
@@ -322,11 +328,14 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
                 u7 = _wire.EMPTY_TAGS
                 if t7:
                     pos -= 1
-                    count7, pos = _wire.read_uvarint(buf, pos)
+                    count7, pos = _wire.read_tag_count(buf, pos)
+                    seen7: list[tuple[int, bytes]] = []
                     for _ in range(count7):
                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        seen7.append((tag7, bytes(buf[pos:end7])))
                         pos = end7
+                    if seen7:
+                        u7 = tuple(seen7)
                 o7 = _new(_C_BeginQuorumEpochRequest__LeaderEndpoint)
                 o7.name = s7_name
                 o7.host = s7_host
@@ -337,11 +346,14 @@ def _r_BeginQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochRe
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(BeginQuorumEpochRequest)
         o1.cluster_id = s1_cluster_id
         o1.voter_id = s1_voter_id
@@ -643,11 +655,14 @@ def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochR
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_BeginQuorumEpochResponse__PartitionData)
                             o6.partition_index = s6_partition_index
                             o6.error_code = s6_error_code
@@ -659,11 +674,14 @@ def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochR
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_BeginQuorumEpochResponse__TopicData)
                 o3.topic_name = s3_topic_name
                 o3.partitions = s3_partitions
@@ -674,7 +692,8 @@ def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochR
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -705,11 +724,14 @@ def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochR
                             u8 = _wire.EMPTY_TAGS
                             if t8:
                                 pos -= 1
-                                count8, pos = _wire.read_uvarint(buf, pos)
+                                count8, pos = _wire.read_tag_count(buf, pos)
+                                seen8: list[tuple[int, bytes]] = []
                                 for _ in range(count8):
                                     tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                    u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                    seen8.append((tag8, bytes(buf[pos:end8])))
                                     pos = end8
+                                if seen8:
+                                    u8 = tuple(seen8)
                             o8 = _new(_C_BeginQuorumEpochResponse__NodeEndpoint)
                             o8.node_id = s8_node_id
                             o8.host = s8_host
@@ -719,8 +741,10 @@ def _r_BeginQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[BeginQuorumEpochR
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(BeginQuorumEpochResponse)
         o1.error_code = s1_error_code
         o1.topics = s1_topics

@@ -38,7 +38,8 @@ def _r_BeginTransactionRecord_0(buf: Any, pos: int) -> tuple[BeginTransactionRec
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -54,8 +55,10 @@ def _r_BeginTransactionRecord_0(buf: Any, pos: int) -> tuple[BeginTransactionRec
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(BeginTransactionRecord)
         o1.name = s1_name
         o1._unknown_tags = u1

@@ -143,11 +143,14 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_BrokerRegistrationRequest__Listener)
                 o3.name = s3_name
                 o3.host = s3_host
@@ -180,11 +183,14 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_BrokerRegistrationRequest__Feature)
                 o5.name = s5_name
                 o5.min_supported_version = s5_min_supported_version
@@ -204,11 +210,14 @@ def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrati
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(BrokerRegistrationRequest)
         o1.broker_id = s1_broker_id
         o1.cluster_id = s1_cluster_id
@@ -333,11 +342,14 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_BrokerRegistrationRequest__Listener)
                 o3.name = s3_name
                 o3.host = s3_host
@@ -370,11 +382,14 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_BrokerRegistrationRequest__Feature)
                 o5.name = s5_name
                 o5.min_supported_version = s5_min_supported_version
@@ -395,11 +410,14 @@ def _r_BrokerRegistrationRequest_1(buf: Any, pos: int) -> tuple[BrokerRegistrati
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(BrokerRegistrationRequest)
         o1.broker_id = s1_broker_id
         o1.cluster_id = s1_cluster_id
@@ -525,11 +543,14 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_BrokerRegistrationRequest__Listener)
                 o3.name = s3_name
                 o3.host = s3_host
@@ -562,11 +583,14 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_BrokerRegistrationRequest__Feature)
                 o5.name = s5_name
                 o5.min_supported_version = s5_min_supported_version
@@ -601,11 +625,14 @@ def _r_BrokerRegistrationRequest_2(buf: Any, pos: int) -> tuple[BrokerRegistrati
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(BrokerRegistrationRequest)
         o1.broker_id = s1_broker_id
         o1.cluster_id = s1_cluster_id
@@ -741,11 +768,14 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_BrokerRegistrationRequest__Listener)
                 o3.name = s3_name
                 o3.host = s3_host
@@ -778,11 +808,14 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_BrokerRegistrationRequest__Feature)
                 o5.name = s5_name
                 o5.min_supported_version = s5_min_supported_version
@@ -818,11 +851,14 @@ def _r_BrokerRegistrationRequest_3(buf: Any, pos: int) -> tuple[BrokerRegistrati
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(BrokerRegistrationRequest)
         o1.broker_id = s1_broker_id
         o1.cluster_id = s1_cluster_id
@@ -961,11 +997,14 @@ def _r_BrokerRegistrationResponse_0(buf: Any, pos: int) -> tuple[BrokerRegistrat
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(BrokerRegistrationResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

@@ -83,11 +83,14 @@ def _r_ClientQuotaRecord_0(buf: Any, pos: int) -> tuple[ClientQuotaRecord, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ClientQuotaRecord__EntityData)
                 o3.entity_type = s3_entity_type
                 o3.entity_name = s3_entity_name
@@ -107,11 +110,14 @@ def _r_ClientQuotaRecord_0(buf: Any, pos: int) -> tuple[ClientQuotaRecord, int]:
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ClientQuotaRecord)
         o1.entity = s1_entity
         o1.key = s1_key

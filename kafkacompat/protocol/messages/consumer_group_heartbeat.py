@@ -201,11 +201,14 @@ def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count4, pos = _wire.read_uvarint(buf, pos)
+                    count4, pos = _wire.read_tag_count(buf, pos)
+                    seen4: list[tuple[int, bytes]] = []
                     for _ in range(count4):
                         tag4, pos, end4 = _wire.read_tag_header(buf, pos)
-                        u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                        seen4.append((tag4, bytes(buf[pos:end4])))
                         pos = end4
+                    if seen4:
+                        u4 = tuple(seen4)
                 o4 = _new(_C_ConsumerGroupHeartbeatRequest__TopicPartitions)
                 o4.topic_id = s4_topic_id
                 o4.partitions = s4_partitions
@@ -215,11 +218,14 @@ def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGrou
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ConsumerGroupHeartbeatRequest)
         o1.group_id = s1_group_id
         o1.member_id = s1_member_id
@@ -441,11 +447,14 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count4, pos = _wire.read_uvarint(buf, pos)
+                    count4, pos = _wire.read_tag_count(buf, pos)
+                    seen4: list[tuple[int, bytes]] = []
                     for _ in range(count4):
                         tag4, pos, end4 = _wire.read_tag_header(buf, pos)
-                        u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                        seen4.append((tag4, bytes(buf[pos:end4])))
                         pos = end4
+                    if seen4:
+                        u4 = tuple(seen4)
                 o4 = _new(_C_ConsumerGroupHeartbeatRequest__TopicPartitions)
                 o4.topic_id = s4_topic_id
                 o4.partitions = s4_partitions
@@ -455,11 +464,14 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ConsumerGroupHeartbeatRequest)
         o1.group_id = s1_group_id
         o1.member_id = s1_member_id
@@ -657,11 +669,14 @@ def _r_ConsumerGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ConsumerGro
                     if buf[pos] == 0:
                         pos += 1
                     else:
-                        count4, pos = _wire.read_uvarint(buf, pos)
+                        count4, pos = _wire.read_tag_count(buf, pos)
+                        seen4: list[tuple[int, bytes]] = []
                         for _ in range(count4):
                             tag4, pos, end4 = _wire.read_tag_header(buf, pos)
-                            u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                            seen4.append((tag4, bytes(buf[pos:end4])))
                             pos = end4
+                        if seen4:
+                            u4 = tuple(seen4)
                     o4 = _new(_C_ConsumerGroupHeartbeatResponse__TopicPartitions)
                     o4.topic_id = s4_topic_id
                     o4.partitions = s4_partitions
@@ -671,11 +686,14 @@ def _r_ConsumerGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ConsumerGro
             if buf[pos] == 0:
                 pos += 1
             else:
-                count2, pos = _wire.read_uvarint(buf, pos)
+                count2, pos = _wire.read_tag_count(buf, pos)
+                seen2: list[tuple[int, bytes]] = []
                 for _ in range(count2):
                     tag2, pos, end2 = _wire.read_tag_header(buf, pos)
-                    u2 = (*u2, (tag2, bytes(buf[pos:end2])))
+                    seen2.append((tag2, bytes(buf[pos:end2])))
                     pos = end2
+                if seen2:
+                    u2 = tuple(seen2)
             o2 = _new(_C_ConsumerGroupHeartbeatResponse__Assignment)
             o2.topic_partitions = s2_topic_partitions
             o2._unknown_tags = u2
@@ -684,11 +702,14 @@ def _r_ConsumerGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ConsumerGro
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ConsumerGroupHeartbeatResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

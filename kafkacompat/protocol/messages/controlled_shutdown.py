@@ -114,11 +114,14 @@ def _r_ControlledShutdownRequest_2(buf: Any, pos: int) -> tuple[ControlledShutdo
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ControlledShutdownRequest)
         o1.broker_id = s1_broker_id
         o1.broker_epoch = s1_broker_epoch
@@ -219,11 +222,14 @@ def _r_ControlledShutdownResponse_1(buf: Any, pos: int) -> tuple[ControlledShutd
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ControlledShutdownResponse__RemainingPartition)
                 o3.topic_name = s3_topic_name
                 o3.partition_index = s3_partition_index
@@ -233,11 +239,14 @@ def _r_ControlledShutdownResponse_1(buf: Any, pos: int) -> tuple[ControlledShutd
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ControlledShutdownResponse)
         o1.error_code = s1_error_code
         o1.remaining_partitions = s1_remaining_partitions

@@ -127,11 +127,14 @@ def _r_ControllerRegistrationRequest_0(buf: Any, pos: int) -> tuple[ControllerRe
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ControllerRegistrationRequest__Listener)
                 o3.name = s3_name
                 o3.host = s3_host
@@ -164,11 +167,14 @@ def _r_ControllerRegistrationRequest_0(buf: Any, pos: int) -> tuple[ControllerRe
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_ControllerRegistrationRequest__Feature)
                 o5.name = s5_name
                 o5.min_supported_version = s5_min_supported_version
@@ -179,11 +185,14 @@ def _r_ControllerRegistrationRequest_0(buf: Any, pos: int) -> tuple[ControllerRe
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ControllerRegistrationRequest)
         o1.controller_id = s1_controller_id
         o1.incarnation_id = s1_incarnation_id
@@ -303,11 +312,14 @@ def _r_ControllerRegistrationResponse_0(buf: Any, pos: int) -> tuple[ControllerR
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ControllerRegistrationResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

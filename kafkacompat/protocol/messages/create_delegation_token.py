@@ -171,11 +171,14 @@ def _r_CreateDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[CreateDelegat
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_CreateDelegationTokenRequest__CreatableRenewers)
                 o3.principal_type = s3_principal_type
                 o3.principal_name = s3_principal_name
@@ -186,11 +189,14 @@ def _r_CreateDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[CreateDelegat
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(CreateDelegationTokenRequest)
         o1.owner_principal_type = ""
         o1.owner_principal_name = ""
@@ -288,11 +294,14 @@ def _r_CreateDelegationTokenRequest_2(buf: Any, pos: int) -> tuple[CreateDelegat
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_CreateDelegationTokenRequest__CreatableRenewers)
                 o3.principal_type = s3_principal_type
                 o3.principal_name = s3_principal_name
@@ -303,11 +312,14 @@ def _r_CreateDelegationTokenRequest_2(buf: Any, pos: int) -> tuple[CreateDelegat
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(CreateDelegationTokenRequest)
         o1.owner_principal_type = s1_owner_principal_type
         o1.owner_principal_name = s1_owner_principal_name
@@ -511,11 +523,14 @@ def _r_CreateDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[CreateDelega
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(CreateDelegationTokenResponse)
         o1.error_code = s1_error_code
         o1.principal_type = s1_principal_type
@@ -644,11 +659,14 @@ def _r_CreateDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[CreateDelega
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(CreateDelegationTokenResponse)
         o1.error_code = s1_error_code
         o1.principal_type = s1_principal_type

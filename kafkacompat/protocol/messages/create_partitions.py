@@ -212,11 +212,14 @@ def _r_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRe
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_CreatePartitionsRequest__CreatePartitionsAssignment)
                         o5.broker_ids = s5_broker_ids
                         o5._unknown_tags = u5
@@ -225,11 +228,14 @@ def _r_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRe
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_CreatePartitionsRequest__CreatePartitionsTopic)
                 o3.name = s3_name
                 o3.count = s3_count
@@ -241,11 +247,14 @@ def _r_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRe
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(CreatePartitionsRequest)
         o1.topics = s1_topics
         o1.timeout_ms = s1_timeout_ms
@@ -463,11 +472,14 @@ def _r_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsR
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_CreatePartitionsResponse__CreatePartitionsTopicResult)
                 o3.name = s3_name
                 o3.error_code = s3_error_code
@@ -478,11 +490,14 @@ def _r_CreatePartitionsResponse_1(buf: Any, pos: int) -> tuple[CreatePartitionsR
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(CreatePartitionsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.results = s1_results

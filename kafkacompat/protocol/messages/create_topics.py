@@ -379,11 +379,14 @@ def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_CreateTopicsRequest__CreatableReplicaAssignment)
                         o5.partition_index = s5_partition_index
                         o5.broker_ids = s5_broker_ids
@@ -422,11 +425,14 @@ def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count7, pos = _wire.read_uvarint(buf, pos)
+                            count7, pos = _wire.read_tag_count(buf, pos)
+                            seen7: list[tuple[int, bytes]] = []
                             for _ in range(count7):
                                 tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                seen7.append((tag7, bytes(buf[pos:end7])))
                                 pos = end7
+                            if seen7:
+                                u7 = tuple(seen7)
                         o7 = _new(_C_CreateTopicsRequest__CreatableTopicConfig)
                         o7.name = s7_name
                         o7.value = s7_value
@@ -436,11 +442,14 @@ def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_CreateTopicsRequest__CreatableTopic)
                 o3.name = s3_name
                 o3.num_partitions = s3_num_partitions
@@ -454,11 +463,14 @@ def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(CreateTopicsRequest)
         o1.topics = s1_topics
         o1.timeout_ms = s1_timeout_ms
@@ -876,11 +888,14 @@ def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_CreateTopicsResponse__CreatableTopicConfigs)
                         o5.name = s5_name
                         o5.value = s5_value
@@ -894,7 +909,8 @@ def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
                         if tag3 == 0:
@@ -903,8 +919,10 @@ def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                             if pos != end3:
                                 raise DecodeError(f"tagged field 0 should end at byte {end3} but its value ends at {pos}", offset=pos)
                         else:
-                            u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                            seen3.append((tag3, bytes(buf[pos:end3])))
                             pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_CreateTopicsResponse__CreatableTopicResult)
                 o3.name = s3_name
                 o3.topic_id = _wire.ZERO_UUID
@@ -920,11 +938,14 @@ def _r_CreateTopicsResponse_3(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(CreateTopicsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.topics = s1_topics
@@ -1037,11 +1058,14 @@ def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_CreateTopicsResponse__CreatableTopicConfigs)
                         o5.name = s5_name
                         o5.value = s5_value
@@ -1055,7 +1079,8 @@ def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
                         if tag3 == 0:
@@ -1064,8 +1089,10 @@ def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
                             if pos != end3:
                                 raise DecodeError(f"tagged field 0 should end at byte {end3} but its value ends at {pos}", offset=pos)
                         else:
-                            u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                            seen3.append((tag3, bytes(buf[pos:end3])))
                             pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_CreateTopicsResponse__CreatableTopicResult)
                 o3.name = s3_name
                 o3.topic_id = s3_topic_id
@@ -1081,11 +1108,14 @@ def _r_CreateTopicsResponse_4(buf: Any, pos: int) -> tuple[CreateTopicsResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(CreateTopicsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.topics = s1_topics

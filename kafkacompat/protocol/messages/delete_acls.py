@@ -254,11 +254,14 @@ def _r_DeleteAclsRequest_2(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DeleteAclsRequest__DeleteAclsFilter)
                 o3.resource_type_filter = s3_resource_type_filter
                 o3.resource_name_filter = s3_resource_name_filter
@@ -273,11 +276,14 @@ def _r_DeleteAclsRequest_2(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DeleteAclsRequest)
         o1.filters = s1_filters
         o1._unknown_tags = u1
@@ -634,11 +640,14 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DeleteAclsResponse__DeleteAclsMatchingAcl)
                         o5.error_code = s5_error_code
                         o5.error_message = s5_error_message
@@ -655,11 +664,14 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DeleteAclsResponse__DeleteAclsFilterResult)
                 o3.error_code = s3_error_code
                 o3.error_message = s3_error_message
@@ -670,11 +682,14 @@ def _r_DeleteAclsResponse_2(buf: Any, pos: int) -> tuple[DeleteAclsResponse, int
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DeleteAclsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.filter_results = s1_filter_results

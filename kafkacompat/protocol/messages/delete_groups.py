@@ -129,11 +129,14 @@ def _r_DeleteGroupsRequest_1(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DeleteGroupsRequest)
         o1.groups_names = s1_groups_names
         o1._unknown_tags = u1
@@ -251,11 +254,14 @@ def _r_DeleteGroupsResponse_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse,
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DeleteGroupsResponse__DeletableGroupResult)
                 o3.group_id = s3_group_id
                 o3.error_code = s3_error_code
@@ -265,11 +271,14 @@ def _r_DeleteGroupsResponse_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DeleteGroupsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.results = s1_results

@@ -225,11 +225,14 @@ def _r_DeleteRecordsRequest_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest,
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_DeleteRecordsRequest__DeleteRecordsPartition)
                             o6.partition_index = s6_partition_index
                             o6.offset = s6_offset
@@ -239,11 +242,14 @@ def _r_DeleteRecordsRequest_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest,
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DeleteRecordsRequest__DeleteRecordsTopic)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -254,11 +260,14 @@ def _r_DeleteRecordsRequest_1(buf: Any, pos: int) -> tuple[DeleteRecordsRequest,
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DeleteRecordsRequest)
         o1.topics = s1_topics
         o1.timeout_ms = s1_timeout_ms
@@ -499,11 +508,14 @@ def _r_DeleteRecordsResponse_1(buf: Any, pos: int) -> tuple[DeleteRecordsRespons
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_DeleteRecordsResponse__DeleteRecordsPartitionResult)
                             o6.partition_index = s6_partition_index
                             o6.low_watermark = s6_low_watermark
@@ -514,11 +526,14 @@ def _r_DeleteRecordsResponse_1(buf: Any, pos: int) -> tuple[DeleteRecordsRespons
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DeleteRecordsResponse__DeleteRecordsTopicResult)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -528,11 +543,14 @@ def _r_DeleteRecordsResponse_1(buf: Any, pos: int) -> tuple[DeleteRecordsRespons
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DeleteRecordsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.topics = s1_topics

@@ -158,11 +158,14 @@ def _r_DeleteTopicsRequest_1(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DeleteTopicsRequest)
         o1.topics = []
         o1.topic_names = s1_topic_names
@@ -237,11 +240,14 @@ def _r_DeleteTopicsRequest_2(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DeleteTopicsRequest__DeleteTopicState)
                 o3.name = s3_name
                 o3.topic_id = s3_topic_id
@@ -252,11 +258,14 @@ def _r_DeleteTopicsRequest_2(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, i
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DeleteTopicsRequest)
         o1.topics = s1_topics
         o1.topic_names = []
@@ -438,11 +447,14 @@ def _r_DeleteTopicsResponse_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DeleteTopicsResponse__DeletableTopicResult)
                 o3.name = s3_name
                 o3.topic_id = _wire.ZERO_UUID
@@ -454,11 +466,14 @@ def _r_DeleteTopicsResponse_2(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DeleteTopicsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.responses = s1_responses
@@ -535,11 +550,14 @@ def _r_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DeleteTopicsResponse__DeletableTopicResult)
                 o3.name = s3_name
                 o3.topic_id = _wire.ZERO_UUID
@@ -551,11 +569,14 @@ def _r_DeleteTopicsResponse_3(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DeleteTopicsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.responses = s1_responses
@@ -634,11 +655,14 @@ def _r_DeleteTopicsResponse_4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DeleteTopicsResponse__DeletableTopicResult)
                 o3.name = s3_name
                 o3.topic_id = s3_topic_id
@@ -650,11 +674,14 @@ def _r_DeleteTopicsResponse_4(buf: Any, pos: int) -> tuple[DeleteTopicsResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DeleteTopicsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.responses = s1_responses

@@ -181,11 +181,14 @@ def _r_DescribeClientQuotasRequest_1(buf: Any, pos: int) -> tuple[DescribeClient
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeClientQuotasRequest__ComponentData)
                 o3.entity_type = s3_entity_type
                 o3.match_type = s3_match_type
@@ -197,11 +200,14 @@ def _r_DescribeClientQuotasRequest_1(buf: Any, pos: int) -> tuple[DescribeClient
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeClientQuotasRequest)
         o1.components = s1_components
         o1.strict = s1_strict
@@ -425,11 +431,14 @@ def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClien
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeClientQuotasResponse__EntityData)
                         o5.entity_type = s5_entity_type
                         o5.entity_name = s5_entity_name
@@ -460,11 +469,14 @@ def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClien
                         u7 = _wire.EMPTY_TAGS
                         if t7:
                             pos -= 1
-                            count7, pos = _wire.read_uvarint(buf, pos)
+                            count7, pos = _wire.read_tag_count(buf, pos)
+                            seen7: list[tuple[int, bytes]] = []
                             for _ in range(count7):
                                 tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                seen7.append((tag7, bytes(buf[pos:end7])))
                                 pos = end7
+                            if seen7:
+                                u7 = tuple(seen7)
                         o7 = _new(_C_DescribeClientQuotasResponse__ValueData)
                         o7.key = s7_key
                         o7.value = s7_value
@@ -474,11 +486,14 @@ def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClien
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeClientQuotasResponse__EntryData)
                 o3.entity = s3_entity
                 o3.values = s3_values
@@ -488,11 +503,14 @@ def _r_DescribeClientQuotasResponse_1(buf: Any, pos: int) -> tuple[DescribeClien
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeClientQuotasResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

@@ -354,11 +354,14 @@ def _r_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeConfigsRequest__DescribeConfigsResource)
                 o3.resource_type = s3_resource_type
                 o3.resource_name = s3_resource_name
@@ -370,11 +373,14 @@ def _r_DescribeConfigsRequest_3(buf: Any, pos: int) -> tuple[DescribeConfigsRequ
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeConfigsRequest)
         o1.resources = s1_resources
         o1.include_synonyms = s1_include_synonyms
@@ -863,11 +869,14 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                                 u7 = _wire.EMPTY_TAGS
                                 if t7:
                                     pos -= 1
-                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
                                     for _ in range(count7):
                                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
                                         pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
                                 o7 = _new(_C_DescribeConfigsResponse__DescribeConfigsSynonym)
                                 o7.name = s7_name
                                 o7.value = s7_value
@@ -889,11 +898,14 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeConfigsResponse__DescribeConfigsResourceResult)
                         o5.name = s5_name
                         o5.value = s5_value
@@ -910,11 +922,14 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeConfigsResponse__DescribeConfigsResult)
                 o3.error_code = s3_error_code
                 o3.error_message = s3_error_message
@@ -927,11 +942,14 @@ def _r_DescribeConfigsResponse_3(buf: Any, pos: int) -> tuple[DescribeConfigsRes
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeConfigsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.results = s1_results

@@ -174,11 +174,14 @@ def _r_DescribeDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[DescribeDel
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeDelegationTokenRequest__DescribeDelegationTokenOwner)
                 o3.principal_type = s3_principal_type
                 o3.principal_name = s3_principal_name
@@ -188,11 +191,14 @@ def _r_DescribeDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[DescribeDel
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeDelegationTokenRequest)
         o1.owners = s1_owners
         o1._unknown_tags = u1
@@ -440,11 +446,14 @@ def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDe
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer)
                         o5.principal_type = s5_principal_type
                         o5.principal_name = s5_principal_name
@@ -454,11 +463,14 @@ def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDe
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationToken)
                 o3.principal_type = s3_principal_type
                 o3.principal_name = s3_principal_name
@@ -477,11 +489,14 @@ def _r_DescribeDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[DescribeDe
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeDelegationTokenResponse)
         o1.error_code = s1_error_code
         o1.tokens = s1_tokens
@@ -620,11 +635,14 @@ def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDe
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationTokenRenewer)
                         o5.principal_type = s5_principal_type
                         o5.principal_name = s5_principal_name
@@ -634,11 +652,14 @@ def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDe
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeDelegationTokenResponse__DescribedDelegationToken)
                 o3.principal_type = s3_principal_type
                 o3.principal_name = s3_principal_name
@@ -657,11 +678,14 @@ def _r_DescribeDelegationTokenResponse_2(buf: Any, pos: int) -> tuple[DescribeDe
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeDelegationTokenResponse)
         o1.error_code = s1_error_code
         o1.tokens = s1_tokens

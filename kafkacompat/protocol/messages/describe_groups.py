@@ -197,11 +197,14 @@ def _r_DescribeGroupsRequest_2(buf: Any, pos: int) -> tuple[DescribeGroupsReques
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeGroupsRequest)
         o1.groups = s1_groups
         o1.include_authorized_operations = s1_include_authorized_operations
@@ -736,11 +739,14 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeGroupsResponse__DescribedGroupMember)
                         o5.member_id = s5_member_id
                         o5.group_instance_id = s5_group_instance_id
@@ -755,11 +761,14 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeGroupsResponse__DescribedGroup)
                 o3.error_code = s3_error_code
                 o3.error_message = None
@@ -775,11 +784,14 @@ def _r_DescribeGroupsResponse_4(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeGroupsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.groups = s1_groups
@@ -939,11 +951,14 @@ def _r_DescribeGroupsResponse_5(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeGroupsResponse__DescribedGroupMember)
                         o5.member_id = s5_member_id
                         o5.group_instance_id = s5_group_instance_id
@@ -958,11 +973,14 @@ def _r_DescribeGroupsResponse_5(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeGroupsResponse__DescribedGroup)
                 o3.error_code = s3_error_code
                 o3.error_message = s3_error_message
@@ -978,11 +996,14 @@ def _r_DescribeGroupsResponse_5(buf: Any, pos: int) -> tuple[DescribeGroupsRespo
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeGroupsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.groups = s1_groups

@@ -202,11 +202,14 @@ def _r_DescribeLogDirsRequest_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRequ
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeLogDirsRequest__DescribableLogDirTopic)
                 o3.topic = s3_topic
                 o3.partitions = s3_partitions
@@ -216,11 +219,14 @@ def _r_DescribeLogDirsRequest_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRequ
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeLogDirsRequest)
         o1.topics = s1_topics
         o1._unknown_tags = u1
@@ -493,11 +499,14 @@ def _r_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
                                     o8.partition_index = s8_partition_index
                                     o8.partition_size = s8_partition_size
@@ -509,11 +518,14 @@ def _r_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsTopic)
                         o5.name = s5_name
                         o5.partitions = s5_partitions
@@ -523,11 +535,14 @@ def _r_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsResult)
                 o3.error_code = s3_error_code
                 o3.log_dir = s3_log_dir
@@ -541,11 +556,14 @@ def _r_DescribeLogDirsResponse_1(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeLogDirsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = 0
@@ -667,11 +685,14 @@ def _r_DescribeLogDirsResponse_2(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
                                     o8.partition_index = s8_partition_index
                                     o8.partition_size = s8_partition_size
@@ -683,11 +704,14 @@ def _r_DescribeLogDirsResponse_2(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsTopic)
                         o5.name = s5_name
                         o5.partitions = s5_partitions
@@ -697,11 +721,14 @@ def _r_DescribeLogDirsResponse_2(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsResult)
                 o3.error_code = s3_error_code
                 o3.log_dir = s3_log_dir
@@ -715,11 +742,14 @@ def _r_DescribeLogDirsResponse_2(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeLogDirsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code
@@ -841,11 +871,14 @@ def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
                                     o8.partition_index = s8_partition_index
                                     o8.partition_size = s8_partition_size
@@ -857,11 +890,14 @@ def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsTopic)
                         o5.name = s5_name
                         o5.partitions = s5_partitions
@@ -872,11 +908,14 @@ def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsResult)
                 o3.error_code = s3_error_code
                 o3.log_dir = s3_log_dir
@@ -890,11 +929,14 @@ def _r_DescribeLogDirsResponse_3(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeLogDirsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code
@@ -1016,11 +1058,14 @@ def _r_DescribeLogDirsResponse_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsPartition)
                                     o8.partition_index = s8_partition_index
                                     o8.partition_size = s8_partition_size
@@ -1032,11 +1077,14 @@ def _r_DescribeLogDirsResponse_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsTopic)
                         o5.name = s5_name
                         o5.partitions = s5_partitions
@@ -1047,11 +1095,14 @@ def _r_DescribeLogDirsResponse_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeLogDirsResponse__DescribeLogDirsResult)
                 o3.error_code = s3_error_code
                 o3.log_dir = s3_log_dir
@@ -1065,11 +1116,14 @@ def _r_DescribeLogDirsResponse_4(buf: Any, pos: int) -> tuple[DescribeLogDirsRes
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeLogDirsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

@@ -194,11 +194,14 @@ def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumReques
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_DescribeQuorumRequest__PartitionData)
                             o6.partition_index = s6_partition_index
                             o6._unknown_tags = u6
@@ -207,11 +210,14 @@ def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumReques
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeQuorumRequest__TopicData)
                 o3.topic_name = s3_topic_name
                 o3.partitions = s3_partitions
@@ -221,11 +227,14 @@ def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumReques
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeQuorumRequest)
         o1.topics = s1_topics
         o1._unknown_tags = u1
@@ -380,11 +389,14 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_DescribeQuorumResponse__ReplicaState)
                                     o8.replica_id = s8_replica_id
                                     o8.replica_directory_id = _wire.ZERO_UUID
@@ -428,11 +440,14 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                     u11 = _wire.EMPTY_TAGS
                                     if t11:
                                         pos -= 1
-                                        count11, pos = _wire.read_uvarint(buf, pos)
+                                        count11, pos = _wire.read_tag_count(buf, pos)
+                                        seen11: list[tuple[int, bytes]] = []
                                         for _ in range(count11):
                                             tag11, pos, end11 = _wire.read_tag_header(buf, pos)
-                                            u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                                            seen11.append((tag11, bytes(buf[pos:end11])))
                                             pos = end11
+                                        if seen11:
+                                            u11 = tuple(seen11)
                                     o11 = _new(_C_DescribeQuorumResponse__ReplicaState)
                                     o11.replica_id = s11_replica_id
                                     o11.replica_directory_id = _wire.ZERO_UUID
@@ -445,11 +460,14 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeQuorumResponse__PartitionData)
                         o5.partition_index = s5_partition_index
                         o5.error_code = s5_error_code
@@ -465,11 +483,14 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeQuorumResponse__TopicData)
                 o3.topic_name = s3_topic_name
                 o3.partitions = s3_partitions
@@ -479,11 +500,14 @@ def _r_DescribeQuorumResponse_0(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeQuorumResponse)
         o1.error_code = s1_error_code
         o1.error_message = ""
@@ -602,11 +626,14 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_DescribeQuorumResponse__ReplicaState)
                                     o8.replica_id = s8_replica_id
                                     o8.replica_directory_id = _wire.ZERO_UUID
@@ -650,11 +677,14 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                     u11 = _wire.EMPTY_TAGS
                                     if t11:
                                         pos -= 1
-                                        count11, pos = _wire.read_uvarint(buf, pos)
+                                        count11, pos = _wire.read_tag_count(buf, pos)
+                                        seen11: list[tuple[int, bytes]] = []
                                         for _ in range(count11):
                                             tag11, pos, end11 = _wire.read_tag_header(buf, pos)
-                                            u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                                            seen11.append((tag11, bytes(buf[pos:end11])))
                                             pos = end11
+                                        if seen11:
+                                            u11 = tuple(seen11)
                                     o11 = _new(_C_DescribeQuorumResponse__ReplicaState)
                                     o11.replica_id = s11_replica_id
                                     o11.replica_directory_id = _wire.ZERO_UUID
@@ -667,11 +697,14 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeQuorumResponse__PartitionData)
                         o5.partition_index = s5_partition_index
                         o5.error_code = s5_error_code
@@ -687,11 +720,14 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeQuorumResponse__TopicData)
                 o3.topic_name = s3_topic_name
                 o3.partitions = s3_partitions
@@ -701,11 +737,14 @@ def _r_DescribeQuorumResponse_1(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeQuorumResponse)
         o1.error_code = s1_error_code
         o1.error_message = ""
@@ -834,11 +873,14 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 u7 = _wire.EMPTY_TAGS
                                 if t7:
                                     pos -= 1
-                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
                                     for _ in range(count7):
                                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
                                         pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
                                 o7 = _new(_C_DescribeQuorumResponse__ReplicaState)
                                 o7.replica_id = s7_replica_id
                                 o7.replica_directory_id = s7_replica_directory_id
@@ -866,11 +908,14 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                                 u9 = _wire.EMPTY_TAGS
                                 if t9:
                                     pos -= 1
-                                    count9, pos = _wire.read_uvarint(buf, pos)
+                                    count9, pos = _wire.read_tag_count(buf, pos)
+                                    seen9: list[tuple[int, bytes]] = []
                                     for _ in range(count9):
                                         tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                                        u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                        seen9.append((tag9, bytes(buf[pos:end9])))
                                         pos = end9
+                                    if seen9:
+                                        u9 = tuple(seen9)
                                 o9 = _new(_C_DescribeQuorumResponse__ReplicaState)
                                 o9.replica_id = s9_replica_id
                                 o9.replica_directory_id = s9_replica_directory_id
@@ -883,11 +928,14 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeQuorumResponse__PartitionData)
                         o5.partition_index = s5_partition_index
                         o5.error_code = s5_error_code
@@ -903,11 +951,14 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeQuorumResponse__TopicData)
                 o3.topic_name = s3_topic_name
                 o3.partitions = s3_partitions
@@ -960,11 +1011,14 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                         u13 = _wire.EMPTY_TAGS
                         if t13:
                             pos -= 1
-                            count13, pos = _wire.read_uvarint(buf, pos)
+                            count13, pos = _wire.read_tag_count(buf, pos)
+                            seen13: list[tuple[int, bytes]] = []
                             for _ in range(count13):
                                 tag13, pos, end13 = _wire.read_tag_header(buf, pos)
-                                u13 = (*u13, (tag13, bytes(buf[pos:end13])))
+                                seen13.append((tag13, bytes(buf[pos:end13])))
                                 pos = end13
+                            if seen13:
+                                u13 = tuple(seen13)
                         o13 = _new(_C_DescribeQuorumResponse__Listener)
                         o13.name = s13_name
                         o13.host = s13_host
@@ -975,11 +1029,14 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count11, pos = _wire.read_uvarint(buf, pos)
+                    count11, pos = _wire.read_tag_count(buf, pos)
+                    seen11: list[tuple[int, bytes]] = []
                     for _ in range(count11):
                         tag11, pos, end11 = _wire.read_tag_header(buf, pos)
-                        u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                        seen11.append((tag11, bytes(buf[pos:end11])))
                         pos = end11
+                    if seen11:
+                        u11 = tuple(seen11)
                 o11 = _new(_C_DescribeQuorumResponse__Node)
                 o11.node_id = s11_node_id
                 o11.listeners = s11_listeners
@@ -989,11 +1046,14 @@ def _r_DescribeQuorumResponse_2(buf: Any, pos: int) -> tuple[DescribeQuorumRespo
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeQuorumResponse)
         o1.error_code = s1_error_code
         o1.error_message = s1_error_message

@@ -141,11 +141,14 @@ def _r_DescribeTopicPartitionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTop
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeTopicPartitionsRequest__TopicRequest)
                 o3.name = s3_name
                 o3._unknown_tags = u3
@@ -171,11 +174,14 @@ def _r_DescribeTopicPartitionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTop
             u4 = _wire.EMPTY_TAGS
             if t4:
                 pos -= 1
-                count4, pos = _wire.read_uvarint(buf, pos)
+                count4, pos = _wire.read_tag_count(buf, pos)
+                seen4: list[tuple[int, bytes]] = []
                 for _ in range(count4):
                     tag4, pos, end4 = _wire.read_tag_header(buf, pos)
-                    u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                    seen4.append((tag4, bytes(buf[pos:end4])))
                     pos = end4
+                if seen4:
+                    u4 = tuple(seen4)
             o4 = _new(_C_DescribeTopicPartitionsRequest__Cursor)
             o4.topic_name = s4_topic_name
             o4.partition_index = s4_partition_index
@@ -185,11 +191,14 @@ def _r_DescribeTopicPartitionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTop
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeTopicPartitionsRequest)
         o1.topics = s1_topics
         o1.response_partition_limit = s1_response_partition_limit
@@ -400,11 +409,14 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition)
                         o5.error_code = s5_error_code
                         o5.partition_index = s5_partition_index
@@ -422,11 +434,14 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponseTopic)
                 o3.error_code = s3_error_code
                 o3.name = s3_name
@@ -455,11 +470,14 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
             u6 = _wire.EMPTY_TAGS
             if t6:
                 pos -= 1
-                count6, pos = _wire.read_uvarint(buf, pos)
+                count6, pos = _wire.read_tag_count(buf, pos)
+                seen6: list[tuple[int, bytes]] = []
                 for _ in range(count6):
                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                    seen6.append((tag6, bytes(buf[pos:end6])))
                     pos = end6
+                if seen6:
+                    u6 = tuple(seen6)
             o6 = _new(_C_DescribeTopicPartitionsResponse__Cursor)
             o6.topic_name = s6_topic_name
             o6.partition_index = s6_partition_index
@@ -469,11 +487,14 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeTopicPartitionsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.topics = s1_topics

@@ -103,11 +103,14 @@ def _r_DescribeTransactionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTransa
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeTransactionsRequest)
         o1.transactional_ids = s1_transactional_ids
         o1._unknown_tags = u1
@@ -227,11 +230,14 @@ def _r_DescribeTransactionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTrans
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_DescribeTransactionsResponse__TopicData)
                         o5.topic = s5_topic
                         o5.partitions = s5_partitions
@@ -241,11 +247,14 @@ def _r_DescribeTransactionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTrans
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeTransactionsResponse__TransactionState)
                 o3.error_code = s3_error_code
                 o3.transactional_id = s3_transactional_id
@@ -261,11 +270,14 @@ def _r_DescribeTransactionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTrans
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeTransactionsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.transaction_states = s1_transaction_states

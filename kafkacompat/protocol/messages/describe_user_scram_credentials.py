@@ -108,11 +108,14 @@ def _r_DescribeUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[Descri
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeUserScramCredentialsRequest__UserName)
                 o3.name = s3_name
                 o3._unknown_tags = u3
@@ -121,11 +124,14 @@ def _r_DescribeUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[Descri
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeUserScramCredentialsRequest)
         o1.users = s1_users
         o1._unknown_tags = u1
@@ -260,11 +266,14 @@ def _r_DescribeUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[Descr
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_DescribeUserScramCredentialsResponse__CredentialInfo)
                             o6.mechanism = s6_mechanism
                             o6.iterations = s6_iterations
@@ -274,11 +283,14 @@ def _r_DescribeUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[Descr
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_DescribeUserScramCredentialsResponse__DescribeUserScramCredentialsResult)
                 o3.user = s3_user
                 o3.error_code = s3_error_code
@@ -290,11 +302,14 @@ def _r_DescribeUserScramCredentialsResponse_0(buf: Any, pos: int) -> tuple[Descr
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(DescribeUserScramCredentialsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

@@ -248,11 +248,14 @@ def _r_ElectLeadersRequest_2(buf: Any, pos: int) -> tuple[ElectLeadersRequest, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ElectLeadersRequest__TopicPartitions)
                 o3.topic = s3_topic
                 o3.partitions = s3_partitions
@@ -263,11 +266,14 @@ def _r_ElectLeadersRequest_2(buf: Any, pos: int) -> tuple[ElectLeadersRequest, i
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ElectLeadersRequest)
         o1.election_type = s1_election_type
         o1.topic_partitions = s1_topic_partitions
@@ -539,11 +545,14 @@ def _r_ElectLeadersResponse_2(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ElectLeadersResponse__PartitionResult)
                         o5.partition_id = s5_partition_id
                         o5.error_code = s5_error_code
@@ -554,11 +563,14 @@ def _r_ElectLeadersResponse_2(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ElectLeadersResponse__ReplicaElectionResult)
                 o3.topic = s3_topic
                 o3.partition_result = s3_partition_result
@@ -568,11 +580,14 @@ def _r_ElectLeadersResponse_2(buf: Any, pos: int) -> tuple[ElectLeadersResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ElectLeadersResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

@@ -276,11 +276,14 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                                 if buf[pos] == 0:
                                     pos += 1
                                 else:
-                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
                                     for _ in range(count7):
                                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
                                         pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
                                 o7 = _new(_C_EndQuorumEpochRequest__ReplicaInfo)
                                 o7.candidate_id = s7_candidate_id
                                 o7.candidate_directory_id = s7_candidate_directory_id
@@ -290,11 +293,14 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_EndQuorumEpochRequest__PartitionData)
                         o5.partition_index = s5_partition_index
                         o5.leader_id = s5_leader_id
@@ -307,11 +313,14 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_EndQuorumEpochRequest__TopicData)
                 o3.topic_name = s3_topic_name
                 o3.partitions = s3_partitions
@@ -351,11 +360,14 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
                 u9 = _wire.EMPTY_TAGS
                 if t9:
                     pos -= 1
-                    count9, pos = _wire.read_uvarint(buf, pos)
+                    count9, pos = _wire.read_tag_count(buf, pos)
+                    seen9: list[tuple[int, bytes]] = []
                     for _ in range(count9):
                         tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                        u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                        seen9.append((tag9, bytes(buf[pos:end9])))
                         pos = end9
+                    if seen9:
+                        u9 = tuple(seen9)
                 o9 = _new(_C_EndQuorumEpochRequest__LeaderEndpoint)
                 o9.name = s9_name
                 o9.host = s9_host
@@ -366,11 +378,14 @@ def _r_EndQuorumEpochRequest_1(buf: Any, pos: int) -> tuple[EndQuorumEpochReques
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(EndQuorumEpochRequest)
         o1.cluster_id = s1_cluster_id
         o1.topics = s1_topics
@@ -702,11 +717,14 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_EndQuorumEpochResponse__PartitionData)
                             o6.partition_index = s6_partition_index
                             o6.error_code = s6_error_code
@@ -718,11 +736,14 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_EndQuorumEpochResponse__TopicData)
                 o3.topic_name = s3_topic_name
                 o3.partitions = s3_partitions
@@ -733,7 +754,8 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -764,11 +786,14 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                             u8 = _wire.EMPTY_TAGS
                             if t8:
                                 pos -= 1
-                                count8, pos = _wire.read_uvarint(buf, pos)
+                                count8, pos = _wire.read_tag_count(buf, pos)
+                                seen8: list[tuple[int, bytes]] = []
                                 for _ in range(count8):
                                     tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                    u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                    seen8.append((tag8, bytes(buf[pos:end8])))
                                     pos = end8
+                                if seen8:
+                                    u8 = tuple(seen8)
                             o8 = _new(_C_EndQuorumEpochResponse__NodeEndpoint)
                             o8.node_id = s8_node_id
                             o8.host = s8_host
@@ -778,8 +803,10 @@ def _r_EndQuorumEpochResponse_1(buf: Any, pos: int) -> tuple[EndQuorumEpochRespo
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(EndQuorumEpochResponse)
         o1.error_code = s1_error_code
         o1.topics = s1_topics

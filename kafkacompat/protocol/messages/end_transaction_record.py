@@ -31,11 +31,14 @@ def _r_EndTransactionRecord_0(buf: Any, pos: int) -> tuple[EndTransactionRecord,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(EndTransactionRecord)
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:

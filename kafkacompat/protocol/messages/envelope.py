@@ -62,11 +62,14 @@ def _r_EnvelopeRequest_0(buf: Any, pos: int) -> tuple[EnvelopeRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(EnvelopeRequest)
         o1.request_data = s1_request_data
         o1.request_principal = s1_request_principal
@@ -107,11 +110,14 @@ def _r_EnvelopeResponse_0(buf: Any, pos: int) -> tuple[EnvelopeResponse, int]:
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(EnvelopeResponse)
         o1.response_data = s1_response_data
         o1.error_code = s1_error_code

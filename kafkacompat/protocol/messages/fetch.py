@@ -1102,11 +1102,14 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_FetchRequest__FetchPartition)
                             o6.partition = s6_partition
                             o6.current_leader_epoch = s6_current_leader_epoch
@@ -1122,11 +1125,14 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_FetchRequest__FetchTopic)
                 o3.topic = s3_topic
                 o3.topic_id = _wire.ZERO_UUID
@@ -1171,11 +1177,14 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count8, pos = _wire.read_uvarint(buf, pos)
+                    count8, pos = _wire.read_tag_count(buf, pos)
+                    seen8: list[tuple[int, bytes]] = []
                     for _ in range(count8):
                         tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                        u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                        seen8.append((tag8, bytes(buf[pos:end8])))
                         pos = end8
+                    if seen8:
+                        u8 = tuple(seen8)
                 o8 = _new(_C_FetchRequest__ForgottenTopic)
                 o8.topic = s8_topic
                 o8.topic_id = _wire.ZERO_UUID
@@ -1196,7 +1205,8 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -1212,8 +1222,10 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(FetchRequest)
         o1.cluster_id = s1_cluster_id
         o1.replica_id = s1_replica_id
@@ -1352,11 +1364,14 @@ def _r_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_FetchRequest__FetchPartition)
                             o6.partition = s6_partition
                             o6.current_leader_epoch = s6_current_leader_epoch
@@ -1372,11 +1387,14 @@ def _r_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_FetchRequest__FetchTopic)
                 o3.topic = ""
                 o3.topic_id = s3_topic_id
@@ -1413,11 +1431,14 @@ def _r_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count8, pos = _wire.read_uvarint(buf, pos)
+                    count8, pos = _wire.read_tag_count(buf, pos)
+                    seen8: list[tuple[int, bytes]] = []
                     for _ in range(count8):
                         tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                        u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                        seen8.append((tag8, bytes(buf[pos:end8])))
                         pos = end8
+                    if seen8:
+                        u8 = tuple(seen8)
                 o8 = _new(_C_FetchRequest__ForgottenTopic)
                 o8.topic = ""
                 o8.topic_id = s8_topic_id
@@ -1438,7 +1459,8 @@ def _r_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -1454,8 +1476,10 @@ def _r_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(FetchRequest)
         o1.cluster_id = s1_cluster_id
         o1.replica_id = s1_replica_id
@@ -1596,11 +1620,14 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_FetchRequest__FetchPartition)
                             o6.partition = s6_partition
                             o6.current_leader_epoch = s6_current_leader_epoch
@@ -1616,11 +1643,14 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_FetchRequest__FetchTopic)
                 o3.topic = ""
                 o3.topic_id = s3_topic_id
@@ -1657,11 +1687,14 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count8, pos = _wire.read_uvarint(buf, pos)
+                    count8, pos = _wire.read_tag_count(buf, pos)
+                    seen8: list[tuple[int, bytes]] = []
                     for _ in range(count8):
                         tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                        u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                        seen8.append((tag8, bytes(buf[pos:end8])))
                         pos = end8
+                    if seen8:
+                        u8 = tuple(seen8)
                 o8 = _new(_C_FetchRequest__ForgottenTopic)
                 o8.topic = ""
                 o8.topic_id = s8_topic_id
@@ -1683,7 +1716,8 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -1704,11 +1738,14 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     u9 = _wire.EMPTY_TAGS
                     if t9:
                         pos -= 1
-                        count9, pos = _wire.read_uvarint(buf, pos)
+                        count9, pos = _wire.read_tag_count(buf, pos)
+                        seen9: list[tuple[int, bytes]] = []
                         for _ in range(count9):
                             tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                            u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                            seen9.append((tag9, bytes(buf[pos:end9])))
                             pos = end9
+                        if seen9:
+                            u9 = tuple(seen9)
                     o9 = _new(_C_FetchRequest__ReplicaState)
                     o9.replica_id = s9_replica_id
                     o9.replica_epoch = s9_replica_epoch
@@ -1717,8 +1754,10 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     if pos != end1:
                         raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(FetchRequest)
         o1.cluster_id = s1_cluster_id
         o1.replica_id = -1
@@ -1844,7 +1883,8 @@ def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
@@ -1852,8 +1892,10 @@ def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                                     if pos != end5:
                                         raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
                                 else:
-                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    seen5.append((tag5, bytes(buf[pos:end5])))
                                     pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_FetchRequest__FetchPartition)
                         o5.partition = s5_partition
                         o5.current_leader_epoch = s5_current_leader_epoch
@@ -1869,11 +1911,14 @@ def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_FetchRequest__FetchTopic)
                 o3.topic = ""
                 o3.topic_id = s3_topic_id
@@ -1910,11 +1955,14 @@ def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count7, pos = _wire.read_uvarint(buf, pos)
+                    count7, pos = _wire.read_tag_count(buf, pos)
+                    seen7: list[tuple[int, bytes]] = []
                     for _ in range(count7):
                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        seen7.append((tag7, bytes(buf[pos:end7])))
                         pos = end7
+                    if seen7:
+                        u7 = tuple(seen7)
                 o7 = _new(_C_FetchRequest__ForgottenTopic)
                 o7.topic = ""
                 o7.topic_id = s7_topic_id
@@ -1936,7 +1984,8 @@ def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -1957,11 +2006,14 @@ def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     u8 = _wire.EMPTY_TAGS
                     if t8:
                         pos -= 1
-                        count8, pos = _wire.read_uvarint(buf, pos)
+                        count8, pos = _wire.read_tag_count(buf, pos)
+                        seen8: list[tuple[int, bytes]] = []
                         for _ in range(count8):
                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                            seen8.append((tag8, bytes(buf[pos:end8])))
                             pos = end8
+                        if seen8:
+                            u8 = tuple(seen8)
                     o8 = _new(_C_FetchRequest__ReplicaState)
                     o8.replica_id = s8_replica_id
                     o8.replica_epoch = s8_replica_epoch
@@ -1970,8 +2022,10 @@ def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     if pos != end1:
                         raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(FetchRequest)
         o1.cluster_id = s1_cluster_id
         o1.replica_id = -1
@@ -2098,7 +2152,8 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
@@ -2111,8 +2166,10 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                                     if pos != end5:
                                         raise DecodeError(f"tagged field 1 should end at byte {end5} but its value ends at {pos}", offset=pos)
                                 else:
-                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    seen5.append((tag5, bytes(buf[pos:end5])))
                                     pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_FetchRequest__FetchPartition)
                         o5.partition = s5_partition
                         o5.current_leader_epoch = s5_current_leader_epoch
@@ -2128,11 +2185,14 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_FetchRequest__FetchTopic)
                 o3.topic = ""
                 o3.topic_id = s3_topic_id
@@ -2169,11 +2229,14 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count7, pos = _wire.read_uvarint(buf, pos)
+                    count7, pos = _wire.read_tag_count(buf, pos)
+                    seen7: list[tuple[int, bytes]] = []
                     for _ in range(count7):
                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        seen7.append((tag7, bytes(buf[pos:end7])))
                         pos = end7
+                    if seen7:
+                        u7 = tuple(seen7)
                 o7 = _new(_C_FetchRequest__ForgottenTopic)
                 o7.topic = ""
                 o7.topic_id = s7_topic_id
@@ -2195,7 +2258,8 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -2216,11 +2280,14 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     u8 = _wire.EMPTY_TAGS
                     if t8:
                         pos -= 1
-                        count8, pos = _wire.read_uvarint(buf, pos)
+                        count8, pos = _wire.read_tag_count(buf, pos)
+                        seen8: list[tuple[int, bytes]] = []
                         for _ in range(count8):
                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                            seen8.append((tag8, bytes(buf[pos:end8])))
                             pos = end8
+                        if seen8:
+                            u8 = tuple(seen8)
                     o8 = _new(_C_FetchRequest__ReplicaState)
                     o8.replica_id = s8_replica_id
                     o8.replica_epoch = s8_replica_epoch
@@ -2229,8 +2296,10 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                     if pos != end1:
                         raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(FetchRequest)
         o1.cluster_id = s1_cluster_id
         o1.replica_id = -1
@@ -3303,11 +3372,14 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_FetchResponse__AbortedTransaction)
                                     o8.producer_id = s8_producer_id
                                     o8.first_offset = s8_first_offset
@@ -3323,7 +3395,8 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
@@ -3332,11 +3405,14 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     u9 = _wire.EMPTY_TAGS
                                     if t9:
                                         pos -= 1
-                                        count9, pos = _wire.read_uvarint(buf, pos)
+                                        count9, pos = _wire.read_tag_count(buf, pos)
+                                        seen9: list[tuple[int, bytes]] = []
                                         for _ in range(count9):
                                             tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                                            u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                            seen9.append((tag9, bytes(buf[pos:end9])))
                                             pos = end9
+                                        if seen9:
+                                            u9 = tuple(seen9)
                                     o9 = _new(_C_FetchResponse__EpochEndOffset)
                                     o9.epoch = s9_epoch
                                     o9.end_offset = s9_end_offset
@@ -3350,11 +3426,14 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     u10 = _wire.EMPTY_TAGS
                                     if t10:
                                         pos -= 1
-                                        count10, pos = _wire.read_uvarint(buf, pos)
+                                        count10, pos = _wire.read_tag_count(buf, pos)
+                                        seen10: list[tuple[int, bytes]] = []
                                         for _ in range(count10):
                                             tag10, pos, end10 = _wire.read_tag_header(buf, pos)
-                                            u10 = (*u10, (tag10, bytes(buf[pos:end10])))
+                                            seen10.append((tag10, bytes(buf[pos:end10])))
                                             pos = end10
+                                        if seen10:
+                                            u10 = tuple(seen10)
                                     o10 = _new(_C_FetchResponse__LeaderIdAndEpoch)
                                     o10.leader_id = s10_leader_id
                                     o10.leader_epoch = s10_leader_epoch
@@ -3368,11 +3447,14 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     u11 = _wire.EMPTY_TAGS
                                     if t11:
                                         pos -= 1
-                                        count11, pos = _wire.read_uvarint(buf, pos)
+                                        count11, pos = _wire.read_tag_count(buf, pos)
+                                        seen11: list[tuple[int, bytes]] = []
                                         for _ in range(count11):
                                             tag11, pos, end11 = _wire.read_tag_header(buf, pos)
-                                            u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                                            seen11.append((tag11, bytes(buf[pos:end11])))
                                             pos = end11
+                                        if seen11:
+                                            u11 = tuple(seen11)
                                     o11 = _new(_C_FetchResponse__SnapshotId)
                                     o11.end_offset = s11_end_offset
                                     o11.epoch = s11_epoch
@@ -3381,8 +3463,10 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     if pos != end5:
                                         raise DecodeError(f"tagged field 2 should end at byte {end5} but its value ends at {pos}", offset=pos)
                                 else:
-                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    seen5.append((tag5, bytes(buf[pos:end5])))
                                     pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_FetchResponse__PartitionData)
                         o5.partition_index = s5_partition_index
                         o5.error_code = s5_error_code
@@ -3401,11 +3485,14 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_FetchResponse__FetchableTopicResponse)
                 o3.topic = s3_topic
                 o3.topic_id = _wire.ZERO_UUID
@@ -3416,11 +3503,14 @@ def _r_FetchResponse_6(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(FetchResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code
@@ -3533,11 +3623,14 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_FetchResponse__AbortedTransaction)
                                     o8.producer_id = s8_producer_id
                                     o8.first_offset = s8_first_offset
@@ -3553,7 +3646,8 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
@@ -3562,11 +3656,14 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     u9 = _wire.EMPTY_TAGS
                                     if t9:
                                         pos -= 1
-                                        count9, pos = _wire.read_uvarint(buf, pos)
+                                        count9, pos = _wire.read_tag_count(buf, pos)
+                                        seen9: list[tuple[int, bytes]] = []
                                         for _ in range(count9):
                                             tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                                            u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                            seen9.append((tag9, bytes(buf[pos:end9])))
                                             pos = end9
+                                        if seen9:
+                                            u9 = tuple(seen9)
                                     o9 = _new(_C_FetchResponse__EpochEndOffset)
                                     o9.epoch = s9_epoch
                                     o9.end_offset = s9_end_offset
@@ -3580,11 +3677,14 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     u10 = _wire.EMPTY_TAGS
                                     if t10:
                                         pos -= 1
-                                        count10, pos = _wire.read_uvarint(buf, pos)
+                                        count10, pos = _wire.read_tag_count(buf, pos)
+                                        seen10: list[tuple[int, bytes]] = []
                                         for _ in range(count10):
                                             tag10, pos, end10 = _wire.read_tag_header(buf, pos)
-                                            u10 = (*u10, (tag10, bytes(buf[pos:end10])))
+                                            seen10.append((tag10, bytes(buf[pos:end10])))
                                             pos = end10
+                                        if seen10:
+                                            u10 = tuple(seen10)
                                     o10 = _new(_C_FetchResponse__LeaderIdAndEpoch)
                                     o10.leader_id = s10_leader_id
                                     o10.leader_epoch = s10_leader_epoch
@@ -3598,11 +3698,14 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     u11 = _wire.EMPTY_TAGS
                                     if t11:
                                         pos -= 1
-                                        count11, pos = _wire.read_uvarint(buf, pos)
+                                        count11, pos = _wire.read_tag_count(buf, pos)
+                                        seen11: list[tuple[int, bytes]] = []
                                         for _ in range(count11):
                                             tag11, pos, end11 = _wire.read_tag_header(buf, pos)
-                                            u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                                            seen11.append((tag11, bytes(buf[pos:end11])))
                                             pos = end11
+                                        if seen11:
+                                            u11 = tuple(seen11)
                                     o11 = _new(_C_FetchResponse__SnapshotId)
                                     o11.end_offset = s11_end_offset
                                     o11.epoch = s11_epoch
@@ -3611,8 +3714,10 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     if pos != end5:
                                         raise DecodeError(f"tagged field 2 should end at byte {end5} but its value ends at {pos}", offset=pos)
                                 else:
-                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    seen5.append((tag5, bytes(buf[pos:end5])))
                                     pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_FetchResponse__PartitionData)
                         o5.partition_index = s5_partition_index
                         o5.error_code = s5_error_code
@@ -3631,11 +3736,14 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_FetchResponse__FetchableTopicResponse)
                 o3.topic = ""
                 o3.topic_id = s3_topic_id
@@ -3646,11 +3754,14 @@ def _r_FetchResponse_7(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(FetchResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code
@@ -3766,11 +3877,14 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_FetchResponse__AbortedTransaction)
                                     o8.producer_id = s8_producer_id
                                     o8.first_offset = s8_first_offset
@@ -3786,7 +3900,8 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
@@ -3795,11 +3910,14 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     u9 = _wire.EMPTY_TAGS
                                     if t9:
                                         pos -= 1
-                                        count9, pos = _wire.read_uvarint(buf, pos)
+                                        count9, pos = _wire.read_tag_count(buf, pos)
+                                        seen9: list[tuple[int, bytes]] = []
                                         for _ in range(count9):
                                             tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                                            u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                            seen9.append((tag9, bytes(buf[pos:end9])))
                                             pos = end9
+                                        if seen9:
+                                            u9 = tuple(seen9)
                                     o9 = _new(_C_FetchResponse__EpochEndOffset)
                                     o9.epoch = s9_epoch
                                     o9.end_offset = s9_end_offset
@@ -3813,11 +3931,14 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     u10 = _wire.EMPTY_TAGS
                                     if t10:
                                         pos -= 1
-                                        count10, pos = _wire.read_uvarint(buf, pos)
+                                        count10, pos = _wire.read_tag_count(buf, pos)
+                                        seen10: list[tuple[int, bytes]] = []
                                         for _ in range(count10):
                                             tag10, pos, end10 = _wire.read_tag_header(buf, pos)
-                                            u10 = (*u10, (tag10, bytes(buf[pos:end10])))
+                                            seen10.append((tag10, bytes(buf[pos:end10])))
                                             pos = end10
+                                        if seen10:
+                                            u10 = tuple(seen10)
                                     o10 = _new(_C_FetchResponse__LeaderIdAndEpoch)
                                     o10.leader_id = s10_leader_id
                                     o10.leader_epoch = s10_leader_epoch
@@ -3831,11 +3952,14 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     u11 = _wire.EMPTY_TAGS
                                     if t11:
                                         pos -= 1
-                                        count11, pos = _wire.read_uvarint(buf, pos)
+                                        count11, pos = _wire.read_tag_count(buf, pos)
+                                        seen11: list[tuple[int, bytes]] = []
                                         for _ in range(count11):
                                             tag11, pos, end11 = _wire.read_tag_header(buf, pos)
-                                            u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                                            seen11.append((tag11, bytes(buf[pos:end11])))
                                             pos = end11
+                                        if seen11:
+                                            u11 = tuple(seen11)
                                     o11 = _new(_C_FetchResponse__SnapshotId)
                                     o11.end_offset = s11_end_offset
                                     o11.epoch = s11_epoch
@@ -3844,8 +3968,10 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                                     if pos != end5:
                                         raise DecodeError(f"tagged field 2 should end at byte {end5} but its value ends at {pos}", offset=pos)
                                 else:
-                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    seen5.append((tag5, bytes(buf[pos:end5])))
                                     pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_FetchResponse__PartitionData)
                         o5.partition_index = s5_partition_index
                         o5.error_code = s5_error_code
@@ -3864,11 +3990,14 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_FetchResponse__FetchableTopicResponse)
                 o3.topic = ""
                 o3.topic_id = s3_topic_id
@@ -3880,7 +4009,8 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -3921,11 +4051,14 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                             if buf[pos] == 0:
                                 pos += 1
                             else:
-                                count13, pos = _wire.read_uvarint(buf, pos)
+                                count13, pos = _wire.read_tag_count(buf, pos)
+                                seen13: list[tuple[int, bytes]] = []
                                 for _ in range(count13):
                                     tag13, pos, end13 = _wire.read_tag_header(buf, pos)
-                                    u13 = (*u13, (tag13, bytes(buf[pos:end13])))
+                                    seen13.append((tag13, bytes(buf[pos:end13])))
                                     pos = end13
+                                if seen13:
+                                    u13 = tuple(seen13)
                             o13 = _new(_C_FetchResponse__NodeEndpoint)
                             o13.node_id = s13_node_id
                             o13.host = s13_host
@@ -3936,8 +4069,10 @@ def _r_FetchResponse_8(buf: Any, pos: int) -> tuple[FetchResponse, int]:
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(FetchResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

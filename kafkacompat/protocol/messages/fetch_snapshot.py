@@ -194,11 +194,14 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                         u6 = _wire.EMPTY_TAGS
                         if t6:
                             pos -= 1
-                            count6, pos = _wire.read_uvarint(buf, pos)
+                            count6, pos = _wire.read_tag_count(buf, pos)
+                            seen6: list[tuple[int, bytes]] = []
                             for _ in range(count6):
                                 tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                seen6.append((tag6, bytes(buf[pos:end6])))
                                 pos = end6
+                            if seen6:
+                                u6 = tuple(seen6)
                         o6 = _new(_C_FetchSnapshotRequest__SnapshotId)
                         o6.end_offset = s6_end_offset
                         o6.epoch = s6_epoch
@@ -209,11 +212,14 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_FetchSnapshotRequest__PartitionSnapshot)
                         o5.partition = s5_partition
                         o5.current_leader_epoch = s5_current_leader_epoch
@@ -226,11 +232,14 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_FetchSnapshotRequest__TopicSnapshot)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -241,7 +250,8 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -257,8 +267,10 @@ def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(FetchSnapshotRequest)
         o1.cluster_id = s1_cluster_id
         o1.replica_id = s1_replica_id
@@ -355,11 +367,14 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                         u6 = _wire.EMPTY_TAGS
                         if t6:
                             pos -= 1
-                            count6, pos = _wire.read_uvarint(buf, pos)
+                            count6, pos = _wire.read_tag_count(buf, pos)
+                            seen6: list[tuple[int, bytes]] = []
                             for _ in range(count6):
                                 tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                seen6.append((tag6, bytes(buf[pos:end6])))
                                 pos = end6
+                            if seen6:
+                                u6 = tuple(seen6)
                         o6 = _new(_C_FetchSnapshotRequest__SnapshotId)
                         o6.end_offset = s6_end_offset
                         o6.epoch = s6_epoch
@@ -372,7 +387,8 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
@@ -380,8 +396,10 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                                     if pos != end5:
                                         raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
                                 else:
-                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    seen5.append((tag5, bytes(buf[pos:end5])))
                                     pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_FetchSnapshotRequest__PartitionSnapshot)
                         o5.partition = s5_partition
                         o5.current_leader_epoch = s5_current_leader_epoch
@@ -394,11 +412,14 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_FetchSnapshotRequest__TopicSnapshot)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -409,7 +430,8 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -425,8 +447,10 @@ def _r_FetchSnapshotRequest_1(buf: Any, pos: int) -> tuple[FetchSnapshotRequest,
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(FetchSnapshotRequest)
         o1.cluster_id = s1_cluster_id
         o1.replica_id = s1_replica_id
@@ -633,11 +657,14 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                         u6 = _wire.EMPTY_TAGS
                         if t6:
                             pos -= 1
-                            count6, pos = _wire.read_uvarint(buf, pos)
+                            count6, pos = _wire.read_tag_count(buf, pos)
+                            seen6: list[tuple[int, bytes]] = []
                             for _ in range(count6):
                                 tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                seen6.append((tag6, bytes(buf[pos:end6])))
                                 pos = end6
+                            if seen6:
+                                u6 = tuple(seen6)
                         o6 = _new(_C_FetchSnapshotResponse__SnapshotId)
                         o6.end_offset = s6_end_offset
                         o6.epoch = s6_epoch
@@ -653,7 +680,8 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
@@ -662,11 +690,14 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                                     u7 = _wire.EMPTY_TAGS
                                     if t7:
                                         pos -= 1
-                                        count7, pos = _wire.read_uvarint(buf, pos)
+                                        count7, pos = _wire.read_tag_count(buf, pos)
+                                        seen7: list[tuple[int, bytes]] = []
                                         for _ in range(count7):
                                             tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                            u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                            seen7.append((tag7, bytes(buf[pos:end7])))
                                             pos = end7
+                                        if seen7:
+                                            u7 = tuple(seen7)
                                     o7 = _new(_C_FetchSnapshotResponse__LeaderIdAndEpoch)
                                     o7.leader_id = s7_leader_id
                                     o7.leader_epoch = s7_leader_epoch
@@ -675,8 +706,10 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                                     if pos != end5:
                                         raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
                                 else:
-                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    seen5.append((tag5, bytes(buf[pos:end5])))
                                     pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_FetchSnapshotResponse__PartitionSnapshot)
                         o5.index = s5_index
                         o5.error_code = s5_error_code
@@ -691,11 +724,14 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_FetchSnapshotResponse__TopicSnapshot)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -705,11 +741,14 @@ def _r_FetchSnapshotResponse_0(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(FetchSnapshotResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code
@@ -800,11 +839,14 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                         u6 = _wire.EMPTY_TAGS
                         if t6:
                             pos -= 1
-                            count6, pos = _wire.read_uvarint(buf, pos)
+                            count6, pos = _wire.read_tag_count(buf, pos)
+                            seen6: list[tuple[int, bytes]] = []
                             for _ in range(count6):
                                 tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                seen6.append((tag6, bytes(buf[pos:end6])))
                                 pos = end6
+                            if seen6:
+                                u6 = tuple(seen6)
                         o6 = _new(_C_FetchSnapshotResponse__SnapshotId)
                         o6.end_offset = s6_end_offset
                         o6.epoch = s6_epoch
@@ -820,7 +862,8 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
@@ -829,11 +872,14 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                                     u7 = _wire.EMPTY_TAGS
                                     if t7:
                                         pos -= 1
-                                        count7, pos = _wire.read_uvarint(buf, pos)
+                                        count7, pos = _wire.read_tag_count(buf, pos)
+                                        seen7: list[tuple[int, bytes]] = []
                                         for _ in range(count7):
                                             tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                            u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                            seen7.append((tag7, bytes(buf[pos:end7])))
                                             pos = end7
+                                        if seen7:
+                                            u7 = tuple(seen7)
                                     o7 = _new(_C_FetchSnapshotResponse__LeaderIdAndEpoch)
                                     o7.leader_id = s7_leader_id
                                     o7.leader_epoch = s7_leader_epoch
@@ -842,8 +888,10 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                                     if pos != end5:
                                         raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
                                 else:
-                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    seen5.append((tag5, bytes(buf[pos:end5])))
                                     pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_FetchSnapshotResponse__PartitionSnapshot)
                         o5.index = s5_index
                         o5.error_code = s5_error_code
@@ -858,11 +906,14 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_FetchSnapshotResponse__TopicSnapshot)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -873,7 +924,8 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -904,11 +956,14 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                             u9 = _wire.EMPTY_TAGS
                             if t9:
                                 pos -= 1
-                                count9, pos = _wire.read_uvarint(buf, pos)
+                                count9, pos = _wire.read_tag_count(buf, pos)
+                                seen9: list[tuple[int, bytes]] = []
                                 for _ in range(count9):
                                     tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                                    u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                    seen9.append((tag9, bytes(buf[pos:end9])))
                                     pos = end9
+                                if seen9:
+                                    u9 = tuple(seen9)
                             o9 = _new(_C_FetchSnapshotResponse__NodeEndpoint)
                             o9.node_id = s9_node_id
                             o9.host = s9_host
@@ -918,8 +973,10 @@ def _r_FetchSnapshotResponse_1(buf: Any, pos: int) -> tuple[FetchSnapshotRespons
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(FetchSnapshotResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

@@ -63,11 +63,14 @@ def _r_GetTelemetrySubscriptionsRequest_0(buf: Any, pos: int) -> tuple[GetTeleme
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(GetTelemetrySubscriptionsRequest)
         o1.client_instance_id = s1_client_instance_id
         o1._unknown_tags = u1
@@ -142,11 +145,14 @@ def _r_GetTelemetrySubscriptionsResponse_0(buf: Any, pos: int) -> tuple[GetTelem
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(GetTelemetrySubscriptionsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

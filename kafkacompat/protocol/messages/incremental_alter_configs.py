@@ -217,11 +217,14 @@ def _r_IncrementalAlterConfigsRequest_1(buf: Any, pos: int) -> tuple[Incremental
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_IncrementalAlterConfigsRequest__AlterableConfig)
                         o5.name = s5_name
                         o5.config_operation = s5_config_operation
@@ -232,11 +235,14 @@ def _r_IncrementalAlterConfigsRequest_1(buf: Any, pos: int) -> tuple[Incremental
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_IncrementalAlterConfigsRequest__AlterConfigsResource)
                 o3.resource_type = s3_resource_type
                 o3.resource_name = s3_resource_name
@@ -248,11 +254,14 @@ def _r_IncrementalAlterConfigsRequest_1(buf: Any, pos: int) -> tuple[Incremental
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(IncrementalAlterConfigsRequest)
         o1.resources = s1_resources
         o1.validate_only = s1_validate_only
@@ -477,11 +486,14 @@ def _r_IncrementalAlterConfigsResponse_1(buf: Any, pos: int) -> tuple[Incrementa
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_IncrementalAlterConfigsResponse__AlterConfigsResourceResponse)
                 o3.error_code = s3_error_code
                 o3.error_message = s3_error_message
@@ -493,11 +505,14 @@ def _r_IncrementalAlterConfigsResponse_1(buf: Any, pos: int) -> tuple[Incrementa
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(IncrementalAlterConfigsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.responses = s1_responses

@@ -788,11 +788,14 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
                         o5.topic_name = ""
                         o5.partition_index = s5_partition_index
@@ -812,11 +815,14 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
                 o3.topic_name = s3_topic_name
                 o3.topic_id = _wire.ZERO_UUID
@@ -850,11 +856,14 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                 u7 = _wire.EMPTY_TAGS
                 if t7:
                     pos -= 1
-                    count7, pos = _wire.read_uvarint(buf, pos)
+                    count7, pos = _wire.read_tag_count(buf, pos)
+                    seen7: list[tuple[int, bytes]] = []
                     for _ in range(count7):
                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        seen7.append((tag7, bytes(buf[pos:end7])))
                         pos = end7
+                    if seen7:
+                        u7 = tuple(seen7)
                 o7 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
                 o7.broker_id = s7_broker_id
                 o7.host_name = s7_host_name
@@ -865,11 +874,14 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(LeaderAndIsrRequest)
         o1.controller_id = s1_controller_id
         o1.is_k_raft_controller = False
@@ -1037,11 +1049,14 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
                         o5.topic_name = ""
                         o5.partition_index = s5_partition_index
@@ -1061,11 +1076,14 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
                 o3.topic_name = s3_topic_name
                 o3.topic_id = s3_topic_id
@@ -1099,11 +1117,14 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                 u7 = _wire.EMPTY_TAGS
                 if t7:
                     pos -= 1
-                    count7, pos = _wire.read_uvarint(buf, pos)
+                    count7, pos = _wire.read_tag_count(buf, pos)
+                    seen7: list[tuple[int, bytes]] = []
                     for _ in range(count7):
                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        seen7.append((tag7, bytes(buf[pos:end7])))
                         pos = end7
+                    if seen7:
+                        u7 = tuple(seen7)
                 o7 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
                 o7.broker_id = s7_broker_id
                 o7.host_name = s7_host_name
@@ -1114,11 +1135,14 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(LeaderAndIsrRequest)
         o1.controller_id = s1_controller_id
         o1.is_k_raft_controller = False
@@ -1284,11 +1308,14 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
                         o5.topic_name = ""
                         o5.partition_index = s5_partition_index
@@ -1308,11 +1335,14 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
                 o3.topic_name = s3_topic_name
                 o3.topic_id = s3_topic_id
@@ -1346,11 +1376,14 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                 u7 = _wire.EMPTY_TAGS
                 if t7:
                     pos -= 1
-                    count7, pos = _wire.read_uvarint(buf, pos)
+                    count7, pos = _wire.read_tag_count(buf, pos)
+                    seen7: list[tuple[int, bytes]] = []
                     for _ in range(count7):
                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        seen7.append((tag7, bytes(buf[pos:end7])))
                         pos = end7
+                    if seen7:
+                        u7 = tuple(seen7)
                 o7 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
                 o7.broker_id = s7_broker_id
                 o7.host_name = s7_host_name
@@ -1361,11 +1394,14 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(LeaderAndIsrRequest)
         o1.controller_id = s1_controller_id
         o1.is_k_raft_controller = False
@@ -1531,11 +1567,14 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrPartitionState)
                         o5.topic_name = ""
                         o5.partition_index = s5_partition_index
@@ -1555,11 +1594,14 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrTopicState)
                 o3.topic_name = s3_topic_name
                 o3.topic_id = s3_topic_id
@@ -1593,11 +1635,14 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                 u7 = _wire.EMPTY_TAGS
                 if t7:
                     pos -= 1
-                    count7, pos = _wire.read_uvarint(buf, pos)
+                    count7, pos = _wire.read_tag_count(buf, pos)
+                    seen7: list[tuple[int, bytes]] = []
                     for _ in range(count7):
                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        seen7.append((tag7, bytes(buf[pos:end7])))
                         pos = end7
+                    if seen7:
+                        u7 = tuple(seen7)
                 o7 = _new(_C_LeaderAndIsrRequest__LeaderAndIsrLiveLeader)
                 o7.broker_id = s7_broker_id
                 o7.host_name = s7_host_name
@@ -1608,11 +1653,14 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(LeaderAndIsrRequest)
         o1.controller_id = s1_controller_id
         o1.is_k_raft_controller = s1_is_k_raft_controller
@@ -2188,11 +2236,14 @@ def _r_LeaderAndIsrResponse_1(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse,
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_LeaderAndIsrResponse__LeaderAndIsrPartitionError)
                 o3.topic_name = s3_topic_name
                 o3.partition_index = s3_partition_index
@@ -2203,11 +2254,14 @@ def _r_LeaderAndIsrResponse_1(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(LeaderAndIsrResponse)
         o1.error_code = s1_error_code
         o1.partition_errors = s1_partition_errors
@@ -2298,11 +2352,14 @@ def _r_LeaderAndIsrResponse_2(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse,
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_LeaderAndIsrResponse__LeaderAndIsrPartitionError)
                             o6.topic_name = ""
                             o6.partition_index = s6_partition_index
@@ -2313,11 +2370,14 @@ def _r_LeaderAndIsrResponse_2(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse,
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_LeaderAndIsrResponse__LeaderAndIsrTopicError)
                 o3.topic_id = s3_topic_id
                 o3.partition_errors = s3_partition_errors
@@ -2327,11 +2387,14 @@ def _r_LeaderAndIsrResponse_2(buf: Any, pos: int) -> tuple[LeaderAndIsrResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(LeaderAndIsrResponse)
         o1.error_code = s1_error_code
         o1.partition_errors = []

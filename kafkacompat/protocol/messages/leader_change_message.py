@@ -86,11 +86,14 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                     u4 = _wire.EMPTY_TAGS
                     if t4:
                         pos -= 1
-                        count4, pos = _wire.read_uvarint(buf, pos)
+                        count4, pos = _wire.read_tag_count(buf, pos)
+                        seen4: list[tuple[int, bytes]] = []
                         for _ in range(count4):
                             tag4, pos, end4 = _wire.read_tag_header(buf, pos)
-                            u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                            seen4.append((tag4, bytes(buf[pos:end4])))
                             pos = end4
+                        if seen4:
+                            u4 = tuple(seen4)
                     o4 = _new(_C_LeaderChangeMessage__Voter)
                     o4.voter_id = s4_voter_id
                     o4.voter_directory_id = _wire.ZERO_UUID
@@ -128,11 +131,14 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                     u7 = _wire.EMPTY_TAGS
                     if t7:
                         pos -= 1
-                        count7, pos = _wire.read_uvarint(buf, pos)
+                        count7, pos = _wire.read_tag_count(buf, pos)
+                        seen7: list[tuple[int, bytes]] = []
                         for _ in range(count7):
                             tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                            u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                            seen7.append((tag7, bytes(buf[pos:end7])))
                             pos = end7
+                        if seen7:
+                            u7 = tuple(seen7)
                     o7 = _new(_C_LeaderChangeMessage__Voter)
                     o7.voter_id = s7_voter_id
                     o7.voter_directory_id = _wire.ZERO_UUID
@@ -142,11 +148,14 @@ def _r_LeaderChangeMessage_0(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(LeaderChangeMessage)
         o1.version = s1_version
         o1.leader_id = s1_leader_id
@@ -218,11 +227,14 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_LeaderChangeMessage__Voter)
                 o3.voter_id = s3_voter_id
                 o3.voter_directory_id = s3_voter_directory_id
@@ -246,11 +258,14 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_LeaderChangeMessage__Voter)
                 o5.voter_id = s5_voter_id
                 o5.voter_directory_id = s5_voter_directory_id
@@ -260,11 +275,14 @@ def _r_LeaderChangeMessage_1(buf: Any, pos: int) -> tuple[LeaderChangeMessage, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(LeaderChangeMessage)
         o1.version = s1_version
         o1.leader_id = s1_leader_id

@@ -208,11 +208,14 @@ def _r_LeaveGroupRequest_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_LeaveGroupRequest__MemberIdentity)
                 o3.member_id = s3_member_id
                 o3.group_instance_id = s3_group_instance_id
@@ -223,11 +226,14 @@ def _r_LeaveGroupRequest_2(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(LeaveGroupRequest)
         o1.group_id = s1_group_id
         o1.member_id = ""
@@ -330,11 +336,14 @@ def _r_LeaveGroupRequest_3(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_LeaveGroupRequest__MemberIdentity)
                 o3.member_id = s3_member_id
                 o3.group_instance_id = s3_group_instance_id
@@ -345,11 +354,14 @@ def _r_LeaveGroupRequest_3(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(LeaveGroupRequest)
         o1.group_id = s1_group_id
         o1.member_id = ""
@@ -606,11 +618,14 @@ def _r_LeaveGroupResponse_3(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_LeaveGroupResponse__MemberResponse)
                 o3.member_id = s3_member_id
                 o3.group_instance_id = s3_group_instance_id
@@ -621,11 +636,14 @@ def _r_LeaveGroupResponse_3(buf: Any, pos: int) -> tuple[LeaveGroupResponse, int
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(LeaveGroupResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

@@ -499,11 +499,14 @@ def _r_ListOffsetsRequest_4(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
                             o6.partition_index = s6_partition_index
                             o6.current_leader_epoch = s6_current_leader_epoch
@@ -515,11 +518,14 @@ def _r_ListOffsetsRequest_4(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ListOffsetsRequest__ListOffsetsTopic)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -529,11 +535,14 @@ def _r_ListOffsetsRequest_4(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ListOffsetsRequest)
         o1.replica_id = s1_replica_id
         o1.isolation_level = s1_isolation_level
@@ -632,11 +641,14 @@ def _r_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_ListOffsetsRequest__ListOffsetsPartition)
                             o6.partition_index = s6_partition_index
                             o6.current_leader_epoch = s6_current_leader_epoch
@@ -648,11 +660,14 @@ def _r_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ListOffsetsRequest__ListOffsetsTopic)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -663,11 +678,14 @@ def _r_ListOffsetsRequest_5(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ListOffsetsRequest)
         o1.replica_id = s1_replica_id
         o1.isolation_level = s1_isolation_level
@@ -1214,11 +1232,14 @@ def _r_ListOffsetsResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_ListOffsetsResponse__ListOffsetsPartitionResponse)
                             o6.partition_index = s6_partition_index
                             o6.error_code = s6_error_code
@@ -1232,11 +1253,14 @@ def _r_ListOffsetsResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ListOffsetsResponse__ListOffsetsTopicResponse)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -1246,11 +1270,14 @@ def _r_ListOffsetsResponse_4(buf: Any, pos: int) -> tuple[ListOffsetsResponse, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ListOffsetsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.topics = s1_topics

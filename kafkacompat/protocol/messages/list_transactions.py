@@ -108,11 +108,14 @@ def _r_ListTransactionsRequest_0(buf: Any, pos: int) -> tuple[ListTransactionsRe
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ListTransactionsRequest)
         o1.state_filters = s1_state_filters
         o1.producer_id_filters = s1_producer_id_filters
@@ -216,11 +219,14 @@ def _r_ListTransactionsRequest_1(buf: Any, pos: int) -> tuple[ListTransactionsRe
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ListTransactionsRequest)
         o1.state_filters = s1_state_filters
         o1.producer_id_filters = s1_producer_id_filters
@@ -334,11 +340,14 @@ def _r_ListTransactionsRequest_2(buf: Any, pos: int) -> tuple[ListTransactionsRe
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ListTransactionsRequest)
         o1.state_filters = s1_state_filters
         o1.producer_id_filters = s1_producer_id_filters
@@ -465,11 +474,14 @@ def _r_ListTransactionsResponse_0(buf: Any, pos: int) -> tuple[ListTransactionsR
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count4, pos = _wire.read_uvarint(buf, pos)
+                    count4, pos = _wire.read_tag_count(buf, pos)
+                    seen4: list[tuple[int, bytes]] = []
                     for _ in range(count4):
                         tag4, pos, end4 = _wire.read_tag_header(buf, pos)
-                        u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                        seen4.append((tag4, bytes(buf[pos:end4])))
                         pos = end4
+                    if seen4:
+                        u4 = tuple(seen4)
                 o4 = _new(_C_ListTransactionsResponse__TransactionState)
                 o4.transactional_id = s4_transactional_id
                 o4.producer_id = s4_producer_id
@@ -480,11 +492,14 @@ def _r_ListTransactionsResponse_0(buf: Any, pos: int) -> tuple[ListTransactionsR
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ListTransactionsResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

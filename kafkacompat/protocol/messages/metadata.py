@@ -342,11 +342,14 @@ def _r_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_MetadataRequest__MetadataRequestTopic)
                 o3.topic_id = _wire.ZERO_UUID
                 o3.name = s3_name
@@ -357,11 +360,14 @@ def _r_MetadataRequest_4(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(MetadataRequest)
         o1.topics = s1_topics
         o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
@@ -428,11 +434,14 @@ def _r_MetadataRequest_5(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_MetadataRequest__MetadataRequestTopic)
                 o3.topic_id = s3_topic_id
                 o3.name = s3_name
@@ -443,11 +452,14 @@ def _r_MetadataRequest_5(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(MetadataRequest)
         o1.topics = s1_topics
         o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
@@ -514,11 +526,14 @@ def _r_MetadataRequest_6(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_MetadataRequest__MetadataRequestTopic)
                 o3.topic_id = s3_topic_id
                 o3.name = s3_name
@@ -529,11 +544,14 @@ def _r_MetadataRequest_6(buf: Any, pos: int) -> tuple[MetadataRequest, int]:
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(MetadataRequest)
         o1.topics = s1_topics
         o1.allow_auto_topic_creation = s1_allow_auto_topic_creation
@@ -1663,11 +1681,14 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
                 o3.node_id = s3_node_id
                 o3.host = s3_host
@@ -1769,11 +1790,14 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count7, pos = _wire.read_uvarint(buf, pos)
+                            count7, pos = _wire.read_tag_count(buf, pos)
+                            seen7: list[tuple[int, bytes]] = []
                             for _ in range(count7):
                                 tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                seen7.append((tag7, bytes(buf[pos:end7])))
                                 pos = end7
+                            if seen7:
+                                u7 = tuple(seen7)
                         o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
                         o7.error_code = s7_error_code
                         o7.partition_index = s7_partition_index
@@ -1789,11 +1813,14 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
                 o5.error_code = s5_error_code
                 o5.name = s5_name
@@ -1808,11 +1835,14 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(MetadataResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.brokers = s1_brokers
@@ -1923,11 +1953,14 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
                 o3.node_id = s3_node_id
                 o3.host = s3_host
@@ -2030,11 +2063,14 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count7, pos = _wire.read_uvarint(buf, pos)
+                            count7, pos = _wire.read_tag_count(buf, pos)
+                            seen7: list[tuple[int, bytes]] = []
                             for _ in range(count7):
                                 tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                seen7.append((tag7, bytes(buf[pos:end7])))
                                 pos = end7
+                            if seen7:
+                                u7 = tuple(seen7)
                         o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
                         o7.error_code = s7_error_code
                         o7.partition_index = s7_partition_index
@@ -2050,11 +2086,14 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
                 o5.error_code = s5_error_code
                 o5.name = s5_name
@@ -2069,11 +2108,14 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(MetadataResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.brokers = s1_brokers
@@ -2184,11 +2226,14 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
                 o3.node_id = s3_node_id
                 o3.host = s3_host
@@ -2291,11 +2336,14 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count7, pos = _wire.read_uvarint(buf, pos)
+                            count7, pos = _wire.read_tag_count(buf, pos)
+                            seen7: list[tuple[int, bytes]] = []
                             for _ in range(count7):
                                 tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                seen7.append((tag7, bytes(buf[pos:end7])))
                                 pos = end7
+                            if seen7:
+                                u7 = tuple(seen7)
                         o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
                         o7.error_code = s7_error_code
                         o7.partition_index = s7_partition_index
@@ -2311,11 +2359,14 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
                 o5.error_code = s5_error_code
                 o5.name = s5_name
@@ -2329,11 +2380,14 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(MetadataResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.brokers = s1_brokers
@@ -2446,11 +2500,14 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
                 o3.node_id = s3_node_id
                 o3.host = s3_host
@@ -2553,11 +2610,14 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count7, pos = _wire.read_uvarint(buf, pos)
+                            count7, pos = _wire.read_tag_count(buf, pos)
+                            seen7: list[tuple[int, bytes]] = []
                             for _ in range(count7):
                                 tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                seen7.append((tag7, bytes(buf[pos:end7])))
                                 pos = end7
+                            if seen7:
+                                u7 = tuple(seen7)
                         o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
                         o7.error_code = s7_error_code
                         o7.partition_index = s7_partition_index
@@ -2573,11 +2633,14 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
                 o5.error_code = s5_error_code
                 o5.name = s5_name
@@ -2591,11 +2654,14 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(MetadataResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.brokers = s1_brokers
@@ -2708,11 +2774,14 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_MetadataResponse__MetadataResponseBroker)
                 o3.node_id = s3_node_id
                 o3.host = s3_host
@@ -2815,11 +2884,14 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count7, pos = _wire.read_uvarint(buf, pos)
+                            count7, pos = _wire.read_tag_count(buf, pos)
+                            seen7: list[tuple[int, bytes]] = []
                             for _ in range(count7):
                                 tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                seen7.append((tag7, bytes(buf[pos:end7])))
                                 pos = end7
+                            if seen7:
+                                u7 = tuple(seen7)
                         o7 = _new(_C_MetadataResponse__MetadataResponsePartition)
                         o7.error_code = s7_error_code
                         o7.partition_index = s7_partition_index
@@ -2835,11 +2907,14 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_MetadataResponse__MetadataResponseTopic)
                 o5.error_code = s5_error_code
                 o5.name = s5_name
@@ -2854,11 +2929,14 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(MetadataResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.brokers = s1_brokers

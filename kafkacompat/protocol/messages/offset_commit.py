@@ -694,11 +694,14 @@ def _r_OffsetCommitRequest_6(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
                         o5.partition_index = s5_partition_index
                         o5.committed_offset = s5_committed_offset
@@ -711,11 +714,14 @@ def _r_OffsetCommitRequest_6(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
                 o3.name = s3_name
                 o3.topic_id = _wire.ZERO_UUID
@@ -726,11 +732,14 @@ def _r_OffsetCommitRequest_6(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetCommitRequest)
         o1.group_id = s1_group_id
         o1.generation_id_or_member_epoch = s1_generation_id_or_member_epoch
@@ -869,11 +878,14 @@ def _r_OffsetCommitRequest_7(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_OffsetCommitRequest__OffsetCommitRequestPartition)
                         o5.partition_index = s5_partition_index
                         o5.committed_offset = s5_committed_offset
@@ -886,11 +898,14 @@ def _r_OffsetCommitRequest_7(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetCommitRequest__OffsetCommitRequestTopic)
                 o3.name = ""
                 o3.topic_id = s3_topic_id
@@ -901,11 +916,14 @@ def _r_OffsetCommitRequest_7(buf: Any, pos: int) -> tuple[OffsetCommitRequest, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetCommitRequest)
         o1.group_id = s1_group_id
         o1.generation_id_or_member_epoch = s1_generation_id_or_member_epoch
@@ -1345,11 +1363,14 @@ def _r_OffsetCommitResponse_2(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_OffsetCommitResponse__OffsetCommitResponsePartition)
                             o6.partition_index = s6_partition_index
                             o6.error_code = s6_error_code
@@ -1359,11 +1380,14 @@ def _r_OffsetCommitResponse_2(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetCommitResponse__OffsetCommitResponseTopic)
                 o3.name = s3_name
                 o3.topic_id = _wire.ZERO_UUID
@@ -1374,11 +1398,14 @@ def _r_OffsetCommitResponse_2(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetCommitResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.topics = s1_topics
@@ -1465,11 +1492,14 @@ def _r_OffsetCommitResponse_3(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_OffsetCommitResponse__OffsetCommitResponsePartition)
                             o6.partition_index = s6_partition_index
                             o6.error_code = s6_error_code
@@ -1479,11 +1509,14 @@ def _r_OffsetCommitResponse_3(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetCommitResponse__OffsetCommitResponseTopic)
                 o3.name = ""
                 o3.topic_id = s3_topic_id
@@ -1494,11 +1527,14 @@ def _r_OffsetCommitResponse_3(buf: Any, pos: int) -> tuple[OffsetCommitResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetCommitResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.topics = s1_topics

@@ -335,11 +335,14 @@ def _r_OffsetFetchRequest_2(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopic)
                 o3.name = s3_name
                 o3.partition_indexes = s3_partition_indexes
@@ -349,11 +352,14 @@ def _r_OffsetFetchRequest_2(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetFetchRequest)
         o1.group_id = s1_group_id
         o1.topics = s1_topics
@@ -454,11 +460,14 @@ def _r_OffsetFetchRequest_3(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopic)
                 o3.name = s3_name
                 o3.partition_indexes = s3_partition_indexes
@@ -469,11 +478,14 @@ def _r_OffsetFetchRequest_3(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetFetchRequest)
         o1.group_id = s1_group_id
         o1.topics = s1_topics
@@ -586,11 +598,14 @@ def _r_OffsetFetchRequest_4(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopics)
                         o5.name = s5_name
                         o5.topic_id = _wire.ZERO_UUID
@@ -601,11 +616,14 @@ def _r_OffsetFetchRequest_4(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetFetchRequest__OffsetFetchRequestGroup)
                 o3.group_id = s3_group_id
                 o3.member_id = None
@@ -618,11 +636,14 @@ def _r_OffsetFetchRequest_4(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetFetchRequest)
         o1.group_id = ""
         o1.topics = []
@@ -740,11 +761,14 @@ def _r_OffsetFetchRequest_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopics)
                         o5.name = s5_name
                         o5.topic_id = _wire.ZERO_UUID
@@ -755,11 +779,14 @@ def _r_OffsetFetchRequest_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetFetchRequest__OffsetFetchRequestGroup)
                 o3.group_id = s3_group_id
                 o3.member_id = s3_member_id
@@ -772,11 +799,14 @@ def _r_OffsetFetchRequest_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetFetchRequest)
         o1.group_id = ""
         o1.topics = []
@@ -886,11 +916,14 @@ def _r_OffsetFetchRequest_6(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_OffsetFetchRequest__OffsetFetchRequestTopics)
                         o5.name = ""
                         o5.topic_id = s5_topic_id
@@ -901,11 +934,14 @@ def _r_OffsetFetchRequest_6(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetFetchRequest__OffsetFetchRequestGroup)
                 o3.group_id = s3_group_id
                 o3.member_id = s3_member_id
@@ -918,11 +954,14 @@ def _r_OffsetFetchRequest_6(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetFetchRequest)
         o1.group_id = ""
         o1.topics = []
@@ -1520,11 +1559,14 @@ def _r_OffsetFetchResponse_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartition)
                         o5.partition_index = s5_partition_index
                         o5.committed_offset = s5_committed_offset
@@ -1537,11 +1579,14 @@ def _r_OffsetFetchResponse_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopic)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -1552,11 +1597,14 @@ def _r_OffsetFetchResponse_4(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetFetchResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.topics = s1_topics
@@ -1674,11 +1722,14 @@ def _r_OffsetFetchResponse_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                                 u7 = _wire.EMPTY_TAGS
                                 if t7:
                                     pos -= 1
-                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
                                     for _ in range(count7):
                                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
                                         pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
                                 o7 = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartitions)
                                 o7.partition_index = s7_partition_index
                                 o7.committed_offset = s7_committed_offset
@@ -1691,11 +1742,14 @@ def _r_OffsetFetchResponse_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopics)
                         o5.name = s5_name
                         o5.topic_id = _wire.ZERO_UUID
@@ -1707,11 +1761,14 @@ def _r_OffsetFetchResponse_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetFetchResponse__OffsetFetchResponseGroup)
                 o3.group_id = s3_group_id
                 o3.topics = s3_topics
@@ -1722,11 +1779,14 @@ def _r_OffsetFetchResponse_5(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetFetchResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.topics = []
@@ -1835,11 +1895,14 @@ def _r_OffsetFetchResponse_6(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                                 u7 = _wire.EMPTY_TAGS
                                 if t7:
                                     pos -= 1
-                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
                                     for _ in range(count7):
                                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
                                         pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
                                 o7 = _new(_C_OffsetFetchResponse__OffsetFetchResponsePartitions)
                                 o7.partition_index = s7_partition_index
                                 o7.committed_offset = s7_committed_offset
@@ -1852,11 +1915,14 @@ def _r_OffsetFetchResponse_6(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_OffsetFetchResponse__OffsetFetchResponseTopics)
                         o5.name = ""
                         o5.topic_id = s5_topic_id
@@ -1868,11 +1934,14 @@ def _r_OffsetFetchResponse_6(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetFetchResponse__OffsetFetchResponseGroup)
                 o3.group_id = s3_group_id
                 o3.topics = s3_topics
@@ -1883,11 +1952,14 @@ def _r_OffsetFetchResponse_6(buf: Any, pos: int) -> tuple[OffsetFetchResponse, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetFetchResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.topics = []

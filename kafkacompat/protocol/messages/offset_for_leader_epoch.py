@@ -388,11 +388,14 @@ def _r_OffsetForLeaderEpochRequest_3(buf: Any, pos: int) -> tuple[OffsetForLeade
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderPartition)
                             o6.partition = s6_partition
                             o6.current_leader_epoch = s6_current_leader_epoch
@@ -403,11 +406,14 @@ def _r_OffsetForLeaderEpochRequest_3(buf: Any, pos: int) -> tuple[OffsetForLeade
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetForLeaderEpochRequest__OffsetForLeaderTopic)
                 o3.topic = s3_topic
                 o3.partitions = s3_partitions
@@ -417,11 +423,14 @@ def _r_OffsetForLeaderEpochRequest_3(buf: Any, pos: int) -> tuple[OffsetForLeade
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetForLeaderEpochRequest)
         o1.replica_id = s1_replica_id
         o1.topics = s1_topics
@@ -843,11 +852,14 @@ def _r_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLead
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_OffsetForLeaderEpochResponse__EpochEndOffset)
                             o6.error_code = s6_error_code
                             o6.partition = s6_partition
@@ -859,11 +871,14 @@ def _r_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLead
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_OffsetForLeaderEpochResponse__OffsetForLeaderTopicResult)
                 o3.topic = s3_topic
                 o3.partitions = s3_partitions
@@ -873,11 +888,14 @@ def _r_OffsetForLeaderEpochResponse_3(buf: Any, pos: int) -> tuple[OffsetForLead
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(OffsetForLeaderEpochResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.topics = s1_topics

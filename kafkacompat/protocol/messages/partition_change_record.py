@@ -63,7 +63,8 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -145,8 +146,10 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                     if pos != end1:
                         raise DecodeError(f"tagged field 5 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(PartitionChangeRecord)
         o1.partition_id = s1_partition_id
         o1.topic_id = s1_topic_id
@@ -280,7 +283,8 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -378,8 +382,10 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                     if pos != end1:
                         raise DecodeError(f"tagged field 8 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(PartitionChangeRecord)
         o1.partition_id = s1_partition_id
         o1.topic_id = s1_topic_id
@@ -529,7 +535,8 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -661,8 +668,10 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                     if pos != end1:
                         raise DecodeError(f"tagged field 8 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(PartitionChangeRecord)
         o1.partition_id = s1_partition_id
         o1.topic_id = s1_topic_id

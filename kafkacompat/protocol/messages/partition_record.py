@@ -119,7 +119,8 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -128,8 +129,10 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(PartitionRecord)
         o1.partition_id = s1_partition_id
         o1.topic_id = s1_topic_id
@@ -314,7 +317,8 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -323,8 +327,10 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(PartitionRecord)
         o1.partition_id = s1_partition_id
         o1.topic_id = s1_topic_id
@@ -522,7 +528,8 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -565,8 +572,10 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                     if pos != end1:
                         raise DecodeError(f"tagged field 2 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(PartitionRecord)
         o1.partition_id = s1_partition_id
         o1.topic_id = s1_topic_id

@@ -331,11 +331,14 @@ def _r_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ProduceRequest__PartitionProduceData)
                         o5.index = s5_index
                         o5.records = s5_records
@@ -345,11 +348,14 @@ def _r_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ProduceRequest__TopicProduceData)
                 o3.name = s3_name
                 o3.topic_id = _wire.ZERO_UUID
@@ -360,11 +366,14 @@ def _r_ProduceRequest_2(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ProduceRequest)
         o1.transactional_id = s1_transactional_id
         o1.acks = s1_acks
@@ -456,11 +465,14 @@ def _r_ProduceRequest_3(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ProduceRequest__PartitionProduceData)
                         o5.index = s5_index
                         o5.records = s5_records
@@ -470,11 +482,14 @@ def _r_ProduceRequest_3(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ProduceRequest__TopicProduceData)
                 o3.name = ""
                 o3.topic_id = s3_topic_id
@@ -485,11 +500,14 @@ def _r_ProduceRequest_3(buf: Any, pos: int) -> tuple[ProduceRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ProduceRequest)
         o1.transactional_id = s1_transactional_id
         o1.acks = s1_acks
@@ -1148,11 +1166,14 @@ def _r_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                 if buf[pos] == 0:
                                     pos += 1
                                 else:
-                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
                                     for _ in range(count7):
                                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
                                         pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
                                 o7 = _new(_C_ProduceResponse__BatchIndexAndErrorMessage)
                                 o7.batch_index = s7_batch_index
                                 o7.batch_index_error_message = s7_batch_index_error_message
@@ -1171,11 +1192,14 @@ def _r_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ProduceResponse__PartitionProduceResponse)
                         o5.index = s5_index
                         o5.error_code = s5_error_code
@@ -1191,11 +1215,14 @@ def _r_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ProduceResponse__TopicProduceResponse)
                 o3.name = s3_name
                 o3.topic_id = _wire.ZERO_UUID
@@ -1207,11 +1234,14 @@ def _r_ProduceResponse_5(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ProduceResponse)
         o1.responses = s1_responses
         o1.throttle_time_ms = s1_throttle_time_ms
@@ -1323,11 +1353,14 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                 if buf[pos] == 0:
                                     pos += 1
                                 else:
-                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
                                     for _ in range(count7):
                                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
                                         pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
                                 o7 = _new(_C_ProduceResponse__BatchIndexAndErrorMessage)
                                 o7.batch_index = s7_batch_index
                                 o7.batch_index_error_message = s7_batch_index_error_message
@@ -1347,7 +1380,8 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
@@ -1356,11 +1390,14 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_ProduceResponse__LeaderIdAndEpoch)
                                     o8.leader_id = s8_leader_id
                                     o8.leader_epoch = s8_leader_epoch
@@ -1369,8 +1406,10 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                     if pos != end5:
                                         raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
                                 else:
-                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    seen5.append((tag5, bytes(buf[pos:end5])))
                                     pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ProduceResponse__PartitionProduceResponse)
                         o5.index = s5_index
                         o5.error_code = s5_error_code
@@ -1386,11 +1425,14 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ProduceResponse__TopicProduceResponse)
                 o3.name = s3_name
                 o3.topic_id = _wire.ZERO_UUID
@@ -1404,7 +1446,8 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -1445,11 +1488,14 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                             if buf[pos] == 0:
                                 pos += 1
                             else:
-                                count10, pos = _wire.read_uvarint(buf, pos)
+                                count10, pos = _wire.read_tag_count(buf, pos)
+                                seen10: list[tuple[int, bytes]] = []
                                 for _ in range(count10):
                                     tag10, pos, end10 = _wire.read_tag_header(buf, pos)
-                                    u10 = (*u10, (tag10, bytes(buf[pos:end10])))
+                                    seen10.append((tag10, bytes(buf[pos:end10])))
                                     pos = end10
+                                if seen10:
+                                    u10 = tuple(seen10)
                             o10 = _new(_C_ProduceResponse__NodeEndpoint)
                             o10.node_id = s10_node_id
                             o10.host = s10_host
@@ -1460,8 +1506,10 @@ def _r_ProduceResponse_6(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ProduceResponse)
         o1.responses = s1_responses
         o1.throttle_time_ms = s1_throttle_time_ms
@@ -1577,11 +1625,14 @@ def _r_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                 if buf[pos] == 0:
                                     pos += 1
                                 else:
-                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
                                     for _ in range(count7):
                                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
                                         pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
                                 o7 = _new(_C_ProduceResponse__BatchIndexAndErrorMessage)
                                 o7.batch_index = s7_batch_index
                                 o7.batch_index_error_message = s7_batch_index_error_message
@@ -1601,7 +1652,8 @@ def _r_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
                                 if tag5 == 0:
@@ -1610,11 +1662,14 @@ def _r_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_ProduceResponse__LeaderIdAndEpoch)
                                     o8.leader_id = s8_leader_id
                                     o8.leader_epoch = s8_leader_epoch
@@ -1623,8 +1678,10 @@ def _r_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                                     if pos != end5:
                                         raise DecodeError(f"tagged field 0 should end at byte {end5} but its value ends at {pos}", offset=pos)
                                 else:
-                                    u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                    seen5.append((tag5, bytes(buf[pos:end5])))
                                     pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ProduceResponse__PartitionProduceResponse)
                         o5.index = s5_index
                         o5.error_code = s5_error_code
@@ -1640,11 +1697,14 @@ def _r_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ProduceResponse__TopicProduceResponse)
                 o3.name = ""
                 o3.topic_id = s3_topic_id
@@ -1658,7 +1718,8 @@ def _r_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -1699,11 +1760,14 @@ def _r_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                             if buf[pos] == 0:
                                 pos += 1
                             else:
-                                count10, pos = _wire.read_uvarint(buf, pos)
+                                count10, pos = _wire.read_tag_count(buf, pos)
+                                seen10: list[tuple[int, bytes]] = []
                                 for _ in range(count10):
                                     tag10, pos, end10 = _wire.read_tag_header(buf, pos)
-                                    u10 = (*u10, (tag10, bytes(buf[pos:end10])))
+                                    seen10.append((tag10, bytes(buf[pos:end10])))
                                     pos = end10
+                                if seen10:
+                                    u10 = tuple(seen10)
                             o10 = _new(_C_ProduceResponse__NodeEndpoint)
                             o10.node_id = s10_node_id
                             o10.host = s10_host
@@ -1714,8 +1778,10 @@ def _r_ProduceResponse_7(buf: Any, pos: int) -> tuple[ProduceResponse, int]:
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ProduceResponse)
         o1.responses = s1_responses
         o1.throttle_time_ms = s1_throttle_time_ms

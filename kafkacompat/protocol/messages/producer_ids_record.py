@@ -41,11 +41,14 @@ def _r_ProducerIdsRecord_0(buf: Any, pos: int) -> tuple[ProducerIdsRecord, int]:
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ProducerIdsRecord)
         o1.broker_id = s1_broker_id
         o1.broker_epoch = s1_broker_epoch

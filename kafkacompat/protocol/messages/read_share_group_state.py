@@ -164,11 +164,14 @@ def _r_ReadShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[ReadShareGroupS
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_ReadShareGroupStateRequest__PartitionData)
                             o6.partition = s6_partition
                             o6.leader_epoch = s6_leader_epoch
@@ -178,11 +181,14 @@ def _r_ReadShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[ReadShareGroupS
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ReadShareGroupStateRequest__ReadStateData)
                 o3.topic_id = s3_topic_id
                 o3.partitions = s3_partitions
@@ -192,11 +198,14 @@ def _r_ReadShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[ReadShareGroupS
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ReadShareGroupStateRequest)
         o1.group_id = s1_group_id
         o1.topics = s1_topics
@@ -353,11 +362,14 @@ def _r_ReadShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[ReadShareGroup
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_ReadShareGroupStateResponse__StateBatch)
                                     o8.first_offset = s8_first_offset
                                     o8.last_offset = s8_last_offset
@@ -369,11 +381,14 @@ def _r_ReadShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[ReadShareGroup
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ReadShareGroupStateResponse__PartitionResult)
                         o5.partition = s5_partition
                         o5.error_code = s5_error_code
@@ -387,11 +402,14 @@ def _r_ReadShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[ReadShareGroup
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ReadShareGroupStateResponse__ReadStateResult)
                 o3.topic_id = s3_topic_id
                 o3.partitions = s3_partitions
@@ -401,11 +419,14 @@ def _r_ReadShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[ReadShareGroup
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ReadShareGroupStateResponse)
         o1.results = s1_results
         o1._unknown_tags = u1

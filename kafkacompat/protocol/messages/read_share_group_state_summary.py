@@ -151,11 +151,14 @@ def _r_ReadShareGroupStateSummaryRequest_0(buf: Any, pos: int) -> tuple[ReadShar
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_ReadShareGroupStateSummaryRequest__PartitionData)
                             o6.partition = s6_partition
                             o6.leader_epoch = s6_leader_epoch
@@ -165,11 +168,14 @@ def _r_ReadShareGroupStateSummaryRequest_0(buf: Any, pos: int) -> tuple[ReadShar
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ReadShareGroupStateSummaryRequest__ReadStateSummaryData)
                 o3.topic_id = s3_topic_id
                 o3.partitions = s3_partitions
@@ -179,11 +185,14 @@ def _r_ReadShareGroupStateSummaryRequest_0(buf: Any, pos: int) -> tuple[ReadShar
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ReadShareGroupStateSummaryRequest)
         o1.group_id = s1_group_id
         o1.topics = s1_topics
@@ -307,11 +316,14 @@ def _r_ReadShareGroupStateSummaryResponse_0(buf: Any, pos: int) -> tuple[ReadSha
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ReadShareGroupStateSummaryResponse__PartitionResult)
                         o5.partition = s5_partition
                         o5.error_code = s5_error_code
@@ -324,11 +336,14 @@ def _r_ReadShareGroupStateSummaryResponse_0(buf: Any, pos: int) -> tuple[ReadSha
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult)
                 o3.topic_id = s3_topic_id
                 o3.partitions = s3_partitions
@@ -338,11 +353,14 @@ def _r_ReadShareGroupStateSummaryResponse_0(buf: Any, pos: int) -> tuple[ReadSha
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ReadShareGroupStateSummaryResponse)
         o1.results = s1_results
         o1._unknown_tags = u1

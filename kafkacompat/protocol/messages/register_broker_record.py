@@ -121,11 +121,14 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_RegisterBrokerRecord__BrokerEndpoint)
                 o3.name = s3_name
                 o3.host = s3_host
@@ -158,11 +161,14 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_RegisterBrokerRecord__BrokerFeature)
                 o5.name = s5_name
                 o5.min_supported_version = s5_min_supported_version
@@ -183,11 +189,14 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(RegisterBrokerRecord)
         o1.broker_id = s1_broker_id
         o1.is_migrating_zk_broker = False
@@ -303,11 +312,14 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_RegisterBrokerRecord__BrokerEndpoint)
                 o3.name = s3_name
                 o3.host = s3_host
@@ -340,11 +352,14 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_RegisterBrokerRecord__BrokerFeature)
                 o5.name = s5_name
                 o5.min_supported_version = s5_min_supported_version
@@ -365,11 +380,14 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(RegisterBrokerRecord)
         o1.broker_id = s1_broker_id
         o1.is_migrating_zk_broker = False
@@ -483,11 +501,14 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_RegisterBrokerRecord__BrokerEndpoint)
                 o3.name = s3_name
                 o3.host = s3_host
@@ -520,11 +541,14 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_RegisterBrokerRecord__BrokerFeature)
                 o5.name = s5_name
                 o5.min_supported_version = s5_min_supported_version
@@ -545,11 +569,14 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(RegisterBrokerRecord)
         o1.broker_id = s1_broker_id
         o1.is_migrating_zk_broker = s1_is_migrating_zk_broker
@@ -663,11 +690,14 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_RegisterBrokerRecord__BrokerEndpoint)
                 o3.name = s3_name
                 o3.host = s3_host
@@ -700,11 +730,14 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                 u5 = _wire.EMPTY_TAGS
                 if t5:
                     pos -= 1
-                    count5, pos = _wire.read_uvarint(buf, pos)
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
                     for _ in range(count5):
                         tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                        u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                        seen5.append((tag5, bytes(buf[pos:end5])))
                         pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
                 o5 = _new(_C_RegisterBrokerRecord__BrokerFeature)
                 o5.name = s5_name
                 o5.min_supported_version = s5_min_supported_version
@@ -727,7 +760,8 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -747,8 +781,10 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(RegisterBrokerRecord)
         o1.broker_id = s1_broker_id
         o1.is_migrating_zk_broker = s1_is_migrating_zk_broker

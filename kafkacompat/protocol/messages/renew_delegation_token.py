@@ -96,11 +96,14 @@ def _r_RenewDelegationTokenRequest_1(buf: Any, pos: int) -> tuple[RenewDelegatio
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(RenewDelegationTokenRequest)
         o1.hmac = s1_hmac
         o1.renew_period_ms = s1_renew_period_ms
@@ -155,11 +158,14 @@ def _r_RenewDelegationTokenResponse_1(buf: Any, pos: int) -> tuple[RenewDelegati
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(RenewDelegationTokenResponse)
         o1.error_code = s1_error_code
         o1.expiry_timestamp_ms = s1_expiry_timestamp_ms

@@ -220,11 +220,14 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
                                 if buf[pos] == 0:
                                     pos += 1
                                 else:
-                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
                                     for _ in range(count7):
                                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
                                         pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
                                 o7 = _new(_C_ShareAcknowledgeRequest__AcknowledgementBatch)
                                 o7.first_offset = s7_first_offset
                                 o7.last_offset = s7_last_offset
@@ -235,11 +238,14 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ShareAcknowledgeRequest__AcknowledgePartition)
                         o5.partition_index = s5_partition_index
                         o5.acknowledgement_batches = s5_acknowledgement_batches
@@ -249,11 +255,14 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ShareAcknowledgeRequest__AcknowledgeTopic)
                 o3.topic_id = s3_topic_id
                 o3.partitions = s3_partitions
@@ -263,11 +272,14 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ShareAcknowledgeRequest)
         o1.group_id = s1_group_id
         o1.member_id = s1_member_id
@@ -452,11 +464,14 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                         u6 = _wire.EMPTY_TAGS
                         if t6:
                             pos -= 1
-                            count6, pos = _wire.read_uvarint(buf, pos)
+                            count6, pos = _wire.read_tag_count(buf, pos)
+                            seen6: list[tuple[int, bytes]] = []
                             for _ in range(count6):
                                 tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                seen6.append((tag6, bytes(buf[pos:end6])))
                                 pos = end6
+                            if seen6:
+                                u6 = tuple(seen6)
                         o6 = _new(_C_ShareAcknowledgeResponse__LeaderIdAndEpoch)
                         o6.leader_id = s6_leader_id
                         o6.leader_epoch = s6_leader_epoch
@@ -466,11 +481,14 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ShareAcknowledgeResponse__PartitionData)
                         o5.partition_index = s5_partition_index
                         o5.error_code = s5_error_code
@@ -482,11 +500,14 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse)
                 o3.topic_id = s3_topic_id
                 o3.partitions = s3_partitions
@@ -529,11 +550,14 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count8, pos = _wire.read_uvarint(buf, pos)
+                    count8, pos = _wire.read_tag_count(buf, pos)
+                    seen8: list[tuple[int, bytes]] = []
                     for _ in range(count8):
                         tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                        u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                        seen8.append((tag8, bytes(buf[pos:end8])))
                         pos = end8
+                    if seen8:
+                        u8 = tuple(seen8)
                 o8 = _new(_C_ShareAcknowledgeResponse__NodeEndpoint)
                 o8.node_id = s8_node_id
                 o8.host = s8_host
@@ -545,11 +569,14 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ShareAcknowledgeResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

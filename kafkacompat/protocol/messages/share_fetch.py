@@ -259,11 +259,14 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                                 if buf[pos] == 0:
                                     pos += 1
                                 else:
-                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
                                     for _ in range(count7):
                                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
                                         pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
                                 o7 = _new(_C_ShareFetchRequest__AcknowledgementBatch)
                                 o7.first_offset = s7_first_offset
                                 o7.last_offset = s7_last_offset
@@ -274,11 +277,14 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ShareFetchRequest__FetchPartition)
                         o5.partition_index = s5_partition_index
                         o5.partition_max_bytes = s5_partition_max_bytes
@@ -289,11 +295,14 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ShareFetchRequest__FetchTopic)
                 o3.topic_id = s3_topic_id
                 o3.partitions = s3_partitions
@@ -329,11 +338,14 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count9, pos = _wire.read_uvarint(buf, pos)
+                    count9, pos = _wire.read_tag_count(buf, pos)
+                    seen9: list[tuple[int, bytes]] = []
                     for _ in range(count9):
                         tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                        u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                        seen9.append((tag9, bytes(buf[pos:end9])))
                         pos = end9
+                    if seen9:
+                        u9 = tuple(seen9)
                 o9 = _new(_C_ShareFetchRequest__ForgottenTopic)
                 o9.topic_id = s9_topic_id
                 o9.partitions = s9_partitions
@@ -343,11 +355,14 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ShareFetchRequest)
         o1.group_id = s1_group_id
         o1.member_id = s1_member_id
@@ -508,11 +523,14 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                                 if buf[pos] == 0:
                                     pos += 1
                                 else:
-                                    count7, pos = _wire.read_uvarint(buf, pos)
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
                                     for _ in range(count7):
                                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
                                         pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
                                 o7 = _new(_C_ShareFetchRequest__AcknowledgementBatch)
                                 o7.first_offset = s7_first_offset
                                 o7.last_offset = s7_last_offset
@@ -523,11 +541,14 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ShareFetchRequest__FetchPartition)
                         o5.partition_index = s5_partition_index
                         o5.partition_max_bytes = 0
@@ -538,11 +559,14 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ShareFetchRequest__FetchTopic)
                 o3.topic_id = s3_topic_id
                 o3.partitions = s3_partitions
@@ -578,11 +602,14 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count9, pos = _wire.read_uvarint(buf, pos)
+                    count9, pos = _wire.read_tag_count(buf, pos)
+                    seen9: list[tuple[int, bytes]] = []
                     for _ in range(count9):
                         tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                        u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                        seen9.append((tag9, bytes(buf[pos:end9])))
                         pos = end9
+                    if seen9:
+                        u9 = tuple(seen9)
                 o9 = _new(_C_ShareFetchRequest__ForgottenTopic)
                 o9.topic_id = s9_topic_id
                 o9.partitions = s9_partitions
@@ -592,11 +619,14 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ShareFetchRequest)
         o1.group_id = s1_group_id
         o1.member_id = s1_member_id
@@ -885,11 +915,14 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                         u6 = _wire.EMPTY_TAGS
                         if t6:
                             pos -= 1
-                            count6, pos = _wire.read_uvarint(buf, pos)
+                            count6, pos = _wire.read_tag_count(buf, pos)
+                            seen6: list[tuple[int, bytes]] = []
                             for _ in range(count6):
                                 tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                seen6.append((tag6, bytes(buf[pos:end6])))
                                 pos = end6
+                            if seen6:
+                                u6 = tuple(seen6)
                         o6 = _new(_C_ShareFetchResponse__LeaderIdAndEpoch)
                         o6.leader_id = s6_leader_id
                         o6.leader_epoch = s6_leader_epoch
@@ -929,11 +962,14 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                                     u9 = _wire.EMPTY_TAGS
                                     if t9:
                                         pos -= 1
-                                        count9, pos = _wire.read_uvarint(buf, pos)
+                                        count9, pos = _wire.read_tag_count(buf, pos)
+                                        seen9: list[tuple[int, bytes]] = []
                                         for _ in range(count9):
                                             tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                                            u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                            seen9.append((tag9, bytes(buf[pos:end9])))
                                             pos = end9
+                                        if seen9:
+                                            u9 = tuple(seen9)
                                     o9 = _new(_C_ShareFetchResponse__AcquiredRecords)
                                     o9.first_offset = s9_first_offset
                                     o9.last_offset = s9_last_offset
@@ -944,11 +980,14 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ShareFetchResponse__PartitionData)
                         o5.partition_index = s5_partition_index
                         o5.error_code = s5_error_code
@@ -964,11 +1003,14 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ShareFetchResponse__ShareFetchableTopicResponse)
                 o3.topic_id = s3_topic_id
                 o3.partitions = s3_partitions
@@ -1011,11 +1053,14 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count11, pos = _wire.read_uvarint(buf, pos)
+                    count11, pos = _wire.read_tag_count(buf, pos)
+                    seen11: list[tuple[int, bytes]] = []
                     for _ in range(count11):
                         tag11, pos, end11 = _wire.read_tag_header(buf, pos)
-                        u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                        seen11.append((tag11, bytes(buf[pos:end11])))
                         pos = end11
+                    if seen11:
+                        u11 = tuple(seen11)
                 o11 = _new(_C_ShareFetchResponse__NodeEndpoint)
                 o11.node_id = s11_node_id
                 o11.host = s11_host
@@ -1027,11 +1072,14 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ShareFetchResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code
@@ -1168,11 +1216,14 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                         u6 = _wire.EMPTY_TAGS
                         if t6:
                             pos -= 1
-                            count6, pos = _wire.read_uvarint(buf, pos)
+                            count6, pos = _wire.read_tag_count(buf, pos)
+                            seen6: list[tuple[int, bytes]] = []
                             for _ in range(count6):
                                 tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                seen6.append((tag6, bytes(buf[pos:end6])))
                                 pos = end6
+                            if seen6:
+                                u6 = tuple(seen6)
                         o6 = _new(_C_ShareFetchResponse__LeaderIdAndEpoch)
                         o6.leader_id = s6_leader_id
                         o6.leader_epoch = s6_leader_epoch
@@ -1212,11 +1263,14 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                                     u9 = _wire.EMPTY_TAGS
                                     if t9:
                                         pos -= 1
-                                        count9, pos = _wire.read_uvarint(buf, pos)
+                                        count9, pos = _wire.read_tag_count(buf, pos)
+                                        seen9: list[tuple[int, bytes]] = []
                                         for _ in range(count9):
                                             tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                                            u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                            seen9.append((tag9, bytes(buf[pos:end9])))
                                             pos = end9
+                                        if seen9:
+                                            u9 = tuple(seen9)
                                     o9 = _new(_C_ShareFetchResponse__AcquiredRecords)
                                     o9.first_offset = s9_first_offset
                                     o9.last_offset = s9_last_offset
@@ -1227,11 +1281,14 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ShareFetchResponse__PartitionData)
                         o5.partition_index = s5_partition_index
                         o5.error_code = s5_error_code
@@ -1247,11 +1304,14 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ShareFetchResponse__ShareFetchableTopicResponse)
                 o3.topic_id = s3_topic_id
                 o3.partitions = s3_partitions
@@ -1294,11 +1354,14 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count11, pos = _wire.read_uvarint(buf, pos)
+                    count11, pos = _wire.read_tag_count(buf, pos)
+                    seen11: list[tuple[int, bytes]] = []
                     for _ in range(count11):
                         tag11, pos, end11 = _wire.read_tag_header(buf, pos)
-                        u11 = (*u11, (tag11, bytes(buf[pos:end11])))
+                        seen11.append((tag11, bytes(buf[pos:end11])))
                         pos = end11
+                    if seen11:
+                        u11 = tuple(seen11)
                 o11 = _new(_C_ShareFetchResponse__NodeEndpoint)
                 o11.node_id = s11_node_id
                 o11.host = s11_host
@@ -1310,11 +1373,14 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ShareFetchResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

@@ -139,11 +139,14 @@ def _r_ShareGroupDescribeRequest_0(buf: Any, pos: int) -> tuple[ShareGroupDescri
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ShareGroupDescribeRequest)
         o1.group_ids = s1_group_ids
         o1.include_authorized_operations = s1_include_authorized_operations
@@ -362,11 +365,14 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                                 if buf[pos] == 0:
                                     pos += 1
                                 else:
-                                    count9, pos = _wire.read_uvarint(buf, pos)
+                                    count9, pos = _wire.read_tag_count(buf, pos)
+                                    seen9: list[tuple[int, bytes]] = []
                                     for _ in range(count9):
                                         tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                                        u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                        seen9.append((tag9, bytes(buf[pos:end9])))
                                         pos = end9
+                                    if seen9:
+                                        u9 = tuple(seen9)
                                 o9 = _new(_C_ShareGroupDescribeResponse__TopicPartitions)
                                 o9.topic_id = s9_topic_id
                                 o9.topic_name = s9_topic_name
@@ -377,11 +383,14 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count7, pos = _wire.read_uvarint(buf, pos)
+                            count7, pos = _wire.read_tag_count(buf, pos)
+                            seen7: list[tuple[int, bytes]] = []
                             for _ in range(count7):
                                 tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                                u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                                seen7.append((tag7, bytes(buf[pos:end7])))
                                 pos = end7
+                            if seen7:
+                                u7 = tuple(seen7)
                         o7 = _new(_C_ShareGroupDescribeResponse__Assignment)
                         o7.topic_partitions = s7_topic_partitions
                         o7._unknown_tags = u7
@@ -390,11 +399,14 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_ShareGroupDescribeResponse__Member)
                         o5.member_id = s5_member_id
                         o5.rack_id = s5_rack_id
@@ -410,11 +422,14 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_ShareGroupDescribeResponse__DescribedGroup)
                 o3.error_code = s3_error_code
                 o3.error_message = s3_error_message
@@ -431,11 +446,14 @@ def _r_ShareGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ShareGroupDescr
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ShareGroupDescribeResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.groups = s1_groups

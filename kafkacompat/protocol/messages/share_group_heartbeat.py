@@ -141,11 +141,14 @@ def _r_ShareGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ShareGroupHeart
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ShareGroupHeartbeatRequest)
         o1.group_id = s1_group_id
         o1.member_id = s1_member_id
@@ -281,11 +284,14 @@ def _r_ShareGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ShareGroupHear
                     if buf[pos] == 0:
                         pos += 1
                     else:
-                        count4, pos = _wire.read_uvarint(buf, pos)
+                        count4, pos = _wire.read_tag_count(buf, pos)
+                        seen4: list[tuple[int, bytes]] = []
                         for _ in range(count4):
                             tag4, pos, end4 = _wire.read_tag_header(buf, pos)
-                            u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                            seen4.append((tag4, bytes(buf[pos:end4])))
                             pos = end4
+                        if seen4:
+                            u4 = tuple(seen4)
                     o4 = _new(_C_ShareGroupHeartbeatResponse__TopicPartitions)
                     o4.topic_id = s4_topic_id
                     o4.partitions = s4_partitions
@@ -295,11 +301,14 @@ def _r_ShareGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ShareGroupHear
             if buf[pos] == 0:
                 pos += 1
             else:
-                count2, pos = _wire.read_uvarint(buf, pos)
+                count2, pos = _wire.read_tag_count(buf, pos)
+                seen2: list[tuple[int, bytes]] = []
                 for _ in range(count2):
                     tag2, pos, end2 = _wire.read_tag_header(buf, pos)
-                    u2 = (*u2, (tag2, bytes(buf[pos:end2])))
+                    seen2.append((tag2, bytes(buf[pos:end2])))
                     pos = end2
+                if seen2:
+                    u2 = tuple(seen2)
             o2 = _new(_C_ShareGroupHeartbeatResponse__Assignment)
             o2.topic_partitions = s2_topic_partitions
             o2._unknown_tags = u2
@@ -308,11 +317,14 @@ def _r_ShareGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ShareGroupHear
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ShareGroupHeartbeatResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

@@ -288,11 +288,14 @@ def _r_StopReplicaRequest_2(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_StopReplicaRequest__StopReplicaTopicV1)
                 o3.name = s3_name
                 o3.partition_indexes = s3_partition_indexes
@@ -302,11 +305,14 @@ def _r_StopReplicaRequest_2(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(StopReplicaRequest)
         o1.controller_id = s1_controller_id
         o1.is_k_raft_controller = False
@@ -414,11 +420,14 @@ def _r_StopReplicaRequest_3(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_StopReplicaRequest__StopReplicaPartitionState)
                             o6.partition_index = s6_partition_index
                             o6.leader_epoch = s6_leader_epoch
@@ -429,11 +438,14 @@ def _r_StopReplicaRequest_3(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_StopReplicaRequest__StopReplicaTopicState)
                 o3.topic_name = s3_topic_name
                 o3.partition_states = s3_partition_states
@@ -443,11 +455,14 @@ def _r_StopReplicaRequest_3(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(StopReplicaRequest)
         o1.controller_id = s1_controller_id
         o1.is_k_raft_controller = False
@@ -557,11 +572,14 @@ def _r_StopReplicaRequest_4(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_StopReplicaRequest__StopReplicaPartitionState)
                             o6.partition_index = s6_partition_index
                             o6.leader_epoch = s6_leader_epoch
@@ -572,11 +590,14 @@ def _r_StopReplicaRequest_4(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_StopReplicaRequest__StopReplicaTopicState)
                 o3.topic_name = s3_topic_name
                 o3.partition_states = s3_partition_states
@@ -586,11 +607,14 @@ def _r_StopReplicaRequest_4(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(StopReplicaRequest)
         o1.controller_id = s1_controller_id
         o1.is_k_raft_controller = s1_is_k_raft_controller
@@ -822,11 +846,14 @@ def _r_StopReplicaResponse_1(buf: Any, pos: int) -> tuple[StopReplicaResponse, i
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_StopReplicaResponse__StopReplicaPartitionError)
                 o3.topic_name = s3_topic_name
                 o3.partition_index = s3_partition_index
@@ -837,11 +864,14 @@ def _r_StopReplicaResponse_1(buf: Any, pos: int) -> tuple[StopReplicaResponse, i
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(StopReplicaResponse)
         o1.error_code = s1_error_code
         o1.partition_errors = s1_partition_errors

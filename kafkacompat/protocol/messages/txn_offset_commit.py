@@ -368,11 +368,14 @@ def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition)
                         o5.partition_index = s5_partition_index
                         o5.committed_offset = s5_committed_offset
@@ -384,11 +387,14 @@ def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -398,11 +404,14 @@ def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(TxnOffsetCommitRequest)
         o1.transactional_id = s1_transactional_id
         o1.group_id = s1_group_id
@@ -720,11 +729,14 @@ def _r_TxnOffsetCommitResponse_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRes
                             u6 = _wire.EMPTY_TAGS
                             if t6:
                                 pos -= 1
-                                count6, pos = _wire.read_uvarint(buf, pos)
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
                                 for _ in range(count6):
                                     tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                                    u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
                                     pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
                             o6 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition)
                             o6.partition_index = s6_partition_index
                             o6.error_code = s6_error_code
@@ -734,11 +746,14 @@ def _r_TxnOffsetCommitResponse_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRes
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic)
                 o3.name = s3_name
                 o3.partitions = s3_partitions
@@ -748,11 +763,14 @@ def _r_TxnOffsetCommitResponse_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRes
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(TxnOffsetCommitResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.topics = s1_topics

@@ -1073,11 +1073,14 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
                         o5.topic_name = ""
                         o5.partition_index = s5_partition_index
@@ -1094,11 +1097,14 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_UpdateMetadataRequest__UpdateMetadataTopicState)
                 o3.topic_name = s3_topic_name
                 o3.topic_id = _wire.ZERO_UUID
@@ -1154,11 +1160,14 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                         u9 = _wire.EMPTY_TAGS
                         if t9:
                             pos -= 1
-                            count9, pos = _wire.read_uvarint(buf, pos)
+                            count9, pos = _wire.read_tag_count(buf, pos)
+                            seen9: list[tuple[int, bytes]] = []
                             for _ in range(count9):
                                 tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                                u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                seen9.append((tag9, bytes(buf[pos:end9])))
                                 pos = end9
+                            if seen9:
+                                u9 = tuple(seen9)
                         o9 = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
                         o9.port = s9_port
                         o9.host = s9_host
@@ -1179,11 +1188,14 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count7, pos = _wire.read_uvarint(buf, pos)
+                    count7, pos = _wire.read_tag_count(buf, pos)
+                    seen7: list[tuple[int, bytes]] = []
                     for _ in range(count7):
                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        seen7.append((tag7, bytes(buf[pos:end7])))
                         pos = end7
+                    if seen7:
+                        u7 = tuple(seen7)
                 o7 = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
                 o7.id = s7_id
                 o7.v0_host = ""
@@ -1196,11 +1208,14 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(UpdateMetadataRequest)
         o1.controller_id = s1_controller_id
         o1.is_k_raft_controller = False
@@ -1355,11 +1370,14 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
                         o5.topic_name = ""
                         o5.partition_index = s5_partition_index
@@ -1376,11 +1394,14 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_UpdateMetadataRequest__UpdateMetadataTopicState)
                 o3.topic_name = s3_topic_name
                 o3.topic_id = s3_topic_id
@@ -1436,11 +1457,14 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                         u9 = _wire.EMPTY_TAGS
                         if t9:
                             pos -= 1
-                            count9, pos = _wire.read_uvarint(buf, pos)
+                            count9, pos = _wire.read_tag_count(buf, pos)
+                            seen9: list[tuple[int, bytes]] = []
                             for _ in range(count9):
                                 tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                                u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                seen9.append((tag9, bytes(buf[pos:end9])))
                                 pos = end9
+                            if seen9:
+                                u9 = tuple(seen9)
                         o9 = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
                         o9.port = s9_port
                         o9.host = s9_host
@@ -1461,11 +1485,14 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count7, pos = _wire.read_uvarint(buf, pos)
+                    count7, pos = _wire.read_tag_count(buf, pos)
+                    seen7: list[tuple[int, bytes]] = []
                     for _ in range(count7):
                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        seen7.append((tag7, bytes(buf[pos:end7])))
                         pos = end7
+                    if seen7:
+                        u7 = tuple(seen7)
                 o7 = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
                 o7.id = s7_id
                 o7.v0_host = ""
@@ -1478,11 +1505,14 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(UpdateMetadataRequest)
         o1.controller_id = s1_controller_id
         o1.is_k_raft_controller = False
@@ -1637,11 +1667,14 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_UpdateMetadataRequest__UpdateMetadataPartitionState)
                         o5.topic_name = ""
                         o5.partition_index = s5_partition_index
@@ -1658,11 +1691,14 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_UpdateMetadataRequest__UpdateMetadataTopicState)
                 o3.topic_name = s3_topic_name
                 o3.topic_id = s3_topic_id
@@ -1718,11 +1754,14 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                         u9 = _wire.EMPTY_TAGS
                         if t9:
                             pos -= 1
-                            count9, pos = _wire.read_uvarint(buf, pos)
+                            count9, pos = _wire.read_tag_count(buf, pos)
+                            seen9: list[tuple[int, bytes]] = []
                             for _ in range(count9):
                                 tag9, pos, end9 = _wire.read_tag_header(buf, pos)
-                                u9 = (*u9, (tag9, bytes(buf[pos:end9])))
+                                seen9.append((tag9, bytes(buf[pos:end9])))
                                 pos = end9
+                            if seen9:
+                                u9 = tuple(seen9)
                         o9 = _new(_C_UpdateMetadataRequest__UpdateMetadataEndpoint)
                         o9.port = s9_port
                         o9.host = s9_host
@@ -1743,11 +1782,14 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count7, pos = _wire.read_uvarint(buf, pos)
+                    count7, pos = _wire.read_tag_count(buf, pos)
+                    seen7: list[tuple[int, bytes]] = []
                     for _ in range(count7):
                         tag7, pos, end7 = _wire.read_tag_header(buf, pos)
-                        u7 = (*u7, (tag7, bytes(buf[pos:end7])))
+                        seen7.append((tag7, bytes(buf[pos:end7])))
                         pos = end7
+                    if seen7:
+                        u7 = tuple(seen7)
                 o7 = _new(_C_UpdateMetadataRequest__UpdateMetadataBroker)
                 o7.id = s7_id
                 o7.v0_host = ""
@@ -1761,7 +1803,8 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -1770,8 +1813,10 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(UpdateMetadataRequest)
         o1.controller_id = s1_controller_id
         o1.is_k_raft_controller = s1_is_k_raft_controller
@@ -2250,11 +2295,14 @@ def _r_UpdateMetadataResponse_1(buf: Any, pos: int) -> tuple[UpdateMetadataRespo
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(UpdateMetadataResponse)
         o1.error_code = s1_error_code
         o1._unknown_tags = u1

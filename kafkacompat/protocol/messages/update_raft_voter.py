@@ -145,11 +145,14 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_UpdateRaftVoterRequest__Listener)
                 o3.name = s3_name
                 o3.host = s3_host
@@ -161,11 +164,14 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
         u4 = _wire.EMPTY_TAGS
         if t4:
             pos -= 1
-            count4, pos = _wire.read_uvarint(buf, pos)
+            count4, pos = _wire.read_tag_count(buf, pos)
+            seen4: list[tuple[int, bytes]] = []
             for _ in range(count4):
                 tag4, pos, end4 = _wire.read_tag_header(buf, pos)
-                u4 = (*u4, (tag4, bytes(buf[pos:end4])))
+                seen4.append((tag4, bytes(buf[pos:end4])))
                 pos = end4
+            if seen4:
+                u4 = tuple(seen4)
         o4 = _new(_C_UpdateRaftVoterRequest__KRaftVersionFeature)
         o4.min_supported_version = s4_min_supported_version
         o4.max_supported_version = s4_max_supported_version
@@ -175,11 +181,14 @@ def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequ
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(UpdateRaftVoterRequest)
         o1.cluster_id = s1_cluster_id
         o1.current_leader_epoch = s1_current_leader_epoch
@@ -281,7 +290,8 @@ def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRes
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
@@ -301,11 +311,14 @@ def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRes
                     u2 = _wire.EMPTY_TAGS
                     if t2:
                         pos -= 1
-                        count2, pos = _wire.read_uvarint(buf, pos)
+                        count2, pos = _wire.read_tag_count(buf, pos)
+                        seen2: list[tuple[int, bytes]] = []
                         for _ in range(count2):
                             tag2, pos, end2 = _wire.read_tag_header(buf, pos)
-                            u2 = (*u2, (tag2, bytes(buf[pos:end2])))
+                            seen2.append((tag2, bytes(buf[pos:end2])))
                             pos = end2
+                        if seen2:
+                            u2 = tuple(seen2)
                     o2 = _new(_C_UpdateRaftVoterResponse__CurrentLeader)
                     o2.leader_id = s2_leader_id
                     o2.leader_epoch = s2_leader_epoch
@@ -316,8 +329,10 @@ def _r_UpdateRaftVoterResponse_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRes
                     if pos != end1:
                         raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
                 else:
-                    u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                    seen1.append((tag1, bytes(buf[pos:end1])))
                     pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(UpdateRaftVoterResponse)
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code

@@ -66,11 +66,14 @@ def _r_UserScramCredentialRecord_0(buf: Any, pos: int) -> tuple[UserScramCredent
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(UserScramCredentialRecord)
         o1.name = s1_name
         o1.mechanism = s1_mechanism

@@ -127,11 +127,14 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_VotersRecord__Endpoint)
                         o5.name = s5_name
                         o5.host = s5_host
@@ -143,11 +146,14 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
                 u6 = _wire.EMPTY_TAGS
                 if t6:
                     pos -= 1
-                    count6, pos = _wire.read_uvarint(buf, pos)
+                    count6, pos = _wire.read_tag_count(buf, pos)
+                    seen6: list[tuple[int, bytes]] = []
                     for _ in range(count6):
                         tag6, pos, end6 = _wire.read_tag_header(buf, pos)
-                        u6 = (*u6, (tag6, bytes(buf[pos:end6])))
+                        seen6.append((tag6, bytes(buf[pos:end6])))
                         pos = end6
+                    if seen6:
+                        u6 = tuple(seen6)
                 o6 = _new(_C_VotersRecord__KRaftVersionFeature)
                 o6.min_supported_version = s6_min_supported_version
                 o6.max_supported_version = s6_max_supported_version
@@ -157,11 +163,14 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_VotersRecord__Voter)
                 o3.voter_id = s3_voter_id
                 o3.voter_directory_id = s3_voter_directory_id
@@ -173,11 +182,14 @@ def _r_VotersRecord_0(buf: Any, pos: int) -> tuple[VotersRecord, int]:
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(VotersRecord)
         o1.version = s1_version
         o1.voters = s1_voters

@@ -179,11 +179,14 @@ def _r_WriteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[WriteShareGrou
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_WriteShareGroupStateRequest__StateBatch)
                                     o8.first_offset = s8_first_offset
                                     o8.last_offset = s8_last_offset
@@ -195,11 +198,14 @@ def _r_WriteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[WriteShareGrou
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_WriteShareGroupStateRequest__PartitionData)
                         o5.partition = s5_partition
                         o5.state_epoch = s5_state_epoch
@@ -212,11 +218,14 @@ def _r_WriteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[WriteShareGrou
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_WriteShareGroupStateRequest__WriteStateData)
                 o3.topic_id = s3_topic_id
                 o3.partitions = s3_partitions
@@ -226,11 +235,14 @@ def _r_WriteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[WriteShareGrou
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(WriteShareGroupStateRequest)
         o1.group_id = s1_group_id
         o1.topics = s1_topics
@@ -376,11 +388,14 @@ def _r_WriteShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[WriteShareGro
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_WriteShareGroupStateResponse__PartitionResult)
                         o5.partition = s5_partition
                         o5.error_code = s5_error_code
@@ -391,11 +406,14 @@ def _r_WriteShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[WriteShareGro
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_WriteShareGroupStateResponse__WriteStateResult)
                 o3.topic_id = s3_topic_id
                 o3.partitions = s3_partitions
@@ -405,11 +423,14 @@ def _r_WriteShareGroupStateResponse_0(buf: Any, pos: int) -> tuple[WriteShareGro
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(WriteShareGroupStateResponse)
         o1.results = s1_results
         o1._unknown_tags = u1

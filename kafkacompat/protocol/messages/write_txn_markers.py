@@ -240,11 +240,14 @@ def _r_WriteTxnMarkersRequest_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequ
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_WriteTxnMarkersRequest__WritableTxnMarkerTopic)
                         o5.name = s5_name
                         o5.partition_indexes = s5_partition_indexes
@@ -255,11 +258,14 @@ def _r_WriteTxnMarkersRequest_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequ
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_WriteTxnMarkersRequest__WritableTxnMarker)
                 o3.producer_id = s3_producer_id
                 o3.producer_epoch = s3_producer_epoch
@@ -273,11 +279,14 @@ def _r_WriteTxnMarkersRequest_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequ
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(WriteTxnMarkersRequest)
         o1.markers = s1_markers
         o1._unknown_tags = u1
@@ -368,11 +377,14 @@ def _r_WriteTxnMarkersRequest_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequ
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_WriteTxnMarkersRequest__WritableTxnMarkerTopic)
                         o5.name = s5_name
                         o5.partition_indexes = s5_partition_indexes
@@ -383,11 +395,14 @@ def _r_WriteTxnMarkersRequest_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequ
                 u3 = _wire.EMPTY_TAGS
                 if t3:
                     pos -= 1
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_WriteTxnMarkersRequest__WritableTxnMarker)
                 o3.producer_id = s3_producer_id
                 o3.producer_epoch = s3_producer_epoch
@@ -401,11 +416,14 @@ def _r_WriteTxnMarkersRequest_2(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequ
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(WriteTxnMarkersRequest)
         o1.markers = s1_markers
         o1._unknown_tags = u1
@@ -714,11 +732,14 @@ def _r_WriteTxnMarkersResponse_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRes
                                     u8 = _wire.EMPTY_TAGS
                                     if t8:
                                         pos -= 1
-                                        count8, pos = _wire.read_uvarint(buf, pos)
+                                        count8, pos = _wire.read_tag_count(buf, pos)
+                                        seen8: list[tuple[int, bytes]] = []
                                         for _ in range(count8):
                                             tag8, pos, end8 = _wire.read_tag_header(buf, pos)
-                                            u8 = (*u8, (tag8, bytes(buf[pos:end8])))
+                                            seen8.append((tag8, bytes(buf[pos:end8])))
                                             pos = end8
+                                        if seen8:
+                                            u8 = tuple(seen8)
                                     o8 = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerPartitionResult)
                                     o8.partition_index = s8_partition_index
                                     o8.error_code = s8_error_code
@@ -728,11 +749,14 @@ def _r_WriteTxnMarkersResponse_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRes
                         if buf[pos] == 0:
                             pos += 1
                         else:
-                            count5, pos = _wire.read_uvarint(buf, pos)
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
                             for _ in range(count5):
                                 tag5, pos, end5 = _wire.read_tag_header(buf, pos)
-                                u5 = (*u5, (tag5, bytes(buf[pos:end5])))
+                                seen5.append((tag5, bytes(buf[pos:end5])))
                                 pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
                         o5 = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerTopicResult)
                         o5.name = s5_name
                         o5.partitions = s5_partitions
@@ -742,11 +766,14 @@ def _r_WriteTxnMarkersResponse_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRes
                 if buf[pos] == 0:
                     pos += 1
                 else:
-                    count3, pos = _wire.read_uvarint(buf, pos)
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
                     for _ in range(count3):
                         tag3, pos, end3 = _wire.read_tag_header(buf, pos)
-                        u3 = (*u3, (tag3, bytes(buf[pos:end3])))
+                        seen3.append((tag3, bytes(buf[pos:end3])))
                         pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
                 o3 = _new(_C_WriteTxnMarkersResponse__WritableTxnMarkerResult)
                 o3.producer_id = s3_producer_id
                 o3.topics = s3_topics
@@ -756,11 +783,14 @@ def _r_WriteTxnMarkersResponse_1(buf: Any, pos: int) -> tuple[WriteTxnMarkersRes
         if buf[pos] == 0:
             pos += 1
         else:
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(WriteTxnMarkersResponse)
         o1.markers = s1_markers
         o1._unknown_tags = u1

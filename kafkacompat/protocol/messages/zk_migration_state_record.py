@@ -39,11 +39,14 @@ def _r_ZkMigrationStateRecord_0(buf: Any, pos: int) -> tuple[ZkMigrationStateRec
         u1 = _wire.EMPTY_TAGS
         if t1:
             pos -= 1
-            count1, pos = _wire.read_uvarint(buf, pos)
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
             for _ in range(count1):
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
-                u1 = (*u1, (tag1, bytes(buf[pos:end1])))
+                seen1.append((tag1, bytes(buf[pos:end1])))
                 pos = end1
+            if seen1:
+                u1 = tuple(seen1)
         o1 = _new(ZkMigrationStateRecord)
         o1.zk_migration_state = s1_zk_migration_state
         o1._unknown_tags = u1

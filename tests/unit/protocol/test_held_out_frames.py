@@ -45,7 +45,8 @@ TRAILING: dict[tuple[str, str, int], bytes] = {
 DEFAULT_TAGS_WRITTEN = {("tansu", "response", 18)}
 # The librdkafka mock answers an ApiVersions version it does not support (v3+)
 # with a body no layout can read (a compact ApiKeys count of 0 followed by one
-# entry). The handshake recognises it by its leading UNSUPPORTED_VERSION code.
+# entry). The handshake recognises that exact shape and reads the one entry,
+# ApiVersions' own range, so that it retries at v2 rather than v0.
 UNREADABLE_UNSUPPORTED = {("librdkafka mock", "response", 18)}
 
 
@@ -91,8 +92,9 @@ def test_every_frame_decodes_and_re_encodes_to_its_bytes(row: dict[str, Any]) ->
     if _sender(row) in UNREADABLE_UNSUPPORTED and body[:2] == b"\x00\x23":
         verdict = judge_reply(body, version, HandshakeConfig())
         assert verdict.outcome == "unsupported-version" and verdict.flags == (
-            "unreadable-unsupported-version-reply",
+            "zero-count-unsupported-version-reply",
         )
+        assert verdict.next_version == 2
         return
     extra = _extra(row, version)
     decoded = cls.decode(body, version, allow_trailing=bool(extra))
