@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum, StrEnum
 
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError, WrongProtocolError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
@@ -87,6 +87,10 @@ __all__ = [
     "SetupFailed",
     "Write",
 ]
+
+
+class _Same(Enum):
+    AS_HANDSHAKE = "as the handshake's"
 
 
 class Phase(StrEnum):
@@ -147,6 +151,7 @@ class ClientConnection:
         node_id: int | None = None,
         sasl: SaslLogin | None = None,
         policy: VersionPolicy | None = None,
+        client_id: str | _Same | None = _Same.AS_HANDSHAKE,
         max_in_flight: int = 32,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
     ) -> None:
@@ -156,6 +161,8 @@ class ClientConnection:
         self.max_in_flight = max_in_flight
         self.max_frame_size = max_frame_size
         self.handshake_config = handshake if handshake is not None else HandshakeConfig()
+        # The header's client id after the handshake; by default the handshake's own.
+        self.client_id = self.handshake_config.client_id if client_id is _Same.AS_HANDSHAKE else client_id
         self._sasl_login = sasl
         self._handshake = ApiVersionsHandshake(self.handshake_config, node=node)
         self._frames = FrameSplitter(max_frame_size)
@@ -175,6 +182,12 @@ class ClientConnection:
     def next_action(self) -> SetupAction:
         """What the driver should do during setup; asking twice gives the same answer."""
         return self._action
+
+    @property
+    def is_ready(self) -> bool:
+        """Ready and not failed: requests can be sent and answers read."""
+        pipeline = self._pipeline
+        return self._phase is Phase.READY and pipeline is not None and pipeline.failure is None
 
     @property
     def capabilities(self) -> BrokerCapabilities | None:
@@ -257,11 +270,15 @@ class ClientConnection:
                 self._action = self._from_handshake()
         return events
 
-    def closed(self) -> list[PipelineEvent]:
-        """The socket closed (by the broker, or the driver is closing it)."""
+    def closed(self, error: KafkaCompatError | None = None) -> list[PipelineEvent]:
+        """The socket closed (by the broker, or the driver is closing it).
+
+        Once ready, every pending request fails with ``error`` (by default, a
+        ``TransportError`` saying the connection closed).
+        """
         if self._phase is Phase.READY:
             self._phase = Phase.CLOSED
-            return self.pipeline.connection_lost()
+            return self.pipeline.connection_lost(error)
         if self._phase is not Phase.SETUP:
             return []
         if self._sasl is not None:
@@ -336,7 +353,7 @@ class ClientConnection:
             handshake_version=handshake_version,
             authenticate_version=authenticate_version,
             first_correlation_id=self._handshake.next_correlation_id,
-            client_id=self.handshake_config.client_id,
+            client_id=self.client_id,
             node=self.node,
             redact=self._sasl_login.redact,
         )
@@ -358,7 +375,7 @@ class ClientConnection:
         counter = self._sasl if self._sasl is not None else self._handshake  # one counter, no gap
         self._pipeline = RequestPipeline(
             node=self.node,
-            client_id=self.handshake_config.client_id,
+            client_id=self.client_id,
             first_correlation_id=counter.next_correlation_id,
             max_in_flight=self.max_in_flight,
             frames=self._frames,
