@@ -59,6 +59,7 @@ __all__ = ["BrokerConnection", "open_connection"]
 log = logging.getLogger("kafkacompat.aio")
 
 _CHUNK = 65536
+_CLOSE_TIMEOUT = 1.0  # seconds to wait for a closing socket (a TLS close_notify, say)
 
 
 class BrokerConnection:
@@ -124,8 +125,9 @@ class BrokerConnection:
             log.warning("%s", change.describe())
         self._protocol, self.handshake, self.capabilities = protocol, ready.handshake, ready.capabilities
         self._slots = asyncio.Semaphore(self.config.max_in_flight)
-        reading = self._read_loop(protocol)
-        self._read_task = asyncio.create_task(reading, name=f"kafkacompat reader {self.node}")
+        # The reader starts with the first request: a connection opened only to learn
+        # the broker's capabilities never needs it.
+        self._read_task = None
         return ready.capabilities
 
     async def reconnect(self) -> BrokerCapabilities:
@@ -178,6 +180,9 @@ class BrokerConnection:
                     if failure is not None or self._closed:
                         raise (failure or TransportError("the connection was closed", node=self.node))
                     ticket = protocol.pipeline.send(message, version)
+                    if self._read_task is None:
+                        reading = self._read_loop(protocol)
+                        self._read_task = asyncio.create_task(reading, name=f"kafkacompat reader {self.node}")
                     waiter: asyncio.Future[KafkaMessage | None] = asyncio.get_running_loop().create_future()
                     self._waiters[id(ticket)] = waiter
                     if not self._writing:
@@ -365,7 +370,8 @@ class BrokerConnection:
         writer.close()
         # Closing a broken socket can fail too: there is nothing more to learn from it.
         with contextlib.suppress(OSError, ssl.SSLError, TimeoutError):
-            await asyncio.wait_for(writer.wait_closed(), timeout=1.0)
+            async with asyncio.timeout(_CLOSE_TIMEOUT):
+                await writer.wait_closed()
 
 
 def _login(config: ConnectionConfig) -> SaslLogin | None:
