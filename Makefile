@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint generate check-generated fuzz clean
+.PHONY: test demo bench lint generate check-generated record-frames fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ generate: $(STAMP)
 
 check-generated: $(STAMP)
 	$(BIN)/python -m kafkacompat._codegen --check
+
+# Re-record the held-out frames of real clients and brokers (tests/data/held_out_frames.json).
+record-frames: $(STAMP)
+	$(BIN)/python -m tests.support.record_frames
 
 lint: $(STAMP)
 	$(BIN)/ruff check kafkacompat tests bench examples
@@ -33,6 +37,8 @@ bench: $(STAMP)
 
 fuzz: $(STAMP)
 	$(BIN)/python -m bench.fuzz_decoders
+	$(BIN)/python -m bench.fuzz_hostile --cases
+	$(BIN)/python -m bench.fuzz_hostile
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

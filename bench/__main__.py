@@ -28,6 +28,7 @@ SECTIONS: dict[str, str] = {
     "codec": "bench.codec",
     "transport": "bench.transport",
     "aio": "bench.aio",
+    "legacy": "bench.legacy",
     "pipeline": "bench.pipeline",
 }
 

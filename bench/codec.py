@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import importlib
 import random
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -894,8 +897,61 @@ def run_case(case: Case, config: BenchConfig) -> list[Row]:
     return rows
 
 
+# What a client that negotiates and fetches imports: the index, then three message modules.
+_IMPORT_PROBE = (
+    "import time; t = time.perf_counter(); "
+    "import kafkacompat.protocol.messages as m; "
+    "m.ApiVersionsResponse, m.MetadataResponse, m.FetchResponse; "
+    "print(time.perf_counter() - t)"
+)
+_IMPORT_PROBE_ALL = (
+    "import time; t = time.perf_counter(); "
+    "import kafkacompat.protocol.messages as m; "
+    "[getattr(m, name) for name in m.CLASS_MODULES]; "
+    "print(time.perf_counter() - t)"
+)
+
+
+def _import_seconds(probe: str, repeats: int) -> float:
+    """The best of ``repeats`` fresh interpreters (no bytecode written: the files are cached already)."""
+    times = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        times.append(float(out.stdout))
+    return min(times)
+
+
+def footprint_rows(config: BenchConfig) -> list[Row]:
+    """Informational: import time and the size of the generated code (no target, no peer)."""
+    folder = Path(__file__).resolve().parent.parent / "kafkacompat" / "protocol" / "messages"
+    files = sorted(folder.glob("*.py"))
+    size = sum(p.stat().st_size for p in files)
+    lines = sum(p.read_text(encoding="utf-8").count("\n") for p in files)
+    repeats = 2 if config.quick else 5
+    return [
+        Row(
+            "i. import: messages index + ApiVersions, Metadata, Fetch modules",
+            "kafkacompat",
+            _import_seconds(_IMPORT_PROBE, repeats),
+            note="fresh interpreter, best of runs",
+        ),
+        Row(
+            "i. import: every message module",
+            "kafkacompat",
+            _import_seconds(_IMPORT_PROBE_ALL, repeats),
+            note=f"{len(files)} modules",
+        ),
+        Row(
+            "i. generated code size",
+            "kafkacompat",
+            note=f"kafkacompat/protocol/messages: {len(files)} files, {size / 1e6:.2f} MB, {lines} lines",
+        ),
+    ]
+
+
 def run(config: BenchConfig) -> list[Row]:
     rows: list[Row] = []
     for case in build_cases():
         rows.extend(run_case(case, config))
+    rows.extend(footprint_rows(config))
     return rows

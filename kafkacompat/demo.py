@@ -6,6 +6,9 @@
    FindCoordinator request (KIP-699).
 3. Starts an emulated Kafka 0.10.0 broker and shows how the handshake came
    down to ApiVersions v0, and the same 300 groups asked one by one.
+4. Starts a real Apache Kafka 0.9.0.1 (fetched on first use, see
+   ``kafkacompat.testing.kafka09``) and inspects it with no configuration:
+   it skips ApiVersions, and the handshake knows it by that.
 
 Everything listens on 127.0.0.1 and is stopped before the demo ends.  Exit
 status 0 when every step worked.
@@ -22,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kafkacompat.cli import main as cli_main
-from kafkacompat.testing import BrokerStartError, TansuBroker, ThreadedCluster
+from kafkacompat.testing import BrokerStartError, Kafka09Broker, TansuBroker, ThreadedCluster
 
 __all__ = ["main"]
 
@@ -96,14 +99,36 @@ def tansu_part(groups: Path) -> int:
     return code
 
 
+def excerpt(out: str) -> str:
+    """The first API lines of an inspect, then everything from the release guess on."""
+    lines = out.splitlines()
+    start = next((n for n, line in enumerate(lines) if line.startswith("Release guess:")), len(lines))
+    return "\n".join([*lines[:4], "\t...", *lines[start:]])
+
+
+def kafka09_part() -> int:
+    heading(4, "A real Apache Kafka 0.9.0.1: older than ApiVersions, known by its behaviour")
+    try:
+        broker = Kafka09Broker().__enter__()
+    except BrokerStartError as exc:
+        print(f"Kafka 0.9.0.1 could not start ({exc}); it needs npm (first run) and java.")
+        return 1
+    try:
+        print(f"Kafka 0.9.0.1 (with ZooKeeper) is listening on {broker.bootstrap}.\n")
+        code, out = run(["inspect", broker.bootstrap, *FAST], show=False)
+        print(excerpt(out))
+    finally:
+        broker.stop()
+        print("\nKafka 0.9.0.1 stopped.")
+    return code
+
+
 def emulator_part(groups: Path) -> int:
     heading(3, "An emulated Kafka 0.10.0 broker: the handshake comes down to v0")
     with ThreadedCluster(["0.10.0"]) as cluster:
         print(f"The emulated 0.10.0 broker is listening on {cluster.bootstrap}.\n")
         code, out = run(["inspect", cluster.bootstrap, *FAST], show=False)
-        lines = out.splitlines()
-        start = next((n for n, line in enumerate(lines) if line.startswith("Release guess:")), len(lines))
-        print("\n".join([*lines[:4], "\t...", *lines[start:]]))
+        print(excerpt(out))
         print(f"\nThe same {GROUPS} groups on this broker (FindCoordinator v0 takes one key per request):")
         code = coordinators(cluster.bootstrap, groups) or code
     print("\nThe emulated broker stopped.")
@@ -115,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(__doc__.split("\n\n")[0] if __doc__ else "kafkacompat demo")
     with tempfile.TemporaryDirectory(prefix="kafkacompat-demo-") as directory:
         groups = groups_file(Path(directory))
-        codes = [tansu_part(groups), emulator_part(groups)]
+        codes = [tansu_part(groups), emulator_part(groups), kafka09_part()]
     print("\nDone: everything the demo started has stopped.")
     return 0 if not any(codes) else 1
 

@@ -6,14 +6,20 @@ families, and callers are expected to catch a family rather than a leaf:
     KafkaCompatError
       ProtocolError        bytes that do not follow the wire format (ours or theirs)
         DecodeError          received bytes that cannot be read
+          ProtocolViolationError  readable, but breaking the protocol's own invariants
         EncodeError          a message that cannot be written at the asked version
+        ReplyTooLargeError   a reply announced as larger than its request's ceiling
       NegotiationError     the two sides cannot agree on how to talk
         UnsupportedVersionError  no version both sides and the policy allow
-        BrokerTooOldError        the broker predates ApiVersions (before 0.10)
+        BrokerTooOldError        no Kafka answer at all: closed on ApiVersions and on Metadata v0
         WrongProtocolError       the peer speaks TLS, HTTP or something else
+        WrongEndpointError       a broker where a KRaft controller was asked for, or the reverse
       TransportError       the connection itself failed (refused, reset, closed)
       KafkaTimeoutError    a deadline passed; silence is never a downgrade signal
       AuthenticationError  TLS verification or SASL failed
+      ConfigError          a configuration value that cannot work
+        InvalidAddressError  a host or port (typed by the user or named by a broker) that cannot be used
+      FanOutLimitError     connections a broker asked for beyond the configured limit, not opened
 
 Errors from trio, ssl and the OS are translated into these at the transport
 seam.  Each error carries the node it concerns (when known) and, for anything
@@ -28,14 +34,21 @@ from typing import Any
 __all__ = [
     "AuthenticationError",
     "BrokerTooOldError",
+    "ConfigError",
     "DecodeError",
     "EncodeError",
+    "FanOutLimitError",
+    "InvalidAddressError",
     "KafkaCompatError",
     "KafkaTimeoutError",
     "NegotiationError",
     "ProtocolError",
+    "ProtocolViolationError",
+    "ReplyTooLargeError",
     "TransportError",
     "UnsupportedVersionError",
+    "VersionRemovedError",
+    "WrongEndpointError",
     "WrongProtocolError",
 ]
 
@@ -109,15 +122,38 @@ class UnsupportedVersionError(NegotiationError):
 
 
 class BrokerTooOldError(NegotiationError):
-    """The broker closed the connection on ApiVersions v0: it predates Kafka 0.10."""
+    """The peer closed on ApiVersions at every version and on Metadata v0, which every Kafka answers.
+
+    Brokers older than 0.10 are recognised by what they do instead (0.9 skips
+    ApiVersions, 0.8.x closes on it but answers Metadata v0); what is left is a
+    TLS listener or not Kafka, unless ``fallback_release`` says otherwise.
+    """
 
 
 class WrongProtocolError(NegotiationError):
     """The peer answered with bytes of another protocol (TLS, HTTP, ...)."""
 
 
+class WrongEndpointError(NegotiationError):
+    """A broker answered where a KRaft controller was asked for, or the reverse (MISMATCHED_ENDPOINT_TYPE)."""
+
+
 class TransportError(KafkaCompatError):
     """The connection failed: refused, reset, closed, unreachable."""
+
+
+class VersionRemovedError(TransportError):
+    """The broker closed the connection on a request at a version Kafka 4.x removed.
+
+    A 4.x broker does not answer such a request; it closes the socket (KIP-896,
+    and Produce v0-2 even though it still advertises them, KAFKA-18659).
+    ``api_key`` and ``version`` name the request that was sent.
+    """
+
+    def __init__(self, message: str, *, api_key: int, version: int, node: str | None = None) -> None:
+        super().__init__(message, node=node)
+        self.api_key = api_key
+        self.version = version
 
 
 class KafkaTimeoutError(KafkaCompatError):
@@ -126,3 +162,51 @@ class KafkaTimeoutError(KafkaCompatError):
 
 class AuthenticationError(KafkaCompatError):
     """TLS verification or SASL authentication failed."""
+
+
+class ProtocolViolationError(DecodeError):
+    """A reply that reads, but says what Kafka never says (a range whose minimum is above
+    its maximum, an epoch below -1, a negative count): refused rather than acted upon."""
+
+
+class ReplyTooLargeError(ProtocolError):
+    """A size prefix above the ceiling for the request it answers, refused before allocating.
+
+    ``size`` is what the prefix announced, ``limit`` the ceiling and ``what`` the
+    request answered.  Ceilings are set in ``ConnectionConfig.reply_limits``.
+    """
+
+    def __init__(self, message: str, *, size: int, limit: int, what: str | None = None,
+                 node: str | None = None) -> None:
+        self.size, self.limit, self.what = size, limit, what
+        super().__init__(message, node=node)
+
+
+class ConfigError(KafkaCompatError, ValueError):
+    """A configuration value that cannot work (also importable from ``kafkacompat.transport.config``)."""
+
+
+class InvalidAddressError(ConfigError):
+    """A host or port that cannot be connected to, refused before any use.
+
+    A configuration error wherever it comes from: the user's, or the broker's
+    advertised listeners when a broker named it.
+
+    ``source`` says who gave it: the user, or the broker (and reply) that named it;
+    ``node`` is that broker's address when a broker named it.
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, node: str | None = None) -> None:
+        self.source = source
+        super().__init__(message, node=node)
+
+
+class FanOutLimitError(KafkaCompatError):
+    """A connection a broker's answer asked for, not opened: the fan-out limit was reached.
+
+    ``limit`` is the configured number of connections (``ConnectionConfig.max_fanout``).
+    """
+
+    def __init__(self, message: str, *, limit: int, node: str | None = None) -> None:
+        self.limit = limit
+        super().__init__(message, node=node)

@@ -2,6 +2,11 @@
 
 ``tansu``            a Tansu 0.6.0 broker (``TansuBroker``): ``.host``, ``.port``, ``.bootstrap``
 ``librdkafka_mock``  librdkafka's mock cluster (``LibrdkafkaMockCluster``): same attributes
+``noida``            noida-db 0.2.3's Kafka service (``NoidaBroker``): same attributes
+``old_librdkafka_mock``  librdkafka 2.0.2's mock, three brokers (``LibrdkafkaMockBroker``): same
+                     attributes, and ``.brokers`` (node id -> address); its confluent-kafka
+                     2.0.2 is installed into a cache directory on first use
+``kafka09``          Apache Kafka 0.9.0.1 with ZooKeeper (``Kafka09Broker``), fetched on first use
 
 Each test session starts its own peers, on 127.0.0.1.  A peer that cannot start
 fails the tests that use it, with the reason; these tests are never skipped.
@@ -12,6 +17,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -21,21 +27,41 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+from kafkacompat.testing.kafka09 import Kafka09Broker  # noqa: E402
+from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker  # noqa: E402
+from kafkacompat.testing.noida import NoidaBroker  # noqa: E402
 from kafkacompat.testing.ports import BrokerStartError  # noqa: E402
+from kafkacompat.testing.process import BrokerProcess  # noqa: E402
 from kafkacompat.testing.tansu import TansuBroker  # noqa: E402
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster  # noqa: E402
 
+B = TypeVar("B", bound=BrokerProcess)
 
-@pytest.fixture(scope="session")
-def tansu() -> Iterator[TansuBroker]:
+
+def _running(broker: B) -> Iterator[B]:
     try:
-        broker = TansuBroker().__enter__()
+        broker.start()
     except BrokerStartError as exc:
-        pytest.fail(f"could not start Tansu: {exc}", pytrace=False)
+        pytest.fail(f"could not start {broker.name}: {exc}", pytrace=False)
     try:
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def tansu() -> Iterator[TansuBroker]:
+    yield from _running(TansuBroker())
+
+
+@pytest.fixture(scope="session")
+def noida() -> Iterator[NoidaBroker]:
+    yield from _running(NoidaBroker())
+
+
+@pytest.fixture(scope="session")
+def old_librdkafka_mock() -> Iterator[LibrdkafkaMockBroker]:
+    yield from _running(LibrdkafkaMockBroker(num_brokers=3))
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +74,15 @@ def librdkafka_mock() -> Iterator[LibrdkafkaMockCluster]:
         yield cluster
     finally:
         cluster.close()
+
+
+@pytest.fixture(scope="session")
+def kafka09() -> Iterator[Kafka09Broker]:
+    try:
+        broker = Kafka09Broker().__enter__()
+    except BrokerStartError as exc:
+        pytest.fail(f"could not start Kafka 0.9.0.1: {exc}", pytrace=False)
+    try:
+        yield broker
+    finally:
+        broker.stop()

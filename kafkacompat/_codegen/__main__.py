@@ -1,7 +1,8 @@
-"""``python -m kafkacompat._codegen [--check] [--shared DIR]``
+"""``python -m kafkacompat._codegen [--check] [--inputs DIR]``
 
-Generates, from Kafka's JSON specs and the reference tables in
-``../shared/kafka-protocol``, the two folders it owns:
+Generates, from Kafka's JSON specs (two generations, see ``generations.py``)
+and the reference tables vendored in ``vendor/kafka-protocol``, the two
+folders it owns:
 
 - ``kafkacompat/protocol/messages/``: one module per API key or record;
 - ``kafkacompat/reference/``: the release and feature tables.
@@ -16,28 +17,58 @@ import argparse
 import sys
 from pathlib import Path
 
-from kafkacompat._codegen.reference import render_reference
-from kafkacompat._codegen.render_index import render_index
+from kafkacompat._codegen.generations import MergedSpecs, load_generations
+from kafkacompat._codegen.reference import api_names, render_reference
+from kafkacompat._codegen.removals import load_removals
+from kafkacompat._codegen.render_docs import render_blocks, replace_blocks
+from kafkacompat._codegen.render_index import render_alias_module, render_index
 from kafkacompat._codegen.render_messages import module_groups, render_module
-from kafkacompat._codegen.spec import load_all
+from kafkacompat._codegen.spec import SpecError, module_name
 
 PACKAGE = Path(__file__).resolve().parent.parent
 REPO = PACKAGE.parent
-DEFAULT_SHARED = REPO.parent / "shared" / "kafka-protocol"
+DEFAULT_INPUTS = REPO / "vendor" / "kafka-protocol"
+DOCS = REPO / "docs" / "codec.md"
 
 
-def render_messages(shared: Path) -> dict[str, str]:
-    groups = module_groups(load_all(shared / "spec"))
-    files = {f"{module}.py": render_module(specs) for module, specs in groups.items()}
-    files["__init__.py"] = render_index(groups)
+def render_messages(inputs: Path, merged: MergedSpecs | None = None) -> dict[str, str]:
+    merged = load_generations(inputs) if merged is None else merged
+    removals = load_removals(inputs)
+    groups = module_groups(merged.specs)
+    files = {
+        f"{module}.py": render_module(specs, merged.message_aliases, removals)
+        for module, specs in groups.items()
+    }
+    for old, new in sorted(merged.message_aliases.items()):
+        base = old.removesuffix("Request").removesuffix("Response")
+        old_module = module_name(base)
+        new_module = module_name(new.removesuffix("Request").removesuffix("Response"))
+        if old_module not in groups:  # the old module path keeps importing
+            olds = sorted(o for o, n in merged.message_aliases.items() if o.startswith(base))
+            files[f"{old_module}.py"] = render_alias_module(new_module, olds)
+    files["__init__.py"] = render_index(groups, merged.message_aliases)
     return files
 
 
-def outputs(shared: Path) -> dict[Path, dict[str, str]]:
+def outputs(inputs: Path, merged: MergedSpecs | None = None) -> dict[Path, dict[str, str]]:
     return {
-        PACKAGE / "protocol" / "messages": render_messages(shared),
-        PACKAGE / "reference": render_reference(shared),
+        PACKAGE / "protocol" / "messages": render_messages(inputs, merged),
+        PACKAGE / "reference": render_reference(inputs),
     }
+
+
+def sync_docs(inputs: Path, merged: MergedSpecs, check: bool) -> list[str]:
+    """Rewrite the generated tables of docs/codec.md (when the docs are there)."""
+    if not DOCS.exists():
+        return []
+    blocks = render_blocks(merged, load_removals(inputs), api_names(inputs), inputs)
+    current = DOCS.read_text(encoding="utf-8")
+    wanted = replace_blocks(current, blocks)
+    if wanted == current:
+        return []
+    if not check:
+        DOCS.write_text(wanted, encoding="utf-8")
+    return [f"stale: {_shown(DOCS)} (generated tables)"]
 
 
 def _shown(path: Path) -> str:
@@ -66,13 +97,25 @@ def sync(folder: Path, files: dict[str, str], check: bool) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kafkacompat._codegen")
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 on any difference")
-    parser.add_argument("--shared", type=Path, default=DEFAULT_SHARED, help="the kafka-protocol folder")
+    parser.add_argument(
+        "--inputs",
+        type=Path,
+        default=DEFAULT_INPUTS,
+        help="the kafka-protocol folder (default: the vendored one)",
+    )
     args = parser.parse_args(argv)
-    if not (args.shared / "spec").is_dir():
-        print(f"error: no specs under {args.shared}", file=sys.stderr)
+    if not (args.inputs / "spec").is_dir():
+        print(f"error: no specs under {args.inputs}", file=sys.stderr)
         return 2
     problems: list[str] = []
-    for folder, files in outputs(args.shared).items():
+    try:
+        merged = load_generations(args.inputs)
+        generated = outputs(args.inputs, merged)
+        problems += sync_docs(args.inputs, merged, args.check)
+    except SpecError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for folder, files in generated.items():
         problems += sync(folder, files, args.check)
     if args.check:
         for line in problems:

@@ -11,8 +11,24 @@ from kafkacompat._codegen.render_messages import BANNER
 from kafkacompat._codegen.spec import MessageSpec
 
 
-def render_index(groups: dict[str, list[MessageSpec]]) -> str:
+def render_alias_module(new_module: str, names: list[str]) -> str:
+    """A module kept at an older path: Kafka renamed the messages it held."""
+    return "\n".join(
+        [
+            BANNER,
+            f'"""Kafka renamed these messages; they live in ``{new_module}`` under their new names."""',
+            "",
+            f"from kafkacompat.protocol.messages.{new_module} import {', '.join(names)}",
+            "",
+            f"__all__ = {names!r}",
+            "",
+        ]
+    )
+
+
+def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str, str] | None = None) -> str:
     class_modules = {s.name: module for module, specs in groups.items() for s in specs}
+    aliases = dict(sorted((message_aliases or {}).items()))
     all_specs = [s for specs in groups.values() for s in specs]
     requests = sorted((s for s in all_specs if s.type == "request"), key=lambda s: s.api_key or 0)
     lines = [
@@ -26,8 +42,9 @@ def render_index(groups: dict[str, list[MessageSpec]]) -> str:
         "",
         "if TYPE_CHECKING:",
     ]
-    for name in sorted(class_modules, key=lambda n: (class_modules[n], n)):
-        lines.append(f"    from kafkacompat.protocol.messages.{class_modules[name]} import {name} as {name}")
+    typed = {**class_modules, **{old: class_modules[new] for old, new in aliases.items()}}
+    for name in sorted(typed, key=lambda n: (typed[n], n)):
+        lines.append(f"    from kafkacompat.protocol.messages.{typed[name]} import {name} as {name}")
     lines += ["", "CLASS_MODULES: dict[str, str] = {"]
     lines += [f"    {name!r}: {class_modules[name]!r}," for name in sorted(class_modules)]
     lines += ["}", "", "CLASS_BY_KEY: dict[tuple[int, str], str] = {"]
@@ -50,11 +67,18 @@ def render_index(groups: dict[str, list[MessageSpec]]) -> str:
         "FIRST_FLEXIBLE: dict[int, int] = {",
     ]
     lines += [f"    {s.api_key}: {s.flexible.lowest if not s.flexible.empty else 32767}," for s in requests]
-    lines += ["}", "", f"__all__ = {sorted(class_modules)!r}", ""]
+    lines += [
+        "}",
+        "",
+        "# Kafka's older name of a message -> its current name (the same class)",
+        "ALIASES: dict[str, str] = {",
+    ]
+    lines += [f"    {old!r}: {new!r}," for old, new in aliases.items()]
+    lines += ["}", "", f"__all__ = {sorted(typed)!r}", ""]
     lines += [
         "",
         "def __getattr__(name: str) -> Any:",
-        "    module = CLASS_MODULES.get(name)",
+        "    module = CLASS_MODULES.get(ALIASES.get(name, name))",
         "    if module is None:",
         '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
         '    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)',
@@ -63,6 +87,6 @@ def render_index(groups: dict[str, list[MessageSpec]]) -> str:
         "",
         "",
         "def __dir__() -> list[str]:",
-        "    return sorted([*globals(), *CLASS_MODULES])",
+        "    return sorted([*globals(), *CLASS_MODULES, *ALIASES])",
     ]
     return "\n".join(lines) + "\n"

@@ -59,6 +59,7 @@ class FieldSpec:
     map_key: bool
     flexible_override: VersionRange | None
     struct: StructSpec | None = None
+    aliases: tuple[str, ...] = ()  # older snake_case names of this field (renamed by Kafka)
 
     @property
     def is_struct(self) -> bool:
@@ -70,6 +71,7 @@ class StructSpec:
     name: str
     fields: list[FieldSpec]
     versions: VersionRange  # where the struct as a whole can appear
+    aliases: tuple[str, ...] = ()  # older names of this struct (renamed by Kafka)
 
     @property
     def map_key(self) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ COMMANDS: tuple[str, ...] = ("inspect", "features", "coordinators", "snapshot", 
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug of kafkacompat, not an expected failure
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +35,24 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"kafkacompat.cli.{name}").register(subparsers)
+    _accept_global_options_anywhere(parser)
     return parser
+
+
+def _accept_global_options_anywhere(parser: argparse.ArgumentParser) -> None:
+    """Let ``--debug`` follow the subcommand too (``kafkacompat inspect H:P --debug``), as users type it.
+
+    Each (nested) subcommand parser gets its own ``--debug`` whose default is
+    ``SUPPRESS``: left out, it does not overwrite what the main parser read.
+    """
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for sub in {id(p): p for p in action.choices.values()}.values():
+            sub.add_argument(
+                "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+            )
+            _accept_global_options_anywhere(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,11 +67,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KafkaCompatError as exc:
         if args.debug:
             raise
-        print(f"kafkacompat {args.command}: {exc}", file=sys.stderr)
+        print(f"kafkacompat {args.command}: {printable(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE
+    except (Exception, RecursionError) as exc:  # a bug: one line; the traceback only with --debug
+        if args.debug:
+            raise
+        print(
+            f"kafkacompat {args.command}: internal error ({type(exc).__name__}: {printable(str(exc))}); "
+            "run again with --debug for the traceback and report it",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
     except KeyboardInterrupt:
         return 130
     return code
+
+
+def printable(text: str) -> str:
+    """``text`` with control bytes escaped: what a broker sent must not drive the terminal."""
+    return "".join(c if c.isprintable() or c in "\n\t" else f"\\x{ord(c):02x}" for c in text)
 
 
 if __name__ == "__main__":

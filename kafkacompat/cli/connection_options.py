@@ -1,6 +1,7 @@
 """The connection options every command shares, turned into a ``ConnectionConfig``.
 
-Where to connect: ``--bootstrap-server H:P[,H:P...]`` or a positional ``H:P``.
+Where to connect: ``--bootstrap-server H:P[,H:P...]`` or a positional ``H:P``;
+or KRaft controllers with ``--bootstrap-controller H:P[,H:P...]`` (KIP-919).
 How: ``--command-config FILE`` (Kafka's client properties: ``security.protocol``,
 ``ssl.*``, ``sasl.*``) and flags that override it: ``--tls``, ``--ca-file``,
 ``--no-hostname-check``, ``--sasl-mechanism``, ``--sasl-username``,
@@ -10,8 +11,9 @@ variable named by ``--sasl-password-env`` or from ``sasl.jaas.config``.
 
 Version policy flags (``--cap``, ``--pin``, ``--deprecate``, ``--block``,
 ``--honour-spec-deprecations``) narrow the versions picked, and
-``--fallback-release`` lets a pre-0.10 broker be inspected through the API
-table of a configured release.
+``--fallback-release`` names the release whose API table stands in for a
+broker that sends no ApiVersions answer (0.8.x and 0.9 are recognised without
+it; given, it overrides what their behaviour names).
 """
 
 from __future__ import annotations
@@ -97,6 +99,11 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
         "--bootstrap-server", metavar="HOST:PORT[,HOST:PORT...]", help="the broker(s) to bootstrap from"
     )
     where.add_argument(
+        "--bootstrap-controller",
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="KRaft controller(s) to bootstrap from instead of brokers (KIP-919)",
+    )
+    where.add_argument(
         "--command-config",
         metavar="FILE",
         type=Path,
@@ -132,7 +139,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--fallback-release",
         metavar="RELEASE",
-        help="for a broker older than 0.10: use this release's API table",
+        help="for a broker older than 0.10 (recognised without it): use this release's API table",
     )
     policy = parser.add_argument_group("version policy")
     policy.add_argument(
@@ -173,6 +180,7 @@ class ConnectionOptions:
     protocol: str
     redactor: Redactor = field(repr=False)
     ignored_keys: tuple[str, ...] = ()
+    controllers: bool = False  # --bootstrap-controller: the addresses are KRaft controllers
 
 
 def _api_pairs(values: Sequence[str], flag: str) -> list[tuple[str | int, str]]:
@@ -356,7 +364,13 @@ def resolve_connection(
             redactor.add(Secret(parse_jaas_config(props["sasl.jaas.config"]).options.get("password", "")))
     if args.sasl_password_env and args.sasl_password_env in env:
         redactor.add(Secret(env[args.sasl_password_env]))
-    bootstrap = _bootstrap(args, props)
+    controllers = bool(getattr(args, "bootstrap_controller", None))
+    if controllers:
+        if args.bootstrap_server or args.bootstrap:
+            raise ConfigError("give either brokers (--bootstrap-server, HOST:PORT) or --bootstrap-controller")
+        bootstrap = args.bootstrap_controller.strip()
+    else:
+        bootstrap = _bootstrap(args, props)
     protocol = _protocol(args, props)
     tls = _tls(args, props, redactor) if protocol.endswith("SSL") else None
     sasl = _sasl(args, props, env, redactor) if protocol.startswith("SASL") else None
@@ -383,7 +397,7 @@ def resolve_connection(
         retry=RetryPolicy(attempts=args.retries),
     )
     ignored = tuple(sorted(k for k in props if k not in _READ_KEYS))
-    return ConnectionOptions(bootstrap, config, protocol, redactor, ignored)
+    return ConnectionOptions(bootstrap, config, protocol, redactor, ignored, controllers)
 
 
 def warn_ignored(options: ConnectionOptions) -> None:

@@ -16,6 +16,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     TransportError,
     UnsupportedVersionError,
+    WrongEndpointError,
     WrongProtocolError,
 )
 from kafkacompat.transport.cluster import BrokersUnavailableError, NoBrokerReachableError
@@ -29,7 +30,8 @@ _SASL_HINT = (
     "it may require SASL: give --sasl-mechanism, --sasl-username and --sasl-password-env "
     "(or sasl.* in --command-config)"
 )
-_OLD_HINT = "for a broker older than 0.10 pass --fallback-release 0.9.0 (its API table stands in)"
+_ENDPOINT_HINT = "use --bootstrap-server for brokers and --bootstrap-controller for KRaft controllers"
+_OLD_HINT = "if it is Kafka all the same, name its release, e.g. --fallback-release 0.8.2"
 _PLAINTEXT_HINT = "if this listener is plaintext, drop --tls (security.protocol=PLAINTEXT)"
 _ADVERTISED_HINT = (
     "the bootstrap address answered, but this is the address the cluster advertises for the broker; "
@@ -72,6 +74,8 @@ def _category(exc: KafkaCompatError, config: ConnectionConfig, bootstrap: str) -
         if not node_known:
             return "TLS failed", _ADVERTISED_HINT
         return "TLS failed", _PLAINTEXT_HINT if "EOF" in exc.message else None
+    if isinstance(exc, WrongEndpointError):
+        return "wrong endpoint", _ENDPOINT_HINT
     if isinstance(exc, UnsupportedVersionError):
         return "no usable version", None
     if isinstance(exc, KafkaTimeoutError):

@@ -95,7 +95,11 @@ def run(args: argparse.Namespace) -> int:
         output.lines(_brief(report))
     else:
         print_text(output, render_report(report), args.color)
+    code = 0
     if report.failed:
         output.note(f"kafkacompat {args.command}: {failure_note(report)}")
-        return 1
-    return 0
+        code = 1
+    if report.not_contacted:
+        output.note(f"kafkacompat {args.command}: {report.not_contacted}")
+        code = 1
+    return code

@@ -23,7 +23,7 @@ from kafkacompat.negotiation.features import FinalizedObservation, FinalizedView
 from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy, client_ranges_of_codec
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.reference import API_NAMES
+from kafkacompat.reference import API_NAMES, REMOVAL_KINDS, REMOVALS
 from kafkacompat.reference.releases import RELEASES
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "api_entries",
     "broker_api_keys",
     "cluster_summary",
+    "refused_by_4x",
     "spec_deprecated",
 ]
 
@@ -71,6 +72,9 @@ class ProbeReport:
     observed_at: datetime
     all_brokers: bool = False
     known_brokers: int = 0
+    node_kind: str = "broker"  # "controller": KRaft controllers (DescribeCluster, or the node alone)
+    note: str = ""  # why discovery found less than asked for (ClusterMetadata.note)
+    not_contacted: str | None = None  # why some brokers Metadata names were left out (fan-out limit)
 
     @property
     def capabilities(self) -> dict[int, BrokerCapabilities]:
@@ -98,6 +102,21 @@ def spec_deprecated(api_key: int) -> VersionRange:
     return deprecated if isinstance(deprecated, VersionRange) else VersionRange.NONE
 
 
+def refused_by_4x(api_key: int, broker: VersionRange) -> tuple[VersionRange, str] | None:
+    """The advertised versions a Kafka 4.x broker refuses, and why (``None`` when there are none).
+
+    Facts of ``kafkacompat.reference.removals``: the versions Kafka 4.0+ removed
+    (KIP-896), Produce v0-2 (advertised by 4.x yet refused, KAFKA-18659), the
+    Share APIs' early-access v0.  The specs' ``deprecatedVersions`` are not that:
+    4.x still serves Metadata 0-3, JoinGroup 0-1, FindCoordinator 0 and more.
+    """
+    fact = REMOVALS.get(api_key)
+    if fact is None:
+        return None
+    refused = broker & VersionRange(fact.lowest, fact.highest)
+    return None if refused.empty else (refused, REMOVAL_KINDS[fact.kind])
+
+
 @dataclass(frozen=True)
 class ApiEntry:
     """One line of the broker's block: ranges, the version this client would send, and why."""
@@ -109,8 +128,9 @@ class ApiEntry:
     usable: int | None
     reason: str
     policy_marks: tuple[str, ...] = ()
-    deprecated: VersionRange = VersionRange.NONE
+    deprecated: VersionRange = VersionRange.NONE  # the specs' mark, kept for the JSON document
     choice: VersionChoice | None = field(default=None, repr=False, compare=False)
+    refused_4x: tuple[VersionRange, str] | None = None  # versions a 4.x broker refuses, and why
 
     @property
     def label(self) -> str:
@@ -142,12 +162,12 @@ class ApiEntry:
         )
 
     def marks(self) -> str:
-        """What this client adds: policy steps that narrowed the pick, spec deprecations."""
+        """What this client adds: policy steps that narrowed the pick, what 4.x refuses."""
         parts = []
         if self.usable is not None and self.policy_marks:
             parts.append("policy: " + "; ".join(self.policy_marks))
-        if not self.deprecated.empty:
-            parts.append(f"deprecated: {self.deprecated}")
+        if self.refused_4x is not None:
+            parts.append(f"4.x refuses {self.refused_4x[0]}: {self.refused_4x[1]}")
         return " {" + ", ".join(parts) + "}" if parts else ""
 
 
@@ -192,6 +212,7 @@ def api_entries(
                 _policy_marks(choice),
                 deprecated,
                 choice,
+                refused_by_4x(key, broker),
             )
         )
     return entries

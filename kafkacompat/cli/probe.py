@@ -22,6 +22,7 @@ from kafkacompat.cli.failures import CommandFailed, explain_failure
 from kafkacompat.cli.inspect_model import BrokerProbe, ProbeReport
 from kafkacompat.cli.output import Progress
 from kafkacompat.errors import KafkaCompatError
+from kafkacompat.negotiation.fanout import fanout_error, fanout_split
 from kafkacompat.transport.cluster import BrokerAddress, Cluster, connect
 from kafkacompat.transport.config import ConfigError
 
@@ -55,7 +56,7 @@ def execute(options: ConnectionOptions, fn: Callable[[Cluster], Awaitable[T]]) -
 
 
 async def with_cluster(options: ConnectionOptions, fn: Callable[[Cluster], Awaitable[T]]) -> T:
-    async with connect(options.bootstrap, options.config) as cluster:
+    async with connect(options.bootstrap, options.config, controllers=options.controllers) as cluster:
         return await fn(cluster)
 
 
@@ -94,13 +95,19 @@ async def probe_cluster(
 ) -> ProbeReport:
     """Negotiate with the brokers to inspect on an open cluster."""
     targets = list(cluster.brokers.values()) if all_brokers else [await _first_broker(cluster)]
+    # The brokers come from a broker's answer: as many and as fast as the fan-out limits allow.
+    limit = cluster.config.max_fanout
+    chosen, skipped = fanout_split([b.node_id for b in targets], set(cluster.connected()), limit)
+    targets = [cluster.brokers[node_id] for node_id in chosen]
+    limiter = trio.CapacityLimiter(cluster.config.fanout_concurrency)
     results: dict[int, BrokerProbe] = {}
     if progress is not None:
         progress.total = len(targets)
         progress.start()
 
     async def one(broker: BrokerAddress) -> None:
-        result = await _probe_one(cluster, broker)
+        async with limiter:
+            result = await _probe_one(cluster, broker)
         results[broker.node_id] = result
         if progress is not None:
             progress.step(f"node {broker.node_id} at {result.endpoint}", result.error)
@@ -120,6 +127,9 @@ async def probe_cluster(
         observed_at=datetime.now(UTC),
         all_brokers=all_brokers,
         known_brokers=len(metadata.brokers),
+        node_kind=metadata.node_kind,
+        note=metadata.note,
+        not_contacted=fanout_error(len(skipped), len(metadata.brokers), limit).message if skipped else None,
     )
 
 

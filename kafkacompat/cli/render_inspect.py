@@ -9,8 +9,9 @@ Per broker, the block ``kafka-broker-api-versions`` prints::
     )
 
 where this client adds, after Kafka's bracket, what narrowed a pick
-(``{policy: cap <= 9}``) and the versions the protocol specs deprecate
-(``{deprecated: 0-6}``); an API it cannot use says why inside the bracket
+(``{policy: cap <= 9}``) and the advertised versions a Kafka 4.x broker
+refuses (``{4.x refuses 0-3: removed in 4.0 (KIP-896)}``; not the specs'
+deprecation marks, many of which 4.x still serves); an API it cannot use says why inside the bracket
 (``[unusable: node too old]``).  Then the broker's features in
 ``kafka-features describe`` lines, the release guess with its evidence, and the
 handshake transcript.  With several brokers, a cluster section follows: the
@@ -108,13 +109,17 @@ def details_lines(capabilities: BrokerCapabilities) -> list[str]:
         capabilities.finalized_features_epoch,
     )
     lines += features or [f"{INDENT}none advertised"]
+    if capabilities.features_partial:
+        lines.append(f"{INDENT}supported features {capabilities.features_partial}")
     guess = capabilities.release_guess
     lines.append(f"Release guess: {guess.text}" + (" (exact)" if guess.relation == "exact" else ""))
     lines += [f"{INDENT}{evidence}" for evidence in guess.evidence]
+    detected = capabilities.transcript.detected_release if capabilities.transcript else None
     if capabilities.fallback_release:
+        how = "was configured to stand in" if capabilities.fallback_release != detected else "stands in"
         lines.append(
             f"{INDENT}the broker sent no ApiVersions answer: the {capabilities.fallback_release} "
-            "table was configured to stand in"
+            f"table {how}"
         )
     lines += handshake_lines(capabilities.transcript)
     if capabilities.throttle_time_ms:
@@ -181,9 +186,10 @@ def cluster_lines(report: ProbeReport, summary: ClusterSummary | None) -> list[s
     """The cross-broker section (for more than one broker)."""
     answered = len(report.capabilities)
     controller = report.controller_id if report.controller_id is not None else "unknown"
+    active = "active controller" if report.node_kind == "controller" else "controller"
     lines = [
-        f"Cluster {report.cluster_id or '(no id)'}: {answered} of {len(report.brokers)} broker(s) answered, "
-        f"controller {controller}"
+        f"Cluster {report.cluster_id or '(no id)'}: {answered} of {len(report.brokers)} "
+        f"{report.node_kind}(s) answered, {active} {controller}"
     ]
     if summary is None:
         return lines
@@ -206,4 +212,6 @@ def render_report(report: ProbeReport, *, details: bool = True) -> list[str]:
         lines += cluster_lines(report, cluster_summary(report))
     elif lines and lines[-1] == "":
         lines.pop()
+    if report.note:
+        lines.append(f"Note: {report.note}")
     return lines

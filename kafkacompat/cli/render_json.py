@@ -60,6 +60,9 @@ def _api(entry: ApiEntry) -> dict[str, Any]:
         "reason": entry.reason,
         "policy": list(entry.policy_marks),
         "deprecated": None if entry.deprecated.empty else str(entry.deprecated),
+        "refused_by_4x": None
+        if entry.refused_4x is None
+        else {"versions": str(entry.refused_4x[0]), "why": entry.refused_4x[1]},
     }
 
 
@@ -70,6 +73,7 @@ def _capabilities(capabilities: BrokerCapabilities, policy: VersionPolicy | None
         "handshake": transcript.to_dict() if transcript is not None else None,
         "apis": [_api(entry) for entry in api_entries(capabilities, policy)],
         "supported_features": _features(capabilities.supported_features),
+        "supported_features_partial": capabilities.features_partial,
         "finalized_features": _features(capabilities.finalized_features),
         "finalized_features_epoch": capabilities.finalized_features_epoch,
         "fallback_release": capabilities.fallback_release,
@@ -135,6 +139,8 @@ def inspect_document(report: ProbeReport) -> dict[str, Any]:
         "bootstrap": report.bootstrap,
         "cluster_id": report.cluster_id,
         "controller_id": report.controller_id,
+        "node_kind": report.node_kind,
+        "note": report.note or None,
         "brokers": [broker_document(probe, report.policy) for probe in report.brokers],
         "cluster": _cluster(report, cluster_summary(report)),
     }

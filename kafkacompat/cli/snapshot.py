@@ -6,8 +6,11 @@ in docs/cli.md): when it was observed, the cluster id, the node, its
 endpoint, the release guess, every API range it answered, its supported and
 finalized features with the epoch, and the handshake.  ``--out -`` writes to
 stdout.  Lines are appended, never rewritten, so one file can collect many
-runs.  Exit status: 0 when every broker probed gave a line, 1 otherwise (the
-others are still written).
+runs.  KRaft controllers (``--bootstrap-controller``) are snapshotted like
+brokers; one older than 3.7 says neither its node id nor its cluster id, so
+both must then be given (``--node-id``, ``--cluster-id``).  Exit status: 0
+when every broker probed gave a line, 1 otherwise (the others are still
+written).
 """
 
 from __future__ import annotations
@@ -24,22 +27,41 @@ from kafkacompat.cli.output import Output, Progress
 from kafkacompat.cli.probe import probe
 from kafkacompat.pipeline.snapshot_format import snapshot_json, snapshot_line, validate_snapshot
 from kafkacompat.transport.config import ConfigError
+from kafkacompat.transport.controller_discovery import UNKNOWN_NODE_ID
 
 __all__ = ["register", "run", "snapshot_lines"]
 
 
-def snapshot_lines(report: ProbeReport, cluster_id: str | None = None) -> list[str]:
-    """One schema-1 line per broker that answered; ``cluster_id`` overrides Metadata's."""
+def snapshot_lines(
+    report: ProbeReport, cluster_id: str | None = None, node_id: int | None = None
+) -> list[str]:
+    """One schema-1 line per broker that answered; ``cluster_id`` overrides Metadata's.
+
+    ``node_id`` names a lone node that did not say its own (a KRaft controller
+    older than 3.7); a node id is never invented.
+    """
     name = cluster_id or report.cluster_id
     if not name:
-        raise ConfigError(
-            "the cluster sent no cluster id (its Metadata version predates them); name it with --cluster-id"
+        why = (
+            "the controller has no DescribeCluster, which came in Kafka 3.7"
+            if report.node_kind == "controller"
+            else "its Metadata version predates them"
         )
+        raise ConfigError(f"the cluster sent no cluster id ({why}); name it with --cluster-id")
+    unknown = [b for b in report.brokers if b.node_id == UNKNOWN_NODE_ID and b.capabilities is not None]
+    if unknown and node_id is None:
+        raise ConfigError(
+            f"{unknown[0].endpoint} did not say its node id (a KRaft controller before Kafka 3.7 has no "
+            "DescribeCluster); give it with --node-id"
+        )
+    if node_id is not None and not unknown:
+        raise ConfigError("--node-id is only for a node that does not say its own id")
     lines = []
     for broker in report.brokers:
         if broker.capabilities is None:
             continue
-        line = snapshot_line(broker.capabilities, name, report.observed_at, node_id=broker.node_id)
+        node = node_id if broker.node_id == UNKNOWN_NODE_ID and node_id is not None else broker.node_id
+        line = snapshot_line(broker.capabilities, name, report.observed_at, node_id=node)
         problems = validate_snapshot(line)
         if problems:  # pragma: no cover - the pipeline's helper writes valid lines
             raise ConfigError(f"the snapshot of node {broker.node_id} is not valid: {'; '.join(problems)}")
@@ -60,6 +82,9 @@ def register(subparsers: Any) -> None:
         "--out", required=True, metavar="FILE.jsonl", help="the file to append to ('-': stdout)"
     )
     parser.add_argument("--cluster-id", metavar="ID", help="the cluster id to record (default: Metadata's)")
+    parser.add_argument(
+        "--node-id", type=int, metavar="ID", help="the id of a controller that does not say it (before 3.7)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     parser.set_defaults(handler=run)
 
@@ -88,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if args.all_brokers:
         progress = Progress(0, "negotiating", redactor=options.redactor, mode="off" if args.quiet else None)
     report = probe(options, all_brokers=args.all_brokers, progress=progress)
-    lines = [options.redactor.text(line) for line in snapshot_lines(report, args.cluster_id)]
+    lines = [options.redactor.text(line) for line in snapshot_lines(report, args.cluster_id, args.node_id)]
     _append(args.out, lines)
     if args.out != "-" and not args.quiet:
         output.note(f"appended {len(lines)} line(s) to {args.out}")

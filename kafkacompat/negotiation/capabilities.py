@@ -3,8 +3,8 @@
 A ``BrokerCapabilities`` is the frozen outcome of one handshake with one node:
 the API ranges that node answered, its supported and finalized features (with
 the finalized features' epoch), the throttle time of the answer, the handshake
-transcript and, when the node predates ApiVersions, the configured release
-whose table stands in for an answer.
+transcript and, when the node predates ApiVersions, the release (configured,
+or named by the node's behaviour) whose table stands in for an answer.
 
 The values are per connection.  Nothing here copies one broker's ranges to
 another, fills gaps from a neighbour, or remembers anything between
@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kafkacompat.errors import ProtocolError
-from kafkacompat.negotiation.release_guess import ReleaseGuess, guess_release
+from kafkacompat.negotiation.release_guess import ReleaseGuess, behaviour_guess, guess_release
 from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.versions import VersionRange
 
@@ -36,6 +36,16 @@ __all__ = ["BrokerCapabilities", "RangeLike"]
 RangeLike: TypeAlias = VersionRange | tuple[int, int] | str
 
 _EMPTY: Mapping[Any, VersionRange] = MappingProxyType({})
+
+
+API_VERSIONS_KEY = 18
+
+
+def _release_at_least(release: str, floor: tuple[int, int]) -> bool:
+    try:
+        return tuple(int(part) for part in release.split(".")) >= floor
+    except ValueError:
+        return False
 
 
 def _no_entries() -> Mapping[Any, VersionRange]:
@@ -186,8 +196,43 @@ class BrokerCapabilities:
 
     @cached_property
     def release_guess(self) -> ReleaseGuess:
-        """Which Kafka release these ranges point to (diagnostics only; computed once)."""
+        """Which Kafka release these ranges point to (diagnostics only; computed once).
+
+        A broker that skipped ApiVersions is named by that behaviour (its ranges
+        are a release table's, not its answer).
+        """
+        transcript = self.transcript
+        if transcript is not None and transcript.detected_release is not None:
+            skipped = [a.version for a in transcript.attempts if a.outcome == "skipped-api-versions"]
+            return behaviour_guess(transcript.detected_release, skipped[-1] if skipped else None)
         return guess_release(self.api_ranges)
+
+    @property
+    def features_partial(self) -> str | None:
+        """Why ``supported_features`` may be missing features, or None when it is whole.
+
+        Every feature newer than metadata.version has minimum level 0 (group,
+        transaction, share, streams, eligible leader replicas), which old clients
+        reject.  A broker that has ApiVersions v4 leaves such features out of every
+        answer below v4 (KAFKA-17492); 3.7 and 3.8, which stop at v3, left them out
+        or rewrote their minimum to 1 (KAFKA-17011).  So where the handshake settled
+        below v4 on such a broker, the list may hold metadata.version and little else.
+        """
+        accepted = self.transcript.api_versions_version if self.transcript is not None else None
+        if accepted is None or accepted >= 4:
+            return None
+        own = self.api_ranges.get(API_VERSIONS_KEY)
+        if own is not None and not own.empty and own.highest >= 4:
+            return (
+                f"partial: ApiVersions was answered at v{accepted}; this broker answers v4 and leaves "
+                "every feature of minimum level 0 out of older answers (KAFKA-17492)"
+            )
+        if any(_release_at_least(r, (3, 7)) for r in self.release_guess.releases):
+            return (
+                f"may be partial: ApiVersions was answered at v{accepted}, and Kafka 3.7 and 3.8 leave "
+                "features of minimum level 0 out of such answers, or rewrite their minimum to 1 (KAFKA-17011)"
+            )
+        return None
 
     @property
     def label(self) -> str:

@@ -44,7 +44,8 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from types import MappingProxyType
 
-from kafkacompat.errors import NegotiationError, UnsupportedVersionError
+from kafkacompat.errors import InvalidAddressError, NegotiationError, UnsupportedVersionError
+from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.version_policy import (
     VersionChoice,
@@ -375,7 +376,12 @@ class CoordinatorResults:
         self, key: str, code: int, message: str | None, node_id: int, host: str, port: int,
         where: str,
     ) -> None:
-        if code == 0 and node_id >= 0 and host and port > 0:
+        refusal = _address_refusal(host, port, where) if code == 0 and node_id >= 0 else None
+        if refusal is not None:  # never handed on: a caller would connect to it
+            self._forget(key)
+            attempts = self._attempts[key] = self._attempts.get(key, 0) + 1
+            self._failed[key] = KeyLookupFailure(key, 0, "INVALID_ADDRESS", refusal, False, attempts, where)
+        elif code == 0 and node_id >= 0 and host and port > 0:
             self._forget(key)
             self._attempts[key] = self._attempts.get(key, 0) + 1
             self._found[key] = CoordinatorFound(key, node_id, host, port, where)
@@ -409,6 +415,17 @@ class CoordinatorResults:
     def _check_type(self, kind: CoordinatorKeyType) -> None:
         if kind != self.key_type:
             raise ValueError(f"these results are for {self.key_type.name} keys, not {kind.name}")
+
+
+def _address_refusal(host: str, port: int, where: str) -> str | None:
+    """Why the coordinator address a broker gave cannot be used, or None."""
+    if not host or port <= 0:
+        return None  # "no usable node": Kafka's own way to say none yet, retried as before
+    try:
+        check_address(host, port, source=f"FindCoordinator from {where}")
+    except InvalidAddressError as exc:
+        return exc.message
+    return None
 
 
 def read_coordinator_responses(

@@ -23,7 +23,7 @@ the epoch they last saw (-1 when they do not know).  What follows from that:
   kafka-features does by default.  Level 0 disables a feature.
 
 Pure data in, data out: no I/O, no clock.  Names come from the generated
-``kafkacompat.reference`` table, so this module never reads ../shared.
+``kafkacompat.reference`` table, so this module never reads the vendored inputs.
 """
 
 from __future__ import annotations
@@ -43,12 +43,26 @@ __all__ = [
     "BrokerFeatures", "ChangeKind", "FeatureCatalog", "FeatureChange", "FeatureError",
     "FeatureLevel", "FinalizeVerdict", "FinalizedObservation", "FinalizedView",
     "StaleObservation", "SupportsFeatures", "can_finalize", "can_finalize_all",
-    "classify_change", "max_safe_level", "merge_finalized",
+    "classify_change", "max_safe_level", "merge_finalized", "supported_levels",
 ]
 
 METADATA_VERSION = "metadata.version"
 UNKNOWN_EPOCH = -1
 _UNLISTED = VersionRange(0, 0)  # what a broker that does not list a feature supports
+
+
+def supported_levels(feature: str, listed: VersionRange | None) -> VersionRange:
+    """The levels a broker supports, from the range it lists (``None``: not listed).
+
+    Every feature but metadata.version can be disabled (level 0). Kafka lists
+    those with minimum 0, except an interim 3.x broker fix that rewrote the 0 to
+    1 for old clients (KAFKA-17011): both forms mean "0 and up".
+    """
+    if listed is None:
+        return _UNLISTED
+    if feature != METADATA_VERSION and listed.lowest == 1:
+        return VersionRange(0, listed.highest)
+    return listed
 
 
 class FeatureError(NegotiationError):
@@ -324,7 +338,7 @@ def can_finalize_all(
         BlockingBroker(broker.node, name, level, supported, name in broker.supported_features)
         for name, level in sorted(targets.items())
         for broker in brokers
-        if level not in (supported := broker.supported_features.get(name, _UNLISTED))
+        if level not in (supported := supported_levels(name, broker.supported_features.get(name)))
     ]
     after = {**(finalized or {}), **targets}
     blocking_dependencies = [
@@ -358,7 +372,7 @@ def max_safe_level(
         raise FeatureError("no brokers given: nothing to check support against")
     common = VersionRange.ALL
     for broker in brokers:
-        common &= broker.supported_features.get(feature, _UNLISTED)
+        common &= supported_levels(feature, broker.supported_features.get(feature))
     lowest = max(common.lowest, 1 if feature == METADATA_VERSION else 0)
     for level in range(common.highest, lowest - 1, -1):
         if can_finalize(feature, level, brokers, finalized=finalized, catalog=catalog):

@@ -15,11 +15,14 @@ action             events the driver may report
 ``Connect``        ``connected()``, ``connect_failed(reason)``, ``timed_out()``
 ``SendRequest``    ``request_sent()``, ``connection_closed()``, ``timed_out()``
                    (write ``action.frame``: size prefix, header and body)
+``SendProbe``      the same, for the Metadata v0 probe's ``action.frame``
 ``ReceiveReply``   ``received_frame(frame)`` (a frame without its size prefix, as
                    ``FrameSplitter`` yields it) or ``received(body)`` (the bytes
                    after the correlation id), ``connection_closed()``,
                    ``timed_out()``, ``foreign_bytes(data)`` (a bad size prefix:
-                   ``check_frame_size`` raised ``WrongProtocolError``)
+                   ``check_frame_size`` raised ``WrongProtocolError``), and
+                   ``quiet()`` when ``action.quiet_period`` is set and that many
+                   seconds passed without a frame
 ``Done``           none: ``action.result``; reconnect first if
                    ``action.needs_new_connection``
 ``Fail``           none: raise ``action.error``; close the connection if
@@ -35,11 +38,12 @@ example, with a blocking socket::
             case Connect():
                 sock = socket.create_connection(address)
                 hs.connected()
-            case SendRequest(frame=frame):
+            case SendRequest(frame=frame) | SendProbe(frame=frame):
                 sock.sendall(frame)
                 hs.request_sent()
-            case ReceiveReply():
-                hs.received_frame(read_one_frame(sock))
+            case ReceiveReply(quiet_period=quiet):
+                frame = read_one_frame(sock, within=quiet)  # None: nothing came
+                hs.quiet() if frame is None else hs.received_frame(frame)
             case Done(result=result):
                 return result
             case Fail(error=error):
@@ -52,14 +56,13 @@ got bytes back; a connection is one ``connected()``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Final
 
 from kafkacompat.errors import (
-    BrokerTooOldError,
     DecodeError,
-    KafkaCompatError,
     KafkaTimeoutError,
-    ProtocolError,
     TransportError,
 )
 from kafkacompat.negotiation.handshake_config import (
@@ -69,16 +72,14 @@ from kafkacompat.negotiation.handshake_config import (
     check_correlation_id,
     release_ranges,
 )
-from kafkacompat.negotiation.handshake_reply import (
-    Verdict,
-    first_ranges,
-    foreign_verdict,
-    judge_reply,
-)
+from kafkacompat.negotiation.handshake_legacy import LegacySteps, failure_verdict, mismatch_verdict
+from kafkacompat.negotiation.handshake_reply import Verdict, foreign_verdict, judge_reply
+from kafkacompat.negotiation.handshake_results import accepted_result, stand_in_result
 from kafkacompat.negotiation.handshake_table import (
     BY_KEY,
     EVENTS_BY_STATE,
     PROGRESS_EVENTS,
+    PROGRESS_OUTCOMES,
     TRANSITIONS,
     Event,
     State,
@@ -94,11 +95,16 @@ from kafkacompat.negotiation.handshake_types import (
     HandshakeStateError,
     InvalidRequestError,
     ReceiveReply,
+    SendProbe,
     SendRequest,
+)
+from kafkacompat.negotiation.legacy_probe import (
+    LegacyCheck,
 )
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.protocol.framing import encode_request, sniff_foreign_protocol
 from kafkacompat.protocol.messages import ApiVersionsResponse
+from kafkacompat.protocol.versions import VersionRange
 
 __all__ = [
     "TRANSITIONS",
@@ -116,6 +122,7 @@ __all__ = [
     "HandshakeStateError",
     "InvalidRequestError",
     "ReceiveReply",
+    "SendProbe",
     "SendRequest",
     "State",
     "Transition",
@@ -125,7 +132,7 @@ __all__ = [
 _INT32_MAX: Final = 2**31 - 1
 
 
-class ApiVersionsHandshake:
+class ApiVersionsHandshake(LegacySteps):
     """One ApiVersions negotiation with one broker; see the module docstring."""
 
     def __init__(
@@ -149,6 +156,15 @@ class ApiVersionsHandshake:
         self._notes: list[str] = list(self.config.software_problems)
         self._accepted_version: int | None = None
         self._fallback_release: str | None = None
+        self._detected_release: str | None = None
+        # The Metadata v0 probe (rule 9): its correlation id while its reply is due, whether
+        # it was written after the ApiVersions request now awaited, the connection it went on.
+        self._probe_id: int | None = None
+        self._probe_follows_request = False
+        self._probed_connection = 0
+        self._probe_flags: tuple[str, ...] = ()
+        self._answer: HandshakeResult | None = None  # accepted, kept while the probe drains
+        self._check: LegacyCheck | None = None  # rule 10, after a close at v0
         self._action: Action = Connect(self._version, 1)
 
     # -- queries ------------------------------------------------------------------------
@@ -168,7 +184,11 @@ class ApiVersionsHandshake:
 
     @property
     def expected_events(self) -> frozenset[Event]:
-        return EVENTS_BY_STATE[self._state]
+        events = EVENTS_BY_STATE[self._state]
+        action = self._action
+        if isinstance(action, ReceiveReply) and action.quiet_period is not None:
+            return events
+        return events - {Event.QUIET}  # quiet only where the driver was handed a period
 
     @property
     def history(self) -> tuple[Transition, ...]:
@@ -190,6 +210,7 @@ class ApiVersionsHandshake:
             fallback_release=self._fallback_release,
             notes=tuple(self._notes),
             node=self.node,
+            detected_release=self._detected_release,
         )
 
     # -- events -------------------------------------------------------------------------
@@ -197,41 +218,65 @@ class ApiVersionsHandshake:
     def connected(self) -> None:
         self._expect(Event.CONNECTED)
         self._connections += 1
-        self._take(Event.CONNECTED, "connected")
+        self._take(Event.CONNECTED, "connected" if self._check is None else "connected-to-check")
 
     def connect_failed(self, reason: str = "") -> None:
         self._expect(Event.CONNECT_FAILED)
         because = f": {reason}" if reason else ""
         message = f"could not connect to the broker for the ApiVersions handshake{because}"
-        self._apply(Event.CONNECT_FAILED, _failure("connect-failed", reason, TransportError, message))
+        self._apply(Event.CONNECT_FAILED, failure_verdict("connect-failed", reason, TransportError, message))
 
     def request_sent(self) -> None:
         self._expect(Event.REQUEST_SENT)
-        self._take(Event.REQUEST_SENT, "sent")
+        if self._state is State.PROBE:
+            self._probe_follows_request = True
+            self._take(Event.REQUEST_SENT, "probe-sent")
+        else:
+            self._probe_follows_request = False  # a probe still due now precedes this request
+            self._take(Event.REQUEST_SENT, "sent")
 
     def timed_out(self) -> None:
         self._expect(Event.TIMED_OUT)
-        doing = "connecting" if self._state is State.CONNECT else f"on ApiVersions v{self._version}"
+        if self._state is State.DRAIN:
+            self._notes.append("the Metadata v0 probe's reply did not come in time: its connection is closed")
+            self._finish_drain(Event.TIMED_OUT, "probe-unanswered")
+            return
+        doing = (
+            "connecting" if self._state is State.CONNECT
+            else f"on the {self._check.step.name} check request" if self._check is not None
+            else "writing the Metadata v0 probe" if self._state is State.PROBE
+            else f"on ApiVersions v{self._version}"
+        )
         message = (
             f"the broker did not answer in time ({doing}); silence is not a sign of an old "
             "broker, so no lower version was tried"
         )
         detail = f"the deadline passed {doing}"
-        self._apply(Event.TIMED_OUT, _failure("timeout", detail, KafkaTimeoutError, message))
+        self._apply(Event.TIMED_OUT, failure_verdict("timeout", detail, KafkaTimeoutError, message))
 
     def connection_closed(self) -> None:
         self._expect(Event.CONNECTION_CLOSED)
+        if self._state is State.DRAIN:
+            self._notes.append("the connection closed before the Metadata v0 probe's reply: reconnect")
+            self._finish_drain(Event.CONNECTION_CLOSED, "closed-after-answer")
+            return
+        self._probe_id = None  # its reply died with the connection
+        if self._check is not None:
+            self._check_closed()
+            return
         request = f"ApiVersions v{self._version}"
-        when = f"while {request} was written" if self._state is State.SEND else "before a reply"
+        writing = {State.SEND: f"while {request} was written", State.PROBE: "while the probe was written"}
+        when = writing.get(self._state, "before a reply")
         detail = f"the connection closed {when}"
         closed = detail if self._state is State.SEND else f"{detail} to {request}"
         if self._version > 0 and self._connections >= self.config.max_connections:
-            limit = f"max_connections ({self.config.max_connections}) allows no reconnect at v0"
-            verdict = _failure("closed-no-connection-left", detail, TransportError, f"{closed}, and {limit}")
+            limit = f"{closed}, and max_connections ({self.config.max_connections}) allows no reconnect at v0"
+            verdict = failure_verdict("closed-no-connection-left", detail, TransportError, limit)
         elif self._version > 0:
-            verdict = Verdict("closed", detail, next_version=0)
+            lower = self._step_down()
+            verdict = Verdict("closed-step-down" if lower else "closed", detail, next_version=lower)
         elif self._replies_understood:
-            verdict = _failure(
+            verdict = failure_verdict(
                 "closed-after-reply",
                 detail,
                 TransportError,
@@ -242,15 +287,8 @@ class ApiVersionsHandshake:
             self._use_fallback(detail)
             return
         else:
-            verdict = _failure(
-                "closed-at-v0",
-                detail,
-                BrokerTooOldError,
-                f"{closed}: the broker is too old (before Kafka 0.10, which introduced "
-                "ApiVersions), it is not a Kafka broker, or the listener expects TLS "
-                "(a TLS listener drops plaintext without a word); configure fallback_release "
-                "(e.g. '0.9.0') to use a pre-0.10 broker",
-            )
+            self._check = LegacyCheck()
+            verdict = Verdict("closed-at-v0", detail)
         self._apply(Event.CONNECTION_CLOSED, verdict)
 
     def foreign_bytes(self, data: bytes | bytearray | memoryview) -> None:
@@ -260,10 +298,19 @@ class ApiVersionsHandshake:
         self._apply(Event.FOREIGN_BYTES, foreign_verdict(bytes(data)))
 
     def received(self, body: bytes | bytearray | memoryview) -> None:
-        """The reply's body: the frame after its size prefix and correlation id."""
+        """The reply's body: the frame after its size prefix and correlation id.
+
+        Without a correlation id it is taken as the reply awaited: ApiVersions,
+        or the probe's while it drains.
+        """
         self._expect(Event.RECEIVED)
         self._round_trips += 1
-        self._judge(bytes(body))
+        if self._state is State.DRAIN:
+            self._finish_drain(Event.RECEIVED, "probe-reply-dropped")
+        elif self._check is not None:
+            self._check_answered(bytes(body))
+        else:
+            self._judge(bytes(body))
 
     def received_frame(self, frame: bytes | bytearray | memoryview) -> None:
         """The reply frame without its size prefix; its correlation id is checked."""
@@ -271,14 +318,29 @@ class ApiVersionsHandshake:
         self._round_trips += 1
         data = bytes(frame)
         correlation_id = int.from_bytes(data[:4], "big", signed=True) if len(data) >= 4 else None
-        if correlation_id == self._correlation_id:
+        probe_reply = correlation_id is not None and correlation_id == self._probe_id
+        if self._check is not None and probe_reply:
+            self._check_answered(data[4:])
+        elif self._check is not None:
+            self._apply(Event.RECEIVED, mismatch_verdict(correlation_id, self._probe_id, "the check request"))
+        elif self._state is State.DRAIN and probe_reply:
+            self._finish_drain(Event.RECEIVED, "probe-reply-dropped")
+        elif self._state is State.DRAIN:
+            verdict = mismatch_verdict(correlation_id, self._probe_id, "the Metadata v0 probe")
+            self._apply(Event.RECEIVED, verdict)
+        elif correlation_id == self._correlation_id:
             self._judge(data[4:])
+        elif probe_reply and self._probe_follows_request:
+            self._judge_probe(data[4:])
+        elif probe_reply:  # the probe preceded a retry on this connection: its reply is old news
+            self._probe_id = None
+            self._take(Event.RECEIVED, "probe-reply-dropped")
         elif sniff_foreign_protocol(data) is not None:
             self._apply(Event.RECEIVED, foreign_verdict(data))
         elif correlation_id is None:
             self._apply(
                 Event.RECEIVED,
-                _failure(
+                failure_verdict(
                     "unreadable",
                     f"{len(data)} bytes",
                     DecodeError,
@@ -288,19 +350,16 @@ class ApiVersionsHandshake:
                 ),
             )
         else:
-            expected = self._correlation_id
-            message = (
-                f"the reply carries correlation id {correlation_id} but the ApiVersions "
-                f"request had {expected}: the stream is out of step"
-            )
-            detail = f"correlation id {correlation_id}, expected {expected}"
-            self._apply(Event.RECEIVED, _failure("correlation-mismatch", detail, ProtocolError, message))
+            verdict = mismatch_verdict(correlation_id, self._correlation_id, "the ApiVersions request")
+            self._apply(Event.RECEIVED, verdict)
 
     # -- applying judgements ------------------------------------------------------------
 
     def _judge(self, body: bytes) -> None:
         verdict = judge_reply(body, self._version, self.config)
         self._replies_understood += verdict.understood
+        if verdict.response is not None and self._probe_id is not None:
+            verdict = replace(verdict, outcome="ok-probe-pending")  # drain the probe's reply first
         self._apply(Event.RECEIVED, verdict)
 
     def _apply(self, event: Event, verdict: Verdict) -> None:
@@ -320,27 +379,13 @@ class ApiVersionsHandshake:
                 verdict.message, node=self.node, transcript=self.transcript, **verdict.error_fields
             )
             self._action = Fail(error, close_connection=still_open)
+        elif verdict.response is not None and self._state is State.DRAIN:
+            self._answer = self._result(verdict.response)
         elif verdict.response is not None:
             self._action = Done(self._result(verdict.response))
 
     def _result(self, response: ApiVersionsResponse) -> HandshakeResult:
-        return HandshakeResult(
-            response=response,
-            api_versions_version=self._accepted_version,
-            api_ranges=first_ranges(
-                (item.api_key, item.min_version, item.max_version) for item in response.api_keys
-            ),
-            supported_features=first_ranges(
-                (f.name, f.min_version, f.max_version) for f in response.supported_features
-            ),
-            finalized_features=first_ranges(
-                (f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features
-            ),
-            finalized_features_epoch=response.finalized_features_epoch,
-            throttle_time_ms=response.throttle_time_ms,
-            transcript=self.transcript,
-            node=self.node,
-        )
+        return accepted_result(response, self._accepted_version, self.transcript, self.node)
 
     def _use_fallback(self, detail: str) -> None:
         release, ranges = self.config.fallback_release, self.config.fallback_ranges
@@ -352,25 +397,16 @@ class ApiVersionsHandshake:
         )
         flags = ("fallback-release",)
         self._take(Event.CONNECTION_CLOSED, "closed-at-v0-fallback", detail, flags=flags)
-        result = HandshakeResult(
-            response=None,
-            api_versions_version=None,
-            api_ranges=ranges,
-            supported_features=first_ranges(()),
-            finalized_features=first_ranges(()),
-            finalized_features_epoch=-1,
-            throttle_time_ms=0,
-            transcript=self.transcript,
-            fallback_release=release,
-            node=self.node,
-        )
-        self._action = Done(result, needs_new_connection=True)
+        self._action = Done(self._stand_in(release, ranges), needs_new_connection=True)
+
+    def _stand_in(self, release: str, ranges: Mapping[int, VersionRange]) -> HandshakeResult:
+        return stand_in_result(release, ranges, self.transcript, self.node, self._detected_release)
 
     # -- moving along the table ---------------------------------------------------------
 
     def _expect(self, event: Event) -> None:
-        if event not in EVENTS_BY_STATE[self._state]:
-            allowed = ", ".join(sorted(EVENTS_BY_STATE[self._state])) or "none (finished)"
+        if event not in self.expected_events:
+            allowed = ", ".join(sorted(self.expected_events)) or "none (finished)"
             raise HandshakeStateError(
                 f"event {event} is not valid in handshake state {self._state} (valid: {allowed})",
                 state=self._state,
@@ -389,7 +425,12 @@ class ApiVersionsHandshake:
         flags: tuple[str, ...] = (),
     ) -> None:
         transition = BY_KEY[(self._state, event, outcome)]
-        if event not in PROGRESS_EVENTS:
+        checking = self._check is not None and outcome != "closed-at-v0"
+        if checking and event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
+            # After the last ApiVersions attempt (rule 10): a note, so the versions tried still fall.
+            self._notes.append(f"the 0.8.x check ended: {outcome}" + (f" ({detail})" if detail else ""))
+        elif event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
+            flags, self._probe_flags = self._probe_flags + flags, ()
             # A connection that failed to open is numbered as the one being tried.
             connection = self._connections + (self._state is State.CONNECT)
             self._attempts.append(
@@ -410,18 +451,23 @@ class ApiVersionsHandshake:
             self._action = Connect(self._version, self._connections + 1)
         elif self._state is State.SEND:
             self._action = self._send_request()
+        elif self._state is State.PROBE:
+            self._action = self._send_probe()
         elif self._state is State.RECEIVE:
-            self._action = ReceiveReply(self._version, self._correlation_id)
+            unprobed = self._probed_connection != self._connections and self._check is None
+            quiet = self.config.quiet_period if unprobed else None
+            self._action = ReceiveReply(self._version, self._correlation_id, quiet)
+        elif self._state is State.DRAIN:
+            assert self._probe_id is not None
+            self._action = ReceiveReply(self._version, self._probe_id)
 
     def _send_request(self) -> SendRequest:
         request = self.config.request(self._version)
-        self._correlation_id = cid = self._next_correlation_id
-        self._next_correlation_id = 0 if cid == _INT32_MAX else cid + 1
+        self._correlation_id = cid = self._take_correlation_id()
         frame = encode_request(request, self._version, cid, self.config.client_id)
         return SendRequest(self._version, cid, request, frame)
 
-
-def _failure(
-    outcome: str, detail: str, error_type: type[KafkaCompatError], message: str, **fields: object
-) -> Verdict:
-    return Verdict(outcome, detail, error_type=error_type, message=message, error_fields=fields)
+    def _take_correlation_id(self) -> int:
+        cid = self._next_correlation_id
+        self._next_correlation_id = 0 if cid == _INT32_MAX else cid + 1
+        return cid

@@ -10,6 +10,7 @@ give a ``ClientSoftwareWarning`` and a note in every transcript instead.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from kafkacompat.protocol.versions import VersionRange
 
 __all__ = [
     "CODEC_MAX_VERSION",
+    "DEFAULT_QUIET_PERIOD",
     "FIRST_SOFTWARE_FIELDS_VERSION",
     "SOFTWARE_FIELD_PATTERN",
     "ClientSoftwareWarning",
@@ -45,6 +47,11 @@ FIRST_SOFTWARE_FIELDS_VERSION: Final[int] = 3
 
 # The pattern Kafka brokers validate both software fields against (KIP-511).
 SOFTWARE_FIELD_PATTERN: Final = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+# Seconds of silence on an ApiVersions request before the Metadata v0 probe is written
+# (``legacy_probe``).  Brokers answer ApiVersions in milliseconds on a LAN; a slower one
+# only costs a probe whose reply is dropped, and a 0.9 broker is known a moment later.
+DEFAULT_QUIET_PERIOD: Final = 0.25
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -90,19 +97,29 @@ class HandshakeConfig:
     codec can write and read, and may not exceed it.
     ``client_software_name`` / ``client_software_version``: sent at v3+.
     ``client_id``: the request header's client id.
-    ``max_connections``: connections the handshake may open; the default 2
-    allows the one reconnect at v0 after a close (1 disables it).
+    ``max_connections``: connections the handshake may open; the default 3
+    allows, after a close at v4, one reconnect at v3 and a last one at v0
+    (2: straight to v0; 1: no reconnect).
     ``fallback_release`` / ``fallback_kind``: the release whose API table
-    stands in when the broker closes the connection even at v0 (pre-0.10).
+    stands in when the broker does not answer ApiVersions (pre-0.10): it
+    closes even at v0 (0.8.x), or it skips the request (0.9, whose own table
+    stands in when no fallback is configured).
+    ``quiet_period``: seconds without a reply to ApiVersions after which a
+    Metadata v0 probe is written on the same connection, once per connection,
+    to tell a pre-0.10 broker (the probe is answered first) from a slow one
+    (ApiVersions is answered first); None never probes, so a 0.9 broker times out.
+    A broker slower than this gets the probe too, and its all-topics answer is
+    read and dropped: raise it above a distant broker's round trip.
     """
 
     max_version: int = CODEC_MAX_VERSION
     client_software_name: str = "kafkacompat"
     client_software_version: str = __version__
     client_id: str | None = "kafkacompat"
-    max_connections: int = 2
+    max_connections: int = 3
     fallback_release: str | None = None
     fallback_kind: str = "zk-broker"
+    quiet_period: float | None = DEFAULT_QUIET_PERIOD
     fallback_ranges: Mapping[int, VersionRange] | None = field(
         init=False, repr=False, compare=False, default=None
     )
@@ -122,6 +139,11 @@ class HandshakeConfig:
         for label in ("client_software_name", "client_software_version"):
             if not isinstance(getattr(self, label), str):
                 raise HandshakeConfigError(f"{label} must be a str")
+        quiet = self.quiet_period
+        if quiet is not None and (
+            isinstance(quiet, bool) or not isinstance(quiet, int | float) or not 0 < quiet < math.inf
+        ):
+            raise HandshakeConfigError(f"quiet_period must be positive seconds or None, not {quiet!r}")
         if self.client_id is not None and not isinstance(self.client_id, str):
             raise HandshakeConfigError("client_id must be a str or None")
         try:  # a field that cannot be written should fail here, not mid-handshake

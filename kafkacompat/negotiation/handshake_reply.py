@@ -9,6 +9,7 @@ Rules 2, 3, 6, 7 and 8 of ``handshake_table`` are carried out here.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -17,6 +18,7 @@ from typing import Any, Final, TypeVar
 from kafkacompat.errors import (
     DecodeError,
     KafkaCompatError,
+    ProtocolViolationError,
     UnsupportedVersionError,
     WrongProtocolError,
 )
@@ -64,6 +66,9 @@ def judge_reply(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
     if response is None:
         if sniff_foreign_protocol(body) is not None:
             return foreign_verdict(body)
+        quirk = _zero_count_refusal(body)
+        if quirk is not None:
+            return _unsupported(quirk, sent, ("zero-count-unsupported-version-reply",))
         if body[:2] == UNSUPPORTED_VERSION.to_bytes(2, "big"):
             # The error code leads every layout; the rest is a broken ApiKeys.
             return _unsupported(None, sent, ("unreadable-unsupported-version-reply",))
@@ -135,10 +140,39 @@ def _read(body: bytes, sent: int) -> tuple[ApiVersionsResponse | None, int, list
     return None, sent, problems
 
 
+# librdkafka's mock broker (seen in 2.0.2 and 2.16) refuses ApiVersions v3+ with exactly these
+# 13 bytes: UNSUPPORTED_VERSION, a compact array count saying 0 entries (0x01), one entry anyway
+# (ApiVersions: int16 key, min, max) and 4 more bytes.  Its one entry is the range it accepts.
+_ZERO_COUNT_REFUSAL = struct.Struct(">hBhhhi")
+
+
+def _zero_count_refusal(body: bytes) -> ApiVersionsResponse | None:
+    """The refusal above, read for its ApiVersions range; None for any other bytes."""
+    if len(body) != _ZERO_COUNT_REFUSAL.size:
+        return None
+    code, count, key, low, high, _ = _ZERO_COUNT_REFUSAL.unpack(body)
+    if (code, count, key) != (UNSUPPORTED_VERSION, 1, API_VERSIONS_KEY) or not 0 <= low <= high:
+        return None
+    entry = ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)
+    return ApiVersionsResponse(error_code=code, api_keys=[entry])
+
+
 def _unsupported(response: ApiVersionsResponse | None, sent: int, flags: tuple[str, ...]) -> Verdict:
     entry = None if response is None else _find_api(response, API_VERSIONS_KEY)
     advertised = None if entry is None else VersionRange(entry.min_version, entry.max_version)
     refused = f"the broker answered UNSUPPORTED_VERSION to ApiVersions v{sent}"
+    if entry is not None and entry.min_version > entry.max_version:
+        # An impossible range is no downgrade hint: refused, never retried at its "max".
+        return Verdict(
+            "no-lower-version",
+            f"UNSUPPORTED_VERSION, ApiVersions advertised: {entry.min_version} above {entry.max_version}",
+            understood=True,
+            flags=(*flags, "impossible-range"),
+            error_type=ProtocolViolationError,
+            message=f"{refused} and advertises the impossible ApiVersions range "
+            f"{entry.min_version}-{entry.max_version} (minimum above maximum): not retried",
+            error_fields={"what": "ApiVersionsResponse", "version": 0},
+        )
     if sent == 0:
         problem = f"{refused}: there is no lower version"
     elif advertised is None:
@@ -171,6 +205,18 @@ def _unsupported(response: ApiVersionsResponse | None, sent: int, flags: tuple[s
 
 
 def _accepted(response: ApiVersionsResponse, sent: int, layout: int, flags: tuple[str, ...]) -> Verdict:
+    epoch = response.finalized_features_epoch
+    if epoch < -1:  # -1 means "unknown"; Kafka never sends less, and callers would act on it
+        return Verdict(
+            "broker-error",
+            f"finalized features epoch {epoch}",
+            understood=True,
+            flags=(*flags, "negative-epoch"),
+            error_type=ProtocolViolationError,
+            message=f"the reply to ApiVersions v{sent} gives the finalized features epoch {epoch}: "
+            "an epoch is -1 (unknown) or more",
+            error_fields={"what": "ApiVersionsResponse", "version": layout},
+        )
     entry = _find_api(response, API_VERSIONS_KEY)
     if entry is None or sent not in VersionRange(entry.min_version, entry.max_version):
         flags = (*flags, "answered-unadvertised-version")

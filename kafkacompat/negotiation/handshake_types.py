@@ -27,6 +27,7 @@ __all__ = [
     "HandshakeStateError",
     "InvalidRequestError",
     "ReceiveReply",
+    "SendProbe",
     "SendRequest",
 ]
 
@@ -50,11 +51,24 @@ class SendRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class SendProbe:
+    """Write ``frame``: the Metadata v0 probe, on the connection ApiVersions went quiet on."""
+
+    correlation_id: int
+    frame: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class ReceiveReply:
-    """Read one response frame; it must carry ``correlation_id``."""
+    """Read one response frame; it must carry ``correlation_id``.
+
+    ``quiet_period``: when not None, report ``quiet()`` if no frame has come
+    after that many seconds (the request's own deadline still applies).
+    """
 
     version: int
     correlation_id: int
+    quiet_period: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +76,8 @@ class HandshakeResult:
     """What the broker answered (or, with ``fallback_release``, what stands in for it).
 
     ``response`` is None only for a fallback, where the broker sent nothing.
+    ``fallback_release`` names the release whose table stands in (configured,
+    or the one ``detected_release`` names from the broker's behaviour).
     ``api_versions_version`` is the version the accepted reply was read at.
     The mappings are read-only: api key -> versions, feature name -> versions
     (supported) or min..max level (finalized).
@@ -77,6 +93,7 @@ class HandshakeResult:
     transcript: HandshakeTranscript
     fallback_release: str | None = None
     node: str | None = None
+    detected_release: str | None = None
 
     @property
     def used_fallback(self) -> bool:
@@ -107,7 +124,7 @@ class Fail:
     close_connection: bool
 
 
-Action = Connect | SendRequest | ReceiveReply | Done | Fail
+Action = Connect | SendRequest | SendProbe | ReceiveReply | Done | Fail
 
 
 class HandshakeStateError(NegotiationError):

@@ -23,7 +23,11 @@ broker 3.3/3.4 and KRaft controller 3.7/3.8).  So:
   differ least from the answer wins; ties go to the first kind in ``KINDS``.
 
 Pre-0.10 brokers cannot answer ApiVersions at all, so their tables only ever
-arrive here from a configured fallback; they match like any other.  The guess
+arrive here from a configured fallback; they match like any other.  A broker
+that skipped ApiVersions and answered the request after it (the handshake's
+Metadata v0 probe) is named by that behaviour instead, which only 0.9 has, and
+one that closes on ApiVersions by the requests it answered (0.8.0, 0.8.1 and
+0.8.2 each parse keys the one before did not): ``behaviour_guess``.  The guess
 is for display and diagnostics only: negotiation never depends on it.
 """
 
@@ -39,7 +43,7 @@ from kafkacompat.errors import NegotiationError, ProtocolError
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.releases import API_NAMES, KINDS, RELEASES
 
-__all__ = ["ReleaseGuess", "guess_release", "known_api_ranges"]
+__all__ = ["ReleaseGuess", "behaviour_guess", "guess_release", "known_api_ranges"]
 
 Kind = Literal["kraft-broker", "kraft-controller", "zk-broker"]
 Relation = Literal["exact", "at_least", "between", "unknown"]
@@ -117,6 +121,46 @@ def guess_release(api_ranges: Mapping[int, VersionRange]) -> ReleaseGuess:
         return _at_least(observed, groups, best.lower)
     assert best.upper is not None
     return _partial(observed, groups, best.upper)
+
+
+_NOT_ANSWERED = "not the broker's answer"
+# What each pre-0.10 release does that the others do not (handshake rules 9 and 10).
+_BEHAVIOUR: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "0.8.2": (
+        "ApiVersions closed the connection at every version, Metadata v0 was answered: a Kafka "
+        "broker older than 0.10 that closes on requests it cannot read (0.8.x)",
+        "Heartbeat (key 12) was answered: only 0.8.2 of the 0.8 releases parses it",
+    ),
+    "0.8.1": (
+        "ApiVersions closed the connection at every version, Metadata v0 was answered: 0.8.x",
+        "Heartbeat (key 12, 0.8.2) closed the connection; OffsetFetch v0 (key 9) was answered: 0.8.1",
+    ),
+    "0.8.0": (
+        "ApiVersions closed the connection at every version, Metadata v0 was answered: 0.8.x",
+        "Heartbeat (key 12, 0.8.2) and OffsetFetch v0 (key 9, 0.8.1) closed the connection: 0.8.0",
+    ),
+})
+
+
+def behaviour_guess(release: str, skipped_version: int | None = None) -> ReleaseGuess:
+    """A pre-0.10 broker named by what it did with requests: no table of its own to compare.
+
+    ``skipped_version``: the ApiVersions version a 0.9 broker skipped.
+    """
+    apis = len(known_api_ranges(release))
+    did = _BEHAVIOUR.get(release) or (
+        f"ApiVersions v{skipped_version} got no reply and the Metadata v0 written after it was "
+        "answered: the broker skipped ApiVersions (KIP-35, Kafka 0.10) and served on",
+        f"only {release} does that: 0.8.x closes the connection on a request it cannot "
+        "read, 0.10 and later answer ApiVersions",
+    )
+    return ReleaseGuess(
+        "zk-broker",
+        "exact",
+        (release,),
+        f"Kafka {release} (zk-broker), older than 0.10",
+        (*did, f"the {apis} API ranges shown are Kafka {release}'s from the release table, {_NOT_ANSWERED}"),
+    )
 
 
 def known_api_ranges(release: str, kind: str = "zk-broker") -> Mapping[int, VersionRange]:
@@ -269,7 +313,7 @@ def _partial(observed: Table, groups: Sequence[_TableGroup], upper: int) -> Rele
         + (", ..." if len(missing) > _MAX_DIFFERENCES_SHOWN else ""),
     ]
     if upper > 0:
-        evidence += _newly_seen(groups[upper - 1], group, only=observed)
+        evidence += _beyond(observed, groups[upper - 1])
     text = f"at least Kafka {group.first} ({group.kind}), partial API set"
     return ReleaseGuess(group.kind, "at_least", group.releases, text, tuple(evidence))
 
@@ -291,15 +335,10 @@ def _unknown_evidence(observed: Table) -> Iterator[str]:
     yield "no known release of any kind is reached by, or covers, these API ranges"
 
 
-def _newly_seen(previous: _TableGroup, group: _TableGroup, only: Table | None = None) -> list[str]:
+def _newly_seen(previous: _TableGroup, group: _TableGroup) -> list[str]:
     """What ``group`` answers differently from the release before it (why it is not older)."""
-    keys = [
-        key
-        for key in _differing_keys(previous.table, group.table)
-        if only is None or (key in only and key in group.table)
-    ]
     lines = []
-    for key in keys:
+    for key in _differing_keys(previous.table, group.table):
         now, before = group.table.get(key), previous.table.get(key)
         if now is None:
             lines.append(f"{_api(key)} is gone in {group.first} ({previous.last}: {_span(before)})")
@@ -310,6 +349,22 @@ def _newly_seen(previous: _TableGroup, group: _TableGroup, only: Table | None = 
                 f"{_api(key)} {_span(now)} first appears in {group.first} ({previous.last}: {_span(before)})"
             )
     return _lines(lines, f"changes in {group.first}")
+
+
+def _beyond(observed: Table, previous: _TableGroup) -> list[str]:
+    """Why ``previous`` is too old for the answer: the ranges seen that it lacks or stops short of.
+
+    Every line cites the range the broker advertised, never the newer
+    release's, which a partial implementation need not reach.
+    """
+    lines = []
+    for key, seen in sorted(observed.items()):
+        before = previous.table.get(key)
+        if before is None:
+            lines.append(f"{_api(key)}: {_span(seen)} here, absent in Kafka {previous.last}")
+        elif seen[1] > before[1]:
+            lines.append(f"{_api(key)}: {_span(seen)} here, {_span(before)} in Kafka {previous.last}")
+    return _lines(lines, f"reasons it is newer than Kafka {previous.last}")
 
 
 def _compared(observed: Table, other: _TableGroup, kind: Kind, preposition: str) -> list[str]:

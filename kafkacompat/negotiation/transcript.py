@@ -53,7 +53,8 @@ class HandshakeTranscript:
 
     ``api_versions_version`` is the version of the reply that was accepted
     (None until one is); ``fallback_release`` is set when the broker never
-    answered and a configured release's table stands in for its answer.
+    answered and a release's table stands in for its answer: the configured
+    one, or ``detected_release``, the pre-0.10 release its behaviour names.
     """
 
     attempts: tuple[HandshakeAttempt, ...] = ()
@@ -63,6 +64,7 @@ class HandshakeTranscript:
     fallback_release: str | None = None
     notes: tuple[str, ...] = field(default=())
     node: str | None = None
+    detected_release: str | None = None
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -80,6 +82,7 @@ class HandshakeTranscript:
             "connections": self.connections,
             "api_versions_version": self.api_versions_version,
             "fallback_release": self.fallback_release,
+            "detected_release": self.detected_release,
             "notes": list(self.notes),
         }
 

@@ -10,6 +10,11 @@ With no user policy those are intervals, so for one cluster, client and API:
     and every broker of the cluster lists the API with a non-empty range,
     else there is none.
 
+Only brokers count: a KRaft controller's snapshot (``negotiation.node_role``:
+no Metadata, but Vote and BrokerRegistration) is kept in the latest
+observations, features and epochs, but a client never negotiates with a
+controller, so ``brokers_only`` leaves controllers out of what follows.
+
 The "every broker" clause is the one to get right in Spark: ``min``, ``max``,
 ``greatest`` and ``least`` skip nulls, so a broker that does not list the API
 would simply vanish from the aggregate and the API would look fine.  Hence
@@ -31,10 +36,19 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from kafkacompat.negotiation.node_role import CONTROLLER_ONLY_APIS, METADATA_API
 from kafkacompat.protocol.versions import OPEN_END
 from kafkacompat.reference import API_NAMES
 
-__all__ = ["api_name_column", "client_apis", "compatibility", "negotiated", "range_text"]
+__all__ = [
+    "api_name_column",
+    "brokers_only",
+    "client_apis",
+    "compatibility",
+    "is_controller",
+    "negotiated",
+    "range_text",
+]
 
 _CLIENT = ["client", "client_version"]
 
@@ -58,6 +72,25 @@ def range_text(low: Column, high: Column) -> Column:
         .when(low == high, low.cast("string"))
         .otherwise(F.concat(low.cast("string"), F.lit("-"), high.cast("string")))
     )
+
+
+def _lists(api_versions: Column, key: int) -> Column:
+    """The snapshot lists ``key`` with a non-empty range (``BrokerCapabilities.lists_api``)."""
+    return F.exists(api_versions, lambda a: (a["api_key"] == key) & (a["min"] <= a["max"]))
+
+
+def is_controller(api_versions: Column) -> Column:
+    """``node_role.looks_like_controller`` as a column over a snapshot's ``api_versions``."""
+    listed = [_lists(api_versions, key) for key in CONTROLLER_ONLY_APIS]
+    test = ~_lists(api_versions, METADATA_API)
+    for column in listed:
+        test = test & column
+    return test
+
+
+def brokers_only(latest: DataFrame) -> DataFrame:
+    """The latest observations without KRaft controllers' (one row per broker)."""
+    return latest.where(~is_controller(F.col("api_versions")))
 
 
 def client_apis(profiles: DataFrame) -> DataFrame:

@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from kafkacompat.pipeline.feature_table import feature_levels, feature_rows, fenced_brokers
 from kafkacompat.pipeline.latest import latest_observations, stale_epochs
-from kafkacompat.pipeline.negotiate import compatibility, negotiated
+from kafkacompat.pipeline.negotiate import brokers_only, compatibility, negotiated
 from kafkacompat.pipeline.readers import (
     InputFormat,
     SnapshotScan,
@@ -116,13 +116,14 @@ def build_fleet_report(
         latest = latest_observations(scan).persist(StorageLevel.MEMORY_AND_DISK_DESER)
         latest.count()
     client_rows = profiles.records.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-    versions = negotiated(latest, client_rows)
+    brokers = brokers_only(latest)  # clients negotiate with brokers, never with KRaft controllers
+    versions = negotiated(brokers, client_rows)
     features = feature_rows(latest)
     return FleetTables(
         latest=latest.drop("observed_ts"),
         stale_epochs=stale_epochs(latest),
         negotiated=versions,
-        compatibility=compatibility(latest, client_rows, versions),
+        compatibility=compatibility(brokers, client_rows, versions),
         features=feature_levels(features),
         fenced=fenced_brokers(features),
         bad_records=bad,

@@ -9,8 +9,12 @@ a ``bytearray``.
 Every length read from the wire is checked against the bytes actually present
 before anything is allocated or looped over, so a hostile count of 2**31-1 in a
 ten-byte body fails at once with a ``DecodeError`` instead of allocating or
-spinning.  Low-level failures (``struct.error``, ``IndexError``, bad UTF-8)
-are turned into ``DecodeError`` by the generated code, which knows the offset.
+spinning.  Counts are also held to Kafka's own ceilings (Kafka 4.4 refuses
+arrays of more than 1,000,000 elements and tagged sections of more than 10,000
+fields while reading, before allocating): a count that fits the bytes can still
+ask for far more objects than any real reply holds.  Low-level failures
+(``struct.error``, ``IndexError``, bad UTF-8) are turned into ``DecodeError``
+by the generated code, which knows the offset.
 """
 
 from __future__ import annotations
@@ -170,6 +174,10 @@ def varlong(value: int) -> bytes:
 
 # ------------------------------------------------------ lengths and counts --
 
+#: Kafka 4.4's ceilings on what one count may announce, refused before allocating.
+MAX_ARRAY_ELEMENTS = 1_000_000
+MAX_TAGGED_FIELDS = 10_000
+
 
 def _check_room(buf: Any, pos: int, length: int) -> int:
     end = pos + length
@@ -187,6 +195,8 @@ def read_array_count(buf: Any, pos: int) -> tuple[int, int]:
     pos += 4
     if count > len(buf) - pos:
         raise DecodeError(f"array count {count} exceeds the {len(buf) - pos} bytes left", offset=pos - 4)
+    if count > MAX_ARRAY_ELEMENTS:
+        _too_many(count, pos - 4)
     return (count if count >= -1 else _bad_length(count, pos - 4)), pos
 
 
@@ -197,7 +207,31 @@ def read_compact_array_count(buf: Any, pos: int) -> tuple[int, int]:
     count = raw - 1
     if count > len(buf) - pos:
         raise DecodeError(f"array count {count} exceeds the {len(buf) - pos} bytes left", offset=start)
+    if count > MAX_ARRAY_ELEMENTS:
+        _too_many(count, start)
     return count, pos
+
+
+def read_tag_count(buf: Any, pos: int) -> tuple[int, int]:
+    """The number of fields in a tagged section, held to ``MAX_TAGGED_FIELDS`` and the bytes left.
+
+    Each field takes at least two bytes (its tag and its size), so a count
+    above half the bytes left cannot be true.
+    """
+    start = pos
+    count, pos = read_uvarint(buf, pos)
+    if count > MAX_TAGGED_FIELDS:
+        raise DecodeError(
+            f"tagged section of {count} fields is above the limit of {MAX_TAGGED_FIELDS}", offset=start
+        )
+    if 2 * count > len(buf) - pos:
+        left = len(buf) - pos
+        raise DecodeError(f"tagged section of {count} fields exceeds the {left} bytes left", offset=start)
+    return count, pos
+
+
+def _too_many(count: int, pos: int) -> None:
+    raise DecodeError(f"array of {count} elements is above the limit of {MAX_ARRAY_ELEMENTS}", offset=pos)
 
 
 def _bad_length(length: int, pos: int) -> int:

@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkacompat.errors import DecodeError, KafkaCompatError, ProtocolError, WrongProtocolError
+from kafkacompat.errors import (
+    DecodeError,
+    KafkaCompatError,
+    ProtocolError,
+    ReplyTooLargeError,
+    WrongProtocolError,
+)
 from kafkacompat.protocol import _wire, messages
 from kafkacompat.protocol.message import KafkaMessage, decode_at
 from kafkacompat.protocol.messages import RequestHeader, ResponseHeader
@@ -163,8 +169,14 @@ def sniff_foreign_protocol(data: bytes | bytearray | memoryview) -> str | None:
     return None
 
 
-def check_frame_size(prefix: bytes | bytearray | memoryview, max_size: int = DEFAULT_MAX_FRAME_SIZE) -> int:
-    """Validate a 4-byte size prefix before anything is allocated for the frame."""
+def check_frame_size(
+    prefix: bytes | bytearray | memoryview, max_size: int = DEFAULT_MAX_FRAME_SIZE, *, what: str | None = None
+) -> int:
+    """Validate a 4-byte size prefix before anything is allocated for the frame.
+
+    ``what`` names the request the frame answers, for the message of a
+    ``ReplyTooLargeError`` (a size above ``max_size``, the ceiling for it).
+    """
     (size,) = _wire.INT32.unpack_from(prefix, 0)
     if 0 <= size <= max_size:
         return int(size)
@@ -173,59 +185,133 @@ def check_frame_size(prefix: bytes | bytearray | memoryview, max_size: int = DEF
         raise WrongProtocolError(hint)
     if size < 0:
         raise ProtocolError(f"frame size prefix is negative ({size}): the stream is corrupt")
-    raise ProtocolError(
-        f"frame of {size} bytes exceeds the maximum of {max_size} bytes; "
-        "the stream is corrupt or the peer is not Kafka"
+    subject = f"reply to {what}" if what else "frame"
+    raise ReplyTooLargeError(
+        f"{subject} of {size} bytes exceeds the maximum of {max_size} bytes; "
+        "the stream is corrupt or the peer is not Kafka (a larger reply can be allowed in "
+        "ConnectionConfig.reply_limits / max_frame_size)",
+        size=size,
+        limit=max_size,
+        what=what,
     )
 
 
 class FrameSplitter:
-    """Sans-I/O reassembly of size-prefixed frames from a byte stream.
+    """Sans-I/O reassembly of size-prefixed frames from a byte stream, one buffer per frame.
 
-    ``feed`` takes whatever arrived and returns the complete frames (without
-    their prefixes).  A bad size prefix raises at once, before buffering the
-    body it announces.
+    Bytes are ``push``-ed as they arrive; ``next_frame(limit)`` returns the next
+    whole frame (without its prefix) once it is complete.  The size prefix is
+    checked against ``limit`` (the ceiling for the reply expected next) before
+    anything is allocated for the body; the body then gets one buffer of
+    exactly its size, filled in place (``body_room`` lets a socket read straight
+    into it), and leaves as ``bytes``: the frame is held once while it arrives
+    and copied once when it is handed over, however large.
+
+    ``feed`` is the older interface: push, then every frame now complete, each
+    held to ``max_size``.
     """
 
     def __init__(self, max_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self.max_size = max_size
-        self._buffer = bytearray()
-        self._expected: int | None = None
+        self._staged = bytearray()  # bytes not yet taken (from _start): a prefix, what follows a body
+        self._start = 0  # taken bytes are skipped, not moved, until the buffer is drained or half used
+        self._body: bytearray | None = None  # the frame being filled, exactly its size
+        self._filled = 0
         self._error: KafkaCompatError | None = None
 
     def unconsumed(self, limit: int = 16) -> bytes:
         """The first bytes not yet taken as a frame (what a refused prefix started with)."""
-        return bytes(self._buffer[:limit])
+        return bytes(self._staged[self._start : self._start + limit])
 
     @property
     def pending(self) -> int:
         """Bytes received that do not yet make a whole frame."""
-        return len(self._buffer)
+        return len(self._staged) - self._start + self._filled
+
+    def push(self, data: bytes | bytearray | memoryview) -> None:
+        """Take bytes as they arrived; the body being filled gets them first."""
+        if self._body is not None and self._filled < len(self._body):
+            view = memoryview(data)
+            take = min(len(self._body) - self._filled, len(view))
+            self._body[self._filled : self._filled + take] = view[:take]
+            self._filled += take
+            data = view[take:]
+        if data:
+            if self._start and self._start == len(self._staged):
+                self._staged.clear()
+                self._start = 0
+            self._staged += data
+
+    def body_room(self) -> memoryview | None:
+        """The unfilled part of the body being read (for ``recv_into``), or None between frames."""
+        if self._body is None or self._filled == len(self._body) or len(self._staged) > self._start:
+            return None
+        return memoryview(self._body)[self._filled :]
+
+    def body_filled(self, count: int) -> None:
+        """``count`` bytes were written into ``body_room()``."""
+        self._filled += count
+
+    def next_frame(self, limit: int | None = None, *, what: str | None = None) -> bytes | None:
+        """The next whole frame, or None until more bytes come; a bad prefix raises.
+
+        ``limit`` (default ``max_size``, never above it) is the ceiling for this
+        frame, ``what`` the request it answers (for the error message).
+        """
+        if self._body is None:
+            staged, start = self._staged, self._start
+            if len(staged) - start < 4:
+                return None
+            ceiling = self.max_size if limit is None else min(limit, self.max_size)
+            (size,) = _wire.INT32.unpack_from(staged, start)
+            if not 0 <= size <= ceiling:
+                check_frame_size(bytes(staged[start : start + 4]), ceiling, what=what)  # raises
+            end = start + 4 + size
+            view = memoryview(staged)
+            try:
+                if end <= len(staged):  # all here already (small frames): one copy out
+                    frame = bytes(view[start + 4 : end])
+                    taken = -1
+                else:  # the body gets a buffer of its size; the rest of it is read into that
+                    taken = len(staged) - start - 4
+                    self._body = bytearray(size)
+                    self._body[:taken] = view[start + 4 :]
+                    self._filled = taken
+                    end = len(staged)
+            finally:
+                view.release()
+            self._start = end
+            if end == len(staged) or end > len(staged) // 2:
+                del staged[:end]  # drained, or half used: drop what was taken
+                self._start = 0
+            if taken < 0:
+                return frame
+        assert self._body is not None
+        if self._filled < len(self._body):
+            return None
+        body, self._body, self._filled = self._body, None, 0
+        frame = bytes(body)
+        del body  # the one copy: the buffer goes as the frame leaves
+        return frame
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        """The frames completed by ``data``.
+        """The frames completed by ``data``, each held to ``max_size``.
 
         A bad size prefix raises; when good frames came before it in the same
         chunk, they are returned first and the error is raised by the next call.
         """
         if self._error is not None:
             raise self._error
-        self._buffer += data
+        self.push(data)
         frames: list[bytes] = []
         while True:
-            if self._expected is None:
-                if len(self._buffer) < 4:
-                    return frames
-                try:
-                    self._expected = check_frame_size(self._buffer[:4], self.max_size)
-                except KafkaCompatError as exc:
-                    if not frames:
-                        raise
-                    self._error = exc
-                    return frames
-                del self._buffer[:4]
-            if len(self._buffer) < self._expected:
+            try:
+                frame = self.next_frame()
+            except KafkaCompatError as exc:
+                if not frames:
+                    raise
+                self._error = exc
                 return frames
-            frames.append(bytes(self._buffer[: self._expected]))
-            del self._buffer[: self._expected]
-            self._expected = None
+            if frame is None:
+                return frames
+            frames.append(frame)

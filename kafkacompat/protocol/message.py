@@ -17,7 +17,7 @@ from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["FieldInfo", "KafkaMessage", "KafkaStruct", "MessageType"]
+__all__ = ["FieldAlias", "FieldInfo", "KafkaMessage", "KafkaStruct", "MessageType"]
 
 MessageType = Literal["request", "response", "header", "data", "metadata"]
 
@@ -52,6 +52,8 @@ class KafkaStruct:
 
     _FIELDS: ClassVar[tuple[FieldInfo, ...]] = ()
     MAP_KEY: ClassVar[tuple[str, ...]] = ()
+    # older name -> current name, for fields Kafka renamed (see FieldAlias)
+    _ALIASES: ClassVar[Mapping[str, str]] = {}
 
     _unknown_tags: tuple[tuple[int, bytes], ...]
 
@@ -113,6 +115,7 @@ class KafkaStruct:
         for key, value in data.items():
             if key == "_unknown_tagged_fields":
                 continue
+            key = cls._ALIASES.get(key, key)
             info = known.get(key)
             if info is None:
                 raise EncodeError(f"{cls.__qualname__} has no field {key!r}")
@@ -165,8 +168,18 @@ class KafkaMessage(KafkaStruct):
     DEPRECATED_VERSIONS: ClassVar[VersionRange] = VersionRange.NONE
     LATEST_VERSION_UNSTABLE: ClassVar[bool] = False
     LISTENERS: ClassVar[tuple[str, ...]] = ()
+    # Versions Kafka 4.0+ removed (kafkacompat.reference.removals says why); they
+    # stay readable and writable here, for brokers of every era.
+    REMOVED_VERSIONS: ClassVar[VersionRange] = VersionRange.NONE
+    REMOVED_SINCE: ClassVar[str | None] = None
+    REMOVAL_KIND: ClassVar[str | None] = None
     _READERS: ClassVar[Mapping[int, Reader]]
     _WRITERS: ClassVar[Mapping[int, Writer]]
+
+    @classmethod
+    def defined_by_current_specs(cls, version: int) -> bool:
+        """Whether Kafka's current (4.x) specs still define ``version`` of this message."""
+        return version in cls.VALID_VERSIONS and version not in cls.REMOVED_VERSIONS
 
     def encode(self, version: int) -> bytes:
         """The body at ``version`` (no size prefix, no header)."""
@@ -224,3 +237,18 @@ def decode_at(name: str, reader: Reader, data: Any, pos: int, version: int) -> t
         raise DecodeError(exc.reason, what=name, version=version, offset=exc.offset) from None
     except _wire.DECODE_FAILURES as exc:  # pragma: no cover - generated readers translate
         raise DecodeError(str(exc), what=name, version=version) from None
+
+
+class FieldAlias:
+    """An older name of a field Kafka renamed: reads and writes the field under its new name."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        return self if obj is None else getattr(obj, self.target)
+
+    def __set__(self, obj: object, value: Any) -> None:
+        setattr(obj, self.target, value)

@@ -1,4 +1,12 @@
-"""kafkacompat's public testing kit: real and emulated brokers on loopback."""
+"""kafkacompat's public testing kit: real and emulated brokers on loopback.
+
+Real brokers, each started, checked and stopped by a context manager:
+``TansuBroker`` (Tansu), ``NoidaBroker`` (noida-db's Kafka service),
+``LibrdkafkaMockBroker`` (librdkafka 2.0.2's mock cluster) and
+``Kafka09Broker`` (Apache Kafka 0.9.0.1 with ZooKeeper).  Emulated ones:
+``EmulatedCluster`` and friends; a scripted ``HostileBroker``.  See
+docs/testing.md.
+"""
 
 from kafkacompat.testing.emulator import (
     BrokerProfile,
@@ -12,10 +20,16 @@ from kafkacompat.testing.emulator import (
     custom_profile,
     profile_for,
 )
+from kafkacompat.testing.hostile import HostileBroker, Reply, Request
+from kafkacompat.testing.kafka09 import Kafka09Broker, kafka09_home
+from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker, install_confluent_kafka
+from kafkacompat.testing.noida import NoidaBroker, noida_binary
 from kafkacompat.testing.ports import BrokerStartError, free_port
+from kafkacompat.testing.process import BrokerProcess
 from kafkacompat.testing.tansu import TansuBroker, tansu_binary
 
 __all__ = [
+    "BrokerProcess",
     "BrokerProfile",
     "BrokerStartError",
     "EmulatedBroker",
@@ -23,11 +37,20 @@ __all__ = [
     "EmulatorConfigError",
     "Fault",
     "FaultKind",
+    "HostileBroker",
+    "Kafka09Broker",
+    "LibrdkafkaMockBroker",
+    "NoidaBroker",
+    "Reply",
+    "Request",
     "SaslConfig",
     "TansuBroker",
     "ThreadedCluster",
     "custom_profile",
     "free_port",
+    "install_confluent_kafka",
+    "kafka09_home",
+    "noida_binary",
     "profile_for",
     "tansu_binary",
 ]

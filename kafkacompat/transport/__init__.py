@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kafkacompat.transport.cluster import Cluster, connect
-    from kafkacompat.transport.config import ConnectionConfig, RetryPolicy, SaslConfig, Secret, TlsConfig
+    from kafkacompat.transport.config import (
+        ConnectionConfig,
+        ReplyLimits,
+        RetryPolicy,
+        SaslConfig,
+        Secret,
+        TlsConfig,
+    )
     from kafkacompat.transport.connection import BrokerConnection, CapabilityChange, open_connection
     from kafkacompat.transport.probe import probe_address, probe_broker
     from kafkacompat.transport.sync import SyncCluster, connect_sync
@@ -24,6 +31,7 @@ _HOMES = {
     "Cluster": "cluster",
     "connect": "cluster",
     "ConnectionConfig": "config",
+    "ReplyLimits": "config",
     "RetryPolicy": "config",
     "SaslConfig": "config",
     "Secret": "config",
@@ -39,6 +47,7 @@ __all__ = [
     "CapabilityChange",
     "Cluster",
     "ConnectionConfig",
+    "ReplyLimits",
     "RetryPolicy",
     "SaslConfig",
     "Secret",

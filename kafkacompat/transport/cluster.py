@@ -22,6 +22,14 @@ opaque "no brokers available":
   it, the codec and the version policy.  ``UnsupportedVersionError``, with the
   reasons and the transcript.
 
+KRaft controllers (KIP-919): ``connect(..., controllers=True)`` takes the
+addresses for controllers, as Kafka's ``bootstrap.controllers`` and
+``--bootstrap-controller`` do, and finds the quorum through DescribeCluster
+(``controller_discovery``); a bootstrap address that turns out to be a
+controller is treated the same way without being asked.  Then ``brokers``
+holds the controllers and ``metadata.node_kind`` is ``"controller"``.  A
+broker reached with ``controllers=True`` raises ``WrongEndpointError``.
+
 A connection that broke is negotiated again on its next use (a broker may have
 been upgraded or downgraded in between); what changed is recorded and shown
 by ``cluster.changes``.
@@ -41,10 +49,13 @@ from kafkacompat.errors import KafkaCompatError, TransportError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
+from kafkacompat.negotiation.fanout import fanout_error, fanout_split
+from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection, CapabilityChange
+from kafkacompat.transport.controller_discovery import ask_controllers
 from kafkacompat.transport.coordinator_lookup import CoordinatorLookup, KeyTypeLike, find_coordinators
 from kafkacompat.transport.discovery import (
     RETRIABLE,
@@ -94,10 +105,16 @@ class Cluster:
     """
 
     def __init__(
-        self, bootstrap: Sequence[tuple[str, int]], config: ConnectionConfig, nursery: trio.Nursery
+        self,
+        bootstrap: Sequence[tuple[str, int]],
+        config: ConnectionConfig,
+        nursery: trio.Nursery,
+        *,
+        controllers: bool = False,
     ) -> None:
         self.bootstrap = tuple(bootstrap)
         self.config = config
+        self.controllers = controllers  # the bootstrap addresses are KRaft controllers
         self._nursery = nursery
         self._metadata: ClusterMetadata | None = None
         self._connections: dict[int, BrokerConnection] = {}
@@ -151,6 +168,8 @@ class Cluster:
         if broker is None:
             known = ", ".join(str(n) for n in self.brokers) or "none"
             raise UnknownBrokerError(f"node {node_id} is not in the cluster metadata (known: {known})")
+        if broker.problem is not None:  # the broker that named it gave an address nobody can use
+            raise broker.problem.with_traceback(None)
         conn = self._connections.get(node_id)
         if conn is not None and conn.is_ready:
             return conn
@@ -170,26 +189,44 @@ class Cluster:
         if ready:
             return next(iter(ready.values()))
         failures: dict[int, KafkaCompatError] = {}
-        for node_id in self.brokers:
+        tried, _ = fanout_split(list(self.brokers), set(), self.config.max_fanout)  # a broker named them
+        for node_id in tried:
             try:
                 return await self.connection(node_id)
             except RETRIABLE as exc:
                 failures[node_id] = exc
-        raise BrokersUnavailableError(failures, self._labels())
+        error = BrokersUnavailableError(failures, self._labels())
+        named = len(self.brokers)
+        if len(tried) < named:
+            error.add_note(fanout_error(named - len(tried), named, len(tried)).message)
+        raise error
 
     async def open_all(self) -> tuple[dict[int, BrokerConnection], dict[int, KafkaCompatError]]:
-        """Connect to every broker concurrently: (connections, failures), both by node id."""
+        """Connect to every broker concurrently: (connections, failures), both by node id.
+
+        The brokers come from a broker's answer, so the fan-out is bounded:
+        at most ``config.max_fanout`` of them (those connected already first,
+        then by node id), ``config.fanout_concurrency`` being opened at once.
+        The others fail with one shared ``FanOutLimitError``, so they are
+        reported, not dropped.
+        """
         opened: dict[int, BrokerConnection] = {}
         failed: dict[int, KafkaCompatError] = {}
+        chosen, skipped = fanout_split(list(self.brokers), set(self.connected()), self.config.max_fanout)
+        if skipped:
+            error = fanout_error(len(skipped), len(self.brokers), self.config.max_fanout)
+            failed.update(dict.fromkeys(skipped, error))
+        limiter = trio.CapacityLimiter(self.config.fanout_concurrency)
 
         async def open_one(node_id: int) -> None:
-            try:
-                opened[node_id] = await self.connection(node_id)
-            except KafkaCompatError as exc:
-                failed[node_id] = exc
+            async with limiter:
+                try:
+                    opened[node_id] = await self.connection(node_id)
+                except KafkaCompatError as exc:
+                    failed[node_id] = exc
 
         async with trio.open_nursery() as nursery:
-            for node_id in self.brokers:
+            for node_id in chosen:
                 nursery.start_soon(open_one, node_id)
         return dict(sorted(opened.items())), dict(sorted(failed.items()))
 
@@ -208,11 +245,12 @@ class Cluster:
     async def refresh_metadata(self) -> ClusterMetadata:
         """Ask a known broker for Metadata again (the bootstrap list when none answers)."""
         self._check_open()
-        order = [*self.connected(), *(n for n in self.brokers if n not in self.connected())]
+        connected = self.connected()
+        order = [*connected, *(n for n in self.brokers if n not in connected)][: self.config.max_fanout]
         for node_id in order:
             try:
                 conn = await self.connection(node_id)
-                metadata = await ask_metadata(conn)
+                metadata = await self._discover(conn)
             except RETRIABLE as exc:
                 log.info("metadata refresh from node %s failed: %s", node_id, exc)
                 continue
@@ -322,7 +360,7 @@ class Cluster:
             conn = BrokerConnection(host, port, self.config)
             try:
                 await conn.open(self._nursery)
-                metadata = await ask_metadata(conn)
+                metadata = await self._discover(conn)
             except KafkaCompatError as exc:
                 await conn.aclose()
                 reasons[label] = exc
@@ -341,6 +379,13 @@ class Cluster:
                     error.add_note(f"bootstrap address {label}: {describe_failure(other, label)}")
             raise error
         raise NoBrokerReachableError(reasons, rounds=rounds)
+
+    async def _discover(self, conn: BrokerConnection) -> ClusterMetadata:
+        """Metadata from a broker; from a KRaft controller, DescribeCluster (or the node alone)."""
+        capabilities = conn.capabilities
+        if self.controllers or (capabilities is not None and looks_like_controller(capabilities)):
+            return await ask_controllers(conn)
+        return await ask_metadata(conn)
 
     async def _adopt(self, metadata: ClusterMetadata, conn: BrokerConnection) -> None:
         """Take the bootstrap answer; keep its connection when it is one of the brokers."""
@@ -384,10 +429,13 @@ async def connect(
     config: ConnectionConfig | None = None,
     *,
     policy: VersionPolicy | None = None,
+    controllers: bool = False,
 ) -> AsyncIterator[Cluster]:
     """``async with connect("host:9092") as cluster:`` discovered, then closed on exit.
 
-    ``policy`` replaces ``config.policy`` when given.  Raises
+    ``policy`` replaces ``config.policy`` when given.  ``controllers=True``:
+    the addresses are KRaft controllers (Kafka's ``bootstrap.controllers``);
+    a broker among them raises ``WrongEndpointError``.  Raises
     ``NoBrokerReachableError``, the handshake's ``NegotiationError`` or
     ``UnsupportedVersionError`` (see the module documentation).
     """
@@ -397,7 +445,7 @@ async def connect(
         settings = dataclasses.replace(settings, policy=policy)
     try:
         async with trio.open_nursery() as nursery:
-            cluster = Cluster(addresses, settings, nursery)
+            cluster = Cluster(addresses, settings, nursery, controllers=controllers)
             try:
                 await cluster._bootstrap()
                 yield cluster

@@ -9,24 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
+from kafkacompat.protocol.reply_limits import ReplyLimits
 
 __all__ = [
     "DEFAULT_CONFIG",
     "ConfigError",
     "ConnectionConfig",
+    "ReplyLimits",
     "RetryPolicy",
     "SaslConfig",
     "Secret",
     "TlsConfig",
 ]
-
-
-class ConfigError(KafkaCompatError, ValueError):
-    """A configuration value that cannot work."""
 
 
 class Secret:
@@ -103,6 +101,17 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class ConnectionConfig:
+    """Everything about how connections are made; one object shared by every driver.
+
+    Bounds against brokers nobody vouches for (see docs/hostile.md):
+    ``max_frame_size`` caps any frame and ``reply_limits`` caps each reply by
+    the request it answers, both checked from the size prefix before
+    allocating; ``max_fanout`` caps how many connections one operation opens
+    because a broker's answer named them (the rest are reported as
+    ``FanOutLimitError``), ``fanout_concurrency`` how many of those are being
+    opened at once.
+    """
+
     connect_timeout: float = 10.0
     request_timeout: float = 30.0
     max_in_flight: int = 32
@@ -113,8 +122,23 @@ class ConnectionConfig:
     tls: TlsConfig | None = None
     sasl: SaslConfig | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    reply_limits: ReplyLimits = field(default_factory=ReplyLimits)
+    max_fanout: int = 256
+    fanout_concurrency: int = 16
 
     def __post_init__(self) -> None:
+        if isinstance(self.max_fanout, bool) or not isinstance(self.max_fanout, int) or self.max_fanout < 1:
+            raise ConfigError(f"max_fanout must be an int of at least 1, not {self.max_fanout!r}")
+        if (
+            isinstance(self.fanout_concurrency, bool)
+            or not isinstance(self.fanout_concurrency, int)
+            or self.fanout_concurrency < 1
+        ):
+            raise ConfigError(
+                f"fanout_concurrency must be an int of at least 1, not {self.fanout_concurrency!r}"
+            )
+        if not isinstance(self.reply_limits, ReplyLimits):
+            raise ConfigError(f"reply_limits must be a ReplyLimits, not {type(self.reply_limits).__name__}")
         if self.max_in_flight < 1:
             raise ConfigError("max_in_flight must be at least 1")
         if not 0 < self.max_frame_size <= 0x7FFFFFFF:

@@ -49,6 +49,7 @@ from kafkacompat.negotiation.capability_changes import CapabilityChange, capabil
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.protocol import framing, messages
 from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.removals import removed_version_error
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.negotiate import negotiate
 from kafkacompat.transport.seam import raise_lone
@@ -73,6 +74,7 @@ class _Pending:
     correlation_id: int
     frame: bytes
     expects_reply: bool
+    reply_limit: int = framing.DEFAULT_MAX_FRAME_SIZE  # the ceiling for its answer's size
     state: int = _QUEUED
     done: trio.Event = field(default_factory=trio.Event)
     response: KafkaMessage | None = None
@@ -103,6 +105,7 @@ class BrokerConnection:
         self._pending: dict[int, _Pending] = {}
         self._abandoned: set[int] = set()
         self._awaiting: deque[int] = deque()  # ids written that expect an answer, oldest first
+        self._reply_limits: dict[int, tuple[int, str]] = {}  # awaited id -> (ceiling, request name)
         self._acks0_ids: dict[int, None] = {}  # recent acks=0 ids, oldest first
         self._outbox: dict[int, _Pending] = {}  # frames not yet handed to the socket, in order
         self._outbox_filled = trio.Event()
@@ -143,6 +146,7 @@ class BrokerConnection:
         capabilities = BrokerCapabilities.from_handshake(result, node=self.node, node_id=self.node_id)
         self._correlation_ids = itertools.count(_next_id(result))
         self._awaiting.clear()
+        self._reply_limits.clear()
         self._acks0_ids.clear()
         if self.config.sasl is not None:
             from kafkacompat.transport.sasl import authenticate
@@ -229,14 +233,18 @@ class BrokerConnection:
                         raise self._failure.with_traceback(None)
                     correlation_id = self._next_correlation_id()
                     frame = framing.encode_request(message, version, correlation_id, self.config.client_id)
-                    pending = _Pending(response_cls, version, correlation_id, frame, expects_reply)
+                    limit = self.config.reply_limits.limit_for(
+                        api_key, self.config.max_frame_size, message, version
+                    )
+                    pending = _Pending(response_cls, version, correlation_id, frame, expects_reply, limit)
                     self._enqueue(pending)
                     await pending.done.wait()
         except BaseException:
             if pending is not None:
                 self._withdraw(pending)
             raise
-        if scope.cancelled_caught:
+        if scope.cancelled_caught or (pending is not None and trio.current_time() > deadline):
+            # Past the deadline, reading the answer included: a deadline covers the whole call.
             if pending is None:
                 raise KafkaTimeoutError(
                     f"timed out waiting for one of the {self.config.max_in_flight} in-flight slots "
@@ -303,6 +311,8 @@ class BrokerConnection:
                     # once); a write that does not complete closes the connection.
                     if item.expects_reply:
                         self._awaiting.append(item.correlation_id)
+                        what = item.response_cls.NAME.removesuffix("Response")
+                        self._reply_limits[item.correlation_id] = (item.reply_limit, what)
                     else:
                         self._acks0_ids[item.correlation_id] = None
                         if len(self._acks0_ids) > _ACKS0_MEMORY:
@@ -337,7 +347,7 @@ class BrokerConnection:
         with scope:
             try:
                 while True:
-                    frame = await stream.receive_frame()
+                    frame = await stream.receive_frame(expect=self._next_reply_limit)
                     self._deliver(frame)
             except KafkaCompatError as exc:
                 if not self._closed:
@@ -349,10 +359,19 @@ class BrokerConnection:
                 self._stop_io()
                 await stream.aclose()
 
+    def _next_reply_limit(self) -> tuple[int, str | None]:
+        """The ceiling for the next frame: the one for the oldest request awaiting an answer."""
+        if self._awaiting:
+            return self._reply_limits.get(self._awaiting[0], (self.config.max_frame_size, None))
+        if self._acks0_ids:  # a broker that answers acks=0 Produce anyway
+            return self.config.max_frame_size, "Produce"
+        return self.config.reply_limits.handshake, None  # nothing asked: whatever comes is refused
+
     def _deliver(self, frame: bytes) -> None:
         correlation_id = framing.peek_correlation_id(frame)
         if self._awaiting and self._awaiting[0] == correlation_id:
             self._awaiting.popleft()
+            self._reply_limits.pop(correlation_id, None)
         elif correlation_id in self._acks0_ids:  # a broker that answers acks=0 anyway
             del self._acks0_ids[correlation_id]
             return
@@ -389,7 +408,11 @@ class BrokerConnection:
             self._failure = error
         pending, self._pending = self._pending, {}
         queued, self._outbox = self._outbox, {}
-        for item in (*pending.values(), *queued.values()):
+        for item in pending.values():  # sent: a close may be the broker refusing a removed version
+            ranges = self.capabilities.api_ranges if self.capabilities else None
+            removed = removed_version_error(error, item.response_cls.API_KEY, item.version, ranges)
+            item.resolve(error=removed or error)
+        for item in queued.values():
             item.resolve(error=error)
         self._ready.set()  # wake anyone waiting to send: they will see the failure
 

@@ -9,10 +9,12 @@ controller, no topics) at the version it negotiated, and the errors that tell
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError
+from kafkacompat.errors import InvalidAddressError, KafkaCompatError, KafkaTimeoutError, TransportError
+from kafkacompat.negotiation.addresses import MAX_HOST_LENGTH, check_address, display_host, split_host_port
+from kafkacompat.negotiation.node_role import NodeKind
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.transport.config import ConfigError
 from kafkacompat.transport.connection import BrokerConnection
@@ -26,6 +28,7 @@ __all__ = [
     "UnknownBrokerError",
     "address_label",
     "ask_metadata",
+    "broker_from_reply",
     "describe_failure",
     "parse_bootstrap",
     "raise_failures",
@@ -86,6 +89,8 @@ class BrokerAddress:
     host: str
     port: int
     rack: str | None = None
+    #: Why this address cannot be used (checked when the answer was read), else None.
+    problem: InvalidAddressError | None = field(default=None, compare=False)
 
     @property
     def address(self) -> str:
@@ -94,24 +99,37 @@ class BrokerAddress:
 
 @dataclass(frozen=True, slots=True)
 class ClusterMetadata:
-    """What one Metadata answer said about the cluster (no topics are asked for)."""
+    """What one Metadata answer said about the cluster (no topics are asked for).
+
+    For KRaft controllers (``node_kind="controller"``, see
+    ``controller_discovery``) ``brokers`` holds the controllers, from
+    DescribeCluster (``source``), or the one controller reached when it has no
+    DescribeCluster (``source="ApiVersions"``, node id -1, version -1).
+    """
 
     cluster_id: str | None
     controller_id: int | None  # None: not given (v0) or not among the brokers
     brokers: Mapping[int, BrokerAddress]
     metadata_version: int
     answered_by: str
+    node_kind: NodeKind = "broker"
+    source: str = "Metadata"
+    note: str = ""  # why the answer is less than asked for (a controller that would not describe its quorum)
 
     def describe(self) -> str:
         nodes = ", ".join(f"{b.node_id}@{b.address}" for b in self.brokers.values())
         controller = self.controller_id if self.controller_id is not None else "unknown"
+        how = f"v{self.metadata_version} " if self.metadata_version >= 0 else ""
+        note = f"; {self.note}" if self.note else ""
         return (
-            f"cluster {self.cluster_id or '(no id)'}: {len(self.brokers)} broker(s) [{nodes}], "
-            f"controller {controller} (Metadata v{self.metadata_version} from {self.answered_by})"
+            f"cluster {self.cluster_id or '(no id)'}: {len(self.brokers)} {self.node_kind}(s) [{nodes}], "
+            f"controller {controller} ({self.source} {how}from {self.answered_by}){note}"
         )
 
 
 def address_label(host: str, port: int) -> str:
+    if len(host) > MAX_HOST_LENGTH or not host.isprintable():  # a hostile name: printed escaped and cut
+        host = display_host(host)
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
@@ -121,35 +139,17 @@ def parse_bootstrap(bootstrap: str | Iterable[str | tuple[str, int]]) -> tuple[t
     items = [part for part in bootstrap.split(",")] if isinstance(bootstrap, str) else list(bootstrap)
     addresses: list[tuple[str, int]] = []
     for item in items:
-        if isinstance(item, tuple):
-            host, port = item
+        if isinstance(item, tuple) and len(item) == 2:
+            host, port = check_address(*item, source="the bootstrap list")
+        elif not isinstance(item, str) or not item.strip():
+            continue
         else:
-            host, port = _split_address(item.strip()) if item.strip() else ("", 0)
-            if not host:
-                continue
-        if not isinstance(port, int) or not 0 < port < 65536:
-            raise ConfigError(f"bad port in bootstrap address {item!r}")
+            host, port = split_host_port(item, default_port=DEFAULT_PORT, source="the bootstrap list")
         if (host, port) not in addresses:
             addresses.append((host, port))
     if not addresses:
-        raise ConfigError(f"no bootstrap address in {bootstrap!r}")
+        raise ConfigError(f"no bootstrap address in {display_host(repr(bootstrap))}")
     return tuple(addresses)
-
-
-def _split_address(text: str) -> tuple[str, int]:
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port_text = rest.removeprefix(":")
-    elif text.count(":") == 1:
-        host, _, port_text = text.partition(":")
-    else:  # a bare name, or a bare IPv6 address
-        host, port_text = text, ""
-    try:
-        port = int(port_text) if port_text else DEFAULT_PORT
-    except ValueError:
-        raise ConfigError(f"bad port in bootstrap address {text!r}") from None
-    return host, port
-
 
 
 # -- asking ---------------------------------------------------------------------------------
@@ -165,10 +165,19 @@ async def ask_metadata(conn: BrokerConnection) -> ClusterMetadata:
         raise
     response = await conn.request(MetadataRequest(topics=[]), version=version)
     assert isinstance(response, MetadataResponse)
-    brokers = {
-        b.node_id: BrokerAddress(b.node_id, b.host, b.port, b.rack)
-        for b in sorted(response.brokers, key=lambda b: b.node_id)
-    }
+    brokers: dict[int, BrokerAddress] = {}
+    named: dict[tuple[str, int], int] = {}  # address -> the first node named there
+    for b in sorted(response.brokers, key=lambda b: b.node_id):
+        broker = broker_from_reply(b.node_id, b.host, b.port, b.rack, f"Metadata v{version}", conn.node)
+        first = named.setdefault((b.host, b.port), b.node_id)
+        if broker.problem is None and first != b.node_id:  # two nodes cannot share one listener
+            problem = InvalidAddressError(
+                f"Metadata v{version} from {conn.node} names {broker.address} for node {b.node_id} "
+                f"and for node {first}: one listener cannot be two brokers",
+                source=f"Metadata v{version} from {conn.node}", node=conn.node,
+            )
+            broker = BrokerAddress(b.node_id, b.host, b.port, b.rack, problem=problem)
+        brokers[b.node_id] = broker
     if not brokers:
         raise TransportError(f"Metadata v{version} named no brokers", node=conn.node)
     controller = response.controller_id if response.controller_id in brokers else None
@@ -176,6 +185,21 @@ async def ask_metadata(conn: BrokerConnection) -> ClusterMetadata:
         response.cluster_id, controller, MappingProxyType(brokers), version, conn.node
     )
 
+
+
+def broker_from_reply(
+    node_id: int, host: str, port: int, rack: str | None, reply: str, sender: str
+) -> BrokerAddress:
+    """A broker as a reply (Metadata, DescribeCluster) names it, its address checked.
+
+    An address that cannot be used is kept with the refusal, which names
+    ``sender`` and ``reply``; ``Cluster.connection`` raises it on use.
+    """
+    try:
+        check_address(host, port, source=f"{reply} from {sender} for node {node_id}", node=sender)
+    except InvalidAddressError as exc:
+        return BrokerAddress(node_id, host, port, rack, problem=exc)
+    return BrokerAddress(node_id, host, port, rack)
 
 
 def raise_failures(failures: Mapping[int, KafkaCompatError], labels: Mapping[int, str]) -> None:

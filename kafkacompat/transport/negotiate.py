@@ -2,7 +2,10 @@
 
 It does exactly what the machine's actions say (connect, send, read) and
 reports each outcome as the matching event; every decision stays in
-``kafkacompat.negotiation.handshake``.
+``kafkacompat.negotiation.handshake``.  The one clock it keeps: each
+ApiVersions request has ``request_timeout`` from its write for every reply
+awaited after it (the probe's included); a quiet period the machine hands
+over ends the wait early with ``quiet()``, only while that deadline is ahead.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from kafkacompat.negotiation.handshake_types import (
     Fail,
     HandshakeResult,
     ReceiveReply,
+    SendProbe,
     SendRequest,
 )
 from kafkacompat.transport.config import ConnectionConfig
@@ -40,13 +44,16 @@ async def negotiate(host: str, port: int, config: ConnectionConfig) -> tuple[Fra
     node = f"{host}:{port}"
     machine = ApiVersionsHandshake(config.handshake, node=node)
     stream: FramedStream | None = None
+    deadline = trio.current_time() + config.request_timeout
     try:
         while True:
             action = machine.next_action()
             if isinstance(action, Connect):
                 stream = await _reconnect(stream, host, port, config, machine)
-            elif isinstance(action, SendRequest):
+            elif isinstance(action, SendRequest | SendProbe):
                 assert stream is not None
+                if isinstance(action, SendRequest):
+                    deadline = trio.current_time() + config.request_timeout
                 try:
                     await stream.send(action.frame)
                 except TransportError:
@@ -55,7 +62,7 @@ async def negotiate(host: str, port: int, config: ConnectionConfig) -> tuple[Fra
                     machine.request_sent()
             elif isinstance(action, ReceiveReply):
                 assert stream is not None
-                await _receive(stream, config, machine)
+                await _receive(stream, action, deadline, machine)
             elif isinstance(action, Done):
                 if action.needs_new_connection:
                     stream = await _open_after_fallback(stream, host, port, config)
@@ -89,12 +96,21 @@ async def _reconnect(
     return stream
 
 
-async def _receive(stream: FramedStream, config: ConnectionConfig, machine: ApiVersionsHandshake) -> None:
+async def _receive(
+    stream: FramedStream, action: ReceiveReply, deadline: float, machine: ApiVersionsHandshake
+) -> None:
+    quiet_until = deadline
+    if action.quiet_period is not None:
+        quiet_until = min(deadline, trio.current_time() + action.quiet_period)
     try:
-        with trio.fail_after(config.request_timeout):
+        # Cancelling mid-frame loses nothing: the bytes read so far stay in the stream's splitter.
+        with trio.fail_after(max(quiet_until - trio.current_time(), 0)):
             frame = await stream.receive_frame()
     except trio.TooSlowError:
-        machine.timed_out()
+        if quiet_until < deadline:
+            machine.quiet()
+        else:
+            machine.timed_out()
     except PeerClosedError:
         machine.connection_closed()
     except WrongProtocolError:
@@ -109,7 +125,10 @@ async def _receive(stream: FramedStream, config: ConnectionConfig, machine: ApiV
     except TransportError:
         machine.connection_closed()  # a reset is a close for the handshake's purposes
     else:
-        machine.received_frame(frame)
+        machine.received_frame(frame)  # decodes it: the deadline covers that too
+        if trio.current_time() > deadline:
+            message = "timed out while reading the ApiVersions reply"
+            raise KafkaTimeoutError(message, node=machine.node, transcript=machine.transcript)
 
 
 async def _open_after_fallback(

@@ -20,7 +20,6 @@ import errno
 import math
 import socket
 import time
-from collections import deque
 from typing import TYPE_CHECKING
 
 from kafkacompat.errors import (
@@ -30,9 +29,17 @@ from kafkacompat.errors import (
     TransportError,
     WrongProtocolError,
 )
+from kafkacompat.negotiation.addresses import check_address, split_host_port
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
-from kafkacompat.negotiation.handshake_types import Connect, Done, Fail, ReceiveReply, SendRequest
+from kafkacompat.negotiation.handshake_types import (
+    Connect,
+    Done,
+    Fail,
+    ReceiveReply,
+    SendProbe,
+    SendRequest,
+)
 from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConfigError, ConnectionConfig
 from kafkacompat.transport.os_errors import translate_os_error
@@ -61,10 +68,7 @@ def probe_broker(
     ``timeout`` bounds the whole probe, reconnects included (default: one
     connect_timeout plus one request_timeout per connection the handshake may open).
     """
-    if not isinstance(host, str) or not host:
-        raise ConfigError(f"host must be a non-empty str, not {host!r}")
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        raise ConfigError(f"port must be an int from 1 to 65535, not {port!r}")
+    host, port = check_address(host, port, source="the caller of probe_broker")
     config = DEFAULT_CONFIG if config is None else config
     if not isinstance(config, ConnectionConfig):
         raise ConfigError(f"config must be a ConnectionConfig, not {type(config).__name__}")
@@ -83,14 +87,8 @@ def probe_address(
     timeout: float | None = None,
 ) -> BrokerCapabilities:
     """``probe_broker`` for one ``"host:port"`` (``"[::1]:9092"`` for IPv6)."""
-    if not isinstance(address, str):
-        raise ConfigError(f"address must be a 'host:port' str, not {type(address).__name__}")
-    host, sep, port = address.strip().rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not sep or not host or not port.isdigit():
-        raise ConfigError(f"address must look like 'host:port', not {address!r}")
-    return probe_broker(host, int(port), config, node_id=node_id, timeout=timeout)
+    host, port = split_host_port(address, source="the caller of probe_address")
+    return probe_broker(host, port, config, node_id=node_id, timeout=timeout)
 
 
 class _Probe:
@@ -101,8 +99,11 @@ class _Probe:
         self.node = f"{host}:{port}"  # the trio transport's label, so capabilities compare equal
         self.sock: socket.socket | None = None
         self.splitter = FrameSplitter(config.max_frame_size)
-        self.frames: deque[bytes] = deque()
+        # Every reply the probe reads answers ApiVersions: held to that ceiling from its prefix.
+        self.reply_limit = min(config.reply_limits.handshake, config.max_frame_size)
         self.context: ssl.SSLContext | None = None
+        # Every reply awaited after an ApiVersions request (the probe's too) is due by this.
+        self.reply_deadline = deadline
 
     def run(self, node_id: int | None) -> BrokerCapabilities:
         machine = ApiVersionsHandshake(self.config.handshake, node=self.node)
@@ -112,11 +113,14 @@ class _Probe:
                 if isinstance(action, Connect):
                     self._connect(machine)
                 elif isinstance(action, SendRequest):
+                    self.reply_deadline = min(time.monotonic() + self.config.request_timeout, self.deadline)
+                    self._send(action.frame, machine)
+                elif isinstance(action, SendProbe):
                     self._send(action.frame, machine)
                 elif isinstance(action, ReceiveReply):
-                    self._receive(machine)
+                    self._receive(action, machine)
                 elif isinstance(action, Done):
-                    # needs_new_connection (a pre-0.10 fallback) matters to a driver that goes on
+                    # needs_new_connection (a fallback, a probe not drained) matters to a driver that goes on
                     # to send requests; the capabilities are already known, so none is opened.
                     return BrokerCapabilities.from_handshake(action.result, node=self.node, node_id=node_id)
                 elif isinstance(action, Fail):
@@ -150,18 +154,27 @@ class _Probe:
         else:
             machine.request_sent()
 
-    def _receive(self, machine: ApiVersionsHandshake) -> None:
-        reply_deadline = min(time.monotonic() + self.config.request_timeout, self.deadline)
+    def _receive(self, action: ReceiveReply, machine: ApiVersionsHandshake) -> None:
+        until = self.reply_deadline
+        if action.quiet_period is not None:
+            until = min(until, time.monotonic() + action.quiet_period)
         try:
-            frame = self._read_frame(reply_deadline)
+            frame = self._read_frame(until)
         except KafkaTimeoutError:
-            machine.timed_out()
+            # Quiet only while the request's own deadline is still ahead: past it, a timeout.
+            if until < self.reply_deadline:
+                machine.quiet()
+            else:
+                machine.timed_out()
         except WrongProtocolError:
             machine.foreign_bytes(self.splitter.unconsumed())
         except TransportError:
             machine.connection_closed()  # an EOF or a reset: a close, for the handshake
         else:
-            machine.received_frame(frame)
+            machine.received_frame(frame)  # decodes it: the deadline covers that too
+            del frame
+            if time.monotonic() > self.deadline:
+                raise KafkaTimeoutError("timed out while reading the ApiVersions reply", node=self.node)
         # ProtocolError (a bad prefix that is no other protocol), AuthenticationError: raised as is.
 
     def _open(self, deadline: float) -> socket.socket:
@@ -231,17 +244,28 @@ class _Probe:
     def _read_frame(self, deadline: float) -> bytes:
         assert self.sock is not None
         # Bounded by the deadline: every recv waits at most until it, and it does not move.
-        while not self.frames:
+        # FrameSplitter checks the size prefix against the ceiling before allocating the body,
+        # which then is one buffer the socket reads straight into.
+        splitter = self.splitter
+        while (frame := splitter.next_frame(self.reply_limit, what="ApiVersions")) is None:
             self.sock.settimeout(self._until(deadline, "reading a response"))
+            room = splitter.body_room()
             try:
-                chunk = self.sock.recv(_CHUNK)
+                if room is not None:
+                    count = self.sock.recv_into(room)
+                    del room
+                    if count:
+                        splitter.body_filled(count)
+                        continue
+                    chunk = b""
+                else:
+                    chunk = self.sock.recv(_CHUNK)
             except OSError as exc:
                 raise translate_os_error(exc, self.node, "reading a response") from None
             if not chunk:
                 raise TransportError("the broker closed the connection", node=self.node)
-            # FrameSplitter checks each size prefix before buffering what it announces.
-            self.frames.extend(self.splitter.feed(chunk))
-        return self.frames.popleft()
+            splitter.push(chunk)
+        return frame
 
     def _until(self, deadline: float, doing: str) -> float:
         left = deadline - time.monotonic()
@@ -254,4 +278,3 @@ class _Probe:
             self.sock.close()  # close() of a broken socket does not raise
             self.sock = None
         self.splitter = FrameSplitter(self.config.max_frame_size)
-        self.frames.clear()

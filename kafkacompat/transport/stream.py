@@ -1,8 +1,12 @@
 """A framed byte stream over trio: TCP, optionally TLS, size-prefixed frames.
 
-Bytes are read in chunks into a ``FrameSplitter``, which refuses a bad size
-prefix (negative, above the maximum, or the start of a TLS or HTTP reply)
-before buffering anything it announces.  End of stream is a
+Bytes are read into a ``FrameSplitter``, which refuses a bad size prefix
+(negative, above the ceiling for the reply expected, or the start of a TLS or
+HTTP reply) before buffering anything it announces, and gives each frame one
+buffer of exactly its size; on plain TCP the socket reads straight into it.
+A frame is read with the ceiling the caller passes (the connection: the one
+for the request answered); without one, the ceiling for ApiVersions, the
+first reply on every connection (the handshake and SASL read that way).  End of stream is a
 ``TransportError``; every other low-level failure goes through ``translate``.
 """
 
@@ -12,11 +16,12 @@ import contextlib
 import ipaddress
 import socket
 import ssl
-from collections import deque
+from collections.abc import Callable
 
 import trio
 
 from kafkacompat.errors import TransportError
+from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.seam import translate
@@ -25,6 +30,8 @@ from kafkacompat.transport.tls import tls_context
 __all__ = ["FramedStream", "PeerClosedError", "open_framed_stream"]
 
 _CHUNK = 65536
+#: What the next frame answers, asked when it starts: (its size ceiling, the request's name).
+Expectation = Callable[[], tuple[int, str | None]]
 
 
 class PeerClosedError(TransportError):
@@ -47,6 +54,7 @@ class FramedStream:
         *,
         sock: trio.socket.SocketType | None = None,
         stream: trio.abc.Stream | None = None,
+        default_limit: int | None = None,
     ) -> None:
         if (sock is None) == (stream is None):
             raise ValueError("a FramedStream wraps either a socket or a stream")
@@ -54,7 +62,7 @@ class FramedStream:
         self._stream = stream
         self.node = node
         self._splitter = FrameSplitter(max_frame_size)
-        self._frames: deque[bytes] = deque()
+        self.default_limit = max_frame_size if default_limit is None else default_limit
         self.closed = False
 
     async def send(self, frame: bytes) -> None:
@@ -69,11 +77,32 @@ class FramedStream:
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError) as exc:
             raise translate(exc, self.node, "sending a request") from None
 
-    async def receive_frame(self) -> bytes:
-        while not self._frames:
-            chunk: bytes | bytearray
+    async def receive_frame(
+        self, limit: int | None = None, what: str | None = None, *, expect: Expectation | None = None
+    ) -> bytes:
+        """The next frame, held to ``limit`` bytes (default ``default_limit``); ``what`` it answers.
+
+        ``expect`` instead gives both when asked, just before the size prefix is
+        read: a pipelined reader learns what it awaits only as requests go out.
+        """
+        ceiling = self.default_limit if limit is None else limit
+        splitter = self._splitter
+        while True:
+            if expect is not None:
+                ceiling, what = expect()
+            frame = splitter.next_frame(ceiling, what=what)  # may raise on a bad size prefix
+            if frame is not None:
+                return frame
+            room = splitter.body_room() if self._sock is not None else None
             try:
-                if self._sock is not None:
+                if room is not None:  # plain TCP, a body under way: straight into its buffer
+                    count = await self._sock.recv_into(room)  # type: ignore[union-attr]
+                    del room
+                    if count:
+                        splitter.body_filled(count)
+                        continue
+                    chunk: bytes | bytearray = b""
+                elif self._sock is not None:
                     chunk = await self._sock.recv(_CHUNK)
                 else:
                     assert self._stream is not None
@@ -82,8 +111,7 @@ class FramedStream:
                 raise translate(exc, self.node, "reading a response") from None
             if not chunk:
                 raise PeerClosedError("the broker closed the connection", node=self.node)
-            self._frames.extend(self._splitter.feed(chunk))  # may raise on a bad size prefix
-        return self._frames.popleft()
+            splitter.push(chunk)
 
     def unconsumed(self) -> bytes:
         """The head of what arrived but was not taken as a frame (after a refused prefix)."""
@@ -127,13 +155,15 @@ async def _open_tcp(host: str, port: int) -> trio.socket.SocketType:
 
 async def open_framed_stream(host: str, port: int, config: ConnectionConfig) -> FramedStream:
     """Connect (and run the TLS handshake) within the connect timeout."""
+    host, port = check_address(host, port, source="the caller")  # before any socket call sees it
     node = f"{host}:{port}"
+    limit = min(config.reply_limits.handshake, config.max_frame_size)
     doing = "connecting"
     try:
         with trio.fail_after(config.connect_timeout):
             sock = await _open_tcp(host, port)
             if config.tls is None:
-                return FramedStream(node, config.max_frame_size, sock=sock)
+                return FramedStream(node, config.max_frame_size, sock=sock, default_limit=limit)
             doing = "running the TLS handshake"
             tcp = trio.SocketStream(sock)
             ssl_stream = trio.SSLStream(
@@ -144,6 +174,6 @@ async def open_framed_stream(host: str, port: int, config: ConnectionConfig) -> 
             except BaseException:
                 await trio.aclose_forcefully(tcp)
                 raise
-            return FramedStream(node, config.max_frame_size, stream=ssl_stream)
+            return FramedStream(node, config.max_frame_size, stream=ssl_stream, default_limit=limit)
     except (OSError, trio.TooSlowError, trio.BrokenResourceError, ssl.SSLError) as exc:
         raise translate(exc, node, doing) from None

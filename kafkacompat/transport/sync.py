@@ -48,10 +48,12 @@ class SyncCluster:
         config: ConnectionConfig | None = None,
         *,
         policy: VersionPolicy | None = None,
+        controllers: bool = False,
     ) -> None:
         self._bootstrap = bootstrap if isinstance(bootstrap, str) else list(bootstrap)
         self._config = config
         self._policy = policy
+        self._controllers = controllers
         self._cluster: Cluster | None = None
         self._token: trio.lowlevel.TrioToken | None = None
         self._stop: trio.Event | None = None
@@ -101,7 +103,9 @@ class SyncCluster:
 
     async def _serve(self) -> None:
         self._stop = trio.Event()
-        async with connect(self._bootstrap, self._config, policy=self._policy) as cluster:
+        async with connect(
+            self._bootstrap, self._config, policy=self._policy, controllers=self._controllers
+        ) as cluster:
             self._cluster = cluster
             self._token = trio.lowlevel.current_trio_token()
             self._started.set()
@@ -224,6 +228,7 @@ def connect_sync(
     config: ConnectionConfig | None = None,
     *,
     policy: VersionPolicy | None = None,
+    controllers: bool = False,
 ) -> SyncCluster:
-    """Connect now (blocking); use as ``with connect_sync(...) as cluster:``."""
-    return SyncCluster(bootstrap, config, policy=policy).start()
+    """Connect now (blocking); use as ``with connect_sync(...) as cluster:`` (see ``connect``)."""
+    return SyncCluster(bootstrap, config, policy=policy, controllers=controllers).start()

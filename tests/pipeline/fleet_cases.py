@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.release_guess import known_api_ranges
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.pipeline import FleetSpec, generate_clients, generate_fleet, snapshot_json, snapshot_line
 from kafkacompat.pipeline.client_format import client_profile
@@ -119,6 +120,21 @@ def edge_clusters() -> list[dict[str, Any]]:
         _line("edge-conflict", 1, supported=kraft_brokers, finalized={MV: (18, 18)}, epoch=5),
         _line("edge-conflict", 2, supported=kraft_brokers, finalized={MV: (20, 20)}, epoch=5),
     ]
+    # KRaft controllers (as `kafkacompat snapshot --bootstrap-controller` writes them): kept in
+    # latest, features and epochs, never negotiated with.  A cluster with its quorum, where
+    # the controllers lack every client API; and a quorum snapshotted alone.
+    controller = {
+        key: (r.lowest, r.highest) for key, r in known_api_ranges("3.9", "kraft-controller").items()
+    }
+    quorum_brokers = [
+        _line("edge-quorum", n, supported=kraft_brokers, finalized={MV: (21, 21)}, epoch=4) for n in (1, 2)
+    ]
+    out += quorum_brokers
+    out += [
+        _line("edge-quorum", n, controller, supported=kraft_brokers, finalized={MV: (21, 21)}, epoch=n)
+        for n in (3000, 3001)
+    ]
+    out.append(_line("edge-quorum-only", 3000, controller))
     # Latest by instant, not by text: +02:00 at 01:00 is 23:00Z, before 23:30Z.
     out += [
         _line("edge-time", 1, {**BASE_APIS, 3: (0, 5)}, at="2025-03-02T01:00:00+02:00"),

@@ -24,6 +24,7 @@ from kafkacompat.negotiation.features import (
     max_safe_level,
     merge_finalized,
 )
+from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.negotiation.version_policy import api_name, explain, pick_version
 from kafkacompat.pipeline.client_format import client_ranges, parse_client_line, required_apis
 from kafkacompat.pipeline.snapshot_format import (
@@ -40,8 +41,14 @@ from tests.pipeline.conftest import BuiltFleet
 class Oracle:
     valid_lines: int
     latest: dict[tuple[str, int], dict[str, Any]]
-    clusters: dict[str, list[BrokerCapabilities]]
+    clusters: dict[str, list[BrokerCapabilities]]  # every node: brokers and KRaft controllers
     profiles: list[dict[str, Any]]
+
+    @property
+    def brokers(self) -> dict[str, list[BrokerCapabilities]]:
+        """What a client negotiates with: the brokers, without the controllers."""
+        kept = {c: [b for b in nodes if not looks_like_controller(b)] for c, nodes in self.clusters.items()}
+        return {cluster: nodes for cluster, nodes in kept.items() if nodes}
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +123,7 @@ def test_latest_is_the_latest_observation_per_broker(fleet: BuiltFleet, oracle: 
 def test_negotiated_versions_match_the_core(fleet: BuiltFleet, oracle: Oracle) -> None:
     got = _by(fleet.rows["negotiated"], "cluster_id", "client", "client_version", "api_key")
     expected_keys = set()
-    for cluster, brokers in oracle.clusters.items():
+    for cluster, brokers in oracle.brokers.items():
         for profile in oracle.profiles:
             ranges = client_ranges(profile)
             view = build_cluster_view(brokers, client_ranges=ranges)
@@ -139,6 +146,7 @@ def test_negotiated_versions_match_the_core(fleet: BuiltFleet, oracle: Oracle) -
                 else:
                     assert row["reason"] == _why_not(key, brokers, ranges), (cluster, profile["client"], key)
     assert set(got) == expected_keys
+    assert not any(key[0] == "edge-quorum-only" for key in got)  # controllers alone: no client talks to them
 
 
 def _why_not(key: int, brokers: list[BrokerCapabilities], ranges: dict[int, VersionRange]) -> str:
@@ -164,8 +172,8 @@ def _why_not(key: int, brokers: list[BrokerCapabilities], ranges: dict[int, Vers
 
 def test_compatibility_matches_the_core(fleet: BuiltFleet, oracle: Oracle) -> None:
     got = _by(fleet.rows["compatibility"], "cluster_id", "client", "client_version")
-    assert len(got) == len(oracle.clusters) * len(oracle.profiles)
-    for cluster, brokers in oracle.clusters.items():
+    assert len(got) == len(oracle.brokers) * len(oracle.profiles)
+    for cluster, brokers in oracle.brokers.items():
         for profile in oracle.profiles:
             view = build_cluster_view(brokers, client_ranges=client_ranges(profile))
             broken = [api_name(k) for k in required_apis(profile) if view.version_everywhere(k) is None]
@@ -173,6 +181,8 @@ def test_compatibility_matches_the_core(fleet: BuiltFleet, oracle: Oracle) -> No
             assert row["broken_apis"] == broken and row["compatible"] == (not broken)
     assert got[("edge-missing", "kafkacompat", "0.1.0")]["broken_apis"] == ["FindCoordinator"]
     assert got[("edge-old", "edge-client", "1.0")]["broken_apis"] == ["Metadata"]
+    # Its controllers list no Produce or Metadata, yet the cluster's brokers serve every client API.
+    assert got[("edge-quorum", "kafkacompat", "0.1.0")]["compatible"] is True
 
 
 def _features(brokers: list[BrokerCapabilities]) -> tuple[Any, dict[str, int]]:
@@ -263,3 +273,4 @@ def test_stale_epochs_match_the_core(fleet: BuiltFleet, oracle: Oracle) -> None:
     }
     assert got == expected
     assert ("edge-stale", 1, 10, 12) in got
+    assert ("edge-quorum", 3000, 3000, 3001) in got  # a controller behind its quorum is stale too

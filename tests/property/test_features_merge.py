@@ -103,7 +103,12 @@ brokers = st.lists(
 
 
 def _supports(broker: BrokerFeatures, feature: str, level: int) -> bool:
-    return level in broker.supported_features.get(feature, VersionRange(0, 0))
+    listed = broker.supported_features.get(feature)
+    if listed is None:
+        return level == 0
+    if feature != MV and level == 0 and listed.lowest == 1:
+        return True  # minimum 0 listed as 1 by an interim broker fix (KAFKA-17011)
+    return level in listed
 
 
 @given(brokers, st.integers(1, 25), st.integers(0, 1), st.booleans())

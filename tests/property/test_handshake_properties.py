@@ -6,7 +6,7 @@ Whatever the order of events and whatever bytes the peer sends:
   event it refuses changes nothing;
 - the versions it asks for strictly decrease;
 - it ends (Done or Fail) within a bounded number of actions when fed only
-  events it accepts;
+  events it accepts (the Metadata v0 probe of a quiet connection included);
 - its transcript counts exactly the round trips and connections fed.
 """
 
@@ -30,6 +30,7 @@ from kafkacompat.negotiation.handshake import (
     HandshakeConfig,
     HandshakeStateError,
     ReceiveReply,
+    SendProbe,
     SendRequest,
     State,
 )
@@ -38,8 +39,16 @@ from tests.support.codec_strategies import instances
 
 R = ApiVersionsResponse
 CODEC_MAX = ApiVersionsRequest.VALID_VERSIONS.highest
-# Connect, then two actions per version tried, one reconnect, and the end.
-ACTION_BOUND = 2 * (CODEC_MAX + 1) + 2
+
+
+def action_bound(config: HandshakeConfig) -> int:
+    """Two actions per version tried; per connection a Connect and at most three for the
+    probe (write it, read after it, read its reply to drop it); the 0.8.x check's two
+    connections and three requests (a write and a read each)."""
+    return 2 * (config.max_version + 1) + 4 * config.max_connections + 2 + 6
+
+
+ACTION_BOUND = action_bound(HandshakeConfig(max_connections=3))
 INTERESTING_CODES = [0, 0, 35, 42, -1, 31]
 
 versions = st.integers(min_value=-1, max_value=CODEC_MAX + 2)
@@ -82,6 +91,7 @@ WEIGHTS = {
     Event.TIMED_OUT: 1,
     Event.CONNECT_FAILED: 1,
     Event.FOREIGN_BYTES: 1,
+    Event.QUIET: 3,
 }
 
 
@@ -109,6 +119,7 @@ class Fed:
 def feed(hs: ApiVersionsHandshake, event: Event, data: st.DataObject, fed: Fed) -> None:
     """Feed ``event`` with a drawn payload; a refused event must change nothing."""
     before = (hs.state, hs.transcript, hs.next_action())
+    accepted = hs.expected_events
     try:
         if event is Event.RECEIVED:
             reply = data.draw(replies(hs.version))
@@ -125,12 +136,12 @@ def feed(hs: ApiVersionsHandshake, event: Event, data: st.DataObject, fed: Fed) 
         else:
             getattr(hs, event.value)()
     except HandshakeStateError:
-        assert event not in EVENTS_OF[before[0]]
+        assert event not in accepted
         assert (hs.state, hs.transcript, hs.next_action()) == before
         return
     except KafkaCompatError as exc:  # pragma: no cover - reported with its type
         raise AssertionError(f"an accepted event raised {exc!r}") from exc
-    assert event in EVENTS_OF[before[0]]
+    assert event in accepted and accepted <= EVENTS_OF[before[0]]
     fed.connections += event is Event.CONNECTED
     fed.round_trips += event in (Event.RECEIVED, Event.FOREIGN_BYTES)
     if hs.next_action() is not before[2]:
@@ -147,17 +158,19 @@ def check(hs: ApiVersionsHandshake, fed: Fed) -> None:
     assert all(a > b for a, b in itertools.pairwise(sent)), sent
     tried = transcript.versions_tried
     assert all(a > b for a, b in itertools.pairwise(tried)), tried
-    assert len([a for a in fed.actions if not isinstance(a, Done | Fail)]) <= ACTION_BOUND
-    assert transcript.connections <= hs.config.max_connections
+    assert len([a for a in fed.actions if not isinstance(a, Done | Fail)]) <= action_bound(hs.config)
+    assert transcript.connections <= hs.config.max_connections + 2  # + rule 10's 0.8.x check
     action = hs.next_action()
     if isinstance(action, Fail):
         assert action.error.transcript == transcript
     if isinstance(action, Done):
         assert action.result.transcript == transcript
         assert action.result.used_fallback == (action.result.response is None)
-        if action.result.used_fallback:
-            assert hs.config.fallback_release is not None
+        if action.result.used_fallback and action.result.detected_release is None:
+            assert hs.config.fallback_release is not None  # a close at v0
             assert action.result.fallback_release == hs.config.fallback_release
+        elif action.result.used_fallback:  # a skipped ApiVersions: the configured release overrides
+            assert action.result.fallback_release == (hs.config.fallback_release or "0.9.0")
 
 
 @settings(max_examples=400)
@@ -202,6 +215,9 @@ def _reach(state: State, data: st.DataObject) -> ApiVersionsHandshake:
         State.CONNECT: [],
         State.SEND: [hs.connected],
         State.RECEIVE: [hs.connected, hs.request_sent],
+        State.PROBE: [hs.connected, hs.request_sent, hs.quiet],
+        State.DRAIN: [hs.connected, hs.request_sent, hs.quiet, hs.request_sent,
+                      lambda: hs.received(R().encode(CODEC_MAX))],
         State.DONE: [hs.connected, hs.request_sent, lambda: hs.received(R().encode(CODEC_MAX))],
         State.FAILED: [hs.timed_out],
     }[state]
@@ -219,11 +235,12 @@ def test_every_state_event_pair_is_a_table_move_or_a_refusal(
     assert hs.state is state
     fed = Fed(connections=hs.transcript.connections, round_trips=hs.transcript.round_trips)
     history = len(hs.history)
+    accepted = hs.expected_events  # the table's events for the state, quiet only where handed a period
     feed(hs, event, data, fed)
-    if event in EVENTS_OF[state]:
+    if event in accepted:
         (taken,) = hs.history[history:]
         assert (taken.source, taken.event, taken.target) == (state, event, hs.state)
     else:
         assert len(hs.history) == history
     assert (hs.transcript.round_trips, hs.transcript.connections) == (fed.round_trips, fed.connections)
-    assert isinstance(hs.next_action(), Connect | SendRequest | ReceiveReply | Done | Fail)
+    assert isinstance(hs.next_action(), Connect | SendRequest | SendProbe | ReceiveReply | Done | Fail)

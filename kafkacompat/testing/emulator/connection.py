@@ -9,12 +9,19 @@ connection.  For each request frame:
 1. The api key, version and correlation id are read from the first 8 bytes,
    and the fault plan is asked whether a fault applies (see ``faults``).
 2. An API the release does not have closes the connection: Kafka cannot read
-   it.  Before 0.10 that includes ApiVersions itself (KIP-35).
+   it.  Before 0.10 that includes ApiVersions itself (KIP-35).  The 0.9 era
+   (``ApiVersionsEra.DROPPED``) instead answers nothing and keeps serving, as
+   a real 0.9.0.1 does: the next request is answered as usual.  The 0.8 era
+   answers the two requests that tell its releases apart, as 0.8.x's source
+   does: OffsetFetch v0 (0.8.1+, ZooKeeper offsets: an empty request gets an
+   empty answer) and Heartbeat (0.8.2 parses it but has no handler: error -1).
 3. ApiVersions at a version the release does not know is answered in the v0
    layout with UNSUPPORTED_VERSION: ApiKeys empty on 0.10-2.3, holding key 18's
    range from 2.4 (KIP-511).  The response header is always v0.
 4. Any other API at a version outside the release's range closes the
-   connection, as Kafka does for a request it cannot parse.
+   connection, as Kafka does for a request it cannot parse; so does a version
+   a 4.x release still advertises but refuses (Produce v0-2, KAFKA-18659). The
+   log says "removed" where Kafka 4.x removed the version (protocol.removals).
 5. On a SASL listener nothing but ApiVersions and SaslHandshake (and then
    SaslAuthenticate) is allowed before authentication: the rest closes.
 6. A request the codec cannot read closes; otherwise the handler answers,
@@ -46,6 +53,7 @@ from kafkacompat.protocol.messages import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from kafkacompat.protocol.removals import describe_removal, refused_by
 from kafkacompat.testing.emulator.faults import (
     Action,
     Close,
@@ -63,7 +71,7 @@ from kafkacompat.testing.emulator.handlers import (
     api_versions_reply,
     unsupported_api_versions,
 )
-from kafkacompat.testing.emulator.profile import API_VERSIONS_KEY
+from kafkacompat.testing.emulator.profile import API_VERSIONS_KEY, ApiVersionsEra
 from kafkacompat.testing.emulator.sasl import SaslConfig, SaslFailure, SaslSession
 from kafkacompat.testing.emulator.state import ClusterState, Node
 
@@ -180,12 +188,20 @@ class Connection:
         profile = self.node.profile
         versions = profile.apis.get(api_key)
         if versions is None:
+            if profile.api_versions_era is ApiVersionsEra.DROPPED:
+                return _Outcome(None, False, f"dropped: {profile.label} has no API key {api_key}")
             return _Outcome(None, True, f"closed: {profile.label} has no API key {api_key}")
         if version not in versions:
             if api_key == API_VERSIONS_KEY:
                 reply = framing.encode_response(unsupported_api_versions(self.node), 0, correlation_id)
                 return _Outcome(reply, False, "answered: UNSUPPORTED_VERSION (v0 layout)")
+            removed = refused_by(profile.release, api_key, version) if profile.release else None
+            if removed is not None:
+                return _Outcome(None, True, f"closed: {describe_removal(removed, version)}")
             return _Outcome(None, True, f"closed: v{version} is outside {profile.label}'s {versions}")
+        if profile.release and (removed := refused_by(profile.release, api_key, version)) is not None:
+            # Advertised yet refused (Produce v0-2 on 4.x, KAFKA-18659): closed, no answer.
+            return _Outcome(None, True, f"closed: {describe_removal(removed, version)}")
         if not self.authenticated and api_key not in (API_VERSIONS_KEY, SASL_HANDSHAKE, SASL_AUTHENTICATE):
             return _Outcome(None, True, "closed: request before SASL authentication")
         request_cls = _request_class(api_key)
@@ -203,6 +219,8 @@ class Connection:
             return self._sasl_handshake(body, version, correlation_id)
         if api_key == SASL_AUTHENTICATE:
             return self._sasl_authenticate(body, version, correlation_id)
+        if profile.api_versions_era is ApiVersionsEra.ABSENT and api_key in _EIGHT_ANSWERS:
+            return self._answer(_EIGHT_ANSWERS[api_key](), version, correlation_id)
         handler = self.handlers.get(api_key)
         if handler is None:
             return _Outcome(None, True, f"closed: API key {api_key} is not emulated")
@@ -284,6 +302,13 @@ class Connection:
             self.user = session.user
             self._session = None
             self._raw_tokens = False
+
+
+# What 0.8.x answers where the emulator has no handler (see rule 2 in the module docstring).
+_EIGHT_ANSWERS: Mapping[int, Callable[[], KafkaMessage]] = {
+    9: lambda: messages.OffsetFetchResponse(topics=[]),
+    12: lambda: messages.HeartbeatResponse(error_code=-1),
+}
 
 
 def _request_class(api_key: int) -> type[KafkaMessage] | None:

@@ -11,8 +11,9 @@ have sent (or None when the fault replaces processing) and returns the
 actions for the connection loop (``Send``, ``Sleep``, ``Close``, ``Stall``).
 Faults that pose as other software are faults like any other:
 
-- Azure Event Hubs resets the connection on ApiVersions v3+ (it answered only
-  v0-v2): a ``RESET`` limited to key 18, versions 3+.
+- Azure Event Hubs resets the connection on flexible ApiVersions: a ``RESET``
+  limited to key 18, versions ``from_version``+ (3 by default, as first seen;
+  issue 11 found it closing on v4 and so answering v3: ``from_version=4``).
 - Tansu 0.6.0 answers an ApiVersions version above the max it advertises
   (it advertises 18: 0-4) with the v3 body and error 0 instead of
   UNSUPPORTED_VERSION: ``TANSU_API_VERSIONS``.
@@ -203,9 +204,9 @@ class Fault:
         return cls(FaultKind.HOSTILE_UNSUPPORTED_VERSION, API_VERSIONS_KEY, _range(versions), skip, times)
 
     @classmethod
-    def event_hubs(cls, *, skip: int = 0, times: int | None = None) -> Fault:
-        """Azure Event Hubs: reset the connection on ApiVersions v3 and above."""
-        return cls(FaultKind.RESET, API_VERSIONS_KEY, VersionRange(3, OPEN_END), skip, times)
+    def event_hubs(cls, *, from_version: int = 3, skip: int = 0, times: int | None = None) -> Fault:
+        """Azure Event Hubs: reset the connection on ApiVersions ``from_version`` and above."""
+        return cls(FaultKind.RESET, API_VERSIONS_KEY, VersionRange(from_version, OPEN_END), skip, times)
 
     @classmethod
     def tansu_api_versions(cls, *, skip: int = 0, times: int | None = None) -> Fault:

@@ -17,7 +17,9 @@ an empty list does); v2 (0.10.1) the cluster id; v10 (2.8, KIP-516) topic ids.
 FindCoordinator v1 (0.11) adds the key type and an error message; v4 (3.0,
 KIP-699) batches keys with one result each.  DescribeCluster (2.8, KIP-700);
 v1 (3.7, KIP-919) adds the endpoint type, which a node of the other type
-refuses with MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST at v0).
+refuses with MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST at v0); a controller
+answers it only once metadata.version is 3.7-IV0 or later (controllers
+register their endpoints from then on), UNSUPPORTED_VERSION before.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from kafkacompat.negotiation.features import CATALOG, METADATA_VERSION
 from kafkacompat.negotiation.handshake_config import SOFTWARE_FIELD_PATTERN
 from kafkacompat.protocol.error_codes import (
     BY_NAME,
@@ -84,6 +87,9 @@ class Request:
 
 Handler = Callable[[Request], KafkaMessage]
 
+# The metadata.version from which controllers register their endpoints (KIP-919).
+_CONTROLLER_REGISTRATION_LEVEL = CATALOG.metadata_version_level("3.7-IV0")
+
 
 # -- ApiVersions ---------------------------------------------------------------------------
 
@@ -101,9 +107,15 @@ def api_versions_reply(
         ],
     )
     if version >= 3 and profile.reports_finalized:
+        # A broker that has ApiVersions v4 leaves features of minimum 0 out of older
+        # answers, which old clients would reject (KAFKA-17011).
+        drop_min_0 = (
+            version < 4 and (own := profile.apis.get(API_VERSIONS_KEY)) is not None and own.highest >= 4
+        )
         response.supported_features = [
             ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=r.lowest, max_version=r.highest)
             for name, r in sorted(profile.supported_features.items())
+            if not (drop_min_0 and r.lowest == 0)
         ]
         seen = state.features_seen_by(node)
         response.finalized_features_epoch = seen.epoch
@@ -239,6 +251,11 @@ def describe_cluster(request: Request) -> KafkaMessage:
         return DescribeClusterResponse(
             error_code=code,
             error_message=f"this endpoint serves {names[own_type]}, the request asked for {names[asked]}",
+        )
+    if own_type == 2 and state.finalized.get(METADATA_VERSION, 0) < _CONTROLLER_REGISTRATION_LEVEL:
+        return DescribeClusterResponse(
+            error_code=BY_NAME["UNSUPPORTED_VERSION"].code,
+            error_message="controllers are described from metadata.version 3.7-IV0 on",
         )
     members = state.controllers() if own_type == 2 else state.brokers()
     controller = state.controller_id if own_type == 2 else state.metadata_controller_id(node)

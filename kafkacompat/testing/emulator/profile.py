@@ -10,7 +10,12 @@ what it answers follows from three facts about its release:
   the broker cannot read (see ``ApiVersionsEra``).  It follows from the
   broker's own ApiVersions range: no key 18 means no ApiVersions at all
   (before 0.10, KIP-35); a max below 3 means the 0.10-2.3 behaviour; 3 or more
-  means KIP-511 (2.4).  Custom tables get the era their key 18 implies.
+  means KIP-511 (2.4).  Without key 18 the release decides what an unknown
+  api key does, as observed on a real 0.9.0.1 and read in 0.8.x's source:
+  0.9 answers nothing and keeps serving the connection (its request handler
+  skips what it cannot handle), 0.8 closes it (its socket server fails to
+  parse the request).  Custom tables get the era their key 18 implies, and
+  the closing one when they have none.
 - The features (KIP-584).  A broker lists a feature as supported from 0 (from
   the first KRaft metadata.version for metadata.version) to its *latest
   production level*, and leaves out features whose latest production level is
@@ -76,8 +81,11 @@ class EmulatorConfigError(KafkaCompatError, ValueError):
 class ApiVersionsEra(enum.StrEnum):
     """How a broker answers an ApiVersions request it cannot read."""
 
-    #: before 0.10 (KIP-35): the API does not exist; the broker closes the connection.
+    #: 0.8.x (before KIP-35): the API does not exist; the broker closes the connection.
     ABSENT = "absent"
+    #: 0.9.x (before KIP-35): the API does not exist; the broker answers nothing and keeps
+    #: serving the connection (a real 0.9.0.1 does this to any unknown api key).
+    DROPPED = "dropped"
     #: 0.10-2.3: a v0 reply with UNSUPPORTED_VERSION and empty ApiKeys.
     EMPTY_ON_UNSUPPORTED = "empty-on-unsupported"
     #: 2.4+ (KIP-511): a v0 reply with UNSUPPORTED_VERSION and the key-18 range in ApiKeys.
@@ -207,7 +215,7 @@ class BrokerProfile:
         object.__setattr__(self, "supported_features", _frozen(self.supported_features))
         object.__setattr__(self, "default_finalized", _frozen(self.default_finalized))
         if self.era is None:
-            object.__setattr__(self, "era", _era_of(self.apis))
+            object.__setattr__(self, "era", _era_of(self.apis, self.release))
 
     @property
     def api_versions_era(self) -> ApiVersionsEra:
@@ -245,10 +253,11 @@ class BrokerProfile:
         return replace(self, apis=apis, era=None)
 
 
-def _era_of(apis: Mapping[int, VersionRange]) -> ApiVersionsEra:
+def _era_of(apis: Mapping[int, VersionRange], release: str | None) -> ApiVersionsEra:
     own = apis.get(API_VERSIONS_KEY)
     if own is None:
-        return ApiVersionsEra.ABSENT
+        dropping = release is not None and parse_release(release)[:2] == (0, 9)
+        return ApiVersionsEra.DROPPED if dropping else ApiVersionsEra.ABSENT
     return ApiVersionsEra.KIP_511 if own.highest >= 3 else ApiVersionsEra.EMPTY_ON_UNSUPPORTED
 
 

@@ -30,9 +30,13 @@ async def test_demo_runs_every_part() -> None:
         "1. A real broker: Tansu on 127.0.0.1, inspected",
         "2. The coordinators of 300 groups, in one batched request",
         "3. An emulated Kafka 0.10.0 broker: the handshake comes down to v0",
+        "4. A real Apache Kafka 0.9.0.1: older than ApiVersions, known by its behaviour",
     ):
         assert f"{heading}\n{'=' * len(heading)}\n" in out
     assert "300 of 300 found with 1 batched FindCoordinator request(s) (v6) in 1 round trip(s)" in out
     assert "300 of 300 found with 300 single-key FindCoordinator request(s) (v0)" in out
     assert "\t2. ApiVersions v0 on connection 1: ok" in out
+    assert "Release guess: Kafka 0.9.0 (zk-broker), older than 0.10 (exact)" in out
+    assert "\t1. ApiVersions v4 on connection 1: skipped-api-versions" in out
     assert "Tansu stopped." in out and "The emulated broker stopped." in out
+    assert "Kafka 0.9.0.1 stopped." in out

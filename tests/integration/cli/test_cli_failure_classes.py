@@ -74,8 +74,8 @@ async def test_not_kafka(run_cli: Runner, http_server: str, command: tuple[str, 
 async def test_plaintext_client_to_a_tls_listener(run_cli: Runner, tls_listener: str) -> None:
     line = one_sentence(await run_cli("inspect", tls_listener, *FAST), "inspect", "too old, or not Kafka")
     assert line.endswith(
-        "; if this listener uses TLS, add --tls (security.protocol=SSL), or for a broker older than 0.10 "
-        "pass --fallback-release 0.9.0 (its API table stands in)"
+        "; if this listener uses TLS, add --tls (security.protocol=SSL), or if it is Kafka all the "
+        "same, name its release, e.g. --fallback-release 0.8.2"
     )
 
 
@@ -119,16 +119,30 @@ async def test_sasl_listener_without_credentials(run_cli: Runner, emulated_clust
     assert line.endswith("(or sasl.* in --command-config)")
 
 
-async def test_too_old(run_cli: Runner, emulated_cluster: Any) -> None:
-    cluster = await emulated_cluster(["0.9.0"])
+async def test_too_old_or_not_kafka(run_cli: Runner, nursery: trio.Nursery) -> None:
+    # A port that closes every connection at once: on ApiVersions, and on the Metadata v0 that
+    # every Kafka answers (0.8.x and 0.9 are recognised and inspected; see tests/integration/legacy).
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+
+    async def close_at_once(stream: trio.SocketStream) -> None:
+        await stream.aclose()
+
+    nursery.start_soon(trio.serve_listeners, close_at_once, listeners)
+    address = f"127.0.0.1:{listeners[0].socket.getsockname()[1]}"
     for fmt in ("text", "json"):
-        result = await run_cli("inspect", cluster.bootstrap, "--format", fmt, *FAST)
+        result = await run_cli("inspect", address, "--format", fmt, *FAST)
         line = one_sentence(result, "inspect", "too old, or not Kafka")
-        assert "before Kafka 0.10, which introduced ApiVersions" in line
+        assert "and on Metadata v0, which every Kafka release answers" in line
+        assert "--fallback-release 0.8.2" in line
 
 
-async def test_debug_shows_the_traceback(run_cli: Runner, closed_port: str) -> None:
-    result = await run_cli("--debug", "inspect", closed_port, *FAST)
+@pytest.mark.parametrize(
+    "argv",
+    [("--debug", "inspect", "{}"), ("inspect", "{}", "--debug"), ("features", "describe", "{}", "--debug")],
+    ids=["before", "after", "after-nested"],
+)
+async def test_debug_shows_the_traceback(run_cli: Runner, closed_port: str, argv: tuple[str, ...]) -> None:
+    result = await run_cli(*(arg.format(closed_port) for arg in argv), *FAST)
     assert result.code == 1
     assert "Traceback (most recent call last)" in result.stderr
     assert "NoBrokerReachableError" in result.stderr  # the transport's error, as the cause

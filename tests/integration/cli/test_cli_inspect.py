@@ -100,7 +100,7 @@ async def test_inspect_shows_the_downgrade_to_v0_on_a_010_broker(emulated_cluste
     assert "Handshake: ApiVersions v0 accepted; 2 attempt(s), 2 round trip(s), 1 connection(s)" in out
     assert "\t1. ApiVersions v4 on connection 1: unsupported-version" in out
     assert "\t2. ApiVersions v0 on connection 1: ok" in out
-    assert "\tFindCoordinator(10): 0 [usable: 0] {deprecated: 0}," in out
+    assert "\tFindCoordinator(10): 0 [usable: 0]," in out  # 4.x still serves v0
 
 
 async def test_inspect_marks_the_version_policy(emulated_cluster: Any, cli: Runner) -> None:
@@ -121,23 +121,26 @@ async def test_inspect_marks_the_version_policy(emulated_cluster: Any, cli: Runn
     assert result.code == 0, result.stderr
     out = result.stdout
     assert (
-        "\tFetch(1): 0 to 17 [usable: 10] {policy: cap <= 12; blocked 11-12 excluded, deprecated: 0-3},"
-        in out
+        "\tFetch(1): 0 to 17 [usable: 10] {policy: cap <= 12; blocked 11-12 excluded, "
+        "4.x refuses 0-3: removed in 4.0 (KIP-896)}," in out
     )
-    assert "\tProduce(0): 0 to 11 [usable: 7] {policy: deprecated 8-11 excluded, deprecated: 0-6}," in out
     assert (
-        "\tDescribeConfigs(32): 0 to 4 [unusable: policy leaves none: blocked 0-4 excluded] {deprecated: 0},"
-        in out
+        "\tProduce(0): 0 to 11 [usable: 7] {policy: deprecated 8-11 excluded, "
+        "4.x refuses 0-2: still advertised by 4.x but refused (KAFKA-18659)}," in out
+    )
+    assert (
+        "\tDescribeConfigs(32): 0 to 4 [unusable: policy leaves none: blocked 0-4 excluded] "
+        "{4.x refuses 0: removed in 4.0 (KIP-896)}," in out
     )
 
 
 async def test_inspect_pre_010_broker_through_a_fallback_release(emulated_cluster: Any, cli: Runner) -> None:
-    cluster = await emulated_cluster(["0.9.0"])
-    result = await cli("inspect", cluster.bootstrap, "--fallback-release", "0.9.0", *FAST)
+    cluster = await emulated_cluster(["0.8.2"])
+    result = await cli("inspect", cluster.bootstrap, "--fallback-release", "0.8.1", *FAST)
     assert result.code == 0, result.stderr
     out = result.stdout
-    assert "the broker sent no ApiVersions answer: the 0.9.0 table was configured to stand in" in out
-    assert "\tProduce(0): 0 to 1 [usable: 1] {deprecated: 0-1}," in out
+    assert "the broker sent no ApiVersions answer: the 0.8.1 table was configured to stand in" in out
+    assert "\tConsumerMetadata" not in out and "\tFindCoordinator(10): UNSUPPORTED," in out
 
 
 async def test_inspect_reports_a_broker_that_fails_after_the_bootstrap(

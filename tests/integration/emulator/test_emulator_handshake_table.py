@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import trio
 
-from kafkacompat.errors import BrokerTooOldError
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.testing.emulator import ApiVersionsEra, BrokerProfile, Fault, release_profiles
 from kafkacompat.transport.config import ConnectionConfig
@@ -24,14 +23,25 @@ async def test_the_handshake_against_every_release(profile: BrokerProfile, emula
     cluster = await emulated_cluster(profile)  # type: ignore[operator]
     broker = cluster.brokers[0]
     with trio.fail_after(15):
+        if profile.api_versions_era is ApiVersionsEra.DROPPED:
+            # 0.9: ApiVersions goes unanswered, the Metadata v0 probe after it is answered.
+            async with open_connection(broker.host, broker.port, CONFIG) as conn:
+                detected = conn.handshake
+                assert detected is not None and detected.detected_release == profile.release
+                assert {k: (r.lowest, r.highest) for k, r in detected.api_ranges.items()} == ranges(profile)
+                assert [a.outcome for a in detected.transcript.attempts] == ["skipped-api-versions"]
+            assert [(r.api_key, r.outcome.split(":")[0]) for r in list(broker.requests)[:2]] == [
+                (18, "dropped"), (3, "answered")
+            ]
+            return
         if profile.api_versions_era is ApiVersionsEra.ABSENT:
-            caught: list[BaseException] = []
-            try:
-                async with open_connection(broker.host, broker.port, CONFIG):
-                    pass
-            except* BrokerTooOldError as group:
-                caught.extend(group.exceptions)
-            assert caught, "a pre-0.10 broker must fail the handshake as too old"
+            # 0.8.x closes on ApiVersions at v4, v3 and v0; the check names the release (rule 10).
+            async with open_connection(broker.host, broker.port, CONFIG) as conn:
+                named = conn.handshake
+                assert named is not None and named.detected_release == profile.release
+                assert {k: (r.lowest, r.highest) for k, r in named.api_ranges.items()} == ranges(profile)
+                assert named.transcript.versions_tried == (4, 3, 0)
+            # And a configured fallback still stands in, with no check.
             assert profile.release is not None
             fallback = ConnectionConfig(
                 connect_timeout=5, request_timeout=5,
@@ -39,8 +49,7 @@ async def test_the_handshake_against_every_release(profile: BrokerProfile, emula
             )
             async with open_connection(broker.host, broker.port, fallback) as conn:
                 stand_in = conn.handshake
-                assert stand_in is not None and stand_in.used_fallback
-                assert {k: (r.lowest, r.highest) for k, r in stand_in.api_ranges.items()} == ranges(profile)
+                assert stand_in is not None and stand_in.used_fallback and stand_in.detected_release is None
             return
         async with open_connection(broker.host, broker.port, CONFIG) as conn:
             result = conn.handshake
@@ -70,7 +79,25 @@ async def test_the_handshake_through_event_hubs_and_tansu_impersonations(emulate
         async with open_connection(hubs.brokers[0].host, hubs.brokers[0].port, CONFIG) as conn:
             assert conn.handshake is not None
             attempts = [(a.version, a.outcome) for a in conn.handshake.transcript.attempts]
-        assert attempts[0][0] == 4 and attempts[-1] == (0, "ok")  # reset at v4, answered at v0
+        # Reset on every flexible version: v4, then v3 on a new connection, then v0 on a third.
+        assert attempts == [(4, "closed-step-down"), (3, "closed"), (0, "ok")]
+        assert hubs.brokers[0].connections_accepted == 3
         async with open_connection(tansu.brokers[0].host, tansu.brokers[0].port, CONFIG) as conn:
             assert conn.handshake is not None
             assert conn.handshake.api_versions_version == 4  # v4 is advertised: no impersonation needed
+
+
+async def test_a_broker_closing_on_v4_only_is_answered_at_v3_with_features(emulated_cluster: object) -> None:
+    # What issue 11 found Azure Event Hubs doing: v4 closes, v3 (flexible, named) is answered.
+    hubs = await emulated_cluster("3.9", faults=[Fault.event_hubs(from_version=4)])  # type: ignore[operator]
+    broker = hubs.brokers[0]
+    with trio.fail_after(15):
+        async with open_connection(broker.host, broker.port, CONFIG) as conn:
+            result = conn.handshake
+    assert result is not None and result.api_versions_version == 3
+    attempts = [(a.version, a.outcome) for a in result.transcript.attempts]
+    assert attempts == [(4, "closed-step-down"), (3, "ok")]
+    assert dict(result.supported_features) == dict(broker.profile.supported_features)
+    assert result.supported_features  # read because a flexible version was accepted
+    assert [r.api_version for r in broker.requests if r.api_key == 18] == [4, 3]
+    assert broker.connections_accepted == 2

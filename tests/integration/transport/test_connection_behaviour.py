@@ -100,8 +100,8 @@ async def test_handshake_then_metadata_on_the_librdkafka_mock(
         async with open_connection(librdkafka_mock.host, librdkafka_mock.port, QUICK) as conn:
             assert conn.handshake is not None
             transcript = conn.handshake.transcript
-            # v4 is refused without a usable range, v0 is retried on the same connection.
-            assert [a.version for a in transcript.attempts] == [4, 0]
+            # v4 is refused with the one entry it names (ApiVersions 0-2): v2 on the same connection.
+            assert [a.version for a in transcript.attempts] == [4, 2]
             assert transcript.connections == 1
             reply = await conn.request(m.MetadataRequest(topics=None))
             assert isinstance(reply, m.MetadataResponse)
@@ -421,7 +421,7 @@ async def test_reconnect_negotiates_again_and_records_what_changed(
             reply = await conn.request(m.MetadataRequest(topics=None))
             assert isinstance(reply, m.MetadataResponse)
             assert reply.cluster_id is not None and reply.cluster_id.startswith("mockCluster")
-            assert conn.handshake is not None and conn.handshake.transcript.api_versions_version == 0
+            assert conn.handshake is not None and conn.handshake.transcript.api_versions_version == 2
             await conn.aclose()
         for record in proxy.connections:
             assert record.finished.is_set()

@@ -111,10 +111,10 @@ async def test_librdkafka_mock_takes_the_downgrade_path(librdkafka_mock: Librdka
     caps = await in_thread(librdkafka_mock.host, librdkafka_mock.port)
     transcript = caps.transcript
     assert transcript is not None
-    assert [(a.version, a.outcome) for a in transcript.attempts] == [(4, "unsupported-version"), (0, "ok")]
+    assert [(a.version, a.outcome) for a in transcript.attempts] == [(4, "unsupported-version"), (2, "ok")]
     assert "UNSUPPORTED_VERSION" in transcript.attempts[0].detail
     # The downgrade happens on the same connection: one connection, two round trips.
-    assert (transcript.connections, transcript.round_trips, transcript.api_versions_version) == (1, 2, 0)
+    assert (transcript.connections, transcript.round_trips, transcript.api_versions_version) == (1, 2, 2)
 
 
 async def test_the_address_form(tansu: TansuBroker) -> None:
@@ -207,12 +207,12 @@ async def test_mutual_tls_without_a_client_certificate(tansu: TansuBroker, tls_f
 
 
 async def test_plaintext_probe_to_the_tls_port(tansu: TansuBroker, tls_files: TlsFiles) -> None:
-    """The terminator drops a plaintext hello without a word, at v4 and again at v0."""
+    """The terminator drops a plaintext hello without a word, at v4, v3 and again at v0."""
     async with terminate_tls_for((tansu.host, tansu.port), tls_files) as term:
         error, took = await probe_failure(term.host, term.port, QUICK)
         assert term.forwarded == 0
     assert isinstance(error, BrokerTooOldError) and "listener expects TLS" in str(error)
-    assert error.transcript.versions_tried == (4, 0) and took < 2.0
+    assert error.transcript.versions_tried == (4, 3, 0) and took < 2.0
 
 
 async def test_tls_probe_to_the_plaintext_port(tansu: TansuBroker, tls_files: TlsFiles) -> None:
@@ -250,20 +250,24 @@ def test_pre_010_broker_with_a_fallback_release() -> None:
     with emulated("0.8.2") as cluster:
         broker = cluster.broker(1)
         caps = probe_broker(broker.host, broker.port, config)
-        # v4 and v0 each on a connection the broker closed; none opened for the fallback.
-        assert broker.connections_accepted == 2
+        # v4, v3 and v0 each on a connection the broker closed; none opened for the fallback.
+        assert broker.connections_accepted == 3
     assert caps.fallback_release == "0.8.2" and caps.api_ranges == release_ranges("0.8.2")
     assert "0.8.2" in caps.release_guess.text
     assert caps.transcript is not None
-    assert [a.outcome for a in caps.transcript.attempts] == ["closed", "closed-at-v0-fallback"]
+    assert [a.outcome for a in caps.transcript.attempts] == [
+        "closed-step-down", "closed", "closed-at-v0-fallback"
+    ]
 
 
 def test_pre_010_broker_without_a_fallback_release() -> None:
     with emulated("0.8.2") as cluster:
         broker = cluster.broker(1)
-        with pytest.raises(BrokerTooOldError) as caught:
-            probe_broker(broker.host, broker.port, QUICK)
-    assert caught.value.node == broker.address and caught.value.transcript.versions_tried == (4, 0)
+        caps = probe_broker(broker.host, broker.port, QUICK)
+    # Closed on ApiVersions v4, v3, v0; Metadata v0 and Heartbeat answered: 0.8.2 (rule 10).
+    assert caps.fallback_release == "0.8.2" and caps.api_ranges == release_ranges("0.8.2")
+    assert caps.transcript is not None and caps.transcript.versions_tried == (4, 3, 0)
+    assert caps.transcript.detected_release == "0.8.2" and caps.transcript.connections == 4
 
 
 def test_silent_broker_times_out_before_a_short_deadline() -> None:

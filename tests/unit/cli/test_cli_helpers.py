@@ -79,7 +79,7 @@ def unreachable(*reasons: Exception) -> NoBrokerReachableError:
             "add --tls",
         ),
         (BrokerTooOldError("closed on v0", node="h:1"), PLAIN, "too old, or not Kafka: ", "add --tls"),
-        (BrokerTooOldError("closed on v0"), TLS, "too old, or not Kafka: ", "--fallback-release 0.9.0"),
+        (BrokerTooOldError("closed on v0"), TLS, "too old, or not Kafka: ", "--fallback-release 0.8.2"),
         (
             AuthenticationError("SCRAM-SHA-256 authentication as 'u' failed"),
             SASL,
@@ -110,11 +110,11 @@ def test_failures_get_a_kind_and_a_hint(
         "drop --tls",
         "it may require SASL",
         "advertised.listeners",
-        "--fallback-release 0.9.0",
+        "--fallback-release 0.8.2",
     )
     expected = [] if hint is None else [hint]
     if isinstance(error, BrokerTooOldError):
-        expected = [h for h in hints if h in ("--fallback-release 0.9.0", hint)]
+        expected = [h for h in hints if h in ("--fallback-release 0.8.2", hint)]
     assert [h for h in hints if h in sentence] == expected
 
 

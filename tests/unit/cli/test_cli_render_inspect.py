@@ -72,7 +72,10 @@ def test_block_is_kafkas_shape() -> None:
     body = block[1:-1]
     assert all(line.startswith("\t") for line in body)
     assert all(line.endswith(",") for line in body[:-1]) and not body[-1].endswith(",")
-    assert "\tProduce(0): 0 to 11 [usable: 11] {deprecated: 0-6}," in block
+    assert (
+        "\tProduce(0): 0 to 11 [usable: 11] {4.x refuses 0-2: "
+        "still advertised by 4.x but refused (KAFKA-18659)}," in block
+    )
     assert "\tHeartbeat(12): 0 to 4 [usable: 4]," in block
     assert "\tDescribeQuorum(55): UNSUPPORTED," in block  # a KRaft API a ZooKeeper broker does not serve
 
@@ -82,7 +85,7 @@ def test_rack_null_single_version_and_unknown_api() -> None:
     block = broker_block(probe(caps("h:1", ranges, 1)))
     assert block[0] == "h:1 (id: 1 rack: null) -> ("
     assert "\tApiVersions(18): 0 [usable: 0]," in block
-    assert "\tMetadata(3): 1 [usable: 1] {deprecated: 1}," in block
+    assert "\tMetadata(3): 1 [usable: 1]," in block  # deprecated in the specs, served by 4.x
     assert block[-2] == "\tUNKNOWN(9999): 0 to 3"
 
 
@@ -112,7 +115,8 @@ def test_policy_marks_only_steps_that_changed_the_pick() -> None:
     fetch, produce = entries[1], entries[0]
     assert fetch.usable == 10
     assert fetch.kafka_text() + fetch.marks() == (
-        "Fetch(1): 0 to 17 [usable: 10] {policy: cap <= 12; blocked 11-12 excluded, deprecated: 0-3}"
+        "Fetch(1): 0 to 17 [usable: 10] {policy: cap <= 12; blocked 11-12 excluded, "
+        "4.x refuses 0-3: removed in 4.0 (KIP-896)}"
     )
     assert produce.usable == 11 and produce.policy_marks == ()  # a cap above the range changes nothing
 
@@ -225,11 +229,12 @@ def test_json_document_shape() -> None:
         "broker_min": 0,
         "broker_max": 11,
         "client_min": 0,
-        "client_max": 11,
+        "client_max": 13,
         "usable": 11,
         "reason": apis[0]["reason"],
         "policy": [],
         "deprecated": "0-6",
+        "refused_by_4x": {"versions": "0-2", "why": "still advertised by 4.x but refused (KAFKA-18659)"},
     }
     assert apis[55]["usable"] is None and apis[55]["broker_min"] is None  # DescribeQuorum: not listed
     cluster = document["cluster"]

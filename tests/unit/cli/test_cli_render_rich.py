@@ -28,7 +28,8 @@ def test_never_and_not_a_terminal_mean_plain(monkeypatch: pytest.MonkeyPatch) ->
 def test_coloured_text_is_the_plain_text_plus_styles() -> None:
     lines = [
         "h:1 (id: 1 rack: null) -> (",
-        "\tProduce(0): 0 to 11 [usable: 11] {deprecated: 0-6},",
+        "\tProduce(0): 0 to 11 [usable: 11] {4.x refuses 0-2: "
+        "still advertised by 4.x but refused (KAFKA-18659)},",
         "\tVote(52): UNSUPPORTED",
         ")",
     ]

@@ -252,6 +252,20 @@ def test_no_error_but_no_coordinator_is_retried() -> None:
     assert results.last_error["g"].error_name == "NO_COORDINATOR_GIVEN"
 
 
+UNUSABLE = [("a..b", 9092), ("evil\x00host", 9092), ("b", 70000), ("x" * 300, 1)]
+
+
+@pytest.mark.parametrize(("host", "port"), UNUSABLE)
+def test_an_unusable_coordinator_address_is_a_failure_naming_the_sender(host: str, port: int) -> None:
+    plan = plan_coordinator_lookups(["g"], GROUP, [broker("a:1", "0-4")])
+    (planned,) = plan.requests
+    response = FindCoordinatorResponse(coordinators=[Coordinator(key="g", node_id=3, host=host, port=port)])
+    results = read_coordinator_responses(plan, [(planned, over_the_wire(planned, response))])
+    failure = results.failed["g"]
+    assert failure.error_name == "INVALID_ADDRESS" and not failure.retriable and "g" not in results.found
+    assert "FindCoordinator from a:1" in failure.message and "\x00" not in failure.message
+
+
 def test_a_failed_or_missing_send_retries_its_keys_only() -> None:
     plan = plan_coordinator_lookups(groups(6), GROUP, [broker("a:1", "0-4")], max_batch=2)
     first, second, third = plan.requests

@@ -26,7 +26,7 @@ from kafkacompat.negotiation.features import (
 )
 from kafkacompat.protocol.versions import VersionRange
 
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "kafka-protocol"
+SHARED = Path(__file__).resolve().parents[3] / "vendor" / "kafka-protocol"
 MV, KRAFT, GROUP, TXN = "metadata.version", "kraft.version", "group.version", "transaction.version"
 
 

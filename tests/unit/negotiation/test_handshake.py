@@ -40,6 +40,7 @@ from kafkacompat.negotiation.handshake import (
     HandshakeStateError,
     InvalidRequestError,
     ReceiveReply,
+    SendProbe,
     SendRequest,
     State,
     Transition,
@@ -136,7 +137,7 @@ def drive(hs: ApiVersionsHandshake, peer: Peer) -> Run:
             connection += 1
             splitter = FrameSplitter()
             hs.connected()
-        elif isinstance(action, SendRequest):
+        elif isinstance(action, SendRequest | SendProbe):
             hs.request_sent()
         else:
             assert isinstance(action, ReceiveReply)
@@ -247,8 +248,8 @@ SCENARIOS: dict[tuple[State, Event, str], Scenario] = {
     (Rc, E.RECEIVED, "broker-error"): Scenario(
         (*TO_RECEIVE, step("received", body(CODEC_MAX, CLUSTER_AUTHORIZATION_FAILED)))
     ),
-    (S, E.CONNECTION_CLOSED, "closed"): Scenario((CONNECTED, CLOSED)),
-    (Rc, E.CONNECTION_CLOSED, "closed"): Scenario((*TO_RECEIVE, CLOSED)),
+    (S, E.CONNECTION_CLOSED, "closed"): Scenario((CONNECTED, CLOSED), {"max_version": 2}),
+    (Rc, E.CONNECTION_CLOSED, "closed"): Scenario((*TO_RECEIVE, CLOSED), {"max_version": 2}),
     (S, E.CONNECTION_CLOSED, "closed-no-connection-left"): Scenario(
         (CONNECTED, CLOSED), {"max_connections": 1}
     ),
@@ -256,9 +257,11 @@ SCENARIOS: dict[tuple[State, Event, str], Scenario] = {
         (*TO_RECEIVE, CLOSED), {"max_connections": 1}
     ),
     (S, E.CONNECTION_CLOSED, "closed-at-v0"): Scenario((CONNECTED, CLOSED), {"max_version": 0}),
-    (Rc, E.CONNECTION_CLOSED, "closed-at-v0"): Scenario((*TO_RECEIVE, CLOSED, CONNECTED, SENT, CLOSED)),
+    (Rc, E.CONNECTION_CLOSED, "closed-at-v0"): Scenario(
+        (*TO_RECEIVE, CLOSED, CONNECTED, SENT, CLOSED), {"max_connections": 2}
+    ),
     (S, E.CONNECTION_CLOSED, "closed-at-v0-fallback"): Scenario(
-        (CONNECTED, CLOSED, CONNECTED, CLOSED), {"fallback_release": "0.9.0"}
+        (CONNECTED, CLOSED, CONNECTED, CLOSED), {"fallback_release": "0.9.0", "max_connections": 2}
     ),
     (Rc, E.CONNECTION_CLOSED, "closed-at-v0-fallback"): Scenario(
         (*TO_RECEIVE, CLOSED), {"fallback_release": "0.9.0", "max_version": 0}
@@ -280,12 +283,20 @@ def play(scenario: Scenario) -> ApiVersionsHandshake:
 
 
 def test_every_transition_has_exactly_one_scenario() -> None:
+    # The rows of the Metadata v0 probe (rule 9) have theirs in test_handshake_legacy.
+    from tests.unit.negotiation.test_handshake_legacy import LEGACY_SCENARIOS
+
     keys = [(t.source, t.event, t.outcome) for t in TRANSITIONS]
     assert len(keys) == len(set(keys)), "two rows of the table share a key"
-    assert set(SCENARIOS) == set(keys)
+    assert not set(SCENARIOS) & set(LEGACY_SCENARIOS)
+    assert set(SCENARIOS) | set(LEGACY_SCENARIOS) == set(keys)
 
 
-@pytest.mark.parametrize("transition", TRANSITIONS, ids=lambda t: f"{t.source}-{t.event}-{t.outcome}")
+@pytest.mark.parametrize(
+    "transition",
+    [t for t in TRANSITIONS if (t.source, t.event, t.outcome) in SCENARIOS],
+    ids=lambda t: f"{t.source}-{t.event}-{t.outcome}",
+)
 def test_transition(transition: Transition) -> None:
     hs = play(SCENARIOS[(transition.source, transition.event, transition.outcome)])
     assert hs.history[-1] == transition
@@ -322,6 +333,8 @@ def test_events_outside_the_table_are_refused_and_change_nothing(state: State, e
         C: Scenario(()),
         S: Scenario((CONNECTED,)),
         Rc: Scenario(TO_RECEIVE),
+        State.PROBE: Scenario((*TO_RECEIVE, step("quiet"))),
+        State.DRAIN: Scenario((*TO_RECEIVE, step("quiet"), SENT, step("received", ok(CODEC_MAX)))),
         D: SCENARIOS[(Rc, E.RECEIVED, "ok")],
         F: SCENARIOS[(Rc, E.TIMED_OUT, "timeout")],
     }
@@ -404,34 +417,46 @@ def test_an_ok_reply_only_readable_as_v0_is_accepted_and_flagged() -> None:
     assert "reread-as-v0" in result.flags
 
 
-def test_close_at_v4_then_v0_answers_on_a_second_connection() -> None:
+def test_close_at_v4_then_v3_answers_on_a_second_connection() -> None:
     def resets_first(version: int, connection: int) -> Answer:
-        return Close if connection == 1 else ok(version, (0, 2))
+        return Close if connection == 1 else ok(version, (0, 3))
 
     run = drive(ApiVersionsHandshake(), resets_first)
     result = success(run)
-    assert run.sent_versions == [CODEC_MAX, 0]
+    assert run.sent_versions == [CODEC_MAX, 3]
     assert [a.connection for a in run.actions if isinstance(a, Connect)] == [1, 2]
     assert (result.transcript.round_trips, result.transcript.connections) == (1, 2)
-    assert [a.outcome for a in result.transcript.attempts] == ["closed", "ok"]
+    assert [a.outcome for a in result.transcript.attempts] == ["closed-step-down", "ok"]
+    assert run.requests[-1].body.client_software_name == "kafkacompat"  # v3 still names us
 
 
-def test_event_hubs_like_reset_on_flexible_versions_falls_back_to_v0() -> None:
+def test_event_hubs_like_reset_on_flexible_versions_steps_down_then_falls_back_to_v0() -> None:
     def event_hubs(version: int, connection: int) -> Answer:
         return Close if version >= 3 else ok(version, (0, 2))
 
     run = drive(ApiVersionsHandshake(), event_hubs)
     assert success(run).api_versions_version == 0
+    assert run.sent_versions == [CODEC_MAX, 3, 0]
+    assert success(run).transcript.connections == 3
+
+
+def test_two_connections_go_straight_to_v0_after_a_close() -> None:
+    run = drive(ApiVersionsHandshake(HandshakeConfig(max_connections=2)), lambda v, c: Close)
     assert run.sent_versions == [CODEC_MAX, 0]
+    assert [a.outcome for a in failure(run, BrokerTooOldError).transcript.attempts] == [
+        "closed", "closed-at-v0"
+    ]
 
 
-def test_a_broker_that_closes_even_at_v0_is_too_old() -> None:
+def test_a_peer_that_closes_on_everything_even_metadata_is_no_kafka() -> None:
     run = drive(ApiVersionsHandshake(node="old:9092"), lambda v, c: Close)
     error = failure(run, BrokerTooOldError)
-    assert "0.10" in str(error) and "not a Kafka broker" in str(error)
+    assert "0.10" in str(error) and "not a Kafka broker" in str(error) and "Metadata v0" in str(error)
     assert "old:9092" in str(error)
-    assert run.sent_versions == [CODEC_MAX, 0]
-    assert error.transcript.connections == 2 and error.transcript.round_trips == 0
+    assert run.sent_versions == [CODEC_MAX, 3, 0]
+    # The three ApiVersions connections, then one for the Metadata v0 check (rule 10).
+    assert error.transcript.connections == 4 and error.transcript.round_trips == 0
+    assert sum(isinstance(a, SendProbe) for a in run.actions) == 1
     assert not run.final.close_connection
 
 
@@ -556,7 +581,7 @@ def test_tansu_advertising_what_it_answers_is_not_flagged() -> None:
     assert result.flags == ()
 
 
-def test_librdkafka_mock_refusal_unreadable_but_led_by_error_35_retries_v0() -> None:
+def test_librdkafka_mock_refusal_with_a_zero_count_is_read_for_its_one_entry() -> None:
     for version in (CODEC_MAX, 0):
         with pytest.raises(DecodeError):
             R.decode(MOCK_V3_BODY, version)
@@ -565,6 +590,18 @@ def test_librdkafka_mock_refusal_unreadable_but_led_by_error_35_retries_v0() -> 
         return MOCK_V3_BODY if version >= 3 else ok(version, (0, 2))
 
     run = drive(ApiVersionsHandshake(), mock)
+    result = success(run)
+    assert run.sent_versions == [CODEC_MAX, 2]  # the range its one entry names, not v0
+    assert "zero-count-unsupported-version-reply" in result.flags
+
+
+def test_other_unreadable_refusals_led_by_error_35_still_retry_v0() -> None:
+    broken = MOCK_V3_BODY[:-1]  # one byte short: not the mock's shape any more
+
+    def peer(version: int, connection: int) -> Answer:
+        return broken if version >= 3 else ok(version, (0, 2))
+
+    run = drive(ApiVersionsHandshake(), peer)
     result = success(run)
     assert run.sent_versions == [CODEC_MAX, 0]
     assert "unreadable-unsupported-version-reply" in result.flags

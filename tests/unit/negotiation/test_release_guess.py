@@ -1,7 +1,7 @@
 """The release guess against every table Kafka ever answered.
 
 Ground truth is the generated package table, cross-checked against
-../shared/kafka-protocol/releases.json (tests may read it; the package may not).
+vendor/kafka-protocol/releases.json (tests may read it; the package may not).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kafkacompat.negotiation.release_guess import ReleaseGuess, guess_release, k
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import RELEASES
 
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "kafka-protocol"
+SHARED = Path(__file__).resolve().parents[3] / "vendor" / "kafka-protocol"
 PROFILES = [(p.release, p.kind) for p in RELEASES]
 
 
@@ -191,3 +191,47 @@ def test_any_table_gives_a_consistent_guess(ranges: dict[int, VersionRange]) -> 
     assert (guess.kind is None) == (guess.relation == "unknown")
     assert bool(guess.releases) == (guess.relation != "unknown")
     assert guess.evidence
+
+
+def _advertised_ranges_cited(guess: ReleaseGuess, ranges: dict[int, VersionRange]) -> None:
+    """Every evidence line that names an API with a range names the range the broker advertised."""
+    from kafkacompat.reference.releases import API_NAMES
+
+    for line in guess.evidence:
+        for key, name in API_NAMES.items():
+            label = f"{name}({key})"
+            if line.startswith(label) and key in ranges:
+                assert line.startswith((f"{label}: {ranges[key]} here", f"{label} {ranges[key]} ")), line
+
+
+def test_a_partial_fork_is_dated_by_the_ranges_it_advertised() -> None:
+    # noida-db 0.2.3's answer for these APIs: Produce 0-9, FindCoordinator 0-4, ListGroups 0-4.
+    ranges = {
+        0: VersionRange(0, 9), 1: VersionRange(0, 12), 3: VersionRange(0, 12), 10: VersionRange(0, 4),
+        16: VersionRange(0, 4), 18: VersionRange(0, 3),
+    }
+    guess = guess_release(ranges)
+    assert guess.relation == "at_least" and "partial" in guess.text
+    _advertised_ranges_cited(guess, ranges)
+    # Why it is no older than its bound: a range seen that the release before stops short of.
+    assert any(" here, " in line and " in Kafka " in line for line in guess.evidence), guess.evidence
+
+
+def test_a_toy_broker_with_a_single_fetch_version() -> None:
+    ranges = {18: VersionRange(0, 3), 1: VersionRange(6, 6)}
+    guess = guess_release(ranges)
+    _advertised_ranges_cited(guess, ranges)
+    assert not any("0-17" in line for line in guess.evidence), guess.evidence
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(sorted({key for p in RELEASES for key in p.apis})),
+        st.tuples(st.integers(0, 5), st.integers(0, 20)).filter(lambda t: t[0] <= t[1]),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_evidence_only_cites_advertised_ranges(table: dict[int, tuple[int, int]]) -> None:
+    ranges = _ranges(table)
+    _advertised_ranges_cited(guess_release(ranges), ranges)

@@ -13,6 +13,7 @@ from kafkacompat.protocol.messages import (
     FetchRequest,
     MetadataRequest,
     ProduceRequest,
+    ShareFetchRequest,
 )
 from kafkacompat.reference.releases import RELEASES
 from kafkacompat.testing.emulator import ApiVersionsEra, Fault, profile_for
@@ -45,10 +46,16 @@ def test_api_versions_per_era(profile: object) -> None:
     harness = Harness(cluster(profile))
     era = profile.api_versions_era
     if era is ApiVersionsEra.ABSENT:
-        # Before 0.10 there is no ApiVersions: the broker cannot read it and closes.
+        # 0.8.x has no ApiVersions: the broker cannot read it and closes.
         actions = harness.send(ApiVersionsRequest(), 0)
         assert actions == [Close()]
         assert "has no API key 18" in harness.records[-1].outcome
+        return
+    if era is ApiVersionsEra.DROPPED:
+        # 0.9.x has no ApiVersions either, but answers nothing and goes on serving.
+        assert harness.send(ApiVersionsRequest(), 0) == []
+        assert harness.records[-1].outcome.startswith("dropped: ")
+        assert harness.call(MetadataRequest(topics=[]), 0).brokers
         return
     own = profile.apis[18]
     # The newest version it knows: the whole table.
@@ -99,10 +106,10 @@ def test_a_version_above_the_release_range_closes_the_connection(profile: object
 
 
 def test_an_advertised_version_the_codec_cannot_read_closes_and_says_so() -> None:
-    harness = Harness(cluster("4.0/kraft-broker"))  # Metadata 0-13; the codec knows 0-12
-    frame = framing.encode_request(MetadataRequest(topics=[]), 12, 5, "x")
-    assert harness.connection.receive(frame[:6] + struct.pack(">h", 13) + frame[8:]) == [Close()]
-    assert "codec cannot read v13" in harness.records[-1].outcome
+    harness = Harness(cluster("4.2/kraft-broker"))  # ShareFetch 1-2; the codec knows 0-1
+    frame = framing.encode_request(ShareFetchRequest(), 1, 5, "x")
+    assert harness.connection.receive(frame[:6] + struct.pack(">h", 2) + frame[8:]) == [Close()]
+    assert "codec cannot read v2" in harness.records[-1].outcome
 
 
 def test_a_version_below_the_minimum_closes_too() -> None:

@@ -27,8 +27,10 @@ def test_every_release_of_the_table_has_a_profile_with_its_exact_table(fact: Rel
     assert {key: (r.lowest, r.highest) for key, r in profile.apis.items()} == dict(apis)
     own = apis.get(18)
     if own is None:
-        assert profile.api_versions_era is ApiVersionsEra.ABSENT
         assert parse_release(release) < (0, 10)
+        # 0.9 drops what it cannot handle and keeps serving (a real 0.9.0.1 does); 0.8 closes.
+        dropping = parse_release(release) >= (0, 9)
+        assert profile.api_versions_era is (ApiVersionsEra.DROPPED if dropping else ApiVersionsEra.ABSENT)
     elif parse_release(release) < (2, 4):
         assert profile.api_versions_era is ApiVersionsEra.EMPTY_ON_UNSUPPORTED
     else:
@@ -43,7 +45,8 @@ def test_release_profiles_cover_the_whole_table() -> None:
     ("release", "era"),
     [
         ("0.8.0", "absent"),
-        ("0.9.0", "absent"),
+        ("0.8.2", "absent"),
+        ("0.9.0", "dropped"),
         ("0.10.0", "empty-on-unsupported"),
         ("2.3", "empty-on-unsupported"),
         ("2.4", "kip-511"),

@@ -24,10 +24,12 @@ import pytest
 
 from kafkacompat.errors import (
     BrokerTooOldError,
+    InvalidAddressError,
     KafkaCompatError,
     KafkaTimeoutError,
     NegotiationError,
     ProtocolError,
+    ReplyTooLargeError,
     TransportError,
     WrongProtocolError,
 )
@@ -113,7 +115,7 @@ def wait_for_client(conn: socket.socket, peer: Peer) -> None:
 
 
 @contextmanager
-def serve(script: Script, *, connections: int = 2) -> Iterator[Peer]:
+def serve(script: Script, *, connections: int = 4) -> Iterator[Peer]:
     """A server that plays ``script(conn, index, peer)`` on up to ``connections`` connections."""
     listener = socket.create_server((LOOPBACK, 0))
     listener.settimeout(0.05)
@@ -187,7 +189,7 @@ def test_bad_size_prefix_is_refused_before_reading_the_frame(prefix: bytes, word
         start = time.monotonic()
         error = failure(peer)
         took = time.monotonic() - start
-    assert type(error) is ProtocolError and words in str(error)
+    assert isinstance(error, ProtocolError) and words in str(error)
     assert took < 1.0  # refused at once, not after waiting for the announced bytes
     assert peer.connections == 1 and peer.client_closed == [True]
 
@@ -196,7 +198,7 @@ def test_a_size_above_a_small_max_frame_size_is_refused() -> None:
     config = ConnectionConfig(connect_timeout=2.0, request_timeout=2.0, max_frame_size=64)
     with replying(struct.pack(">i", 65) + b"\x00" * 65) as peer:
         error = failure(peer, config)
-    assert type(error) is ProtocolError and "maximum of 64 bytes" in str(error)
+    assert isinstance(error, ReplyTooLargeError) and "maximum of 64 bytes" in str(error)
 
 
 @pytest.mark.parametrize(
@@ -212,13 +214,17 @@ def test_another_protocols_reply_is_a_wrong_protocol_error(reply: bytes, hint: s
     assert peer.client_closed == [True]
 
 
-def test_peer_closing_mid_frame_twice_means_too_old() -> None:
+def test_peer_closing_mid_frame_on_everything_is_no_kafka() -> None:
     half_frame = struct.pack(">i", 100) + b"\x00" * 10
     with replying(half_frame, then_wait=False) as peer:
         error = failure(peer)
-    assert isinstance(error, BrokerTooOldError)
-    assert error.transcript.versions_tried == (4, 0) and error.transcript.connections == 2
-    assert [r.header.request_api_version for r in peer.requests] == [4, 0]
+    assert isinstance(error, BrokerTooOldError) and "Metadata v0" in str(error)
+    # One flexible version lower first (the software name still goes out), then v0, then the
+    # Metadata v0 every Kafka answers, on a fourth connection.
+    assert error.transcript.versions_tried == (4, 3, 0) and error.transcript.connections == 4
+    assert [(r.header.request_api_key, r.header.request_api_version) for r in peer.requests] == [
+        (18, 4), (18, 3), (18, 0), (3, 0)
+    ]
 
 
 def test_peer_closing_mid_frame_without_a_second_connection_allowed() -> None:
@@ -231,7 +237,7 @@ def test_peer_closing_mid_frame_without_a_second_connection_allowed() -> None:
     assert peer.connections == 1
 
 
-def test_peer_closing_mid_frame_then_answering_v0_on_a_new_connection() -> None:
+def test_peer_closing_mid_frame_then_answering_v3_on_a_new_connection() -> None:
     def script(conn: socket.socket, index: int, peer: Peer) -> None:
         request = read_request(conn, peer)
         reply = api_versions_reply(request)
@@ -243,8 +249,8 @@ def test_peer_closing_mid_frame_then_answering_v0_on_a_new_connection() -> None:
         caps = probe_broker(peer.host, peer.port, QUICK, node_id=7)
     assert caps.node == peer.node and caps.node_id == 7
     assert dict(caps.api_ranges) == {3: VersionRange(0, 12), 18: VersionRange(0, 3)}
-    assert caps.transcript is not None and caps.transcript.versions_tried == (4, 0)
-    assert [a.outcome for a in caps.transcript.attempts] == ["closed", "ok"]
+    assert caps.transcript is not None and caps.transcript.versions_tried == (4, 3)
+    assert [a.outcome for a in caps.transcript.attempts] == ["closed-step-down", "ok"]
     assert peer.client_closed == [True]  # the probe closed its socket before returning
 
 
@@ -296,11 +302,11 @@ def test_closed_port_is_a_transport_error_with_the_transcript() -> None:
     assert [a.outcome for a in error.transcript.attempts] == ["connect-failed"]
 
 
-@pytest.mark.parametrize("host", ["a" * 64 + ".example", "a..b"])
-def test_a_host_name_that_cannot_be_encoded_is_a_transport_error(host: str) -> None:
-    with pytest.raises(TransportError, match="cannot resolve the host while connecting") as caught:
+@pytest.mark.parametrize("host", ["a" * 64 + ".example", "a..b", "a\x00b", "a" * 10_000])
+def test_a_host_name_that_cannot_be_encoded_is_refused_before_any_socket_call(host: str) -> None:
+    with pytest.raises(InvalidAddressError, match="given by the caller of probe_broker") as caught:
         probe_broker(host, 9092, QUICK)
-    assert caught.value.node == f"{host}:9092" and caught.value.transcript is not None
+    assert len(str(caught.value)) < 300  # a 10 KB name is not echoed whole
 
 
 def test_a_runaway_machine_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,99 @@
+"""How large a reply may be, per request: ceilings checked from the size prefix, before allocating.
+
+A frame limit of 100 MiB fits a Fetch; it does not fit an ApiVersions reply,
+which from any real broker is a few kilobytes.  Held to the frame limit, a
+broker that nobody vouches for can make a client buffer and decode up to
+100 MiB of well-formed entries (10 million ApiVersions rows cost over a
+gigabyte once decoded) for a question whose honest answer is tiny.  So each
+reply is held to a ceiling that fits the request it answers, with room to
+spare for the largest real answers:
+
+==================================  ========  ========================================
+request                             ceiling   the largest real answer
+==================================  ========  ========================================
+ApiVersions                         64 KiB    about 1 KiB (Kafka 4.x: ~90 APIs, features)
+Metadata asking for no topics (v1+) 256 KiB   20-80 bytes a broker: 3,200 brokers or more
+FindCoordinator                     1 MiB     a batch of keys with their coordinators
+DescribeCluster                     256 KiB   as Metadata without topics
+SaslHandshake, SaslAuthenticate     64 KiB    a mechanism list, a SCRAM message
+UpdateFeatures                      1 MiB     one result per feature
+anything else                       the connection's ``max_frame_size``
+==================================  ========  ========================================
+
+``ReplyLimits`` lives in ``ConnectionConfig.reply_limits``; a user who needs
+more raises one ceiling (``ReplyLimits(ceilings={18: 1 << 20})``) or all of
+them.  No ceiling is ever above ``max_frame_size``.  Sans-I/O: a driver asks
+``limit_for`` when it writes a request and hands the number to
+``FrameSplitter.next_frame`` when it reads the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from kafkacompat.errors import ConfigError
+
+__all__ = ["DEFAULT_CEILINGS", "ReplyLimits"]
+
+KIB = 1024
+MIB = 1024 * KIB
+
+METADATA = 3
+API_VERSIONS = 18
+
+#: Ceiling per API key of the request answered (Metadata: when it asks for no topics).
+DEFAULT_CEILINGS: Mapping[int, int] = MappingProxyType(
+    {
+        API_VERSIONS: 64 * KIB,
+        METADATA: 256 * KIB,
+        10: 1 * MIB,  # FindCoordinator
+        60: 256 * KIB,  # DescribeCluster
+        17: 64 * KIB,  # SaslHandshake
+        36: 64 * KIB,  # SaslAuthenticate
+        57: 1 * MIB,  # UpdateFeatures
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyLimits:
+    """Ceilings on reply sizes by the API key of the request.
+
+    ``ceilings`` overrides the defaults key by key; ``default`` is the ceiling
+    of every other request (None: the connection's ``max_frame_size``).  A
+    Metadata request that names topics, or asks for all of them, has no
+    ceiling of its own: its answer grows with the cluster's topics.
+    """
+
+    ceilings: Mapping[int, int] = field(default_factory=dict)
+    default: int | None = None
+
+    def __post_init__(self) -> None:
+        merged = {**DEFAULT_CEILINGS, **self.ceilings}
+        for key, value in merged.items():
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 0x7FFFFFFF:
+                raise ConfigError(
+                    f"the reply ceiling for API key {key} must be 1 to 2**31-1 bytes, not {value!r}"
+                )
+        if self.default is not None and not 0 < self.default <= 0x7FFFFFFF:
+            raise ConfigError(f"the default reply ceiling must be 1 to 2**31-1 bytes, not {self.default!r}")
+        object.__setattr__(self, "ceilings", MappingProxyType(merged))
+
+    def limit_for(
+        self, api_key: int, max_frame_size: int, request: Any = None, version: int | None = None
+    ) -> int:
+        """The ceiling for the reply to ``request`` (its ``api_key``, sent at ``version``)."""
+        ceiling = self.ceilings.get(api_key)
+        if api_key == METADATA and (getattr(request, "topics", None) != [] or version == 0):
+            ceiling = None  # topics asked for (at v0 an empty list means all): sized by the cluster
+        if ceiling is None:
+            ceiling = self.default if self.default is not None else max_frame_size
+        return min(ceiling, max_frame_size)
+
+    @property
+    def handshake(self) -> int:
+        """The ceiling for ApiVersions replies (before any other request on a connection)."""
+        return self.ceilings[API_VERSIONS]
