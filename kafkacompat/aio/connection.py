@@ -31,6 +31,7 @@ from kafkacompat.errors import (
     ProtocolError,
     TransportError,
 )
+from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.capability_changes import CapabilityChange, capability_change
 from kafkacompat.negotiation.client_connection import (
@@ -68,8 +69,8 @@ class BrokerConnection:
     def __init__(
         self, host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
     ) -> None:
-        self.host = host
-        self.port = port
+        # Checked before any socket sees it: a bad port or host is a typed refusal.
+        self.host, self.port = check_address(host, port, source="the caller")
         self.node_id = node_id
         self.config = config or DEFAULT_CONFIG
         self.capabilities: BrokerCapabilities | None = None
@@ -117,6 +118,7 @@ class BrokerConnection:
             client_id=self.config.client_id,
             max_in_flight=self.config.max_in_flight,
             max_frame_size=self.config.max_frame_size,
+            reply_limits=self.config.reply_limits,
         )
         ready = await self._set_up(protocol)
         change = capability_change(self.node, self.capabilities, ready.capabilities)
@@ -172,9 +174,10 @@ class BrokerConnection:
         if version is None:
             version = self.pick_version(message.API_KEY)
         limit = request_timeout if request_timeout is not None else self.config.request_timeout
+        deadline = asyncio.get_running_loop().time() + limit
         ticket: Ticket | None = None
         try:
-            async with asyncio.timeout(limit):
+            async with asyncio.timeout_at(deadline):
                 async with self._slots:
                     failure = protocol.pipeline.failure
                     if failure is not None or self._closed:
@@ -187,7 +190,11 @@ class BrokerConnection:
                     self._waiters[id(ticket)] = waiter
                     if not self._writing:
                         await self._write_queued(protocol)
-                    return cast(KafkaMessage, await waiter)  # None only for an acks=0 Produce
+                    response = await waiter
+            if asyncio.get_running_loop().time() > deadline:
+                # Decoding the answer ran past the deadline: a deadline covers the whole call.
+                raise TimeoutError
+            return cast(KafkaMessage, response)  # None only for an acks=0 Produce
         except TimeoutError:
             if ticket is None:
                 raise KafkaTimeoutError(
@@ -208,24 +215,18 @@ class BrokerConnection:
 
     async def _set_up(self, protocol: ClientConnection) -> Ready:
         loop = asyncio.get_running_loop()
-        deadline: float | None = None
-        current: object = None
+        deadline = 0.0
         try:
             while True:
                 action = protocol.next_action()
-                if action is not current:  # each step gets its own deadline
-                    current = action
-                    timeout = self.config.connect_timeout if isinstance(action, OpenSocket) else (
-                        self.config.request_timeout
-                    )
-                    deadline = loop.time() + timeout
-                assert deadline is not None
                 if isinstance(action, OpenSocket):
-                    await self._open_socket(protocol, deadline)
+                    await self._open_socket(protocol, loop.time() + self.config.connect_timeout)
                 elif isinstance(action, Write):
+                    if action.fresh_deadline:  # a request and its answer share one deadline
+                        deadline = loop.time() + self.config.request_timeout
                     await self._setup_write(protocol, action.data, deadline)
                 elif isinstance(action, Read):
-                    await self._setup_read(protocol, deadline)
+                    await self._setup_read(protocol, action, deadline)
                 elif isinstance(action, SetupFailed):
                     raise action.error
                 else:
@@ -277,20 +278,29 @@ class BrokerConnection:
         else:
             protocol.written()
 
-    async def _setup_read(self, protocol: ClientConnection, deadline: float) -> None:
+    async def _setup_read(self, protocol: ClientConnection, action: Read, deadline: float) -> None:
         assert self._reader is not None
+        loop = asyncio.get_running_loop()
+        until = deadline
+        if action.quiet_period is not None:  # quiet only while the request's deadline is ahead
+            until = min(deadline, loop.time() + action.quiet_period)
         try:
-            async with asyncio.timeout_at(deadline):
+            async with asyncio.timeout_at(until):
                 data = await self._reader.read(_CHUNK)
         except TimeoutError:
-            protocol.timed_out()
+            if until < deadline:
+                protocol.quiet()
+            else:
+                protocol.timed_out()
         except (OSError, ssl.SSLError):
             protocol.closed()  # a reset is a close for the handshake's purposes
         else:
-            if data:
-                protocol.receive_data(data)
-            else:
+            if not data:
                 protocol.closed()
+                return
+            protocol.receive_data(data)  # decodes what completed: the deadline covers that too
+            if loop.time() > deadline and isinstance(protocol.next_action(), Read):
+                protocol.timed_out()
 
     async def _read_loop(self, protocol: ClientConnection) -> None:
         reader = self._reader
@@ -344,7 +354,7 @@ class BrokerConnection:
         for event in events:
             if isinstance(event, ConnectionFailed):
                 for ticket in event.failed:
-                    self._settle(ticket, error=event.error)
+                    self._settle(ticket, error=event.error_of(ticket))
             elif isinstance(event, ResponseReceived):
                 self._settle(event.ticket, response=event.response)
             elif isinstance(event, RequestFailed):

@@ -29,7 +29,8 @@ action             what the driver does, and the events it may report
 ``Write``          write ``data``: ``written()``, ``closed()``, ``timed_out()``
 ``Read``           read some bytes: ``receive_data(data)`` (any amount; the
                    action stays ``Read`` until a whole frame has come),
-                   ``closed()``, ``timed_out()``
+                   ``closed()``, ``timed_out()``; ``quiet()`` when the action
+                   has a ``quiet_period`` and nothing came for that long
 ``Ready``          none: the connection carries requests from now on
 ``SetupFailed``    none: raise ``error``; close the socket
 =================  ==============================================================
@@ -56,6 +57,7 @@ from kafkacompat.negotiation.handshake_types import (
     Fail,
     HandshakeResult,
     ReceiveReply,
+    SendProbe,
     SendRequest,
 )
 from kafkacompat.negotiation.request_pipeline import (
@@ -65,6 +67,8 @@ from kafkacompat.negotiation.request_pipeline import (
     Ticket,
 )
 from kafkacompat.negotiation.sasl_exchange import (
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
     Authenticated,
     AwaitReply,
     SaslExchange,
@@ -76,6 +80,7 @@ from kafkacompat.negotiation.sasl_exchange import (
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
 from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.reply_limits import ReplyLimits
 
 __all__ = [
     "ClientConnection",
@@ -107,13 +112,21 @@ class OpenSocket:
 
 @dataclass(frozen=True, slots=True)
 class Write:
+    """Write ``data``.  ``fresh_deadline``: a new request starts, and with it a new deadline
+    for it and its answer (False for the pre-0.10 probe, which shares ApiVersions' deadline)."""
+
     data: bytes
     what: str
+    fresh_deadline: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class Read:
+    """Read; ``quiet_period``: report ``quiet()`` when nothing came for that long (the
+    deadline still applies)."""
+
     what: str
+    quiet_period: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,12 +167,14 @@ class ClientConnection:
         client_id: str | _Same | None = _Same.AS_HANDSHAKE,
         max_in_flight: int = 32,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        reply_limits: ReplyLimits | None = None,
     ) -> None:
         self.node = node
         self.node_id = node_id
         self.policy = policy
         self.max_in_flight = max_in_flight
         self.max_frame_size = max_frame_size
+        self.reply_limits = reply_limits if reply_limits is not None else ReplyLimits()
         self.handshake_config = handshake if handshake is not None else HandshakeConfig()
         # The header's client id after the handshake; by default the handshake's own.
         self.client_id = self.handshake_config.client_id if client_id is _Same.AS_HANDSHAKE else client_id
@@ -241,34 +256,44 @@ class ClientConnection:
         if self._phase is Phase.READY:
             return self._watch(self.pipeline.receive_data(data))
         self._expect(Read)
-        try:
-            frames = self._frames.feed(data)
-        except WrongProtocolError as exc:
-            if self._sasl is None:  # the handshake tells TLS, HTTP and the like apart
-                self._handshake.foreign_bytes(self._frames.unconsumed())
-                self._action = self._from_handshake()
-            else:
+        self._frames.push(data)
+        return self._read_setup_frames()
+
+    def _read_setup_frames(self) -> list[PipelineEvent]:
+        while isinstance(self._action, Read):
+            limit, what = self._setup_ceiling()
+            try:
+                frame = self._frames.next_frame(limit, what=what)
+            except WrongProtocolError as exc:
+                if self._sasl is None:  # the handshake tells TLS, HTTP and the like apart
+                    self._handshake.foreign_bytes(self._frames.unconsumed())
+                    self._action = self._from_handshake()
+                else:
+                    self._setup_failed(exc)
+                return []
+            except KafkaCompatError as exc:  # a size prefix above the ceiling, or negative
                 self._setup_failed(exc)
-            return []
-        except KafkaCompatError as exc:  # a size prefix above the limit, or negative
-            self._setup_failed(exc)
-            return []
-        events: list[PipelineEvent] = []
-        for frame in frames:
-            if self._pipeline is not None:
-                # Setup ended on an earlier frame of this read: nothing asked for this one
-                # yet, and the pipeline fails the connection for it.
-                event = self.pipeline.receive_frame(frame)
-                events += self._watch([] if event is None else [event])
-            elif not isinstance(self._action, Read):
-                break  # setup failed on an earlier frame: the rest is not read
-            elif self._sasl is not None:
+                return []
+            if frame is None:
+                return []
+            if self._sasl is not None:
                 self._sasl.received_frame(frame)
                 self._action = self._from_sasl()
             else:
                 self._handshake.received_frame(frame)
                 self._action = self._from_handshake()
-        return events
+        if self._pipeline is not None:
+            # Setup ended on a frame of this read; any frame after it answers nothing asked
+            # yet, and the pipeline fails the connection for it.
+            return self._watch(self._pipeline.read_frames())
+        return []
+
+    def _setup_ceiling(self) -> tuple[int, str]:
+        if self._sasl is None:
+            return self._handshake.reply_ceiling(self.reply_limits, self.max_frame_size)
+        key = SASL_AUTHENTICATE if self._sasl.authenticating else SASL_HANDSHAKE
+        name = "SaslAuthenticate" if key == SASL_AUTHENTICATE else "SaslHandshake"
+        return self.reply_limits.limit_for(key, self.max_frame_size), name
 
     def closed(self, error: KafkaCompatError | None = None) -> list[PipelineEvent]:
         """The socket closed (by the broker, or the driver is closing it).
@@ -290,6 +315,12 @@ class ClientConnection:
         else:
             self._phase = Phase.CLOSED
         return []
+
+    def quiet(self) -> None:
+        """Nothing came for the ``quiet_period`` of the current ``Read``."""
+        self._expect(Read)
+        self._handshake.quiet()
+        self._action = self._from_handshake()
 
     def timed_out(self) -> None:
         """The driver's deadline for the current setup step passed."""
@@ -321,8 +352,10 @@ class ClientConnection:
             return OpenSocket(action.connection)
         if isinstance(action, SendRequest):
             return Write(action.frame, f"ApiVersions v{action.version}")
+        if isinstance(action, SendProbe):
+            return Write(action.frame, "the Metadata v0 probe", fresh_deadline=False)
         if isinstance(action, ReceiveReply):
-            return Read(f"the answer to ApiVersions v{action.version}")
+            return Read(f"the answer to ApiVersions v{action.version}", action.quiet_period)
         if isinstance(action, Fail):
             self._phase = Phase.FAILED
             return SetupFailed(action.error)
@@ -379,6 +412,8 @@ class ClientConnection:
             first_correlation_id=counter.next_correlation_id,
             max_in_flight=self.max_in_flight,
             frames=self._frames,
+            reply_limits=self.reply_limits,
+            api_ranges=self._capabilities.api_ranges,
         )
         self._phase = Phase.READY
         return Ready(self._capabilities, self._result, authenticated)

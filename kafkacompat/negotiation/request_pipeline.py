@@ -20,6 +20,11 @@ wrong caller.  Two exceptions follow from Kafka itself:
   behind, and its late answer is read and dropped; one cut off half-way
   through being written corrupts the stream, so the connection fails.
 
+Each answer is held, from its size prefix and before anything is allocated
+for it, to the ceiling that fits the request it answers (``ReplyLimits``); and
+a close that meets a request at a version Kafka 4.x removed is reported to that
+caller as the removal it is (``VersionRemovedError``), not as a bare close.
+
 This object owns those rules and nothing else: no sockets, no clocks, no
 tasks.  The drivers (trio, blocking) write the bytes it hands out, feed it the
 bytes they read, and wake the callers named in the events it returns.
@@ -33,7 +38,7 @@ Every request handed out by ``send`` ends exactly once, with one of:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Final
@@ -46,7 +51,11 @@ from kafkacompat.errors import (
     TransportError,
 )
 from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
 from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.removals import removed_version_error
+from kafkacompat.protocol.reply_limits import ReplyLimits
+from kafkacompat.protocol.versions import VersionRange
 
 __all__ = [
     "ConnectionFailed",
@@ -90,6 +99,7 @@ class Ticket:
     response_cls: type[KafkaMessage]
     expects_reply: bool
     frame: bytes = field(repr=False)
+    reply_limit: int = DEFAULT_MAX_FRAME_SIZE  # the ceiling for its answer's size
     stage: Stage = Stage.QUEUED
 
 
@@ -124,6 +134,12 @@ class ConnectionFailed:
 
     error: KafkaCompatError
     failed: tuple[Ticket, ...]
+    #: Errors more precise than ``error`` for some of them (by ``id(ticket)``): a close that
+    #: answered a request at a version the broker removed (KIP-896) says so to that caller.
+    precise: Mapping[int, KafkaCompatError] = field(default_factory=dict)
+
+    def error_of(self, ticket: Ticket) -> KafkaCompatError:
+        return self.precise.get(id(ticket), self.error)
 
 
 PipelineEvent = ResponseReceived | RequestFailed | SentWithoutReply | ConnectionFailed
@@ -152,6 +168,8 @@ class RequestPipeline:
         max_in_flight: int = 64,
         max_abandoned: int = 1024,
         frames: framing.FrameSplitter | None = None,
+        reply_limits: ReplyLimits | None = None,
+        api_ranges: Mapping[int, VersionRange] | None = None,
         response_class: Callable[[int], type[KafkaMessage]] | None = None,
     ) -> None:
         if not 0 <= first_correlation_id <= _INT32_MAX:
@@ -164,11 +182,14 @@ class RequestPipeline:
         self.max_abandoned = max_abandoned
         self._next_id = first_correlation_id
         self._frames = frames if frames is not None else framing.FrameSplitter()
+        self._limits = reply_limits if reply_limits is not None else ReplyLimits()
+        self._ranges = api_ranges  # what the broker advertised: tells a removed version's close
         self._response_class = response_class or _response_class
         self._live: dict[int, Ticket] = {}  # every request not ended, by id
         self._outbox: deque[Ticket] = deque()  # queued, in send order
         self._writing: list[Ticket] = []
         self._awaiting: deque[int] = deque()  # ids written that expect an answer, oldest first
+        self._expected: dict[int, tuple[int, str]] = {}  # awaited id -> (size ceiling, response name)
         self._abandoned: set[int] = set()  # written, given up by their caller
         self._acks0: dict[int, None] = {}  # recent acks=0 ids, oldest first
         self._failure: KafkaCompatError | None = None
@@ -213,8 +234,9 @@ class RequestPipeline:
         frame = framing.encode_request(message, version, correlation_id, self.client_id)
         self._next_id = 0 if correlation_id == _INT32_MAX else correlation_id + 1
         response_cls = self._response_class(message.API_KEY)
+        limit = self._limits.limit_for(message.API_KEY, self._frames.max_size, message, version)
         ticket = Ticket(
-            correlation_id, message.API_KEY, version, response_cls, _expects_reply(message), frame
+            correlation_id, message.API_KEY, version, response_cls, _expects_reply(message), frame, limit
         )
         self._live[correlation_id] = ticket
         self._outbox.append(ticket)
@@ -238,6 +260,7 @@ class RequestPipeline:
             ticket.stage = Stage.WRITING
             if ticket.expects_reply:
                 self._awaiting.append(ticket.correlation_id)
+                self._expected[ticket.correlation_id] = (ticket.reply_limit, ticket.response_cls.NAME)
             else:
                 self._acks0[ticket.correlation_id] = None
                 if len(self._acks0) > ACKS0_MEMORY:
@@ -297,18 +320,36 @@ class RequestPipeline:
         """Bytes read from the connection; the events their complete frames cause."""
         if self._failure is not None:
             return []
-        try:
-            frames = self._frames.feed(data)
-        except KafkaCompatError as exc:
-            return [self._fail(exc)]
+        self._frames.push(data)
+        return self.read_frames()
+
+    def read_frames(self) -> list[PipelineEvent]:
+        """The events of every whole frame already buffered (after ``receive_data``, or a
+        driver that filled ``frames.body_room()`` itself)."""
         events: list[PipelineEvent] = []
-        for frame in frames:
+        while self._failure is None:
+            limit, what = self.next_reply_limit()
+            try:
+                frame = self._frames.next_frame(limit, what=what)
+            except KafkaCompatError as exc:  # a size prefix above the ceiling, or not Kafka's
+                if exc.node is None:
+                    exc.node = self.node
+                events.append(self._fail(exc))
+                break
+            if frame is None:
+                break
             event = self.receive_frame(frame)
             if event is not None:
                 events.append(event)
-            if self._failure is not None:
-                break  # frames after a failure belong to a stream nobody trusts
         return events
+
+    def next_reply_limit(self) -> tuple[int, str | None]:
+        """The size ceiling for the next frame, and the response it should be."""
+        if self._awaiting:
+            return self._expected.get(self._awaiting[0], (self._frames.max_size, None))
+        if self._acks0:  # a broker that answers acks=0 Produce anyway
+            return self._frames.max_size, "ProduceResponse"
+        return self._limits.handshake, None  # nothing was asked: whatever comes is refused
 
     def receive_frame(self, frame: bytes | bytearray | memoryview) -> PipelineEvent | None:
         """One response frame (without its size prefix)."""
@@ -321,6 +362,7 @@ class RequestPipeline:
             return self._fail(exc)
         if self._awaiting and self._awaiting[0] == correlation_id:
             self._awaiting.popleft()
+            self._expected.pop(correlation_id, None)
         elif correlation_id in self._acks0:  # a broker that answers acks=0 anyway
             del self._acks0[correlation_id]
             return None
@@ -368,11 +410,18 @@ class RequestPipeline:
         if error.node is None:
             error.node = self.node
         self._failure = error
+        precise: dict[int, KafkaCompatError] = {}
+        for ticket in self._live.values():
+            if ticket.stage is Stage.WRITTEN:  # sent: the close may be the broker refusing its version
+                removed = removed_version_error(error, ticket.api_key, ticket.version, self._ranges)
+                if removed is not None:
+                    precise[id(ticket)] = removed
         failed = tuple(self._end(ticket) for ticket in list(self._live.values()))
         self._outbox.clear()
         self._awaiting.clear()
+        self._expected.clear()
         self._abandoned.clear()
-        return ConnectionFailed(error, failed)
+        return ConnectionFailed(error, failed, precise)
 
 
 def _response_class(api_key: int) -> type[KafkaMessage]:

@@ -189,6 +189,11 @@ class SaslExchange:
     def next_correlation_id(self) -> int:
         return self._next_id
 
+    @property
+    def authenticating(self) -> bool:
+        """Past SaslHandshake: the replies awaited are the mechanism's tokens."""
+        return self._step is _Step.TOKEN
+
     def next_action(self) -> SaslAction:
         return self._action
 

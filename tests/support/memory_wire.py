@@ -94,6 +94,8 @@ def set_up(client: ClientConnection, wire: MemoryWire, max_steps: int = 200) -> 
                         break
             elif wire.broker_closed:
                 client.closed()
+            elif action.quiet_period is not None:  # the quiet period passed with nothing read
+                client.quiet()
             else:
                 client.timed_out()
     raise AssertionError(f"setup did not end in {max_steps} steps")

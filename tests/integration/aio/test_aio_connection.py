@@ -104,17 +104,27 @@ def test_emulated_eras(release: str) -> None:
             assert [b.node_id for b in response.brokers] == [broker.node_id]
 
 
-def test_a_pre_0_10_broker_is_too_old_without_a_fallback_and_uses_it_with_one() -> None:
-    with ThreadedCluster("0.8.2") as cluster:
+@pytest.mark.parametrize("release", ["0.8.2", "0.9.0"])
+def test_a_pre_0_10_broker_is_named_and_a_fallback_overrides(release: str) -> None:
+    with ThreadedCluster(release) as cluster:
+        broker = cluster.brokers[0]
+        caps = run(lambda: _capabilities(broker.host, broker.port, QUICK))
+        assert caps.fallback_release == release  # type: ignore[attr-defined]
+        assert ranges(caps) == {k: (r.lowest, r.highest) for k, r in broker.profile.apis.items()}
+        response = run(lambda: metadata(broker.host, broker.port))
+        assert [b.node_id for b in response.brokers] == [broker.node_id]
+        override = ConnectionConfig(
+            connect_timeout=5, request_timeout=5, handshake=HandshakeConfig(fallback_release="0.8.0")
+        )
+        caps = run(lambda: _capabilities(broker.host, broker.port, override))
+        assert caps.fallback_release == "0.8.0"  # type: ignore[attr-defined]
+
+
+def test_a_port_that_closes_everything_is_too_old_or_not_kafka() -> None:
+    with ThreadedCluster("0.8.2", faults=[Fault.close()]) as cluster:
         broker = cluster.brokers[0]
         error = run(lambda: failure(broker.host, broker.port))
         assert isinstance(error, BrokerTooOldError) and error.transcript is not None
-        fallback = ConnectionConfig(
-            connect_timeout=5, request_timeout=5, handshake=HandshakeConfig(fallback_release="0.8.2")
-        )
-        caps = run(lambda: _capabilities(broker.host, broker.port, fallback))
-        assert caps.fallback_release == "0.8.2"
-        assert ranges(caps) == {k: (r.lowest, r.highest) for k, r in broker.profile.apis.items()}
 
 
 async def _capabilities(host: str, port: int, config: ConnectionConfig) -> object:

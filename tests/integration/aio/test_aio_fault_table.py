@@ -22,6 +22,7 @@ from tests.integration.transport.test_connection_faults import (
     CONFIG,
     DEADLINE,
     KEY,
+    MAX_PROXY_CONNECTIONS,
     REQUEST_TIMEOUT,
     TABLE,
     Case,
@@ -73,4 +74,4 @@ def test_fault_table_through_asyncio(tansu: TansuBroker, case: Case) -> None:
             time.sleep(0.01)
     _check(case, result)
     assert elapsed < 2 * REQUEST_TIMEOUT + 2.0, elapsed
-    assert len(proxy.connections) <= 2  # at most the handshake's one reconnect
+    assert len(proxy.connections) <= MAX_PROXY_CONNECTIONS

@@ -18,13 +18,14 @@ from kafkacompat.negotiation.client_connection import (
     SaslLogin,
     SetupFailed,
 )
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.negotiation.request_pipeline import ConnectionFailed, PipelineStateError, ResponseReceived
 from kafkacompat.protocol import messages
 from kafkacompat.testing.emulator import (
     ApiVersionsEra,
     BrokerProfile,
     ClusterState,
+    Fault,
+    FaultPlan,
     Node,
     SaslConfig,
     release_profiles,
@@ -54,9 +55,7 @@ def login(mechanism: str, user: str = "alice", password: str = "secret") -> Sasl
 @pytest.mark.parametrize("broker", PROFILES, ids=lambda p: p.label)
 def test_every_release_negotiates_and_answers_metadata(broker: BrokerProfile) -> None:
     wire = wire_for(broker)
-    fallback = broker.release if broker.api_versions_era is ApiVersionsEra.ABSENT else None
-    config = HandshakeConfig(fallback_release=fallback, fallback_kind=broker.kind)
-    client = ClientConnection(config, node="b:9092")
+    client = ClientConnection(node="b:9092")
     ready = set_up(client, wire)
     assert isinstance(ready, Ready), ready
     assert {k: (r.lowest, r.highest) for k, r in ready.capabilities.api_ranges.items()} == {
@@ -65,6 +64,8 @@ def test_every_release_negotiates_and_answers_metadata(broker: BrokerProfile) ->
     # One counter from the first ApiVersions on: no gap, no reuse.
     ids = [r.correlation_id for r in wire.records]
     assert ids == list(range(len(ids)))
+    if broker.api_versions_era is ApiVersionsEra.ABSENT and broker.release is not None:
+        assert ready.handshake.detected_release == broker.release  # named by what it answers
     if METADATA not in broker.apis or broker.kind == "kraft-controller":
         return
     events = round_trip(client, wire, messages.MetadataRequest(topics=[]))
@@ -86,8 +87,23 @@ def test_reads_cut_at_every_byte_give_the_same_answer(release: str) -> None:
     assert isinstance(event, ResponseReceived)
 
 
-def test_a_pre_0_10_broker_without_a_fallback_is_too_old() -> None:
-    ended = set_up(ClientConnection(node="b"), wire_for(profile("0.8.2")))
+@pytest.mark.parametrize("release", ["0.8.0", "0.8.1", "0.8.2", "0.9.0"])
+def test_a_pre_0_10_broker_is_known_by_what_it_answers(release: str) -> None:
+    wire = wire_for(profile(release))
+    client = ClientConnection(node="b")
+    ready = set_up(client, wire)
+    assert isinstance(ready, Ready), ready
+    assert ready.handshake.detected_release == release
+    assert {k: (r.lowest, r.highest) for k, r in ready.capabilities.api_ranges.items()} == {
+        k: (r.lowest, r.highest) for k, r in profile(release).apis.items()
+    }
+    (event,) = round_trip(client, wire, messages.MetadataRequest(topics=[]))
+    assert isinstance(event, ResponseReceived)
+
+
+def test_a_port_that_closes_everything_is_too_old_or_not_kafka() -> None:
+    wire = wire_for(profile("0.8.2"), faults=FaultPlan([Fault.close()]))
+    ended = set_up(ClientConnection(node="b"), wire)
     assert isinstance(ended, SetupFailed) and isinstance(ended.error, BrokerTooOldError)
     assert ended.error.transcript is not None
 
