@@ -27,6 +27,7 @@ from bench.common import BenchConfig, Row, format_table
 SECTIONS: dict[str, str] = {
     "codec": "bench.codec",
     "transport": "bench.transport",
+    "aio": "bench.aio",
     "legacy": "bench.legacy",
     "pipeline": "bench.pipeline",
 }

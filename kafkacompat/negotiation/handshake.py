@@ -104,6 +104,7 @@ from kafkacompat.negotiation.legacy_probe import (
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.protocol.framing import encode_request, sniff_foreign_protocol
 from kafkacompat.protocol.messages import ApiVersionsResponse
+from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = [
@@ -199,6 +200,18 @@ class ApiVersionsHandshake(LegacySteps):
     def next_correlation_id(self) -> int:
         """The correlation id the connection's next request should use."""
         return self._next_correlation_id
+
+    def reply_ceiling(self, limits: ReplyLimits, max_frame_size: int) -> tuple[int, str]:
+        """The size ceiling for the next frame the driver reads, and what that frame answers.
+
+        ApiVersions' ceiling, except while a request of the pre-0.10 checks
+        (the Metadata v0 probe, or a 0.8 check) is on the wire: its answer may
+        list every topic of the cluster, so it gets ``limits.legacy_probe``.
+        """
+        handshake = min(limits.handshake, max_frame_size)
+        if self._probe_id is not None:
+            return max(handshake, min(limits.legacy_probe, max_frame_size)), "ApiVersions or Metadata v0"
+        return handshake, "ApiVersions"
 
     @property
     def transcript(self) -> HandshakeTranscript:

@@ -17,6 +17,7 @@ FindCoordinator                     1 MiB     a batch of keys with their coordin
 DescribeCluster                     256 KiB   as Metadata without topics
 SaslHandshake, SaslAuthenticate     64 KiB    a mechanism list, a SCRAM message
 UpdateFeatures                      1 MiB     one result per feature
+Metadata v0, the pre-0.10 probe     2 MiB     every topic of the cluster (60,000 partitions)
 anything else                       the connection's ``max_frame_size``
 ==================================  ========  ========================================
 
@@ -70,6 +71,9 @@ class ReplyLimits:
 
     ceilings: Mapping[int, int] = field(default_factory=dict)
     default: int | None = None
+    #: The answer to the Metadata v0 request that tells a pre-0.10 broker (the handshake's
+    #: probe): it lists every topic, yet it is read before anything is known of the broker.
+    legacy_probe: int = 2 * MIB
 
     def __post_init__(self) -> None:
         merged = {**DEFAULT_CEILINGS, **self.ceilings}
@@ -78,6 +82,12 @@ class ReplyLimits:
                 raise ConfigError(
                     f"the reply ceiling for API key {key} must be 1 to 2**31-1 bytes, not {value!r}"
                 )
+        if isinstance(self.legacy_probe, bool) or not isinstance(self.legacy_probe, int) or not (
+            0 < self.legacy_probe <= 0x7FFFFFFF
+        ):
+            raise ConfigError(
+                f"the legacy probe's ceiling must be 1 to 2**31-1 bytes, not {self.legacy_probe!r}"
+            )
         if self.default is not None and not 0 < self.default <= 0x7FFFFFFF:
             raise ConfigError(f"the default reply ceiling must be 1 to 2**31-1 bytes, not {self.default!r}")
         object.__setattr__(self, "ceilings", MappingProxyType(merged))

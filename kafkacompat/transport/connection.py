@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -45,12 +45,11 @@ from kafkacompat.errors import (
     TransportError,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.capability_changes import CapabilityChange, capability_change
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.protocol import framing, messages
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.removals import removed_version_error
-from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.reference import API_NAMES
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.negotiate import negotiate
 from kafkacompat.transport.seam import raise_lone
@@ -63,23 +62,6 @@ log = logging.getLogger("kafkacompat.transport")
 _INT32_MAX = 0x7FFFFFFF
 PRODUCE = 0
 _ACKS0_MEMORY = 1024  # acks=0 ids remembered, in case the broker answers them anyway
-
-
-@dataclass(frozen=True, slots=True)
-class CapabilityChange:
-    """What a reconnect learned that differs from the previous negotiation."""
-
-    node: str
-    changed: Mapping[int, tuple[VersionRange, VersionRange]]  # api key -> (before, after)
-    release_before: str
-    release_after: str
-
-    def describe(self) -> str:
-        parts = [f"{API_NAMES.get(k, k)}({k}) {a} -> {b}" for k, (a, b) in sorted(self.changed.items())]
-        return (
-            f"broker {self.node} changed between connections "
-            f"({self.release_before} -> {self.release_after}): " + ", ".join(parts)
-        )
 
 
 _QUEUED, _WRITING, _WRITTEN = range(3)  # where a request's frame is
@@ -439,19 +421,8 @@ class BrokerConnection:
         self._stop_io()
 
     def _note_change(self, capabilities: BrokerCapabilities) -> None:
-        before = self.capabilities
-        if before is None:
-            return
-        keys = set(before.api_ranges) | set(capabilities.api_ranges)
-        changed = {
-            k: (before.broker_range(k), capabilities.broker_range(k))
-            for k in keys
-            if before.broker_range(k) != capabilities.broker_range(k)
-        }
-        if changed:
-            change = CapabilityChange(
-                self.node, changed, before.release_guess.text, capabilities.release_guess.text
-            )
+        change = capability_change(self.node, self.capabilities, capabilities)
+        if change is not None:
             self.changes.append(change)
             log.warning("%s", change.describe())
 

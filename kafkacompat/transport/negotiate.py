@@ -62,7 +62,7 @@ async def negotiate(host: str, port: int, config: ConnectionConfig) -> tuple[Fra
                     machine.request_sent()
             elif isinstance(action, ReceiveReply):
                 assert stream is not None
-                await _receive(stream, action, deadline, machine)
+                await _receive(stream, action, deadline, machine, config)
             elif isinstance(action, Done):
                 if action.needs_new_connection:
                     stream = await _open_after_fallback(stream, host, port, config)
@@ -97,15 +97,20 @@ async def _reconnect(
 
 
 async def _receive(
-    stream: FramedStream, action: ReceiveReply, deadline: float, machine: ApiVersionsHandshake
+    stream: FramedStream,
+    action: ReceiveReply,
+    deadline: float,
+    machine: ApiVersionsHandshake,
+    config: ConnectionConfig,
 ) -> None:
+    limit, what = machine.reply_ceiling(config.reply_limits, config.max_frame_size)
     quiet_until = deadline
     if action.quiet_period is not None:
         quiet_until = min(deadline, trio.current_time() + action.quiet_period)
     try:
         # Cancelling mid-frame loses nothing: the bytes read so far stay in the stream's splitter.
         with trio.fail_after(max(quiet_until - trio.current_time(), 0)):
-            frame = await stream.receive_frame()
+            frame = await stream.receive_frame(limit, what)
     except trio.TooSlowError:
         if quiet_until < deadline:
             machine.quiet()

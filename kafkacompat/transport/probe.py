@@ -100,7 +100,6 @@ class _Probe:
         self.sock: socket.socket | None = None
         self.splitter = FrameSplitter(config.max_frame_size)
         # Every reply the probe reads answers ApiVersions: held to that ceiling from its prefix.
-        self.reply_limit = min(config.reply_limits.handshake, config.max_frame_size)
         self.context: ssl.SSLContext | None = None
         # Every reply awaited after an ApiVersions request (the probe's too) is due by this.
         self.reply_deadline = deadline
@@ -158,8 +157,9 @@ class _Probe:
         until = self.reply_deadline
         if action.quiet_period is not None:
             until = min(until, time.monotonic() + action.quiet_period)
+        limit, what = machine.reply_ceiling(self.config.reply_limits, self.config.max_frame_size)
         try:
-            frame = self._read_frame(until)
+            frame = self._read_frame(until, limit, what)
         except KafkaTimeoutError:
             # Quiet only while the request's own deadline is still ahead: past it, a timeout.
             if until < self.reply_deadline:
@@ -241,13 +241,13 @@ class _Probe:
         except OSError as exc:
             raise translate_os_error(exc, self.node, "sending a request") from None
 
-    def _read_frame(self, deadline: float) -> bytes:
+    def _read_frame(self, deadline: float, limit: int, what: str) -> bytes:
         assert self.sock is not None
         # Bounded by the deadline: every recv waits at most until it, and it does not move.
         # FrameSplitter checks the size prefix against the ceiling before allocating the body,
         # which then is one buffer the socket reads straight into.
         splitter = self.splitter
-        while (frame := splitter.next_frame(self.reply_limit, what="ApiVersions")) is None:
+        while (frame := splitter.next_frame(limit, what=what)) is None:
             self.sock.settimeout(self._until(deadline, "reading a response"))
             room = splitter.body_room()
             try:

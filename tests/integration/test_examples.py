@@ -57,3 +57,11 @@ def test_blocking_script(tansu: TansuBroker) -> None:
     assert "coordinators: 10 found, 0 failed; 1 batched request(s) at v6" in out
     assert "finalized epoch -1" in out
     assert "dry run refused: FeatureUpdateBlockedError: metadata.version 21" in out
+
+
+def test_asyncio_beside_aiokafka(tansu: TansuBroker) -> None:
+    out = run_example("asyncio_beside_aiokafka.py", tansu.bootstrap, "--topic", "examples-aio")
+    assert f"broker {tansu.bootstrap}: at least Kafka" in out
+    assert "  Produce v11: the highest of 0-11" in out and "  Metadata v12: the highest of 0-12" in out
+    assert "cluster kafkacompat-tests: 1 broker(s)" in out
+    assert "aiokafka produced to examples-aio[" in out and "at offset 0" in out

@@ -73,6 +73,8 @@ class Case:
     to_broker: Sequence[Fault] = ()
 
 
+# At most the handshake's step-down (v4, v3, v0) and the Metadata v0 check after it.
+MAX_PROXY_CONNECTIONS = 4
 FIRST = (1,)  # a fault on the first connection only: the handshake's reconnect at v0 is clean
 
 # fmt: off
@@ -241,8 +243,7 @@ async def test_fault_table_against_tansu(tansu: TansuBroker, case: Case) -> None
             with trio.fail_after(3.0):
                 for record in proxy.connections:
                     await record.finished.wait()
-            # At most the handshake's step-down (v4, v3, v0) and the Metadata v0 check after it.
-            assert len(proxy.connections) <= 4
+            assert len(proxy.connections) <= MAX_PROXY_CONNECTIONS
 
 
 def test_the_table_covers_every_fault_kind() -> None:

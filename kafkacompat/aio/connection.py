@@ -1,0 +1,411 @@
+"""The asyncio driver of one negotiated connection, on asyncio streams.
+
+Every decision is made by the sans-I/O ``ClientConnection`` (handshake, SASL,
+correlation ids, the in-flight bound, response matching, requests given up);
+this module only moves bytes between it and an asyncio stream, applies the
+deadlines, and wakes the callers its events name.  It imports no trio and
+starts no thread.
+
+Setup runs in the caller's task.  Once the connection is ready, a reader task
+feeds what arrives to the connection; writes happen in the task of the request
+that finds nothing being written, and carry everything queued meanwhile in one
+write.  A caller that times out or is cancelled gives its request back: queued,
+it is never written; written, its late answer is dropped; cut off half-way
+through its write, the connection closes, since the stream would be corrupt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import cast
+
+from kafkacompat.errors import (
+    AuthenticationError,
+    KafkaCompatError,
+    KafkaTimeoutError,
+    ProtocolError,
+    TransportError,
+)
+from kafkacompat.negotiation.addresses import check_address
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.capability_changes import CapabilityChange, capability_change
+from kafkacompat.negotiation.client_connection import (
+    ClientConnection,
+    OpenSocket,
+    Read,
+    Ready,
+    SaslLogin,
+    SetupFailed,
+    Write,
+)
+from kafkacompat.negotiation.handshake_types import HandshakeResult
+from kafkacompat.negotiation.request_pipeline import (
+    ConnectionFailed,
+    PipelineEvent,
+    RequestFailed,
+    ResponseReceived,
+    Ticket,
+)
+from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.transport.os_errors import translate_os_error
+
+__all__ = ["BrokerConnection", "open_connection"]
+
+log = logging.getLogger("kafkacompat.aio")
+
+_CHUNK = 65536
+_CLOSE_TIMEOUT = 1.0  # seconds to wait for a closing socket (a TLS close_notify, say)
+
+
+class BrokerConnection:
+    """A connection to ``host:port`` that negotiates by itself before carrying requests."""
+
+    def __init__(
+        self, host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
+    ) -> None:
+        # Checked before any socket sees it: a bad port or host is a typed refusal.
+        self.host, self.port = check_address(host, port, source="the caller")
+        self.node_id = node_id
+        self.config = config or DEFAULT_CONFIG
+        self.capabilities: BrokerCapabilities | None = None
+        self.handshake: HandshakeResult | None = None
+        self.changes: list[CapabilityChange] = []
+        self._protocol: ClientConnection | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._read_task: asyncio.Task[None] | None = None
+        self._waiters: dict[int, asyncio.Future[KafkaMessage | None]] = {}  # id(ticket) -> its caller
+        self._slots = asyncio.Semaphore(self.config.max_in_flight)
+        self._writing = False
+        self._closed = False
+
+    @property
+    def node(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def is_ready(self) -> bool:
+        p = self._protocol
+        return p is not None and not self._closed and p.capabilities is not None and p.is_ready
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._waiters)
+
+    def __repr__(self) -> str:
+        state = "ready" if self.is_ready else ("closed" if self._closed else "not ready")
+        return f"<aio.BrokerConnection {self.node} {state}>"
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def open(self) -> BrokerCapabilities:
+        """Connect, negotiate and authenticate."""
+        if self._protocol is not None and not self._closed:
+            raise TransportError("this connection is already open", node=self.node)
+        self._closed = False
+        protocol = ClientConnection(
+            self.config.handshake,
+            node=self.node,
+            node_id=self.node_id,
+            sasl=_login(self.config),
+            policy=self.config.policy,
+            client_id=self.config.client_id,
+            max_in_flight=self.config.max_in_flight,
+            max_frame_size=self.config.max_frame_size,
+            reply_limits=self.config.reply_limits,
+        )
+        ready = await self._set_up(protocol)
+        change = capability_change(self.node, self.capabilities, ready.capabilities)
+        if change is not None:
+            self.changes.append(change)
+            log.warning("%s", change.describe())
+        self._protocol, self.handshake, self.capabilities = protocol, ready.handshake, ready.capabilities
+        self._slots = asyncio.Semaphore(self.config.max_in_flight)
+        # The reader starts with the first request: a connection opened only to learn
+        # the broker's capabilities never needs it.
+        self._read_task = None
+        return ready.capabilities
+
+    async def reconnect(self) -> BrokerCapabilities:
+        """Close and negotiate again; the new capabilities replace the old ones."""
+        await self.aclose()
+        return await self.open()
+
+    async def aclose(self) -> None:
+        """Close; every request still in flight fails with a TransportError."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._protocol is not None:
+            self._dispatch(self._protocol.closed())
+        task, self._read_task = self._read_task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+        await self._close_socket()
+
+    # -- requests ----------------------------------------------------------------------
+
+    def pick_version(self, api_key: int) -> int:
+        if self.capabilities is None:
+            raise TransportError("the connection has not negotiated yet", node=self.node)
+        return self.capabilities.pick_version(api_key, self.config.policy)
+
+    async def request(
+        self, message: KafkaMessage, *, version: int | None = None, request_timeout: float | None = None
+    ) -> KafkaMessage:
+        """Send ``message`` at the picked (or given) version; return the decoded response.
+
+        ``request_timeout`` overrides the configured one; when it passes, the
+        request is given up (its late answer is dropped) and
+        ``KafkaTimeoutError`` is raised.  A Produce with ``acks=0`` returns
+        None once written.
+        """
+        protocol = self._protocol
+        if protocol is None or self.capabilities is None:
+            raise TransportError("the connection has not negotiated yet", node=self.node)
+        if message.MESSAGE_TYPE != "request" or message.API_KEY is None:
+            raise ProtocolError(f"{message.NAME} is not a request")
+        if version is None:
+            version = self.pick_version(message.API_KEY)
+        limit = request_timeout if request_timeout is not None else self.config.request_timeout
+        deadline = asyncio.get_running_loop().time() + limit
+        ticket: Ticket | None = None
+        try:
+            async with asyncio.timeout_at(deadline):
+                async with self._slots:
+                    failure = protocol.pipeline.failure
+                    if failure is not None or self._closed:
+                        raise (failure or TransportError("the connection was closed", node=self.node))
+                    ticket = protocol.pipeline.send(message, version)
+                    if self._read_task is None:
+                        reading = self._read_loop(protocol)
+                        self._read_task = asyncio.create_task(reading, name=f"kafkacompat reader {self.node}")
+                    waiter: asyncio.Future[KafkaMessage | None] = asyncio.get_running_loop().create_future()
+                    self._waiters[id(ticket)] = waiter
+                    if not self._writing:
+                        await self._write_queued(protocol)
+                    response = await waiter
+            if asyncio.get_running_loop().time() > deadline:
+                # Decoding the answer ran past the deadline: a deadline covers the whole call.
+                raise TimeoutError
+            return cast(KafkaMessage, response)  # None only for an acks=0 Produce
+        except TimeoutError:
+            if ticket is None:
+                raise KafkaTimeoutError(
+                    f"timed out waiting for one of the {self.config.max_in_flight} in-flight slots "
+                    f"to send {message.NAME} v{version}",
+                    node=self.node,
+                ) from None
+            self._give_up(protocol, ticket)
+            raise KafkaTimeoutError(
+                f"no response to {message.NAME} v{version} within the timeout", node=self.node
+            ) from None
+        except BaseException:
+            if ticket is not None:
+                self._give_up(protocol, ticket)
+            raise
+
+    # -- driving the sans-I/O connection ------------------------------------------------
+
+    async def _set_up(self, protocol: ClientConnection) -> Ready:
+        loop = asyncio.get_running_loop()
+        deadline = 0.0
+        try:
+            while True:
+                action = protocol.next_action()
+                if isinstance(action, OpenSocket):
+                    await self._open_socket(protocol, loop.time() + self.config.connect_timeout)
+                elif isinstance(action, Write):
+                    if action.fresh_deadline:  # a request and its answer share one deadline
+                        deadline = loop.time() + self.config.request_timeout
+                    await self._setup_write(protocol, action.data, deadline)
+                elif isinstance(action, Read):
+                    await self._setup_read(protocol, action, deadline)
+                elif isinstance(action, SetupFailed):
+                    raise action.error
+                else:
+                    assert isinstance(action, Ready)
+                    return action
+        except BaseException:
+            await self._close_socket()
+            raise
+
+    async def _open_socket(self, protocol: ClientConnection, deadline: float) -> None:
+        await self._close_socket()
+        tls = self.config.tls
+        context: ssl.SSLContext | None = None
+        if tls is not None:
+            from kafkacompat.transport.tls import tls_context
+
+            context = tls_context(tls)
+        doing = f"connecting{' (TLS handshake)' if tls is not None else ''} to {self.node}"
+        try:
+            async with asyncio.timeout_at(deadline):
+                self._reader, self._writer = await asyncio.open_connection(
+                    self.host,
+                    self.port,
+                    ssl=context,
+                    server_hostname=(tls.server_hostname or self.host) if tls is not None else None,
+                    limit=_CHUNK,
+                )
+        except TimeoutError:
+            protocol.timed_out()
+        except (OSError, ssl.SSLError) as exc:
+            error = translate_os_error(exc, self.node, doing)
+            if isinstance(error, AuthenticationError):  # TLS verification: not a handshake matter
+                error.transcript = protocol.transcript
+                raise error from None
+            protocol.connect_failed(str(error))
+        else:
+            protocol.connected()
+
+    async def _setup_write(self, protocol: ClientConnection, data: bytes, deadline: float) -> None:
+        assert self._writer is not None
+        try:
+            async with asyncio.timeout_at(deadline):
+                self._writer.write(data)
+                await self._writer.drain()
+        except TimeoutError:
+            protocol.timed_out()
+        except (OSError, ssl.SSLError):
+            protocol.closed()
+        else:
+            protocol.written()
+
+    async def _setup_read(self, protocol: ClientConnection, action: Read, deadline: float) -> None:
+        assert self._reader is not None
+        loop = asyncio.get_running_loop()
+        until = deadline
+        if action.quiet_period is not None:  # quiet only while the request's deadline is ahead
+            until = min(deadline, loop.time() + action.quiet_period)
+        try:
+            async with asyncio.timeout_at(until):
+                data = await self._reader.read(_CHUNK)
+        except TimeoutError:
+            if until < deadline:
+                protocol.quiet()
+            else:
+                protocol.timed_out()
+        except (OSError, ssl.SSLError):
+            protocol.closed()  # a reset is a close for the handshake's purposes
+        else:
+            if not data:
+                protocol.closed()
+                return
+            protocol.receive_data(data)  # decodes what completed: the deadline covers that too
+            if loop.time() > deadline and isinstance(protocol.next_action(), Read):
+                protocol.timed_out()
+
+    async def _read_loop(self, protocol: ClientConnection) -> None:
+        reader = self._reader
+        assert reader is not None
+        error: KafkaCompatError | None = None
+        try:
+            while protocol.is_ready:
+                data = await reader.read(_CHUNK)
+                if not data:
+                    break
+                self._dispatch(protocol.receive_data(data))
+        except (OSError, ssl.SSLError) as exc:
+            error = translate_os_error(exc, self.node, "reading a response")
+        finally:
+            if protocol.is_ready:
+                self._dispatch(protocol.closed(error))
+            if not self._closed:
+                self._closed = True
+                await self._close_socket()
+
+    async def _write_queued(self, protocol: ClientConnection) -> None:
+        """Write what is queued, and what queues meanwhile, until nothing is left."""
+        writer = self._writer
+        assert writer is not None
+        self._writing = True
+        try:
+            while protocol.is_ready:
+                data = protocol.pipeline.bytes_to_send()
+                if not data:
+                    return
+                try:
+                    # Once handed to the transport the bytes go out whole, whatever happens
+                    # to this task: the write is done, and drain() is only flow control.
+                    writer.write(data)
+                    self._dispatch(protocol.pipeline.write_done())
+                    await writer.drain()
+                except (OSError, ssl.SSLError) as exc:
+                    self._dispatch(protocol.closed(translate_os_error(exc, self.node, "writing a request")))
+                    return
+        finally:
+            self._writing = False
+
+    def _give_up(self, protocol: ClientConnection, ticket: Ticket) -> None:
+        waiter = self._waiters.pop(id(ticket), None)
+        if waiter is not None and not waiter.done():
+            waiter.cancel()
+        if protocol.is_ready:
+            self._dispatch(protocol.pipeline.abandon(ticket))
+
+    def _dispatch(self, events: list[PipelineEvent]) -> None:
+        for event in events:
+            if isinstance(event, ConnectionFailed):
+                for ticket in event.failed:
+                    self._settle(ticket, error=event.error_of(ticket))
+            elif isinstance(event, ResponseReceived):
+                self._settle(event.ticket, response=event.response)
+            elif isinstance(event, RequestFailed):
+                self._settle(event.ticket, error=event.error)
+            else:  # SentWithoutReply: an acks=0 Produce ends once written
+                self._settle(event.ticket)
+
+    def _settle(
+        self, ticket: Ticket, *, response: KafkaMessage | None = None, error: KafkaCompatError | None = None
+    ) -> None:
+        waiter = self._waiters.pop(id(ticket), None)
+        if waiter is None or waiter.done():
+            return
+        if error is not None:
+            waiter.set_exception(error.with_traceback(None))
+        else:
+            waiter.set_result(response)
+
+    async def _close_socket(self) -> None:
+        writer, self._writer, self._reader = self._writer, None, None
+        if writer is None:
+            return
+        writer.close()
+        # Closing a broken socket can fail too: there is nothing more to learn from it.
+        with contextlib.suppress(OSError, ssl.SSLError, TimeoutError):
+            async with asyncio.timeout(_CLOSE_TIMEOUT):
+                await writer.wait_closed()
+
+
+def _login(config: ConnectionConfig) -> SaslLogin | None:
+    sasl = config.sasl
+    if sasl is None:
+        return None
+    from kafkacompat.transport.sasl_mechanisms import create_mechanism
+
+    password = sasl.password.reveal()
+    return SaslLogin(
+        lambda: create_mechanism(sasl),
+        sasl.username,
+        (lambda text: text.replace(password, "***")) if password else str,
+    )
+
+
+@asynccontextmanager
+async def open_connection(
+    host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
+) -> AsyncIterator[BrokerConnection]:
+    """``async with open_connection(host, port) as conn:`` negotiated, then closed."""
+    connection = BrokerConnection(host, port, config, node_id=node_id)
+    await connection.open()
+    try:
+        yield connection
+    finally:
+        await connection.aclose()

@@ -1,0 +1,447 @@
+"""One client connection's whole protocol life, sans I/O: handshake, SASL, then requests.
+
+A connection to a Kafka broker goes through three phases, each with its own
+machine, and this object strings them together so that a driver (trio,
+asyncio, a blocking socket) only moves bytes and reports what the network did:
+
+1. the ApiVersions handshake (``ApiVersionsHandshake``: KIP-35, KIP-511), which
+   may ask for a new connection (a retry at a lower version, or the pre-0.10
+   fallback);
+2. SASL authentication where configured (``SaslExchange``), its versions
+   picked from the handshake's answer;
+3. requests (``RequestPipeline``): correlation ids, the in-flight bound,
+   response matching, acks=0, requests given up.
+
+One correlation-id counter runs through all three, without a gap.  One frame
+splitter reads the stream from the first byte, so a frame's size is checked
+before anything is buffered for it, in every phase.  The object has no socket,
+no clock and no task: deadlines, retries and waiting stay in the drivers.
+
+Driving it
+==========
+While ``phase`` is ``SETUP`` the driver does what ``next_action()`` says:
+
+=================  ==============================================================
+action             what the driver does, and the events it may report
+=================  ==============================================================
+``OpenSocket``     close any old socket, open a new one: ``connected()``,
+                   ``connect_failed(reason)``, ``timed_out()``
+``Write``          write ``data``: ``written()``, ``closed()``, ``timed_out()``
+``Read``           read some bytes: ``receive_data(data)`` (any amount; the
+                   action stays ``Read`` until a whole frame has come),
+                   ``closed()``, ``timed_out()``; ``quiet()`` when the action
+                   has a ``quiet_period`` and nothing came for that long
+``Ready``          none: the connection carries requests from now on
+``SetupFailed``    none: raise ``error``; close the socket
+=================  ==============================================================
+
+Once ``phase`` is ``READY`` the driver queues requests with ``send``, writes
+what ``bytes_to_send`` returns and confirms with ``write_done``, feeds what it
+reads to ``receive_data`` and wakes the callers named in the events returned
+(see ``request_pipeline``).  ``closed()`` at any time fails what is pending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+
+from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError, WrongProtocolError
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.handshake import ApiVersionsHandshake
+from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake_types import (
+    Connect,
+    Done,
+    Fail,
+    HandshakeResult,
+    ReceiveReply,
+    SendProbe,
+    SendRequest,
+)
+from kafkacompat.negotiation.request_pipeline import (
+    PipelineEvent,
+    PipelineStateError,
+    RequestPipeline,
+    Ticket,
+)
+from kafkacompat.negotiation.sasl_exchange import (
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    Authenticated,
+    AwaitReply,
+    SaslExchange,
+    SaslFailed,
+    SaslMechanism,
+    SendBytes,
+    sasl_versions,
+)
+from kafkacompat.negotiation.version_policy import VersionPolicy
+from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
+from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.reply_limits import ReplyLimits
+
+__all__ = [
+    "ClientConnection",
+    "OpenSocket",
+    "Phase",
+    "Read",
+    "Ready",
+    "SaslLogin",
+    "SetupFailed",
+    "Write",
+]
+
+
+class _Same(Enum):
+    AS_HANDSHAKE = "as the handshake's"
+
+
+class Phase(StrEnum):
+    SETUP = "setup"  # handshake and authentication
+    READY = "ready"  # carrying requests
+    FAILED = "failed"  # setup failed or the stream broke: close the socket
+    CLOSED = "closed"  # closed by the driver
+
+
+@dataclass(frozen=True, slots=True)
+class OpenSocket:
+    attempt: int  # 1 for the first connection, 2 for the first reconnect...
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Write ``data``.  ``fresh_deadline``: a new request starts, and with it a new deadline
+    for it and its answer (False for the pre-0.10 probe, which shares ApiVersions' deadline)."""
+
+    data: bytes
+    what: str
+    fresh_deadline: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """Read; ``quiet_period``: report ``quiet()`` when nothing came for that long (the
+    deadline still applies)."""
+
+    what: str
+    quiet_period: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    capabilities: BrokerCapabilities
+    handshake: HandshakeResult
+    authenticated: Authenticated | None
+
+
+@dataclass(frozen=True, slots=True)
+class SetupFailed:
+    error: KafkaCompatError
+
+
+SetupAction = OpenSocket | Write | Read | Ready | SetupFailed
+
+
+@dataclass(frozen=True, slots=True)
+class SaslLogin:
+    """How to authenticate: a fresh mechanism per connection, the user name, a redactor."""
+
+    new_mechanism: Callable[[], SaslMechanism]
+    username: str
+    redact: Callable[[str], str] = str
+
+
+class ClientConnection:
+    """A connection from its first byte to its last response; see the module docstring."""
+
+    def __init__(
+        self,
+        handshake: HandshakeConfig | None = None,
+        *,
+        node: str | None = None,
+        node_id: int | None = None,
+        sasl: SaslLogin | None = None,
+        policy: VersionPolicy | None = None,
+        client_id: str | _Same | None = _Same.AS_HANDSHAKE,
+        max_in_flight: int = 32,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        reply_limits: ReplyLimits | None = None,
+    ) -> None:
+        self.node = node
+        self.node_id = node_id
+        self.policy = policy
+        self.max_in_flight = max_in_flight
+        self.max_frame_size = max_frame_size
+        self.reply_limits = reply_limits if reply_limits is not None else ReplyLimits()
+        self.handshake_config = handshake if handshake is not None else HandshakeConfig()
+        # The header's client id after the handshake; by default the handshake's own.
+        self.client_id = self.handshake_config.client_id if client_id is _Same.AS_HANDSHAKE else client_id
+        self._sasl_login = sasl
+        self._handshake = ApiVersionsHandshake(self.handshake_config, node=node)
+        self._frames = FrameSplitter(max_frame_size)
+        self._sasl: SaslExchange | None = None
+        self._pipeline: RequestPipeline | None = None
+        self._result: HandshakeResult | None = None
+        self._capabilities: BrokerCapabilities | None = None
+        self._phase = Phase.SETUP
+        self._action: SetupAction = self._from_handshake()
+
+    # -- queries ------------------------------------------------------------------------
+
+    @property
+    def phase(self) -> Phase:
+        return self._phase
+
+    def next_action(self) -> SetupAction:
+        """What the driver should do during setup; asking twice gives the same answer."""
+        return self._action
+
+    @property
+    def is_ready(self) -> bool:
+        """Ready and not failed: requests can be sent and answers read."""
+        pipeline = self._pipeline
+        return self._phase is Phase.READY and pipeline is not None and pipeline.failure is None
+
+    @property
+    def capabilities(self) -> BrokerCapabilities | None:
+        return self._capabilities
+
+    @property
+    def handshake_result(self) -> HandshakeResult | None:
+        return self._result
+
+    @property
+    def transcript(self) -> object:
+        return self._handshake.transcript
+
+    @property
+    def pipeline(self) -> RequestPipeline:
+        """The request side; only once the connection is ready."""
+        if self._pipeline is None:
+            raise PipelineStateError(f"the connection is not ready (phase {self._phase})", node=self.node)
+        return self._pipeline
+
+    # -- setup events -------------------------------------------------------------------
+
+    def connected(self) -> None:
+        self._expect(OpenSocket)
+        self._frames = FrameSplitter(self.max_frame_size)  # a new socket starts a new stream
+        if self._result is not None:  # the fallback's fresh connection: nothing to negotiate on it
+            self._after_handshake()
+            return
+        self._handshake.connected()
+        self._action = self._from_handshake()
+
+    def connect_failed(self, reason: str = "") -> None:
+        self._expect(OpenSocket)
+        if self._result is not None:
+            self._setup_failed(_connect_error(reason, self.node))
+            return
+        self._handshake.connect_failed(reason)
+        self._action = self._from_handshake()
+
+    def written(self) -> None:
+        self._expect(Write)
+        if self._sasl is not None:
+            self._sasl.sent()
+            self._action = self._from_sasl()
+        else:
+            self._handshake.request_sent()
+            self._action = self._from_handshake()
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> list[PipelineEvent]:
+        """Bytes read from the socket: setup moves on, or responses come out (once ready)."""
+        if self._phase is Phase.READY:
+            return self._watch(self.pipeline.receive_data(data))
+        self._expect(Read)
+        self._frames.push(data)
+        return self._read_setup_frames()
+
+    def _read_setup_frames(self) -> list[PipelineEvent]:
+        while isinstance(self._action, Read):
+            limit, what = self._setup_ceiling()
+            try:
+                frame = self._frames.next_frame(limit, what=what)
+            except WrongProtocolError as exc:
+                if self._sasl is None:  # the handshake tells TLS, HTTP and the like apart
+                    self._handshake.foreign_bytes(self._frames.unconsumed())
+                    self._action = self._from_handshake()
+                else:
+                    self._setup_failed(exc)
+                return []
+            except KafkaCompatError as exc:  # a size prefix above the ceiling, or negative
+                self._setup_failed(exc)
+                return []
+            if frame is None:
+                return []
+            if self._sasl is not None:
+                self._sasl.received_frame(frame)
+                self._action = self._from_sasl()
+            else:
+                self._handshake.received_frame(frame)
+                self._action = self._from_handshake()
+        if self._pipeline is not None:
+            # Setup ended on a frame of this read; any frame after it answers nothing asked
+            # yet, and the pipeline fails the connection for it.
+            return self._watch(self._pipeline.read_frames())
+        return []
+
+    def _setup_ceiling(self) -> tuple[int, str]:
+        if self._sasl is None:
+            return self._handshake.reply_ceiling(self.reply_limits, self.max_frame_size)
+        key = SASL_AUTHENTICATE if self._sasl.authenticating else SASL_HANDSHAKE
+        name = "SaslAuthenticate" if key == SASL_AUTHENTICATE else "SaslHandshake"
+        return self.reply_limits.limit_for(key, self.max_frame_size), name
+
+    def closed(self, error: KafkaCompatError | None = None) -> list[PipelineEvent]:
+        """The socket closed (by the broker, or the driver is closing it).
+
+        Once ready, every pending request fails with ``error`` (by default, a
+        ``TransportError`` saying the connection closed).
+        """
+        if self._phase is Phase.READY:
+            self._phase = Phase.CLOSED
+            return self.pipeline.connection_lost(error)
+        if self._phase is not Phase.SETUP:
+            return []
+        if self._sasl is not None:
+            self._sasl.connection_closed()
+            self._action = self._from_sasl()
+        elif isinstance(self._action, Write | Read):
+            self._handshake.connection_closed()
+            self._action = self._from_handshake()
+        else:
+            self._phase = Phase.CLOSED
+        return []
+
+    def quiet(self) -> None:
+        """Nothing came for the ``quiet_period`` of the current ``Read``."""
+        self._expect(Read)
+        self._handshake.quiet()
+        self._action = self._from_handshake()
+
+    def timed_out(self) -> None:
+        """The driver's deadline for the current setup step passed."""
+        self._expect(OpenSocket, Write, Read)
+        if self._sasl is not None:
+            self._sasl.timed_out()
+            self._action = self._from_sasl()
+        elif self._result is not None:  # opening the fallback's fresh connection
+            self._setup_failed(KafkaTimeoutError("timed out opening a new connection", node=self.node))
+        else:
+            self._handshake.timed_out()
+            self._action = self._from_handshake()
+
+    # -- requests, once ready -----------------------------------------------------------
+
+    def send(self, message: KafkaMessage, version: int | None = None) -> Ticket:
+        """Queue a request at ``version`` (default: the version picked for this broker)."""
+        pipeline = self.pipeline
+        if version is None:
+            assert self._capabilities is not None
+            version = self._capabilities.pick_version(message.API_KEY or 0, self.policy)
+        return pipeline.send(message, version)
+
+    # -- moving between phases ----------------------------------------------------------
+
+    def _from_handshake(self) -> SetupAction:
+        action = self._handshake.next_action()
+        if isinstance(action, Connect):
+            return OpenSocket(action.connection)
+        if isinstance(action, SendRequest):
+            return Write(action.frame, f"ApiVersions v{action.version}")
+        if isinstance(action, SendProbe):
+            return Write(action.frame, "the Metadata v0 probe", fresh_deadline=False)
+        if isinstance(action, ReceiveReply):
+            return Read(f"the answer to ApiVersions v{action.version}", action.quiet_period)
+        if isinstance(action, Fail):
+            self._phase = Phase.FAILED
+            return SetupFailed(action.error)
+        assert isinstance(action, Done)
+        self._result = action.result
+        self._capabilities = BrokerCapabilities.from_handshake(
+            action.result, node=self.node, node_id=self.node_id
+        )
+        if action.needs_new_connection:
+            return OpenSocket(self._handshake.transcript.connections + 1)
+        return self._after_handshake_action()
+
+    def _after_handshake(self) -> None:
+        self._action = self._after_handshake_action()
+
+    def _after_handshake_action(self) -> SetupAction:
+        assert self._capabilities is not None
+        if self._sasl_login is None:
+            return self._ready(None)
+        try:
+            handshake_version, authenticate_version = sasl_versions(self._capabilities, self.policy)
+            mechanism = self._sasl_login.new_mechanism()
+        except KafkaCompatError as exc:
+            return self._failed_action(exc)
+        self._sasl = SaslExchange(
+            mechanism,
+            username=self._sasl_login.username,
+            handshake_version=handshake_version,
+            authenticate_version=authenticate_version,
+            first_correlation_id=self._handshake.next_correlation_id,
+            client_id=self.client_id,
+            node=self.node,
+            redact=self._sasl_login.redact,
+        )
+        return self._from_sasl()
+
+    def _from_sasl(self) -> SetupAction:
+        assert self._sasl is not None
+        action = self._sasl.next_action()
+        if isinstance(action, SendBytes):
+            return Write(action.data, action.what)
+        if isinstance(action, AwaitReply):
+            return Read(f"the answer to {action.what}")
+        if isinstance(action, SaslFailed):
+            return self._failed_action(action.error)
+        return self._ready(action)
+
+    def _ready(self, authenticated: Authenticated | None) -> Ready:
+        assert self._result is not None and self._capabilities is not None
+        counter = self._sasl if self._sasl is not None else self._handshake  # one counter, no gap
+        self._pipeline = RequestPipeline(
+            node=self.node,
+            client_id=self.client_id,
+            first_correlation_id=counter.next_correlation_id,
+            max_in_flight=self.max_in_flight,
+            frames=self._frames,
+            reply_limits=self.reply_limits,
+            api_ranges=self._capabilities.api_ranges,
+        )
+        self._phase = Phase.READY
+        return Ready(self._capabilities, self._result, authenticated)
+
+    def _failed_action(self, error: KafkaCompatError) -> SetupFailed:
+        self._phase = Phase.FAILED
+        if error.node is None:
+            error.node = self.node
+        if error.transcript is None:
+            error.transcript = self._handshake.transcript
+        return SetupFailed(error)
+
+    def _watch(self, events: list[PipelineEvent]) -> list[PipelineEvent]:
+        if self._pipeline is not None and self._pipeline.failure is not None:
+            self._phase = Phase.FAILED
+        return events
+
+    def _setup_failed(self, error: KafkaCompatError) -> None:
+        self._action = self._failed_action(error)
+
+    def _expect(self, *kinds: type[SetupAction]) -> None:
+        if self._phase is not Phase.SETUP or not isinstance(self._action, kinds):
+            expected = type(self._action).__name__ if self._phase is Phase.SETUP else f"phase {self._phase}"
+            raise PipelineStateError(
+                f"the connection did not expect that now (its next step: {expected})", node=self.node
+            )
+
+
+def _connect_error(reason: str, node: str | None) -> KafkaCompatError:
+    because = f": {reason}" if reason else ""
+    return TransportError(f"could not open a new connection after the handshake{because}", node=node)

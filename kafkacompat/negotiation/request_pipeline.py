@@ -1,0 +1,433 @@
+"""The request side of a negotiated connection, as a sans-I/O state machine.
+
+Theory
+======
+Kafka answers the requests of one connection in the order they were written
+(KIP-35 made no change to that; it is how the broker's socket server works),
+and every response header starts with the correlation id of its request.  A
+client can therefore keep many requests in flight on one connection, and it
+must check that each response carries the id of the oldest request still
+waiting for one.  Any other id (one nobody asked for, or another caller's, out
+of turn) means the stream can no longer be trusted: every pending request
+fails and the connection must be closed, so that nothing is ever handed to the
+wrong caller.  Two exceptions follow from Kafka itself:
+
+- A Produce request with ``acks=0`` gets no response from Apache Kafka; it
+  ends once written.  Some brokers (Tansu, librdkafka's mock) answer anyway:
+  such an answer, recognised by its id, is dropped.
+- A caller may give up (timeout, cancellation).  A request not yet written is
+  taken back as if never asked; one already written leaves its correlation id
+  behind, and its late answer is read and dropped; one cut off half-way
+  through being written corrupts the stream, so the connection fails.
+
+Each answer is held, from its size prefix and before anything is allocated
+for it, to the ceiling that fits the request it answers (``ReplyLimits``); and
+a close that meets a request at a version Kafka 4.x removed is reported to that
+caller as the removal it is (``VersionRemovedError``), not as a bare close.
+
+This object owns those rules and nothing else: no sockets, no clocks, no
+tasks.  The drivers (trio, blocking) write the bytes it hands out, feed it the
+bytes they read, and wake the callers named in the events it returns.
+
+Every request handed out by ``send`` ends exactly once, with one of:
+``ResponseReceived``, ``RequestFailed`` (alone, or as one of the requests a
+``ConnectionFailed`` lists), ``SentWithoutReply`` (acks=0), or the caller's own
+``abandon``.  A hypothesis state machine in the tests walks that promise.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Final
+
+from kafkacompat.errors import (
+    DecodeError,
+    KafkaCompatError,
+    KafkaTimeoutError,
+    ProtocolError,
+    TransportError,
+)
+from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
+from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.removals import removed_version_error
+from kafkacompat.protocol.reply_limits import ReplyLimits
+from kafkacompat.protocol.versions import VersionRange
+
+__all__ = [
+    "ConnectionFailed",
+    "PipelineEvent",
+    "PipelineStateError",
+    "RequestFailed",
+    "RequestPipeline",
+    "ResponseReceived",
+    "SentWithoutReply",
+    "Ticket",
+]
+
+_INT32_MAX: Final = 0x7FFFFFFF
+_PRODUCE: Final = 0
+#: acks=0 correlation ids remembered, in case the broker answers them anyway.
+ACKS0_MEMORY: Final = 1024
+
+class PipelineStateError(KafkaCompatError):
+    """A call the pipeline cannot take in its state (full, failed, or a ticket it does not know)."""
+
+
+class Stage(IntEnum):
+    """Where a request is on its way out."""
+
+    QUEUED = 0  # handed to send(), its bytes not yet taken by the driver
+    WRITING = 1  # taken by bytes_to_send(), the write not yet confirmed
+    WRITTEN = 2  # written; waiting for the answer (or done, for acks=0)
+    ENDED = 3  # answered, failed, abandoned: nothing more will happen to it
+
+
+@dataclass(eq=False, slots=True)
+class Ticket:
+    """One request handed to the pipeline: the caller's handle on it.
+
+    ``response_cls`` and ``version`` say how its answer will be read.
+    """
+
+    correlation_id: int
+    api_key: int
+    version: int
+    response_cls: type[KafkaMessage]
+    expects_reply: bool
+    frame: bytes = field(repr=False)
+    reply_limit: int = DEFAULT_MAX_FRAME_SIZE  # the ceiling for its answer's size
+    stage: Stage = Stage.QUEUED
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseReceived:
+    ticket: Ticket
+    response: KafkaMessage
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFailed:
+    """One request failed (its answer could not be read); the connection goes on."""
+
+    ticket: Ticket
+    error: KafkaCompatError
+
+
+@dataclass(frozen=True, slots=True)
+class SentWithoutReply:
+    """A request that expects no answer (Produce with acks=0) was written: it is done."""
+
+    ticket: Ticket
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionFailed:
+    """The stream cannot be trusted any more: every listed request failed with ``error``.
+
+    The driver closes the connection.  ``failed`` holds every request that had
+    not ended, queued ones included.
+    """
+
+    error: KafkaCompatError
+    failed: tuple[Ticket, ...]
+    #: Errors more precise than ``error`` for some of them (by ``id(ticket)``): a close that
+    #: answered a request at a version the broker removed (KIP-896) says so to that caller.
+    precise: Mapping[int, KafkaCompatError] = field(default_factory=dict)
+
+    def error_of(self, ticket: Ticket) -> KafkaCompatError:
+        return self.precise.get(id(ticket), self.error)
+
+
+PipelineEvent = ResponseReceived | RequestFailed | SentWithoutReply | ConnectionFailed
+
+
+def _expects_reply(message: KafkaMessage) -> bool:
+    return not (message.API_KEY == _PRODUCE and getattr(message, "acks", 1) == 0)
+
+
+class RequestPipeline:
+    """Correlation ids, in-flight requests and response matching for one connection.
+
+    ``first_correlation_id`` continues the handshake's numbering (its
+    ``next_correlation_id``), so one counter serves the connection's whole life.
+    ``max_in_flight`` bounds the requests sent and not ended; ``max_abandoned``
+    the written requests given up and still unanswered; ``frames`` splits
+    the byte stream (its size limit is checked before a frame is buffered).
+    """
+
+    def __init__(
+        self,
+        *,
+        node: str | None = None,
+        client_id: str | None = None,
+        first_correlation_id: int = 0,
+        max_in_flight: int = 64,
+        max_abandoned: int = 1024,
+        frames: framing.FrameSplitter | None = None,
+        reply_limits: ReplyLimits | None = None,
+        api_ranges: Mapping[int, VersionRange] | None = None,
+        response_class: Callable[[int], type[KafkaMessage]] | None = None,
+    ) -> None:
+        if not 0 <= first_correlation_id <= _INT32_MAX:
+            raise PipelineStateError(f"correlation id {first_correlation_id} is not a non-negative int32")
+        if max_in_flight < 1:
+            raise PipelineStateError(f"max_in_flight must be at least 1, not {max_in_flight}")
+        self.node = node
+        self.client_id = client_id
+        self.max_in_flight = max_in_flight
+        self.max_abandoned = max_abandoned
+        self._next_id = first_correlation_id
+        self._frames = frames if frames is not None else framing.FrameSplitter()
+        self._limits = reply_limits if reply_limits is not None else ReplyLimits()
+        self._ranges = api_ranges  # what the broker advertised: tells a removed version's close
+        self._response_class = response_class or _response_class
+        self._live: dict[int, Ticket] = {}  # every request not ended, by id
+        self._outbox: deque[Ticket] = deque()  # queued, in send order
+        self._writing: list[Ticket] = []
+        self._awaiting: deque[int] = deque()  # ids written that expect an answer, oldest first
+        self._expected: dict[int, tuple[int, str]] = {}  # awaited id -> (size ceiling, response name)
+        self._abandoned: set[int] = set()  # written, given up by their caller
+        self._acks0: dict[int, None] = {}  # recent acks=0 ids, oldest first
+        self._failure: KafkaCompatError | None = None
+
+    # -- queries ------------------------------------------------------------------------
+
+    @property
+    def failure(self) -> KafkaCompatError | None:
+        """The error that ended the connection, once it has failed."""
+        return self._failure
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not ended (queued, being written, or awaiting their answer)."""
+        return len(self._live)
+
+    @property
+    def has_capacity(self) -> bool:
+        return self._failure is None and len(self._live) < self.max_in_flight
+
+    @property
+    def wants_to_write(self) -> bool:
+        return bool(self._outbox) and not self._writing
+
+    @property
+    def next_correlation_id(self) -> int:
+        return self._next_id
+
+    # -- the request side ---------------------------------------------------------------
+
+    def send(self, message: KafkaMessage, version: int) -> Ticket:
+        """Queue ``message`` at ``version``; its frame goes out with ``bytes_to_send``."""
+        if self._failure is not None:
+            raise self._failure.with_traceback(None)
+        if message.MESSAGE_TYPE != "request" or message.API_KEY is None:
+            raise ProtocolError(f"{message.NAME} is not a request", node=self.node)
+        if len(self._live) >= self.max_in_flight:
+            raise PipelineStateError(
+                f"{self.max_in_flight} requests are already in flight; wait for one to end", node=self.node
+            )
+        correlation_id = self._next_id
+        frame = framing.encode_request(message, version, correlation_id, self.client_id)
+        self._next_id = 0 if correlation_id == _INT32_MAX else correlation_id + 1
+        response_cls = self._response_class(message.API_KEY)
+        limit = self._limits.limit_for(message.API_KEY, self._frames.max_size, message, version)
+        ticket = Ticket(
+            correlation_id, message.API_KEY, version, response_cls, _expects_reply(message), frame, limit
+        )
+        self._live[correlation_id] = ticket
+        self._outbox.append(ticket)
+        return ticket
+
+    def bytes_to_send(self) -> bytes:
+        """Everything queued since the last call, in one piece; ``b""`` when nothing is.
+
+        The requests are recorded as awaiting their answers before the first
+        byte goes out (the answer may come back at once).  The driver confirms
+        the write with ``write_done`` or reports its failure with
+        ``connection_lost``; one write is in progress at a time.
+        """
+        if self._writing:
+            raise PipelineStateError("the previous write has not been confirmed", node=self.node)
+        if not self._outbox or self._failure is not None:
+            return b""
+        batch = list(self._outbox)
+        self._outbox.clear()
+        for ticket in batch:
+            ticket.stage = Stage.WRITING
+            if ticket.expects_reply:
+                self._awaiting.append(ticket.correlation_id)
+                self._expected[ticket.correlation_id] = (ticket.reply_limit, ticket.response_cls.NAME)
+            else:
+                self._acks0[ticket.correlation_id] = None
+                if len(self._acks0) > ACKS0_MEMORY:
+                    del self._acks0[next(iter(self._acks0))]
+        self._writing = batch
+        if len(batch) == 1:
+            return batch[0].frame
+        return b"".join(ticket.frame for ticket in batch)
+
+    def write_done(self) -> list[PipelineEvent]:
+        """The bytes of the last ``bytes_to_send`` are written."""
+        batch, self._writing = self._writing, []
+        events: list[PipelineEvent] = []
+        for ticket in batch:
+            ticket.frame = b""
+            if ticket.stage is not Stage.WRITING:
+                continue  # ended while being written (the connection failed)
+            ticket.stage = Stage.WRITTEN
+            if not ticket.expects_reply:
+                events.append(SentWithoutReply(self._end(ticket)))
+        return events
+
+    def abandon(self, ticket: Ticket) -> list[PipelineEvent]:
+        """The caller gave up on ``ticket``: take it back as far as it can be taken.
+
+        Queued, it is never written.  Written, its late answer will be read and
+        dropped.  Cut off while being written, the stream is corrupt: every
+        other request fails (the returned ``ConnectionFailed``).
+        """
+        if ticket.stage is Stage.ENDED or self._live.get(ticket.correlation_id) is not ticket:
+            return []
+        if ticket.stage is Stage.QUEUED:
+            self._outbox.remove(ticket)
+            self._end(ticket)
+            return []
+        if ticket.stage is Stage.WRITING:
+            self._end(ticket)
+            cut = TransportError("a request was given up while it was being written", node=self.node)
+            return [self._fail(cut)]
+        self._end(ticket)
+        if ticket.expects_reply:
+            self._abandoned.add(ticket.correlation_id)
+            if len(self._abandoned) > self.max_abandoned:
+                # Each one still holds a place in the broker's queue: a broker that
+                # answers none of them would make this set grow without end.
+                silent = KafkaTimeoutError(
+                    f"{len(self._abandoned)} requests were given up without an answer; "
+                    "the broker is not answering, so the connection must close",
+                    node=self.node,
+                )
+                return [self._fail(silent)]
+        return []
+
+    # -- the response side --------------------------------------------------------------
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> list[PipelineEvent]:
+        """Bytes read from the connection; the events their complete frames cause."""
+        if self._failure is not None:
+            return []
+        self._frames.push(data)
+        return self.read_frames()
+
+    def read_frames(self) -> list[PipelineEvent]:
+        """The events of every whole frame already buffered (after ``receive_data``, or a
+        driver that filled ``frames.body_room()`` itself)."""
+        events: list[PipelineEvent] = []
+        while self._failure is None:
+            limit, what = self.next_reply_limit()
+            try:
+                frame = self._frames.next_frame(limit, what=what)
+            except KafkaCompatError as exc:  # a size prefix above the ceiling, or not Kafka's
+                if exc.node is None:
+                    exc.node = self.node
+                events.append(self._fail(exc))
+                break
+            if frame is None:
+                break
+            event = self.receive_frame(frame)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def next_reply_limit(self) -> tuple[int, str | None]:
+        """The size ceiling for the next frame, and the response it should be."""
+        if self._awaiting:
+            return self._expected.get(self._awaiting[0], (self._frames.max_size, None))
+        if self._acks0:  # a broker that answers acks=0 Produce anyway
+            return self._frames.max_size, "ProduceResponse"
+        return self._limits.handshake, None  # nothing was asked: whatever comes is refused
+
+    def receive_frame(self, frame: bytes | bytearray | memoryview) -> PipelineEvent | None:
+        """One response frame (without its size prefix)."""
+        if self._failure is not None:
+            return None
+        try:
+            correlation_id = framing.peek_correlation_id(frame)
+        except DecodeError as exc:
+            exc.node = self.node
+            return self._fail(exc)
+        if self._awaiting and self._awaiting[0] == correlation_id:
+            self._awaiting.popleft()
+            self._expected.pop(correlation_id, None)
+        elif correlation_id in self._acks0:  # a broker that answers acks=0 anyway
+            del self._acks0[correlation_id]
+            return None
+        else:
+            expected = self._awaiting[0] if self._awaiting else None
+            wanted = "no request is awaiting an answer" if expected is None else (
+                f"the oldest request awaiting an answer has {expected}"
+            )
+            return self._fail(
+                ProtocolError(
+                    f"the broker answered correlation id {correlation_id} where {wanted}; "
+                    "the stream cannot be trusted, so the connection must close",
+                    node=self.node,
+                )
+            )
+        if correlation_id in self._abandoned:
+            self._abandoned.discard(correlation_id)
+            return None
+        ticket = self._live[correlation_id]  # awaited and not abandoned: still live
+        try:
+            # Trailing bytes are tolerated, as Kafka's Java client tolerates them.
+            _, response = framing.decode_response(
+                frame, ticket.response_cls, ticket.version, allow_trailing=True
+            )
+        except DecodeError as exc:
+            exc.node = self.node
+            return RequestFailed(self._end(ticket), exc)
+        return ResponseReceived(self._end(ticket), response)
+
+    def connection_lost(self, error: KafkaCompatError | None = None) -> list[PipelineEvent]:
+        """The connection closed, broke, or the driver closed it: every request left fails."""
+        if self._failure is not None:
+            return []
+        return [self._fail(error or TransportError("the connection was closed", node=self.node))]
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _end(self, ticket: Ticket) -> Ticket:
+        ticket.stage = Stage.ENDED
+        if self._live.get(ticket.correlation_id) is ticket:
+            del self._live[ticket.correlation_id]
+        return ticket
+
+    def _fail(self, error: KafkaCompatError) -> ConnectionFailed:
+        if error.node is None:
+            error.node = self.node
+        self._failure = error
+        precise: dict[int, KafkaCompatError] = {}
+        for ticket in self._live.values():
+            if ticket.stage is Stage.WRITTEN:  # sent: the close may be the broker refusing its version
+                removed = removed_version_error(error, ticket.api_key, ticket.version, self._ranges)
+                if removed is not None:
+                    precise[id(ticket)] = removed
+        failed = tuple(self._end(ticket) for ticket in list(self._live.values()))
+        self._outbox.clear()
+        self._awaiting.clear()
+        self._expected.clear()
+        self._abandoned.clear()
+        return ConnectionFailed(error, failed, precise)
+
+
+def _response_class(api_key: int) -> type[KafkaMessage]:
+    try:
+        name = messages.CLASS_BY_KEY[(api_key, "response")]
+    except KeyError:
+        raise ProtocolError(f"no response is known for API key {api_key}") from None
+    cls: type[KafkaMessage] = getattr(messages, name)
+    return cls

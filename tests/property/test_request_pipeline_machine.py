@@ -1,0 +1,168 @@
+"""A hypothesis state machine walks the request pipeline against a broker model.
+
+The model broker answers written requests in order, sometimes twice over an
+abandoned one, sometimes with a stray id; reads arrive split at any byte; callers
+give up at any stage; the connection may close at any point.  Whatever happens:
+no response reaches the wrong request, and every request ends exactly once.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from kafkacompat.negotiation.request_pipeline import (
+    ConnectionFailed,
+    PipelineEvent,
+    RequestFailed,
+    RequestPipeline,
+    ResponseReceived,
+    SentWithoutReply,
+    Ticket,
+)
+from kafkacompat.protocol import framing, messages
+
+
+class PipelineMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pipe = RequestPipeline(max_in_flight=4, max_abandoned=6)
+        self.tickets: dict[int, Ticket] = {}  # every ticket ever handed out, by ticket number
+        self.tags: dict[int, int] = {}  # id(ticket) -> the tag its request carried
+        self.ended: dict[int, str] = {}  # id(ticket) -> how it ended
+        self.broker_queue: deque[tuple[int, int, bool]] = deque()  # (correlation id, tag, acks0) written
+        self.wire = bytearray()  # bytes the broker sent and the client has not read yet
+        self.writing = False
+        self.pending_write = b""
+        self.tag_counter = 0
+
+    # -- the client ---------------------------------------------------------------------
+
+    @precondition(lambda self: self.pipe.has_capacity)
+    @rule(acks0=st.booleans())
+    def send(self, acks0: bool) -> None:
+        self.tag_counter += 1
+        tag = self.tag_counter
+        if acks0:
+            ticket = self.pipe.send(messages.ProduceRequest(acks=0, timeout_ms=tag), 3)
+        else:
+            ticket = self.pipe.send(messages.MetadataRequest(topics=[]), 1)
+        self.tickets[len(self.tickets)] = ticket
+        self.tags[id(ticket)] = tag
+
+    @precondition(lambda self: not self.writing and self.pipe.wants_to_write)
+    @rule()
+    def start_write(self) -> None:
+        data = self.pipe.bytes_to_send()
+        if data:
+            self.writing = True
+            self.pending_write = data
+
+    @precondition(lambda self: self.writing)
+    @rule()
+    def finish_write(self) -> None:
+        self.writing = False
+        splitter = framing.FrameSplitter()
+        for frame in splitter.feed(self.pending_write):
+            request = framing.decode_request(frame)
+            acks0 = request.header.request_api_key == 0
+            self.broker_queue.append((request.header.correlation_id, self._tag_of(request), acks0))
+        self._handle(self.pipe.write_done())
+
+    @rule(data=st.data())
+    def give_up(self, data: st.DataObject) -> None:
+        live = [t for t in self.tickets.values() if id(t) not in self.ended]
+        if not live:
+            return
+        ticket = data.draw(st.sampled_from(live))
+        self.ended[id(ticket)] = "abandoned"
+        events = self.pipe.abandon(ticket)
+        self._handle(events, abandoned=ticket)
+
+    @rule(roll=st.integers(0, 9))
+    def close(self, roll: int) -> None:
+        if roll == 0:  # rare, so that most runs get far before the connection ends
+            self._handle(self.pipe.connection_lost())
+
+    @precondition(lambda self: self.pipe.failure is not None)
+    @rule()
+    def reconnect(self) -> None:
+        # A new connection starts a new pipeline; the old one's requests all ended.
+        self.pipe = RequestPipeline(max_in_flight=4, max_abandoned=6)
+        self.broker_queue.clear()
+        self.wire.clear()
+        self.writing = False
+
+    # -- the broker ---------------------------------------------------------------------
+
+    @precondition(lambda self: bool(self.broker_queue))
+    @rule(answer_acks0=st.booleans())
+    def broker_answers(self, answer_acks0: bool) -> None:
+        correlation_id, tag, acks0 = self.broker_queue.popleft()
+        if acks0 and not answer_acks0:
+            return
+        if acks0:
+            body = framing.encode_response(messages.ProduceResponse(throttle_time_ms=tag), 3, correlation_id)
+        else:
+            body = framing.encode_response(messages.MetadataResponse(controller_id=tag), 1, correlation_id)
+        self.wire += body
+
+    @rule(stray=st.integers(min_value=10_000, max_value=20_000), roll=st.integers(0, 9))
+    def broker_answers_a_stray_id(self, stray: int, roll: int) -> None:
+        if roll == 0:
+            self.wire += framing.encode_response(messages.MetadataResponse(controller_id=-1), 1, stray)
+
+    @precondition(lambda self: bool(self.wire))
+    @rule(cut=st.integers(min_value=1, max_value=200))
+    def client_reads(self, cut: int) -> None:
+        chunk, self.wire = bytes(self.wire[:cut]), self.wire[cut:]
+        self._handle(self.pipe.receive_data(chunk))
+
+    # -- checking what the pipeline says ------------------------------------------------
+
+    def _tag_of(self, request: framing.RequestFrame) -> int:
+        body = request.body
+        if isinstance(body, messages.ProduceRequest):
+            return body.timeout_ms
+        for ticket in self.tickets.values():
+            if ticket.correlation_id == request.header.correlation_id and id(ticket) not in self.ended:
+                return self.tags[id(ticket)]
+        return -1
+
+    def _end(self, ticket: Ticket, how: str) -> None:
+        assert id(ticket) not in self.ended, f"{ticket} ended twice: {self.ended[id(ticket)]} then {how}"
+        self.ended[id(ticket)] = how
+
+    def _handle(self, events: list[PipelineEvent], abandoned: Ticket | None = None) -> None:
+        for event in events:
+            if isinstance(event, ResponseReceived):
+                assert isinstance(event.response, messages.MetadataResponse)
+                assert event.response.controller_id == self.tags[id(event.ticket)], "misrouted"
+                self._end(event.ticket, "answered")
+            elif isinstance(event, SentWithoutReply):
+                self._end(event.ticket, "sent")
+            elif isinstance(event, RequestFailed):
+                self._end(event.ticket, "failed")
+            elif isinstance(event, ConnectionFailed):
+                for ticket in event.failed:
+                    assert ticket is not abandoned, "a request given up was failed as well"
+                    self._end(ticket, "failed")
+
+    @invariant()
+    def every_live_request_is_counted(self) -> None:
+        live = [t for t in self.tickets.values() if id(t) not in self.ended]
+        if self.pipe.failure is not None:
+            assert live == [], "a failed connection left requests pending"
+        assert self.pipe.in_flight == len(live)
+
+    def teardown(self) -> None:
+        # Closing ends whatever is left: afterwards every request has ended exactly once.
+        self._handle(self.pipe.connection_lost())
+        assert all(id(t) in self.ended for t in self.tickets.values())
+
+
+TestPipelineMachine = PipelineMachine.TestCase
+TestPipelineMachine.settings = settings(max_examples=300, stateful_step_count=60, deadline=None)

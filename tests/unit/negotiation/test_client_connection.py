@@ -1,0 +1,189 @@
+"""The sans-I/O client connection, wired to the emulator's sans-I/O brokers in memory."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkacompat.errors import (
+    AuthenticationError,
+    BrokerTooOldError,
+    KafkaTimeoutError,
+    ProtocolError,
+    WrongProtocolError,
+)
+from kafkacompat.negotiation.client_connection import (
+    ClientConnection,
+    Phase,
+    Ready,
+    SaslLogin,
+    SetupFailed,
+)
+from kafkacompat.negotiation.request_pipeline import ConnectionFailed, PipelineStateError, ResponseReceived
+from kafkacompat.protocol import messages
+from kafkacompat.testing.emulator import (
+    ApiVersionsEra,
+    BrokerProfile,
+    ClusterState,
+    Fault,
+    FaultPlan,
+    Node,
+    SaslConfig,
+    release_profiles,
+)
+from kafkacompat.transport.config import SaslConfig as ClientSasl
+from kafkacompat.transport.sasl_mechanisms import create_mechanism
+from tests.support.memory_wire import MemoryWire, round_trip, set_up
+
+PROFILES = release_profiles()
+METADATA = 3
+
+
+def wire_for(profile: BrokerProfile, **kwargs: object) -> MemoryWire:
+    return MemoryWire(ClusterState([Node(1, profile, port=9092)]), **kwargs)  # type: ignore[arg-type]
+
+
+def profile(release: str) -> BrokerProfile:
+    kind = "kraft-broker" if release >= "4" else "zk-broker"
+    return next(p for p in PROFILES if p.release == release and p.kind == kind)
+
+
+def login(mechanism: str, user: str = "alice", password: str = "secret") -> SaslLogin:
+    config = ClientSasl(mechanism, user, password)  # type: ignore[arg-type]
+    return SaslLogin(lambda: create_mechanism(config), user, lambda text: text.replace(password, "***"))
+
+
+@pytest.mark.parametrize("broker", PROFILES, ids=lambda p: p.label)
+def test_every_release_negotiates_and_answers_metadata(broker: BrokerProfile) -> None:
+    wire = wire_for(broker)
+    client = ClientConnection(node="b:9092")
+    ready = set_up(client, wire)
+    assert isinstance(ready, Ready), ready
+    assert {k: (r.lowest, r.highest) for k, r in ready.capabilities.api_ranges.items()} == {
+        k: (r.lowest, r.highest) for k, r in broker.apis.items()
+    }
+    # One counter from the first ApiVersions on: no gap, no reuse.
+    ids = [r.correlation_id for r in wire.records]
+    assert ids == list(range(len(ids)))
+    if broker.api_versions_era is ApiVersionsEra.ABSENT and broker.release is not None:
+        assert ready.handshake.detected_release == broker.release  # named by what it answers
+    if METADATA not in broker.apis or broker.kind == "kraft-controller":
+        return
+    events = round_trip(client, wire, messages.MetadataRequest(topics=[]))
+    assert len(events) == 1 and isinstance(events[0], ResponseReceived)
+    assert wire.records[-1].api_key == METADATA
+    assert wire.records[-1].correlation_id == len(ids)
+
+
+@pytest.mark.parametrize("release", ["0.10.0", "2.3", "3.9", "4.0"])
+def test_reads_cut_at_every_byte_give_the_same_answer(release: str) -> None:
+    whole = set_up(ClientConnection(node="b"), wire_for(profile(release)))
+    wire = wire_for(profile(release), chunks=lambda size: iter([1] * size))
+    client = ClientConnection(node="b")
+    bytewise = set_up(client, wire)
+    assert isinstance(whole, Ready) and isinstance(bytewise, Ready)
+    assert bytewise.capabilities.api_ranges == whole.capabilities.api_ranges
+    assert bytewise.handshake.transcript.attempts == whole.handshake.transcript.attempts
+    (event,) = round_trip(client, wire, messages.MetadataRequest(topics=[]))
+    assert isinstance(event, ResponseReceived)
+
+
+@pytest.mark.parametrize("release", ["0.8.0", "0.8.1", "0.8.2", "0.9.0"])
+def test_a_pre_0_10_broker_is_known_by_what_it_answers(release: str) -> None:
+    wire = wire_for(profile(release))
+    client = ClientConnection(node="b")
+    ready = set_up(client, wire)
+    assert isinstance(ready, Ready), ready
+    assert ready.handshake.detected_release == release
+    assert {k: (r.lowest, r.highest) for k, r in ready.capabilities.api_ranges.items()} == {
+        k: (r.lowest, r.highest) for k, r in profile(release).apis.items()
+    }
+    (event,) = round_trip(client, wire, messages.MetadataRequest(topics=[]))
+    assert isinstance(event, ResponseReceived)
+
+
+def test_a_port_that_closes_everything_is_too_old_or_not_kafka() -> None:
+    wire = wire_for(profile("0.8.2"), faults=FaultPlan([Fault.close()]))
+    ended = set_up(ClientConnection(node="b"), wire)
+    assert isinstance(ended, SetupFailed) and isinstance(ended.error, BrokerTooOldError)
+    assert ended.error.transcript is not None
+
+
+@pytest.mark.parametrize(
+    ("release", "mechanism"),
+    [("0.10.0", "PLAIN"), ("1.0", "PLAIN"), ("2.0", "SCRAM-SHA-256"), ("3.9", "SCRAM-SHA-512")],
+)
+def test_sasl_follows_the_handshake_on_one_counter(release: str, mechanism: str) -> None:
+    wire = wire_for(profile(release), sasl=SaslConfig({"alice": "secret"}))
+    client = ClientConnection(node="b", sasl=login(mechanism))
+    ready = set_up(client, wire)
+    assert isinstance(ready, Ready), ready
+    assert ready.authenticated is not None and ready.authenticated.mechanism == mechanism
+    raw = ready.authenticated.authenticate_version is None
+    assert raw == (release == "0.10.0")  # SaslHandshake v0 only: raw tokens
+    (event,) = round_trip(client, wire, messages.MetadataRequest(topics=[]))
+    assert isinstance(event, ResponseReceived)
+    framed = [r for r in wire.records if r.api_key != 36 or not raw]
+    assert [r.correlation_id for r in framed] == list(range(len(framed)))
+    assert wire.sockets == 1
+
+
+@pytest.mark.parametrize("release", ["0.10.0", "3.9"])
+def test_a_wrong_password_is_an_authentication_error_without_the_password(release: str) -> None:
+    wire = wire_for(profile(release), sasl=SaslConfig({"alice": "secret"}))
+    ended = set_up(ClientConnection(node="b", sasl=login("PLAIN", password="hunter2")), wire)
+    assert isinstance(ended, SetupFailed) and isinstance(ended.error, AuthenticationError)
+    assert "hunter2" not in str(ended.error) and "alice" in str(ended.error)
+    assert ended.error.node == "b"
+
+
+def test_a_mechanism_the_broker_does_not_enable_is_named() -> None:
+    wire = wire_for(profile("3.9"), sasl=SaslConfig({"alice": "secret"}, mechanisms=("PLAIN",)))
+    ended = set_up(ClientConnection(node="b", sasl=login("SCRAM-SHA-256")), wire)
+    assert isinstance(ended, SetupFailed) and "enables: PLAIN" in str(ended.error)
+
+
+def test_a_tls_answer_is_the_wrong_protocol() -> None:
+    client = ClientConnection(node="b")
+    client.connected()
+    client.written()
+    client.receive_data(b"\x15\x03\x03\x00\x02\x02\x46")
+    ended = client.next_action()
+    assert isinstance(ended, SetupFailed) and isinstance(ended.error, WrongProtocolError)
+    assert client.phase is Phase.FAILED
+
+
+def test_an_oversized_reply_is_refused_before_it_is_buffered() -> None:
+    client = ClientConnection(node="b", max_frame_size=1024)
+    client.connected()
+    client.written()
+    client.receive_data((4096).to_bytes(4, "big"))
+    ended = client.next_action()
+    assert isinstance(ended, SetupFailed) and isinstance(ended.error, ProtocolError)
+    assert "exceeds the maximum of 1024" in str(ended.error)
+
+
+def test_silence_during_setup_is_a_timeout_not_a_downgrade() -> None:
+    client = ClientConnection(node="b")
+    client.connected()
+    client.written()
+    client.timed_out()
+    ended = client.next_action()
+    assert isinstance(ended, SetupFailed) and isinstance(ended.error, KafkaTimeoutError)
+
+
+def test_events_out_of_turn_are_refused() -> None:
+    client = ClientConnection(node="b")
+    with pytest.raises(PipelineStateError, match="OpenSocket"):
+        client.written()
+    with pytest.raises(PipelineStateError, match="not ready"):
+        client.send(messages.MetadataRequest(topics=[]))
+
+
+def test_a_close_once_ready_fails_what_is_in_flight() -> None:
+    wire = wire_for(profile("3.9"))
+    client = ClientConnection(node="b")
+    assert isinstance(set_up(client, wire), Ready)
+    ticket = client.send(messages.MetadataRequest(topics=[]))
+    (event,) = client.closed()
+    assert isinstance(event, ConnectionFailed) and event.failed == (ticket,)
+    assert client.phase is Phase.CLOSED

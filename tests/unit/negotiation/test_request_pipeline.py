@@ -1,0 +1,203 @@
+"""The sans-I/O request pipeline, driven with bytes only."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkacompat.errors import DecodeError, KafkaTimeoutError, ProtocolError, TransportError
+from kafkacompat.negotiation.request_pipeline import (
+    ConnectionFailed,
+    PipelineStateError,
+    RequestFailed,
+    RequestPipeline,
+    ResponseReceived,
+    SentWithoutReply,
+)
+from kafkacompat.protocol import framing, messages
+
+
+def metadata_request() -> messages.MetadataRequest:
+    return messages.MetadataRequest(topics=[])
+
+
+def metadata_answer(correlation_id: int, controller_id: int = 1, version: int = 1) -> bytes:
+    response = messages.MetadataResponse(controller_id=controller_id)
+    return framing.encode_response(response, version, correlation_id)
+
+
+def test_requests_are_numbered_from_the_handshake_on_and_answered_in_order() -> None:
+    pipe = RequestPipeline(node="b:9092", client_id="me", first_correlation_id=3)
+    first, second = pipe.send(metadata_request(), 1), pipe.send(metadata_request(), 1)
+    assert (first.correlation_id, second.correlation_id) == (3, 4)
+    data = pipe.bytes_to_send()
+    assert data == framing.encode_request(metadata_request(), 1, 3, "me") + framing.encode_request(
+        metadata_request(), 1, 4, "me"
+    )
+    assert pipe.write_done() == []
+    events = pipe.receive_data(metadata_answer(3, controller_id=7) + metadata_answer(4, controller_id=8))
+    assert [(type(e), e.ticket) for e in events] == [(ResponseReceived, first), (ResponseReceived, second)]
+    assert [e.response.controller_id for e in events if isinstance(e, ResponseReceived)] == [7, 8]
+    assert pipe.in_flight == 0 and pipe.next_correlation_id == 5
+
+
+def test_a_frame_split_at_every_byte_is_reassembled() -> None:
+    pipe = RequestPipeline()
+    ticket = pipe.send(metadata_request(), 1)
+    pipe.bytes_to_send()
+    pipe.write_done()
+    answer = metadata_answer(0, controller_id=42)
+    events = [e for byte in answer for e in pipe.receive_data(bytes([byte]))]
+    assert len(events) == 1 and isinstance(events[0], ResponseReceived)
+    assert events[0].ticket is ticket and events[0].response.controller_id == 42
+
+
+def test_an_answer_out_of_turn_fails_every_request_and_reaches_nobody() -> None:
+    pipe = RequestPipeline(node="b:1")
+    first, second = pipe.send(metadata_request(), 1), pipe.send(metadata_request(), 1)
+    pipe.bytes_to_send()
+    pipe.write_done()
+    queued = pipe.send(metadata_request(), 1)
+    (event,) = pipe.receive_data(metadata_answer(1))  # the second's id while the first is oldest
+    assert isinstance(event, ConnectionFailed) and isinstance(event.error, ProtocolError)
+    assert set(event.failed) == {first, second, queued}
+    assert "correlation id 1" in str(event.error) and "has 0" in str(event.error)
+    assert pipe.failure is event.error and pipe.in_flight == 0
+    with pytest.raises(ProtocolError):
+        pipe.send(metadata_request(), 1)
+    assert pipe.receive_data(metadata_answer(0)) == []  # a failed stream is not read any more
+
+
+def test_an_answer_nobody_asked_for_fails_the_connection() -> None:
+    pipe = RequestPipeline()
+    (event,) = pipe.receive_data(metadata_answer(99))
+    assert isinstance(event, ConnectionFailed) and "no request is awaiting" in str(event.error)
+
+
+def test_frames_after_a_bad_one_in_the_same_read_are_not_delivered() -> None:
+    pipe = RequestPipeline()
+    pipe.send(metadata_request(), 1)
+    pipe.send(metadata_request(), 1)
+    pipe.bytes_to_send()
+    pipe.write_done()
+    events = pipe.receive_data(metadata_answer(5) + metadata_answer(1))
+    assert len(events) == 1 and isinstance(events[0], ConnectionFailed)
+    assert len(events[0].failed) == 2
+
+
+def test_acks0_produce_ends_once_written_and_a_stray_answer_to_it_is_dropped() -> None:
+    pipe = RequestPipeline()
+    produce = pipe.send(messages.ProduceRequest(acks=0), 3)
+    meta = pipe.send(metadata_request(), 1)
+    pipe.bytes_to_send()
+    assert pipe.in_flight == 2
+    (event,) = pipe.write_done()
+    assert isinstance(event, SentWithoutReply) and event.ticket is produce
+    stray = framing.encode_response(messages.ProduceResponse(), 3, produce.correlation_id)
+    (answer,) = pipe.receive_data(stray + metadata_answer(meta.correlation_id))
+    assert isinstance(answer, ResponseReceived) and answer.ticket is meta
+
+
+def test_a_request_given_up_before_its_write_is_never_written() -> None:
+    pipe = RequestPipeline(client_id=None)
+    kept, dropped = pipe.send(metadata_request(), 1), pipe.send(metadata_request(), 1)
+    assert pipe.abandon(dropped) == []
+    assert pipe.bytes_to_send() == framing.encode_request(metadata_request(), 1, kept.correlation_id, None)
+    assert pipe.in_flight == 1
+
+
+def test_a_request_given_up_after_its_write_has_its_late_answer_dropped() -> None:
+    pipe = RequestPipeline()
+    late, next_one = pipe.send(metadata_request(), 1), pipe.send(metadata_request(), 1)
+    pipe.bytes_to_send()
+    pipe.write_done()
+    assert pipe.abandon(late) == [] and pipe.in_flight == 1
+    assert pipe.abandon(late) == []  # twice is harmless
+    answers = metadata_answer(late.correlation_id) + metadata_answer(next_one.correlation_id)
+    (event,) = pipe.receive_data(answers)
+    assert isinstance(event, ResponseReceived) and event.ticket is next_one
+
+
+def test_a_request_given_up_half_way_through_its_write_fails_the_connection() -> None:
+    pipe = RequestPipeline()
+    cut, other = pipe.send(metadata_request(), 1), pipe.send(metadata_request(), 1)
+    pipe.bytes_to_send()
+    (event,) = pipe.abandon(cut)
+    assert isinstance(event, ConnectionFailed) and isinstance(event.error, TransportError)
+    assert event.failed == (other,)
+    assert pipe.write_done() == []  # the write that was going out ends nothing twice
+
+
+def test_too_many_unanswered_abandoned_requests_close_the_connection() -> None:
+    pipe = RequestPipeline(max_in_flight=2, max_abandoned=3)
+    events = []
+    for _ in range(4):
+        ticket = pipe.send(metadata_request(), 1)
+        pipe.bytes_to_send()
+        pipe.write_done()
+        events += pipe.abandon(ticket)
+    assert len(events) == 1 and isinstance(events[0], ConnectionFailed)
+    assert isinstance(events[0].error, KafkaTimeoutError)
+
+
+def test_the_in_flight_bound_is_enforced_and_freed_by_answers() -> None:
+    pipe = RequestPipeline(max_in_flight=2)
+    first = pipe.send(metadata_request(), 1)
+    pipe.send(metadata_request(), 1)
+    assert not pipe.has_capacity
+    with pytest.raises(PipelineStateError, match="2 requests are already in flight"):
+        pipe.send(metadata_request(), 1)
+    pipe.bytes_to_send()
+    pipe.write_done()
+    pipe.receive_data(metadata_answer(first.correlation_id))
+    assert pipe.has_capacity
+
+
+def test_one_unreadable_answer_fails_only_its_request() -> None:
+    pipe = RequestPipeline()
+    bad, good = pipe.send(metadata_request(), 1), pipe.send(metadata_request(), 1)
+    pipe.bytes_to_send()
+    pipe.write_done()
+    truncated = framing._frame(bad.correlation_id.to_bytes(4, "big"), b"\x00\x00")
+    events = pipe.receive_data(truncated + metadata_answer(good.correlation_id))
+    assert isinstance(events[0], RequestFailed) and events[0].ticket is bad
+    assert isinstance(events[0].error, DecodeError)
+    assert isinstance(events[1], ResponseReceived) and events[1].ticket is good
+
+
+def test_a_bad_size_prefix_fails_the_connection_before_buffering() -> None:
+    pipe = RequestPipeline(frames=framing.FrameSplitter(max_size=1000))
+    ticket = pipe.send(metadata_request(), 1)
+    pipe.bytes_to_send()
+    pipe.write_done()
+    (event,) = pipe.receive_data((10_000).to_bytes(4, "big"))
+    assert isinstance(event, ConnectionFailed) and event.failed == (ticket,)
+    assert "exceeds the maximum of 1000" in str(event.error)
+
+
+def test_correlation_ids_wrap_after_int32_max() -> None:
+    pipe = RequestPipeline(first_correlation_id=2**31 - 1)
+    assert pipe.send(metadata_request(), 1).correlation_id == 2**31 - 1
+    assert pipe.send(metadata_request(), 1).correlation_id == 0
+
+
+def test_a_closed_connection_fails_everything_once() -> None:
+    pipe = RequestPipeline()
+    tickets = [pipe.send(metadata_request(), 1) for _ in range(3)]
+    pipe.bytes_to_send()
+    (event,) = pipe.connection_lost()
+    assert isinstance(event, ConnectionFailed) and set(event.failed) == set(tickets)
+    assert pipe.connection_lost() == []
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(PipelineStateError):
+        RequestPipeline(first_correlation_id=-1)
+    with pytest.raises(PipelineStateError):
+        RequestPipeline(max_in_flight=0)
+    pipe = RequestPipeline()
+    with pytest.raises(ProtocolError, match="not a request"):
+        pipe.send(messages.MetadataResponse(), 1)
+    pipe.send(metadata_request(), 1)
+    pipe.bytes_to_send()
+    with pytest.raises(PipelineStateError, match="not been confirmed"):
+        pipe.bytes_to_send()
