@@ -7,11 +7,11 @@ deadlines, and wakes the callers its events name.  It imports no trio and
 starts no thread.
 
 Setup runs in the caller's task.  Once the connection is ready, a reader task
-feeds what arrives to the connection; writes happen in the task of the request
-that finds nothing being written, and carry everything queued meanwhile in one
-write.  A caller that times out or is cancelled gives its request back: queued,
-it is never written; written, its late answer is dropped; cut off half-way
-through its write, the connection closes, since the stream would be corrupt.
+feeds what arrives to the connection; requests are written once the loop's
+current turn is over, everything queued meanwhile in one write (handed to the
+transport whole, so no write is ever cut off half-way).  A caller that times
+out or is cancelled gives its request back: queued, it is never written;
+written, its late answer is read and dropped.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class BrokerConnection:
         self._read_task: asyncio.Task[None] | None = None
         self._waiters: dict[int, asyncio.Future[KafkaMessage | None]] = {}  # id(ticket) -> its caller
         self._slots = asyncio.Semaphore(self.config.max_in_flight)
-        self._writing = False
+        self._flush_scheduled = False
         self._closed = False
 
     @property
@@ -188,8 +188,7 @@ class BrokerConnection:
                         self._read_task = asyncio.create_task(reading, name=f"kafkacompat reader {self.node}")
                     waiter: asyncio.Future[KafkaMessage | None] = asyncio.get_running_loop().create_future()
                     self._waiters[id(ticket)] = waiter
-                    if not self._writing:
-                        await self._write_queued(protocol)
+                    self._schedule_flush(protocol)
                     response = await waiter
             if asyncio.get_running_loop().time() > deadline:
                 # Decoding the answer ran past the deadline: a deadline covers the whole call.
@@ -321,27 +320,29 @@ class BrokerConnection:
                 self._closed = True
                 await self._close_socket()
 
-    async def _write_queued(self, protocol: ClientConnection) -> None:
-        """Write what is queued, and what queues meanwhile, until nothing is left."""
+    def _schedule_flush(self, protocol: ClientConnection) -> None:
+        """Write what is queued once this turn of the loop is over: the requests made in
+        the meantime (a gather of a thousand, say) go out together, in one write."""
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush, protocol)
+
+    def _flush(self, protocol: ClientConnection) -> None:
+        self._flush_scheduled = False
         writer = self._writer
-        assert writer is not None
-        self._writing = True
+        if writer is None or not protocol.is_ready:
+            return
+        data = protocol.pipeline.bytes_to_send()
+        if not data:
+            return
         try:
-            while protocol.is_ready:
-                data = protocol.pipeline.bytes_to_send()
-                if not data:
-                    return
-                try:
-                    # Once handed to the transport the bytes go out whole, whatever happens
-                    # to this task: the write is done, and drain() is only flow control.
-                    writer.write(data)
-                    self._dispatch(protocol.pipeline.write_done())
-                    await writer.drain()
-                except (OSError, ssl.SSLError) as exc:
-                    self._dispatch(protocol.closed(translate_os_error(exc, self.node, "writing a request")))
-                    return
-        finally:
-            self._writing = False
+            # Handed to the transport, the bytes go out whole (it buffers what the socket
+            # does not take yet; the in-flight bound bounds that buffer): the write is done.
+            writer.write(data)
+        except (OSError, ssl.SSLError) as exc:
+            self._dispatch(protocol.closed(translate_os_error(exc, self.node, "writing a request")))
+            return
+        self._dispatch(protocol.pipeline.write_done())
 
     def _give_up(self, protocol: ClientConnection, ticket: Ticket) -> None:
         waiter = self._waiters.pop(id(ticket), None)
