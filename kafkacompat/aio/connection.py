@@ -298,8 +298,10 @@ class BrokerConnection:
                 protocol.closed()
                 return
             protocol.receive_data(data)  # decodes what completed: the deadline covers that too
-            if loop.time() > deadline and isinstance(protocol.next_action(), Read):
-                protocol.timed_out()
+            if loop.time() > deadline:
+                raise KafkaTimeoutError(
+                    f"timed out while reading {action.what}", node=self.node, transcript=protocol.transcript
+                )
 
     async def _read_loop(self, protocol: ClientConnection) -> None:
         reader = self._reader

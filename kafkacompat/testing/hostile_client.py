@@ -8,6 +8,7 @@ high-water mark, VmHWM).  Entries:
 
 - ``probe``: ``probe_broker(timeout=S)``
 - ``connection``: ``open_connection``, then Metadata (no topics) within S
+- ``aio``: the same through ``kafkacompat.aio.open_connection``, in an asyncio loop
 - ``cluster``: ``connect`` then ``capabilities()``
 - ``coordinators``: ``connect`` then ``find_coordinators(["g1", "g2"])``
 - ``sync``: ``connect_sync`` then ``capabilities()``
@@ -33,7 +34,7 @@ from typing import Any
 
 __all__ = ["ENTRIES", "Measured", "main", "measure", "peak_rss_mib", "run_entry"]
 
-ENTRIES = ("probe", "connection", "cluster", "coordinators", "sync", "inspect", "inspect-all")
+ENTRIES = ("probe", "connection", "aio", "cluster", "coordinators", "sync", "inspect", "inspect-all")
 
 
 def peak_rss_mib() -> float:
@@ -71,6 +72,17 @@ def run_entry(entry: str, address: str, timeout: float, *, roomy: bool = False) 
 
         argv = ["inspect", address, "--timeout", str(timeout), "--retries", "1", "--quiet"]
         return cli_main([*argv, "--all-brokers"] if entry == "inspect-all" else argv)
+    if entry == "aio":
+        import asyncio
+
+        from kafkacompat.aio import open_connection as open_aio
+        from kafkacompat.protocol.messages import MetadataRequest as Metadata
+
+        async def run_aio() -> Any:
+            async with open_aio(host, int(port_text), config) as conn:
+                return await conn.request(Metadata(topics=[]))
+
+        return asyncio.run(run_aio())
     if entry == "sync":
         from kafkacompat.transport.sync import connect_sync
 
