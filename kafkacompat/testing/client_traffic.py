@@ -2,7 +2,8 @@
 
 Theory.  A client profile is only as good as the traffic it was recorded from.
 This module drives kafka-python, aiokafka or confluent-kafka (librdkafka)
-through what applications do: read metadata, produce with compression,
+through what applications do: read metadata (creating the topic when it is
+missing), produce with compression,
 consume in a group, commit, describe and delete the group with the admin
 client, and run a transaction where the library has them.  It imports the
 client library only when its scenario runs, so it works with whatever release
@@ -29,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 import sys
 import time
 import uuid
@@ -40,7 +42,8 @@ __all__ = ["LIBRARIES", "STEPS", "Traffic", "read_report", "run"]
 
 STEPS = ("metadata", "produce", "consume", "commit", "describe-group", "delete-group", "transaction")
 LIBRARIES = ("kafka-python", "aiokafka", "confluent-kafka")
-TIMEOUT_S = 20.0
+# How long a step may wait for the broker; KAFKACOMPAT_TRAFFIC_TIMEOUT overrides it.
+TIMEOUT_S = float(os.environ.get("KAFKACOMPAT_TRAFFIC_TIMEOUT", "20"))
 PAYLOAD = b"kafkacompat traffic " * 8  # long enough for gzip to matter
 
 
@@ -87,6 +90,14 @@ class Traffic:
         return {"library": self.library, "version": self.version, "ok": self.ok, "steps": self.steps}
 
 
+def _wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the topic is not listed after creating it")
+        time.sleep(0.2)
+
+
 # -- kafka-python --------------------------------------------------------------------------
 
 
@@ -94,12 +105,13 @@ def _kafka_python(t: Traffic) -> None:
     kafka = importlib.import_module("kafka")
     admin_module = importlib.import_module("kafka.admin")
     t.version = kafka.__version__
-    common = {"bootstrap_servers": t.bootstrap, "request_timeout_ms": 10000, "client_id": "traffic"}
+    common = {"bootstrap_servers": t.bootstrap, "request_timeout_ms": 10000}
     admin = admin_module.KafkaAdminClient(**common)
     try:
         with t.step("metadata"):
             if t.topic not in admin.list_topics():
-                raise RuntimeError(f"topic {t.topic} not listed")
+                admin.create_topics([admin_module.NewTopic(t.topic, 1, 1)])
+                _wait_for(lambda: t.topic in admin.list_topics())
         with t.step("produce"):
             producer = kafka.KafkaProducer(compression_type="gzip", **common)
             producer.send(t.topic, PAYLOAD, partition=0).get(timeout=TIMEOUT_S)
@@ -152,13 +164,18 @@ def _aiokafka(t: Traffic) -> None:
 
 
 async def _aiokafka_async(t: Traffic, aiokafka: Any) -> None:
-    common = {"bootstrap_servers": t.bootstrap, "request_timeout_ms": 10000, "client_id": "traffic"}
+    common = {"bootstrap_servers": t.bootstrap, "request_timeout_ms": 10000}
     admin_module = importlib.import_module("aiokafka.admin")
     admin = admin_module.AIOKafkaAdminClient(**common)
     with t.step("metadata"):
         await admin.start()
         if t.topic not in await admin.list_topics():
-            raise RuntimeError(f"topic {t.topic} not listed")
+            await admin.create_topics([admin_module.NewTopic(t.topic, 1, 1)])
+            deadline = time.monotonic() + TIMEOUT_S
+            while t.topic not in await admin.list_topics():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"topic {t.topic} not listed after creating it")
+                await asyncio.sleep(0.2)
     try:
         with t.step("produce"):
             producer = aiokafka.AIOKafkaProducer(compression_type="gzip", **common)
@@ -211,11 +228,12 @@ def _confluent(t: Traffic) -> None:
     ck = importlib.import_module("confluent_kafka")
     admin_module = importlib.import_module("confluent_kafka.admin")
     t.version = f"{ck.version()} (librdkafka {ck.libversion()[0]})"
-    common = {"bootstrap.servers": t.bootstrap, "client.id": "traffic", "socket.timeout.ms": 10000}
+    common = {"bootstrap.servers": t.bootstrap, "socket.timeout.ms": 10000}
     admin = admin_module.AdminClient(common)
     with t.step("metadata"):
         if t.topic not in admin.list_topics(timeout=TIMEOUT_S).topics:
-            raise RuntimeError(f"topic {t.topic} not listed")
+            admin.create_topics([admin_module.NewTopic(t.topic, 1, 1)])[t.topic].result(TIMEOUT_S)
+            _wait_for(lambda: t.topic in admin.list_topics(timeout=TIMEOUT_S).topics)
     with t.step("produce"):
         producer = ck.Producer({**common, "compression.type": "gzip", "message.timeout.ms": 15000})
         failures: list[Any] = []
