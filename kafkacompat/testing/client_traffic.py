@@ -105,7 +105,7 @@ def _kafka_python(t: Traffic) -> None:
     kafka = importlib.import_module("kafka")
     admin_module = importlib.import_module("kafka.admin")
     t.version = kafka.__version__
-    common = {"bootstrap_servers": t.bootstrap, "request_timeout_ms": 10000}
+    common = {"bootstrap_servers": t.bootstrap, "request_timeout_ms": 30000}
     admin = admin_module.KafkaAdminClient(**common)
     try:
         with t.step("metadata"):
@@ -164,7 +164,7 @@ def _aiokafka(t: Traffic) -> None:
 
 
 async def _aiokafka_async(t: Traffic, aiokafka: Any) -> None:
-    common = {"bootstrap_servers": t.bootstrap, "request_timeout_ms": 10000}
+    common = {"bootstrap_servers": t.bootstrap, "request_timeout_ms": 30000}
     admin_module = importlib.import_module("aiokafka.admin")
     admin = admin_module.AIOKafkaAdminClient(**common)
     with t.step("metadata"):

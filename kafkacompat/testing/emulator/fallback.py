@@ -54,6 +54,7 @@ _MODELLED: Mapping[int, Handler] = {
     26: groups.end_txn,
     28: groups.txn_offset_commit,
     42: groups.delete_groups,
+    68: groups.consumer_group_heartbeat,
     69: groups.consumer_group_describe,
 }
 

@@ -14,9 +14,12 @@ keeps the least state that lets that traffic run and be checked:
   MEMBER_ID_REQUIRED with the id to use, as Kafka does.
 - Offsets are stored per (group, topic, partition), transactional ones when
   TxnOffsetCommit arrives (the emulator does not hold them until EndTxn).
-- ConsumerGroupDescribe (KIP-848) answers GROUP_ID_NOT_FOUND for every group:
-  the emulator's groups are all classic ones, and that is Kafka's answer for a
-  classic group; clients then fall back to DescribeGroups.
+- ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) answer
+  UNSUPPORTED_VERSION where group.version is below 1, as Kafka's
+  ``isConsumerGroupProtocolEnabled`` gate does whatever ApiVersions advertised;
+  above it, the describe answers GROUP_ID_NOT_FOUND for every group (they are
+  all classic here, Kafka's answer for a classic group) and clients fall back
+  to DescribeGroups.
 - DescribeGroups names an unknown group ``Dead`` (error 0 up to v5); from v6
   (KIP-1043, 4.0) it is GROUP_ID_NOT_FOUND.  DeleteGroups refuses a group with
   members (NON_EMPTY_GROUP) and an unknown one (GROUP_ID_NOT_FOUND).
@@ -38,6 +41,7 @@ from kafkacompat.protocol.messages import (
     AddPartitionsToTxnResponse,
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DescribeGroupsRequest,
@@ -70,6 +74,7 @@ __all__ = [
     "add_offsets_to_txn",
     "add_partitions_to_txn",
     "consumer_group_describe",
+    "consumer_group_heartbeat",
     "delete_groups",
     "describe_groups",
     "end_txn",
@@ -89,6 +94,7 @@ MEMBER_ID_REQUIRED = BY_NAME["MEMBER_ID_REQUIRED"].code
 GROUP_ID_NOT_FOUND = BY_NAME["GROUP_ID_NOT_FOUND"].code
 NON_EMPTY_GROUP = BY_NAME["NON_EMPTY_GROUP"].code
 INVALID_GROUP_ID = BY_NAME["INVALID_GROUP_ID"].code
+UNSUPPORTED_VERSION = BY_NAME["UNSUPPORTED_VERSION"].code
 FIRST_PRODUCER_ID = 1000
 
 
@@ -314,14 +320,26 @@ def describe_groups(request: Request) -> KafkaMessage:
     return DescribeGroupsResponse(groups=described)
 
 
+def _consumer_protocol_enabled(request: Request) -> bool:
+    """KIP-848's protocol is on where group.version is finalized at 1 or more."""
+    return request.state.features_seen_by(request.node).levels.get("group.version", 0) >= 1
+
+
+def consumer_group_heartbeat(request: Request) -> KafkaMessage:
+    """Off (UNSUPPORTED_VERSION) below group.version 1; the emulator does not model KIP-848 groups."""
+    code = NONE if _consumer_protocol_enabled(request) else UNSUPPORTED_VERSION
+    return ConsumerGroupHeartbeatResponse(error_code=code, member_epoch=-1 if code else 0)
+
+
 def consumer_group_describe(request: Request) -> KafkaMessage:
-    """KIP-848's describe: every group here is a classic one, which Kafka reports as not found."""
+    """KIP-848's describe: off below group.version 1; every group here is a classic one (not found)."""
     body = request.body
     assert isinstance(body, ConsumerGroupDescribeRequest)
+    enabled = _consumer_protocol_enabled(request)
     return ConsumerGroupDescribeResponse(groups=[
         ConsumerGroupDescribeResponse.DescribedGroup(
-            group_id=group_id, error_code=GROUP_ID_NOT_FOUND,
-            error_message=f"Group {group_id} is not a consumer group.",
+            group_id=group_id, error_code=GROUP_ID_NOT_FOUND if enabled else UNSUPPORTED_VERSION,
+            error_message=f"Group {group_id} is not a consumer group." if enabled else None,
         )
         for group_id in body.group_ids
     ])
