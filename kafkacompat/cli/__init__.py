@@ -19,7 +19,7 @@ from kafkacompat.errors import KafkaCompatError
 
 # Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
-    "inspect", "features", "coordinators", "snapshot", "emulate", "fleet", "record"
+    "inspect", "features", "coordinators", "snapshot", "emulate", "fleet", "record", "check"
 )
 
 EXIT_FAILURE = 1

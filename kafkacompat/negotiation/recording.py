@@ -30,7 +30,9 @@ broker offered it on that connection, or sent an API without an ApiVersions
 answer at all, does not negotiate that API: ``fixed``.  Otherwise it picked
 inside the offered range: ``highest`` (Kafka's rule).  The ``max`` is exact when
 the client sent less than the broker offered; when it sent the broker's max,
-the client may know more (``max_exact`` false).
+the client may know more (``max_exact`` false).  The ``min`` is never known
+from a recording (``min_exact`` false): a client that negotiates may go lower
+with an older broker than any it was recorded against.
 """
 
 from __future__ import annotations
@@ -373,7 +375,7 @@ def _profile(record: ClientRecord) -> dict[str, Any]:
             fixed, exact = False, True  # its own negotiation: KIP-511 fallback, not an offer
         entries.append({
             "api_key": api_key, "min": min(versions), "max": max(versions), "required": True,
-            "pick": "fixed" if fixed else "highest", "max_exact": exact,
+            "pick": "fixed" if fixed else "highest", "max_exact": exact, "min_exact": False,
         })
     requests = [
         {"api_key": key, "version": version, "outcomes": dict(sorted(counts.items()))}

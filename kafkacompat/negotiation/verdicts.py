@@ -25,7 +25,10 @@ use.  The rules, in the order they are tried for each API and each broker:
    JoinGroup for ConsumerGroupHeartbeat), the finding is a warning.
 
 A finding on an API the profile marks required breaks the client; otherwise
-it is a warning.  When the answer depends on something unknown (the
+it is a warning.  A recorded profile knows only the versions it saw: its
+``min`` is a bound (``min_exact`` false) and so, where the client sent the
+broker's max, is its ``max`` (``max_exact`` false); a verdict that hangs on
+versions beyond them is "could not tell", never a guess.  When the answer depends on something unknown (the
 cluster's finalized features were not reported, or a recorded profile's max
 is only a lower bound on a gated API), the finding is ``unknown``: the verdict
 is "could not tell" unless something else breaks.  Every finding names the
@@ -57,6 +60,7 @@ __all__ = [
     "client_side",
     "judge",
     "removed_in_4",
+    "worst",
 ]
 
 Rule = Literal[
@@ -83,6 +87,7 @@ class ClientEntry:
     pick: Literal["highest", "fixed"] = "highest"
     max_exact: bool = True
     required: bool = False
+    min_exact: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +226,7 @@ def client_side(profile: Mapping[str, Any]) -> ClientSide:
             pick,
             bool(e.get("max_exact", True)),
             bool(e.get("required", False)),
+            bool(e.get("min_exact", True)),
         )
     return ClientSide(
         str(profile["client"]),
@@ -265,50 +271,48 @@ def _judge_api(
         )
 
     name = API_NAMES.get(key, f"api key {key}")
+    fallback = _FALLBACKS.get(key)
+    has_fallback = fallback is not None and fallback in client.entries
     if offered is None or offered.empty:
-        return None, [finding("api-missing", None, "KIP-35", f"{broker.label} does not have {name}")]
+        message = f"{broker.label} does not have {name}"
+        if has_fallback:
+            message += f" (the client also uses {API_NAMES.get(fallback or 0)}, its fallback)"
+        return None, [finding("api-missing", None, "KIP-35", message, not has_fallback)]
     removed = _REMOVED.get(key) if _is_4x(broker) else None
     if entry.pick == "fixed":
-        version = entry.versions.highest
-        if version not in offered:
-            if removed is not None and version in removed[0]:
-                return version, [
-                    finding(
-                        "removed-in-4",
-                        version,
-                        removed[2],
-                        f"{name} v{version} was removed in Kafka 4.0; {broker.label} accepts {offered}",
-                    )
-                ]
-            return version, [
-                finding(
-                    "fixed-version-not-accepted",
-                    version,
-                    "KIP-35",
-                    f"the client always sends {name} v{version}; {broker.label} accepts {offered}",
-                )
-            ]
+        # A fixed client sends what it was recorded sending: both ends of its range were sent.
+        refused = [v for v in (entry.versions.lowest, entry.versions.highest) if v not in offered]
+        version = refused[0] if refused else entry.versions.highest
+        if refused and removed is not None and version in removed[0]:
+            text = f"{name} v{version} was removed in Kafka 4.0; {broker.label} accepts {offered}"
+            return version, [finding("removed-in-4", version, removed[2], text)]
+        if refused and version > offered.highest and not entry.min_exact:
+            text = (
+                f"the client was recorded sending {name} v{version} to newer brokers only; whether it "
+                f"goes down to {offered} for {broker.label} was not recorded"
+            )
+            return version, [_as_unknown(finding("fixed-version-not-accepted", version, "KIP-35", text))]
+        if refused:
+            text = (
+                f"the client sends {name} v{version} whatever it is offered; {broker.label} accepts {offered}"
+            )
+            return version, [finding("fixed-version-not-accepted", version, "KIP-35", text)]
     else:
         common = entry.versions & offered
         if common.empty:
             if removed is not None and entry.versions.highest in removed[0]:
-                return None, [
-                    finding(
-                        "removed-in-4",
-                        None,
-                        removed[2],
-                        f"{name} v{entry.versions} were removed in Kafka 4.0; "
-                        f"{broker.label} accepts {offered}",
-                    )
-                ]
-            return None, [
-                finding(
-                    "no-common-version",
-                    None,
-                    "KIP-35",
-                    f"the client writes {name} {entry.versions}, {broker.label} accepts {offered}",
+                text = f"{name} {entry.versions} were removed in Kafka 4.0; {broker.label} accepts {offered}"
+                return None, [finding("removed-in-4", None, removed[2], text)]
+            too_new = entry.versions.lowest > offered.highest and not entry.min_exact
+            too_old = entry.versions.highest < offered.lowest and not entry.max_exact
+            if too_new or too_old:
+                text = (
+                    f"the client was recorded writing {name} {entry.versions}; {broker.label} accepts "
+                    f"{offered}, beyond what the recording can tell"
                 )
-            ]
+                return None, [_as_unknown(finding("no-common-version", None, "KIP-35", text))]
+            text = f"the client writes {name} {entry.versions}, {broker.label} accepts {offered}"
+            return None, [finding("no-common-version", None, "KIP-35", text)]
         version = common.highest
     if removed is not None and removed[1] and version in removed[0]:
         return version, [
