@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kafkacompat import __version__
+from kafkacompat.cli.output import Output
 from kafkacompat.errors import KafkaCompatError
 from kafkacompat.negotiation.release_guess import guess_release
 from kafkacompat.negotiation.verdicts import BrokerSide, ClientSide, Verdict, client_side, judge, worst
@@ -227,10 +227,14 @@ def _text(verdict: Verdict, brokers: Sequence[BrokerSide], client: ClientSide) -
             offered = broker.apis.get(key)
             sent = picks.get(key)
             how = "fixed" if entry.pick == "fixed" else "highest in common"
+            higher = (
+                sent is not None and offered is not None and not entry.max_exact and offered.highest > sent
+            )
             lines.append(
                 f"    {API_NAMES.get(key, str(key)):<24} client {entry.versions} ({how}), "
                 f"broker {offered if offered is not None else '-'}: "
                 f"{'v' + str(sent) if sent is not None else 'nothing to send'}"
+                f"{' (or higher: the recording saw no max)' if higher else ''}"
             )
     missing = [f for f in verdict.findings if f.rule == "api-missing" and f.severity == "warns"]
     if missing:
@@ -258,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             targets = brokers_from_bootstrap(args.bootstrap, args.command_config)
     except KafkaCompatError as exc:
-        print(f"kafkacompat check: could not tell: {exc}", file=sys.stderr)
+        Output().note(f"kafkacompat check: could not tell: {exc}")
         return EXIT_UNKNOWN
     verdicts, documents, texts = [], [], []
     for client in clients:
@@ -269,15 +273,17 @@ def run(args: argparse.Namespace) -> int:
             documents.append(verdict_document(verdict, brokers))
             texts.append(_text(verdict, brokers, client))
     code = worst(verdicts)
+    output = Output()
     if args.format == "json":
-        document = {
-            "_command": "check",
-            "_version": JSON_VERSION,
-            "kafkacompat": __version__,
-            "exit_code": code,
-            "verdicts": documents,
-        }
-        print(json.dumps(document, indent=2))
+        output.json(
+            {
+                "_command": "check",
+                "_version": JSON_VERSION,
+                "kafkacompat": __version__,
+                "exit_code": code,
+                "verdicts": documents,
+            }
+        )
     else:
-        print("\n\n".join(texts))
+        output.line("\n\n".join(texts))
     return code

@@ -53,13 +53,11 @@ class FeatureGate:
 
     def describe(self, level: int) -> str:
         scope = " in a transaction" if self.in_transaction_only else ""
-        return (
-            f"v{self.versions.lowest}+{scope} needs {self.feature} >= {self.min_level}, "
-            f"the cluster has {level} ({self.source})"
-        )
+        needs = f"{self.feature} >= {self.min_level}"
+        return f"v{self.versions.lowest}+{scope} needs {needs}, the cluster has {level}"
 
 
-_TV2 = "KIP-890; Kafka's clients stay at LAST_STABLE_VERSION_BEFORE_TRANSACTION_V2 below it"
+_TV2 = "KIP-890"
 FEATURE_GATES: tuple[FeatureGate, ...] = (
     FeatureGate(0, VersionRange(12, 32767), "transaction.version", 2, _TV2, in_transaction_only=True),
     FeatureGate(26, VersionRange(5, 32767), "transaction.version", 2, _TV2),

@@ -346,7 +346,8 @@ def _gate_rules(
     for gate in gates_for(api_key, in_transaction=in_transaction):
         level = level_of(capabilities.finalized_features, gate.feature)
         if level < gate.min_level:
-            yield "feature-gate", f"feature gate: {gate.describe(level)}", _subtracting((gate.versions,))
+            rule = f"feature gate: {gate.describe(level)} ({gate.source})"
+            yield "feature-gate", rule, _subtracting((gate.versions,))
 
 
 def _subtracting(removed: tuple[VersionRange, ...]) -> _Apply:
