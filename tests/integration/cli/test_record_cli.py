@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,6 +73,39 @@ def recording(upstream: str, out: Path, listen_port: int = 0) -> Iterator[int]:
     assert "client profiles" in err
 
 
+def wait_until_written(path: Path) -> None:
+    """The CLI rewrites the file every half second; wait for a complete write after the traffic."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().endswith("\n"):
+            time.sleep(1.0)
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{path} was not written")
+
+
+def check_live(profile: Path, bootstrap: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafkacompat.cli",
+            "check",
+            str(profile),
+            "--bootstrap",
+            bootstrap,
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    (verdict,) = json.loads(done.stdout)["verdicts"]
+    assert done.returncode == verdict["exit_code"]
+    return dict(verdict)
+
+
 def profiles(path: Path) -> list[dict[str, Any]]:
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert all(validate_client_profile(p) == [] for p in lines)
@@ -126,11 +160,24 @@ def test_record_in_front_of_tansu_is_transparent(tansu: TansuBroker, tmp_path: P
     out = tmp_path / "tansu.jsonl"
     with ProxiedTansu(proxy_port) as proxied, recording(proxied.bootstrap, out, proxy_port):
         through = traffic(library, f"127.0.0.1:{proxy_port}", timeout_s=6)
+        wait_until_written(out)
+        taken = tmp_path / "kafka-python.jsonl"
+        taken.write_text(out.read_text())
+        # Tansu advertises the proxy, so check's own probe goes through it too (and is recorded).
+        verdict = check_live(taken, f"127.0.0.1:{proxy_port}")
     # Tansu 0.6 does not get kafka-python through all of it; the proxy changes nothing of that.
     assert [(s["step"], s["ok"]) for s in through["steps"]] == [(s["step"], s["ok"]) for s in direct["steps"]]
-    (profile,) = profiles(out)
+    recorded = {p["client"]: p for p in profiles(out)}
+    assert set(recorded) == {"kafka-python", "kafkacompat"}  # check's own probe went through it
+    profile = recorded["kafka-python"]
     assert profile["client"] == "kafka-python" and profile["recorded"]["identified_by"] == "software"
     by_key = {e["api_key"]: e for e in profile["api_versions"]}
     assert {3, 0, 18} <= set(by_key)  # metadata and produce passed through it
     produce = next(r for r in profile["recorded"]["requests"] if r["api_key"] == 0)
     assert produce["outcomes"] == {"answered": 1}
+    # check, against the same Tansu, picks for each API the version the client was seen sending.
+    assert verdict["status"] == "works", verdict["findings"]
+    (picks,) = verdict["picks"].values()
+    assert {p["api_key"]: p["version"] for p in picks} == {
+        e["api_key"]: e["max"] for e in profile["api_versions"]
+    }
