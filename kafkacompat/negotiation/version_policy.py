@@ -303,8 +303,8 @@ def explain(
         steps.append(PolicyStep(kind, rule, tuple(allowed)))
     if not allowed:
         removed_by = ", ".join(step.rule for step in steps)
-        gated = any(step.kind == "feature-gate" for step in steps)
-        what = "the policy and feature gates leave" if gated else "the policy leaves"
+        by = _narrowers(steps)
+        what = f"{by} leaves" if by == "the policy" else f"{by} leave"
         return choice(
             allowed, None,
             f"versions {both} are common to the client and {who}, "
@@ -312,11 +312,18 @@ def explain(
         )
     chosen = allowed[-1].highest
     how = f"the highest of {both}" if not steps else f"the highest of {_describe(allowed)}"
-    narrowed = "" if not steps else f" left of {both} by the policy"
+    narrowed = "" if not steps else f" left of {both} by {_narrowers(steps)}"
     return choice(allowed, chosen, f"v{chosen}: {how}{narrowed} (client {client}, broker {broker})")
 
 
 _Apply: TypeAlias = Callable[[list[VersionRange]], list[VersionRange]]
+
+
+def _narrowers(steps: Iterable[PolicyStep]) -> str:
+    """Who narrowed the versions: "the policy", "the feature gates", or both."""
+    kinds = {step.kind == "feature-gate" for step in steps}
+    names = [name for gate, name in ((False, "the policy"), (True, "the feature gates")) if gate in kinds]
+    return " and ".join(names)
 
 
 def _policy_rules(api_key: int, policy: VersionPolicy) -> Iterator[tuple[StepKind, str, _Apply]]:

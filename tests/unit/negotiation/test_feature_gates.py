@@ -40,7 +40,8 @@ def test_produce_is_gated_only_inside_a_transaction() -> None:
 
 def test_consumer_group_heartbeat_is_unusable_without_group_version_and_says_why() -> None:
     with pytest.raises(
-        UnsupportedVersionError, match=r"feature gates leave none.*group\.version >= 1.*KIP-848"
+        UnsupportedVersionError,
+        match=r"client and b:9092, but the feature gates leave none.*group\.version >= 1.*KIP-848",
     ):
         pick_version(68, caps())
     assert pick_version(68, caps(group_version=1)) == KAFKA_40[68].highest
