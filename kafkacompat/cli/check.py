@@ -31,15 +31,12 @@ from kafkacompat.pipeline.snapshot_format import validate_snapshot
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import API_NAMES
 from kafkacompat.reference.releases import KINDS, RELEASES
+from kafkacompat.transport.config import ConfigError
 
-__all__ = ["CheckInputError", "brokers_for_release", "load_clients", "register", "run", "verdict_document"]
+__all__ = ["brokers_for_release", "load_clients", "register", "run", "verdict_document"]
 
 JSON_VERSION = 1
 EXIT_UNKNOWN = 2
-
-
-class CheckInputError(KafkaCompatError):
-    """A profile, snapshot or target ``check`` cannot read."""
 
 
 def register(subparsers: Any) -> None:
@@ -85,18 +82,18 @@ def load_clients(spec: str, wanted: Sequence[str] = ()) -> list[ClientSide]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise CheckInputError(f"cannot read the profiles {path}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot read the profiles {path}: {exc.strerror or exc}") from None
     clients = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         profile, problems = parse_client_line(line)
         if profile is None:
-            raise CheckInputError(f"{path} line {number} is not a client profile: {'; '.join(problems)}")
+            raise ConfigError(f"{path} line {number} is not a client profile: {'; '.join(problems)}")
         clients.append(client_side(profile))
     chosen = [c for c in clients if not wanted or any(_matches(c, w) for w in wanted)]
     if not chosen:
-        raise CheckInputError(f"no client profile in {path} matches {', '.join(wanted) or 'anything'}")
+        raise ConfigError(f"no client profile in {path} matches {', '.join(wanted) or 'anything'}")
     return chosen
 
 
@@ -110,7 +107,7 @@ def _parse_levels(values: Sequence[str]) -> dict[str, int]:
     for value in values:
         name, found, level = value.partition("=")
         if not found or not name or not level.isdigit():
-            raise CheckInputError(f"--finalized wants NAME=LEVEL, got {value!r}")
+            raise ConfigError(f"--finalized wants NAME=LEVEL, got {value!r}")
         levels[name] = int(level)
     return levels
 
@@ -121,11 +118,11 @@ def brokers_for_release(release: str, kind: str | None, finalized: Mapping[str, 
     kinds = [p.kind for p in RELEASES if p.release == release]
     if not kinds:
         known = ", ".join(sorted({p.release for p in RELEASES}, key=lambda r: tuple(map(int, r.split(".")))))
-        raise CheckInputError(f"no Kafka {release} in the release table; known releases: {known}")
+        raise ConfigError(f"no Kafka {release} in the release table; known releases: {known}")
     chosen = kind or ("zk-broker" if "zk-broker" in kinds else "kraft-broker")
     table = next((p for p in RELEASES if p.release == release and p.kind == chosen), None)
     if table is None:
-        raise CheckInputError(f"Kafka {release} has no {chosen}; it has {', '.join(sorted(kinds))}")
+        raise ConfigError(f"Kafka {release} has no {chosen}; it has {', '.join(sorted(kinds))}")
     _, fresh, _ = default_features(release, chosen)
     levels = {**fresh, **finalized}
     apis = {key: VersionRange(low, high) for key, (low, high) in table.apis.items()}
@@ -137,7 +134,7 @@ def brokers_from_snapshots(path: Path) -> dict[str, list[BrokerSide]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
-        raise CheckInputError(f"cannot read the snapshots {path}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot read the snapshots {path}: {exc.strerror or exc}") from None
     latest: dict[tuple[str, int], dict[str, Any]] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -148,7 +145,7 @@ def brokers_from_snapshots(path: Path) -> dict[str, list[BrokerSide]]:
             obj = None
         problems = validate_snapshot(obj) if obj is not None else ["not JSON"]
         if problems:
-            raise CheckInputError(f"{path} line {number} is not a snapshot: {'; '.join(problems)}")
+            raise ConfigError(f"{path} line {number} is not a snapshot: {'; '.join(problems)}")
         assert isinstance(obj, dict)
         key = (obj["cluster_id"], obj["node_id"])
         if key not in latest or obj["observed_at"] >= latest[key]["observed_at"]:
@@ -159,7 +156,7 @@ def brokers_from_snapshots(path: Path) -> dict[str, list[BrokerSide]]:
         finalized = {e["name"]: e["max"] for e in obj["finalized_features"] or []}
         clusters.setdefault(cluster, []).append(_broker(f"node {node} at {obj['endpoint']}", apis, finalized))
     if not clusters:
-        raise CheckInputError(f"{path} holds no snapshot line")
+        raise ConfigError(f"{path} holds no snapshot line")
     return clusters
 
 
@@ -181,7 +178,7 @@ def brokers_from_bootstrap(bootstrap: str, command_config: Path | None) -> dict[
     for broker in report.brokers:
         caps = broker.capabilities
         if caps is None:
-            raise CheckInputError(f"node {broker.node_id} could not be probed: nothing to judge it by")
+            raise ConfigError(f"node {broker.node_id} could not be probed: nothing to judge it by")
         finalized = {name: r.highest for name, r in caps.finalized_features.items()}
         brokers.append(_broker(f"node {broker.node_id} at {caps.node}", caps.api_ranges, finalized))
     return {report.cluster_id or bootstrap: brokers}

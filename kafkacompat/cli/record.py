@@ -28,7 +28,8 @@ import trio
 from kafkacompat.errors import KafkaCompatError
 from kafkacompat.negotiation.recording import ProfileBook
 from kafkacompat.testing.emulator.broker import check_bind_host
-from kafkacompat.transport.record_proxy import RecordProxy, RecordProxyError
+from kafkacompat.transport.config import ConfigError
+from kafkacompat.transport.record_proxy import RecordProxy
 
 __all__ = ["parse_address", "register", "run", "write_profiles"]
 
@@ -54,7 +55,7 @@ def register(subparsers: Any) -> None:
 def parse_address(text: str, what: str) -> tuple[str, int]:
     host, found, port = text.rpartition(":")
     if not found or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise RecordProxyError(f"{what} must look like HOST:PORT, got {text!r}")
+        raise ConfigError(f"{what} must look like HOST:PORT, got {text!r}")
     return host.strip("[]"), int(port)
 
 
@@ -95,21 +96,33 @@ async def _record(proxy: RecordProxy, out: Path, duration: float | None, progres
             nursery.cancel_scope.cancel()
 
 
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one kafkacompat error a nursery wrapped, else the group itself."""
+    matched, _ = group.split(KafkaCompatError)
+    found: BaseException | None = matched
+    while isinstance(found, BaseExceptionGroup) and len(found.exceptions) == 1:
+        found = found.exceptions[0]
+    return found if isinstance(found, KafkaCompatError) else group
+
+
 def run(args: argparse.Namespace) -> int:
     if args.duration is not None and args.duration <= 0:
-        raise RecordProxyError("--duration must be positive")
+        raise ConfigError("--duration must be positive")
     listen_host, listen_port = parse_address(args.listen, "--listen")
     upstream_host, upstream_port = parse_address(args.upstream, "--upstream")
     try:
         check_bind_host(listen_host, args.allow_non_loopback)
     except KafkaCompatError as exc:
-        raise RecordProxyError(str(exc)) from None
+        raise ConfigError(str(exc)) from None
     out = Path(args.out)
     if not out.parent.is_dir() and str(out.parent):
-        raise RecordProxyError(f"--out: no directory {out.parent}")
+        raise ConfigError(f"--out: no directory {out.parent}")
     proxy = RecordProxy(upstream_host, upstream_port, listen_host=listen_host, listen_port=listen_port)
     progress = sys.stderr if sys.stderr.isatty() else None
-    trio.run(_record, proxy, out, args.duration, progress)
+    try:
+        trio.run(_record, proxy, out, args.duration, progress)
+    except BaseExceptionGroup as group:  # the proxy's own error, from inside the nursery
+        raise _first_error(group) from None
     count = write_profiles(proxy.book, out)
     if progress is not None:
         progress.write("\n")

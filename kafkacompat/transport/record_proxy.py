@@ -18,16 +18,12 @@ from collections.abc import Callable
 
 import trio
 
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import TransportError
 from kafkacompat.negotiation.recording import ProfileBook, WireRecorder
 
-__all__ = ["RecordProxy", "RecordProxyError"]
+__all__ = ["RecordProxy"]
 
 _CHUNK = 65536
-
-
-class RecordProxyError(KafkaCompatError):
-    """The recording proxy cannot listen or reach its upstream."""
 
 
 class RecordProxy:
@@ -62,7 +58,7 @@ class RecordProxy:
             try:
                 listeners = await trio.open_tcp_listeners(self.listen_port, host=self.listen_host)
             except OSError as exc:
-                raise RecordProxyError(f"cannot listen on {self.address}: {exc.strerror or exc}") from None
+                raise TransportError(f"cannot listen on {self.address}: {exc.strerror or exc}") from None
             self.listen_port = listeners[0].socket.getsockname()[1]
             async with trio.open_nursery() as nursery:
                 task_status.started(self)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -181,3 +182,36 @@ def test_record_in_front_of_tansu_is_transparent(tansu: TansuBroker, tmp_path: P
     assert {p["api_key"]: p["version"] for p in picks} == {
         e["api_key"]: e["max"] for e in profile["api_versions"]
     }
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--listen", "10.1.2.3:9092", "--upstream", "127.0.0.1:9"], "refusing to listen on 10.1.2.3"),
+        (["--listen", "127.0.0.1", "--upstream", "127.0.0.1:9"], "--listen must look like HOST:PORT"),
+        (
+            ["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--out", "/nonexistent/x.jsonl"],
+            "no directory",
+        ),
+        (
+            ["--listen", "127.0.0.1:TAKEN", "--upstream", "127.0.0.1:9", "--duration", "5"],
+            "Address already in use",
+        ),
+    ],
+)
+def test_record_refuses_bad_arguments_in_one_sentence(argv: list[str], said: str) -> None:
+    if "TAKEN" in " ".join(argv):
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            return _refused([a.replace("TAKEN", str(port)) for a in argv], said)
+    _refused(argv, said)
+
+
+def _refused(argv: list[str], said: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kafkacompat.cli", "record", *argv], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 1 and said in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout == ""
