@@ -215,3 +215,34 @@ def _refused(argv: list[str], said: str) -> None:
     )
     assert done.returncode == 1 and said in done.stderr and "Traceback" not in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_record_passes_sasl_plaintext_and_never_records_the_credentials(
+    threaded_emulated_cluster: Factory, tmp_path: Path, mechanism: str
+) -> None:
+    from kafkacompat.testing.emulator import SaslConfig
+
+    secret = "pa55-never-recorded"
+    cluster = threaded_emulated_cluster(
+        "3.9", brokers=1, topics={"traffic": 1}, sasl=SaslConfig({"alice": secret}, [mechanism])
+    )
+    out = tmp_path / "sasl.jsonl"
+    script = (
+        "import sys, kafka.admin as a\n"
+        "admin = a.KafkaAdminClient(bootstrap_servers=sys.argv[1], security_protocol='SASL_PLAINTEXT',\n"
+        f"    sasl_mechanism='{mechanism}', sasl_plain_username='alice', sasl_plain_password='{secret}')\n"
+        "print(sorted(admin.list_topics())); admin.close()\n"
+    )
+    with recording(cluster.bootstrap, out) as port:
+        cluster.brokers[0].node.port = port
+        done = subprocess.run(
+            [sys.executable, "-c", script, f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 0 and "traffic" in done.stdout, done.stderr[-2000:]
+    text = out.read_text()
+    assert secret not in text and "alice" not in text
+    (profile,) = profiles(out)
+    sent = {(r["api_key"], r["version"]): r["outcomes"] for r in profile["recorded"]["requests"]}
+    assert {(17, 1), (36, 2), (3, 12)} <= set(sent)  # handshake, token, then traffic still read
+    assert all(set(outcomes) == {"answered"} for outcomes in sent.values())
