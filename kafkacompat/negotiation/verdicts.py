@@ -34,10 +34,10 @@ is only a lower bound on a gated API), the finding is ``unknown``: the verdict
 is "could not tell" unless something else breaks.  Every finding names the
 API, the client's and the broker's ranges, the rule and its source.
 
-Removal facts live in ``removed_in_4`` alone, derived from the release table
-(versions 3.9 accepts that 4.0 does not advertise) plus the one exception 4.x
-advertises but refuses; it is the single place to switch to the codec's own
-KIP-896 data.
+Removal facts are read in ``removed_in_4`` alone, from the codec's generated
+KIP-896 data (``kafkacompat.reference.removals``): versions 4.0 removed, the
+one exception 4.x advertises but refuses (Produce v0-2, KAFKA-18659), and the
+Share APIs' early-access v0 dropped in 4.1 (KAFKA-19057).
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kafkacompat.negotiation.feature_gates import gates_for, level_of
+from kafkacompat.protocol.removals import describe_removal, follows_kip_896, refused_by
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import API_NAMES
-from kafkacompat.reference.releases import RELEASES
 
 __all__ = [
     "BrokerSide",
@@ -167,49 +167,28 @@ class Verdict:
 # -- facts ---------------------------------------------------------------------------------
 
 
-def _release_key(release: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in release.split("."))
+_SOURCES = {
+    "kip-896": "KIP-896",
+    "advertised-rejected": "KIP-896, KAFKA-18659",
+    "early-access": "KAFKA-19057",
+    "retired": "KIP-896",
+}
 
 
-def _table(release: str) -> dict[int, VersionRange]:
-    """Every version any broker kind of ``release`` accepts, per api key."""
-    merged: dict[int, VersionRange] = {}
-    for profile in RELEASES:
-        if profile.release == release:
-            for key, (low, high) in profile.apis.items():
-                seen = merged.get(key)
-                merged[key] = (
-                    VersionRange(low, high)
-                    if seen is None
-                    else VersionRange(min(seen.lowest, low), max(seen.highest, high))
-                )
-    return merged
+def removed_in_4(broker: BrokerSide, api_key: int, version: int) -> tuple[str, bool, str] | None:
+    """Whether Kafka 4.x removed this version for this broker: ``(what, still advertised, source)``.
 
-
-def removed_in_4() -> dict[int, tuple[VersionRange, bool, str]]:
-    """Versions Kafka 4.x no longer accepts: ``api_key -> (versions, still advertised, source)``.
-
-    Derived here from the release table until the codec carries KIP-896 as
-    data: what 3.9 accepts below 4.0's minimum, plus Produce v0-2, which 4.x
-    still advertises but refuses (KAFKA-18659).
+    The one place removal facts are read: the codec's generated KIP-896 data
+    (``kafkacompat.reference.removals``, through ``protocol.removals.refused_by``),
+    for a broker whose release is known, or, when it is not, that follows
+    KIP-896 by what it advertises.
     """
-    old, new = _table("3.9"), _table("4.0")
-    removed: dict[int, tuple[VersionRange, bool, str]] = {}
-    for key, before in old.items():
-        after = new.get(key)
-        if after is None:
-            removed[key] = (before, False, "KIP-896")
-        elif after.lowest > before.lowest:
-            removed[key] = (VersionRange(before.lowest, after.lowest - 1), False, "KIP-896")
-    removed[0] = (VersionRange(0, 2), True, "KIP-896, KAFKA-18659")
-    return removed
-
-
-_REMOVED = removed_in_4()
-
-
-def _is_4x(broker: BrokerSide) -> bool:
-    return broker.release is not None and _release_key(broker.release) >= (4, 0)
+    if broker.release is None and not follows_kip_896(broker.apis):
+        return None
+    fact = refused_by(broker.release, api_key, version)
+    if fact is None:
+        return None
+    return describe_removal(fact, version), fact.kind == "advertised-rejected", _SOURCES[fact.kind]
 
 
 # -- judging -------------------------------------------------------------------------------
@@ -278,13 +257,13 @@ def _judge_api(
         if has_fallback:
             message += f" (the client also uses {API_NAMES.get(fallback or 0)}, its fallback)"
         return None, [finding("api-missing", None, "KIP-35", message, not has_fallback)]
-    removed = _REMOVED.get(key) if _is_4x(broker) else None
     if entry.pick == "fixed":
         # A fixed client sends what it was recorded sending: both ends of its range were sent.
         refused = [v for v in (entry.versions.lowest, entry.versions.highest) if v not in offered]
         version = refused[0] if refused else entry.versions.highest
-        if refused and removed is not None and version in removed[0]:
-            text = f"{name} v{version} was removed in Kafka 4.0; {broker.label} accepts {offered}"
+        removed = removed_in_4(broker, key, version) if refused else None
+        if removed is not None:
+            text = f"{removed[0]}; {broker.label} accepts {offered}"
             return version, [finding("removed-in-4", version, removed[2], text)]
         if refused and version > offered.highest and not entry.min_exact:
             text = (
@@ -300,8 +279,10 @@ def _judge_api(
     else:
         common = entry.versions & offered
         if common.empty:
-            if removed is not None and entry.versions.highest in removed[0]:
-                text = f"{name} {entry.versions} were removed in Kafka 4.0; {broker.label} accepts {offered}"
+            removed = removed_in_4(broker, key, entry.versions.highest)
+            if removed is not None:
+                what = removed[0].partition(": ")[2]
+                text = f"{name} {entry.versions}: {what}; {broker.label} accepts {offered}"
                 return None, [finding("removed-in-4", None, removed[2], text)]
             too_new = entry.versions.lowest > offered.highest and not entry.min_exact
             too_old = entry.versions.highest < offered.lowest and not entry.max_exact
@@ -314,12 +295,13 @@ def _judge_api(
             text = f"the client writes {name} {entry.versions}, {broker.label} accepts {offered}"
             return None, [finding("no-common-version", None, "KIP-35", text)]
         version = common.highest
-    if removed is not None and removed[1] and version in removed[0]:
+    refusal = removed_in_4(broker, key, version)
+    if refusal is not None and refusal[1]:
         return version, [
             finding(
                 "advertised-but-refused",
                 version,
-                removed[2],
+                refusal[2],
                 f"{broker.label} advertises {name} {offered} but refuses v{version}",
             )
         ]

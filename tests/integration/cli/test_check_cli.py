@@ -107,7 +107,7 @@ def test_check_exits_2_on_input_it_cannot_read(tmp_path: Path) -> None:
 def test_check_a_live_cluster_and_its_snapshot_judge_every_node(
     threaded_emulated_cluster: Factory, tmp_path: Path
 ) -> None:
-    # A rolling upgrade half done: node 1 still 3.9, node 2 already 4.0; JoinGroup v1 is gone from 4.0.
+    # A rolling upgrade half done: node 1 still 3.9, node 2 already 4.0; Fetch v3 is gone from 4.0.
     cluster = threaded_emulated_cluster(["3.9/kraft-broker", "4.0/kraft-broker"], topics={"t": 1})
     profile = tmp_path / "old-consumer.jsonl"
     profile.write_text(
@@ -117,7 +117,7 @@ def test_check_a_live_cluster_and_its_snapshot_judge_every_node(
                 "version": "1",
                 "api_versions": [
                     {"api_key": 3, "min": 1, "max": 1, "required": True, "pick": "fixed"},
-                    {"api_key": 11, "min": 1, "max": 1, "required": True, "pick": "fixed"},
+                    {"api_key": 1, "min": 3, "max": 3, "required": True, "pick": "fixed"},
                 ],
             }
         )
@@ -127,13 +127,11 @@ def test_check_a_live_cluster_and_its_snapshot_judge_every_node(
     (verdict,) = live["verdicts"]
     assert code == 1 and live["_command"] == "check" and live["_version"] == 1
     assert [(f["api"], f["rule"], f["source"]) for f in verdict["findings"]] == [
-        ("JoinGroup", "removed-in-4", "KIP-896")
+        ("Fetch", "removed-in-4", "KIP-896")
     ]
     assert verdict["findings"][0]["broker"].startswith("node 2 at")
-    assert verdict["findings"][0]["client_range"] == [1, 1] and verdict["findings"][0]["broker_range"] == [
-        2,
-        9,
-    ]
+    (finding,) = verdict["findings"]
+    assert (finding["client_range"], finding["broker_range"]) == ([3, 3], [4, 17])
     snapshot = tmp_path / "fleet.jsonl"
     taken = subprocess.run(
         [

@@ -28,20 +28,28 @@ def entry(api_key: int, low: int, high: int, **kw: object) -> ClientEntry:
     return ClientEntry(api_key, VersionRange(low, high), required=True, **kw)  # type: ignore[arg-type]
 
 
-def test_removals_come_from_the_release_table_with_the_produce_exception() -> None:
-    removed = removed_in_4()
-    assert removed[1][:2] == (VersionRange(0, 3), False)  # Fetch v0-3 (KIP-896)
-    assert removed[0] == (VersionRange(0, 2), True, "KIP-896, KAFKA-18659")
-    assert 3 not in removed  # Metadata keeps v0 in 4.0
+def test_removals_come_from_the_codecs_kip_896_facts() -> None:
+    kafka_40, kafka_39 = broker("4.0"), broker("3.9", "zk-broker")
+    assert removed_in_4(kafka_40, 1, 3) == ("Fetch v3: removed in 4.0 (KIP-896)", False, "KIP-896")
+    assert removed_in_4(kafka_40, 0, 2) is not None and removed_in_4(kafka_40, 0, 2)[1:] == (  # type: ignore[index]
+        True,
+        "KIP-896, KAFKA-18659",
+    )
+    assert removed_in_4(kafka_40, 1, 4) is None and removed_in_4(kafka_39, 1, 3) is None
+    assert (
+        removed_in_4(kafka_40, 78, 0) is None and removed_in_4(broker("4.1"), 78, 0) is not None
+    )  # KAFKA-19057
+    unknown = BrokerSide("node", kafka_40.apis, None, {})  # release unknown: told by its ranges
+    assert removed_in_4(unknown, 1, 3) is not None
 
 
 def test_a_fixed_version_4_0_removed_breaks_and_says_which_rule() -> None:
-    verdict = judge(client(entry(11, 1, 1, pick="fixed")), [broker("4.0")])
+    verdict = judge(client(entry(1, 3, 3, pick="fixed")), [broker("4.0")])
     (finding,) = verdict.findings
     assert (verdict.status, verdict.exit_code) == ("breaks", 1)
-    assert (finding.rule, finding.source, finding.version) == ("removed-in-4", "KIP-896", 1)
-    assert finding.client_range == VersionRange(1, 1) and finding.broker_range == VersionRange(2, 9)
-    assert "JoinGroup v1 was removed in Kafka 4.0" in finding.message
+    assert (finding.rule, finding.source, finding.version) == ("removed-in-4", "KIP-896", 3)
+    assert finding.client_range == VersionRange(3, 3) and finding.broker_range == VersionRange(4, 17)
+    assert "Fetch v3: removed in 4.0 (KIP-896)" in finding.message
 
 
 def test_produce_v0_to_2_is_advertised_but_refused_on_4x_only() -> None:
@@ -100,11 +108,11 @@ def test_a_recorded_minimum_is_a_bound_so_older_brokers_are_unknown_not_broken()
 
 
 def test_a_rolling_upgrade_is_judged_node_by_node() -> None:
-    fixed = client(entry(11, 1, 1, pick="fixed"))
+    fixed = client(entry(1, 3, 3, pick="fixed"))
     verdict = judge(fixed, [broker("3.9", "zk-broker"), broker("4.0")], "mixed")
     assert verdict.status == "breaks"
     assert [f.broker for f in verdict.findings] == ["Kafka 4.0"]
-    assert verdict.picks == {"Kafka 3.9": {11: 1}, "Kafka 4.0": {11: 1}}
+    assert verdict.picks == {"Kafka 3.9": {1: 3}, "Kafka 4.0": {1: 3}}
 
 
 def test_a_new_client_against_an_old_broker_misses_apis() -> None:
@@ -117,7 +125,7 @@ def test_a_new_client_against_an_old_broker_misses_apis() -> None:
 
 def test_worst_orders_breaks_over_unknown_over_works() -> None:
     works = judge(client(entry(3, 0, 12)), [broker("3.9", "zk-broker")])
-    breaks = judge(client(entry(11, 1, 1, pick="fixed")), [broker("4.0")])
+    breaks = judge(client(entry(1, 3, 3, pick="fixed")), [broker("4.0")])
     unknown = judge(client(entry(28, 0, 5)), [BrokerSide("n", {28: VersionRange(0, 5)}, "4.0", None)])
     assert worst([works]) == 0 and worst([works, unknown]) == 2 and worst([unknown, breaks, works]) == 1
-    assert breaks.findings[0].to_dict()["client_range"] == [1, 1]
+    assert breaks.findings[0].to_dict()["client_range"] == [3, 3]
