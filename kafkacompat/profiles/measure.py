@@ -13,9 +13,9 @@ per client release (the scenario runs several clients of one library, which
 name themselves differently) and written to ``measured.jsonl``, with the
 evidence under ``recorded``: per broker release, the steps and the requests.
 
-Three broker releases: 1.0 (before KIP-394, DeleteGroups and most of today's
-versions), 2.3 (the last before KIP-511) and 3.9 (the newest ranges the
-emulator's codec reads whole; 4.x needs the codec's Kafka 4.3 regeneration).
+Four broker releases: 1.0 (before KIP-394, DeleteGroups and most of today's
+versions), 2.3 (the last before KIP-511), 3.9 (the last before KIP-896) and
+4.0 (KRaft; closes on every removed version, as Kafka 4.0 does).
 Each shows the client's pick against another offer; a recorded ``min`` is
 still only a bound (``min_exact`` false).  A
 client that sends the same version of an API to both while the offers differ
@@ -52,7 +52,7 @@ MEASURED: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("confluent-kafka", "confluent-kafka", "2.0.2", ()),
     ("confluent-kafka", "confluent-kafka", "2.16.1", ()),
 )
-AGAINST: tuple[str, ...] = ("1.0", "2.3", "3.9")
+AGAINST: tuple[str, ...] = ("1.0", "2.3", "3.9", "4.0/kraft-broker")
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "measured.jsonl"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafkacompat" / "clients"

@@ -32,7 +32,7 @@ def run_traffic(library: str, bootstrap: str) -> dict[str, object]:
     return read_report(done.stdout, library)
 
 
-@pytest.mark.parametrize("release", ["2.3", "3.9"])
+@pytest.mark.parametrize("release", ["2.3", "3.9", "4.0/kraft-broker"])
 @pytest.mark.parametrize("library", ["kafka-python", "aiokafka", "confluent-kafka"])
 def test_a_client_gets_through_its_traffic(
     threaded_emulated_cluster: Factory, library: str, release: str

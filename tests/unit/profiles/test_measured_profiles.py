@@ -79,5 +79,5 @@ def test_the_committed_profiles_are_the_pipelines_format_and_cover_every_release
     for profile in profiles:
         parsed, problems = parse_client_line(json.dumps(profile))
         assert problems == [] and parsed is not None
-        assert set(profile["recorded"]["against"]) == {"1.0", "2.3", "3.9"}
+        assert set(profile["recorded"]["against"]) == {"1.0", "2.3", "3.9", "4.0/kraft-broker"}
         assert {18, 3, 0, 1} <= {e["api_key"] for e in profile["api_versions"]}
