@@ -87,7 +87,7 @@ def record_run(
 ) -> tuple[dict[str, Any], list[Any]]:
     """One traffic run through ``record`` in front of an emulated broker: (report, profiles)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(ROOT)])}
-    out = scratch / f"{library}-{target.name}-{broker_release}.jsonl"
+    out = scratch / f"{library}-{target.name}-{broker_release.replace('/', '-')}.jsonl"
     cluster = ThreadedCluster(broker_release, brokers=1, topics={"traffic": 1}).start()
     try:
         proxy = subprocess.Popen(
@@ -109,7 +109,11 @@ def record_run(
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         assert proxy.stdout is not None
-        port = int(proxy.stdout.readline().split()[1].rpartition(":")[2])
+        first = proxy.stdout.readline()
+        if not first.startswith("recording: "):
+            proxy.kill()
+            raise RuntimeError(f"kafkacompat record did not start (exit {proxy.wait()}): {first!r}")
+        port = int(first.split()[1].rpartition(":")[2])
         cluster.brokers[0].node.port = port  # the broker advertises the proxy
         try:
             done = subprocess.run(
@@ -132,8 +136,18 @@ def record_run(
 def merge_profiles(
     client: str, version: str, runs: dict[str, tuple[dict[str, Any], list[Any]]]
 ) -> dict[str, Any]:
-    """One profile from every run's profiles: ranges joined, fixed if fixed anywhere."""
+    """One profile from every run's profiles: ranges joined, fixed if fixed anywhere.
+
+    An API is required when the client sent it in every run whose traffic got
+    through: one it did without against some broker (telemetry, KIP-848's
+    describe where the broker does not offer them) is used only when offered.
+    """
     entries: dict[int, dict[str, Any]] = {}
+    passed = [
+        {e["api_key"] for p in profiles for e in p["api_versions"]}
+        for report, profiles in runs.values()
+        if report["ok"]
+    ]
     for _, profiles in runs.values():
         for profile in profiles:
             for e in profile["api_versions"]:
@@ -148,6 +162,8 @@ def merge_profiles(
                 seen["min"], seen["max"] = min(seen["min"], e["min"]), max(seen["max"], e["max"])
                 if e["pick"] == "fixed":
                     seen["pick"] = "fixed"
+    for key, e in entries.items():
+        e["required"] = all(key in sent for sent in passed)
     evidence = {
         release: {
             "steps": [

@@ -63,6 +63,9 @@ CASES = [
     ("kafka-python", "2.0.2", "4.0", "kraft-broker"),
     ("aiokafka", "0.8.1", "4.0", "kraft-broker"),
     ("aiokafka", "0.14.0", "4.0", "kraft-broker"),
+    ("kafka-python", "3.0.12", "4.0", "kraft-broker"),
+    ("confluent-kafka", "2.16.1", "4.0", "kraft-broker"),
+    ("confluent-kafka", "2.0.2", "4.0", "kraft-broker"),
     ("kafka-python", "3.0.12", "1.0", "zk-broker"),
     ("confluent-kafka", "2.0.2", "2.3", "zk-broker"),
 ]

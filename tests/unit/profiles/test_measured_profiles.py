@@ -54,6 +54,8 @@ def test_runs_merge_into_one_profile_per_release() -> None:
     by_key = {e["api_key"]: e for e in merged["api_versions"]}
     assert (by_key[3]["min"], by_key[3]["max"], by_key[3]["max_exact"]) == (8, 12, False)
     assert by_key[11]["pick"] == "fixed" and by_key[0]["max"] == 7
+    # Sent in one run only (both got through): used when offered, not required.
+    assert by_key[3]["required"] and not by_key[11]["required"] and not by_key[0]["required"]
     assert merged["recorded"]["against"]["2.3"]["clients"] == ["lib-1", "lib-producer"]
     assert merged["recorded"]["against"]["3.9"]["requests"] == [
         {"api_key": 3, "version": 12, "outcomes": {"answered": 1}}
