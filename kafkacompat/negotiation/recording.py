@@ -61,6 +61,7 @@ __all__ = [
 KEEP_BYTES = 64 * 1024
 MAX_CLIENTS = 1000
 MAX_PENDING = 4096
+MAX_ENTRIES = 512  # (api key, version) pairs per client: both come off the wire, untrusted
 OVERFLOW_CLIENT = "(other clients)"
 API_VERSIONS, PRODUCE, SASL_HANDSHAKE = 18, 0, 17
 Outcome = Literal["answered", "error", "closed", "no-response", "unanswered"]
@@ -116,8 +117,14 @@ class ClientRecord:
     unnegotiated: set[tuple[int, int]] = field(default_factory=set)
     below_offer: set[tuple[int, int]] = field(default_factory=set)
 
+    dropped: int = 0  # requests past MAX_ENTRIES distinct (api key, version) pairs
+
     def note(self, api_key: int, version: int, outcome: str) -> None:
-        self.outcomes.setdefault((api_key, version), Counter())[outcome] += 1
+        key = (api_key, version)
+        if key not in self.outcomes and len(self.outcomes) >= MAX_ENTRIES:
+            self.dropped += 1
+            return
+        self.outcomes.setdefault(key, Counter())[outcome] += 1
 
 
 class ProfileBook:
@@ -238,10 +245,13 @@ class WireRecorder:
         if api_key == API_VERSIONS or self._client is None:
             return
         offered = None if self._offer is None else self._offer.get(api_key)
+        client = self._client
+        if len(client.unnegotiated) + len(client.below_offer) >= 2 * MAX_ENTRIES:
+            return
         if offered is None or not offered[0] <= version <= offered[1]:
-            self._client.unnegotiated.add((api_key, version))
+            client.unnegotiated.add((api_key, version))
         elif version < offered[1]:
-            self._client.below_offer.add((api_key, version))
+            client.below_offer.add((api_key, version))
 
     def _note(self, api_key: int, version: int, outcome: str) -> None:
         if self._client is None:
@@ -392,6 +402,7 @@ def _profile(record: ClientRecord) -> dict[str, Any]:
         "recorded": {
             "identified_by": record.identified_by,
             "client_ids": sorted(record.client_ids),
+            "dropped_requests": record.dropped,
             "requests": requests,
             "offered": offered,
         },

@@ -155,3 +155,19 @@ def test_garbage_stops_the_reading_not_the_forwarding() -> None:
     recorder.from_client(b"more")  # ignored, no exception
     recorder.closed(by_broker=False)
     assert book.profiles() == []
+
+
+def test_the_entries_of_one_client_are_bounded_whatever_keys_it_sends() -> None:
+    from kafkacompat.negotiation.recording import MAX_ENTRIES
+
+    book = ProfileBook()
+    recorder = WireRecorder(book)
+    for key in range(MAX_ENTRIES + 50):
+        # a header with any api key and version: the client id is read, the rest is never trusted
+        frame = struct.pack(">hhih", 1000 + key, 7, key, 3) + b"app"
+        recorder.from_client(struct.pack(">i", len(frame)) + frame)
+    (client,) = book.clients.values()
+    assert len(client.outcomes) <= MAX_ENTRIES and len(client.unnegotiated) <= 2 * MAX_ENTRIES
+    recorder.closed(by_broker=True)
+    (profile,) = book.profiles()
+    assert profile["recorded"]["dropped_requests"] == 50  # closed on, past the bound
