@@ -15,7 +15,11 @@ highest one.  A user policy narrows this further, always in the same order:
    have (transaction.version >= 2 for TxnOffsetCommit v5+, EndTxn v5+ and, with
    ``in_transaction``, Produce v12+; group.version >= 1 for the KIP-848 APIs;
    share.version >= 1 for the Share APIs) are removed, as Kafka's own clients
-   do.  This is not a user policy: it always applies.
+   do.  This is not a user policy: it applies to kafkacompat's own picks
+   (no ``client_ranges``).  A caller modelling another client with
+   ``client_ranges`` gets that client's plain intersection, since other
+   clients need not obey the gates (``verdicts`` judges them), unless it
+   passes ``feature_gates=True``.
 
 What is left is a set of versions; the highest is picked.  When nothing is
 left the request is never sent: ``UnsupportedVersionError`` says which API,
@@ -264,11 +268,13 @@ def explain(
     client_ranges: Mapping[int, VersionRange] | None = None,
     *,
     in_transaction: bool = False,
+    feature_gates: bool | None = None,
 ) -> VersionChoice:
     """Why ``api_key`` would be sent to this node at some version, or could not be.
 
     ``in_transaction`` says the request is part of a transaction (it matters
-    for Produce v12+, gated by transaction.version).
+    for Produce v12+, gated by transaction.version).  ``feature_gates``
+    defaults to on for kafkacompat's own ranges, off for ``client_ranges``.
     """
     policy = DEFAULT_POLICY if policy is None else policy
     ranges = _CODEC_RANGES if client_ranges is None else client_ranges
@@ -297,7 +303,9 @@ def explain(
         )
 
     allowed: list[VersionRange] = [both]
-    rules = [*_policy_rules(api_key, policy), *_gate_rules(api_key, capabilities, in_transaction)]
+    gated = client_ranges is None if feature_gates is None else feature_gates
+    gates = _gate_rules(api_key, capabilities, in_transaction) if gated else iter(())
+    rules = [*_policy_rules(api_key, policy), *gates]
     for kind, rule, apply in rules:
         allowed = apply(allowed)
         steps.append(PolicyStep(kind, rule, tuple(allowed)))
@@ -373,12 +381,16 @@ def pick_version(
     client_ranges: Mapping[int, VersionRange] | None = None,
     *,
     in_transaction: bool = False,
+    feature_gates: bool | None = None,
 ) -> int:
     """The highest version of ``api_key`` allowed by client, broker, policy and feature gates.
 
     Raises ``UnsupportedVersionError`` (before anything is sent) when none is.
     """
-    made = explain(api_key, capabilities, policy, client_ranges, in_transaction=in_transaction)
+    made = explain(
+        api_key, capabilities, policy, client_ranges,
+        in_transaction=in_transaction, feature_gates=feature_gates,
+    )
     if made.chosen is None:
         raise made.error(capabilities.transcript)
     return made.chosen

@@ -32,10 +32,17 @@ def test_end_txn_v5_needs_transaction_version_2() -> None:
 
 
 def test_produce_is_gated_only_inside_a_transaction() -> None:
-    writes_12 = {0: VersionRange(3, 12)}
-    assert pick_version(0, caps(transaction_version=1), client_ranges=writes_12) == 12
-    assert pick_version(0, caps(transaction_version=1), client_ranges=writes_12, in_transaction=True) == 11
-    assert pick_version(0, caps(transaction_version=2), client_ranges=writes_12, in_transaction=True) == 12
+    tv1, tv2 = caps(transaction_version=1), caps(transaction_version=2)
+    assert pick_version(0, tv1) == 12
+    assert pick_version(0, tv1, in_transaction=True) == 11
+    assert pick_version(0, tv2, in_transaction=True) == 12
+
+
+def test_a_modelled_client_picks_the_plain_intersection_unless_asked() -> None:
+    writes_12 = {0: VersionRange(3, 12), 26: VersionRange(0, 5)}
+    assert pick_version(26, caps(), client_ranges=writes_12) == 5  # another client need not obey
+    assert pick_version(26, caps(), client_ranges=writes_12, feature_gates=True) == 4
+    assert pick_version(26, caps(), feature_gates=False) == 5
 
 
 def test_consumer_group_heartbeat_is_unusable_without_group_version_and_says_why() -> None:
@@ -52,7 +59,7 @@ def test_share_apis_need_share_version() -> None:
     closed = BrokerCapabilities.from_ranges("b:9092", ranges)
     opened = BrokerCapabilities.from_ranges("b:9092", ranges, finalized_features={"share.version": (1, 1)})
     assert explain(78, closed).chosen is None
-    assert explain(78, opened, client_ranges={78: VersionRange(0, 1)}).chosen == 1
+    assert explain(78, opened, client_ranges={78: VersionRange(0, 1)}, feature_gates=True).chosen == 1
 
 
 def test_every_gate_is_found_by_its_api_and_levels_read_either_spelling() -> None:
