@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint generate check-generated record-frames fuzz clean
+.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Client profiles measured from real client releases (each installed into its own
+# cache directory, never into .venv): kafkacompat/profiles/measured.jsonl.
+profiles: $(STAMP)
+	$(BIN)/python -m kafkacompat.profiles.measure
 
 fuzz: $(STAMP)
 	$(BIN)/python -m bench.fuzz_decoders

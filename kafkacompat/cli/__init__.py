@@ -18,7 +18,9 @@ from kafkacompat import __version__
 from kafkacompat.errors import KafkaCompatError
 
 # Subcommand modules, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("inspect", "features", "coordinators", "snapshot", "emulate", "fleet")
+COMMANDS: tuple[str, ...] = (
+    "inspect", "features", "coordinators", "snapshot", "emulate", "fleet", "record", "check"
+)
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2

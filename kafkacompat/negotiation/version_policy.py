@@ -10,6 +10,17 @@ highest one.  A user policy narrows this further, always in the same order:
 4. versions the user marked ``deprecated``;
 5. versions the user ``blocked`` (say, a version known broken on some fork).
 
+6. the cluster's feature gates (``feature_gates``): versions the broker
+   advertises but that need a finalized feature level the cluster does not
+   have (transaction.version >= 2 for TxnOffsetCommit v5+, EndTxn v5+ and, with
+   ``in_transaction``, Produce v12+; group.version >= 1 for the KIP-848 APIs;
+   share.version >= 1 for the Share APIs) are removed, as Kafka's own clients
+   do.  This is not a user policy: it applies to kafkacompat's own picks
+   (no ``client_ranges``).  A caller modelling another client with
+   ``client_ranges`` gets that client's plain intersection, since other
+   clients need not obey the gates (``verdicts`` judges them), unless it
+   passes ``feature_gates=True``.
+
 What is left is a set of versions; the highest is picked.  When nothing is
 left the request is never sent: ``UnsupportedVersionError`` says which API,
 which node, both ranges and every policy step that removed versions.  An API
@@ -27,6 +38,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from kafkacompat.errors import ProtocolError, UnsupportedVersionError
+from kafkacompat.negotiation.feature_gates import gates_for, level_of
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import API_NAMES
@@ -51,7 +63,7 @@ __all__ = [
 VersionSet: TypeAlias = int | str | VersionRange | Iterable[int | str | VersionRange]
 ApiRef: TypeAlias = int | str  # an api key, or the API's name ("FindCoordinator")
 
-StepKind = Literal["cap", "pin", "spec-deprecated", "deprecated", "blocked"]
+StepKind = Literal["cap", "pin", "spec-deprecated", "deprecated", "blocked", "feature-gate"]
 
 _NO_VERSIONS: tuple[VersionRange, ...] = ()
 
@@ -254,8 +266,16 @@ def explain(
     capabilities: BrokerCapabilities,
     policy: VersionPolicy | None = None,
     client_ranges: Mapping[int, VersionRange] | None = None,
+    *,
+    in_transaction: bool = False,
+    feature_gates: bool | None = None,
 ) -> VersionChoice:
-    """Why ``api_key`` would be sent to this node at some version, or could not be."""
+    """Why ``api_key`` would be sent to this node at some version, or could not be.
+
+    ``in_transaction`` says the request is part of a transaction (it matters
+    for Produce v12+, gated by transaction.version).  ``feature_gates``
+    defaults to on for kafkacompat's own ranges, off for ``client_ranges``.
+    """
     policy = DEFAULT_POLICY if policy is None else policy
     ranges = _CODEC_RANGES if client_ranges is None else client_ranges
     name = api_name(api_key)
@@ -283,23 +303,35 @@ def explain(
         )
 
     allowed: list[VersionRange] = [both]
-    for kind, rule, apply in _policy_rules(api_key, policy):
+    gated = client_ranges is None if feature_gates is None else feature_gates
+    gates = _gate_rules(api_key, capabilities, in_transaction) if gated else iter(())
+    rules = [*_policy_rules(api_key, policy), *gates]
+    for kind, rule, apply in rules:
         allowed = apply(allowed)
         steps.append(PolicyStep(kind, rule, tuple(allowed)))
     if not allowed:
         removed_by = ", ".join(step.rule for step in steps)
+        by = _narrowers(steps)
+        what = f"{by} leaves" if by == "the policy" else f"{by} leave"
         return choice(
             allowed, None,
             f"versions {both} are common to the client and {who}, "
-            f"but the policy leaves none ({removed_by})",
+            f"but {what} none ({removed_by})",
         )
     chosen = allowed[-1].highest
     how = f"the highest of {both}" if not steps else f"the highest of {_describe(allowed)}"
-    narrowed = "" if not steps else f" left of {both} by the policy"
+    narrowed = "" if not steps else f" left of {both} by {_narrowers(steps)}"
     return choice(allowed, chosen, f"v{chosen}: {how}{narrowed} (client {client}, broker {broker})")
 
 
 _Apply: TypeAlias = Callable[[list[VersionRange]], list[VersionRange]]
+
+
+def _narrowers(steps: Iterable[PolicyStep]) -> str:
+    """Who narrowed the versions: "the policy", "the feature gates", or both."""
+    kinds = {step.kind == "feature-gate" for step in steps}
+    names = [name for gate, name in ((False, "the policy"), (True, "the feature gates")) if gate in kinds]
+    return " and ".join(names)
 
 
 def _policy_rules(api_key: int, policy: VersionPolicy) -> Iterator[tuple[StepKind, str, _Apply]]:
@@ -322,6 +354,17 @@ def _policy_rules(api_key: int, policy: VersionPolicy) -> Iterator[tuple[StepKin
         yield "blocked", f"blocked {_describe(removed)} excluded", _subtracting(removed)
 
 
+def _gate_rules(
+    api_key: int, capabilities: BrokerCapabilities, in_transaction: bool
+) -> Iterator[tuple[StepKind, str, _Apply]]:
+    """The feature gates on ``api_key`` that the cluster's finalized levels do not open."""
+    for gate in gates_for(api_key, in_transaction=in_transaction):
+        level = level_of(capabilities.finalized_features, gate.feature)
+        if level < gate.min_level:
+            rule = f"feature gate: {gate.describe(level)} ({gate.source})"
+            yield "feature-gate", rule, _subtracting((gate.versions,))
+
+
 def _subtracting(removed: tuple[VersionRange, ...]) -> _Apply:
     def apply(allowed: list[VersionRange]) -> list[VersionRange]:
         for r in removed:
@@ -336,12 +379,18 @@ def pick_version(
     capabilities: BrokerCapabilities,
     policy: VersionPolicy | None = None,
     client_ranges: Mapping[int, VersionRange] | None = None,
+    *,
+    in_transaction: bool = False,
+    feature_gates: bool | None = None,
 ) -> int:
-    """The highest version of ``api_key`` allowed by client, broker and policy.
+    """The highest version of ``api_key`` allowed by client, broker, policy and feature gates.
 
     Raises ``UnsupportedVersionError`` (before anything is sent) when none is.
     """
-    made = explain(api_key, capabilities, policy, client_ranges)
+    made = explain(
+        api_key, capabilities, policy, client_ranges,
+        in_transaction=in_transaction, feature_gates=feature_gates,
+    )
     if made.chosen is None:
         raise made.error(capabilities.transcript)
     return made.chosen

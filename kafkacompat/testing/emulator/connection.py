@@ -25,7 +25,9 @@ connection.  For each request frame:
 5. On a SASL listener nothing but ApiVersions and SaslHandshake (and then
    SaslAuthenticate) is allowed before authentication: the rest closes.
 6. A request the codec cannot read closes; otherwise the handler answers,
-   encoded at the request's version.
+   encoded at the request's version: the caller's, the built-in one, or the
+   generic default of ``fallback`` for an API nothing models (Produce with
+   acks=0 gets no answer, as from Kafka).
 
 Every request is recorded in the broker's log with what became of it.
 """
@@ -54,6 +56,7 @@ from kafkacompat.protocol.messages import (
     SaslHandshakeResponse,
 )
 from kafkacompat.protocol.removals import describe_removal, refused_by
+from kafkacompat.testing.emulator.fallback import TRAFFIC_HANDLERS, default_answer
 from kafkacompat.testing.emulator.faults import (
     Action,
     Close,
@@ -77,7 +80,7 @@ from kafkacompat.testing.emulator.state import ClusterState, Node
 
 __all__ = ["Connection", "RequestRecord"]
 
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+SASL_HANDSHAKE, SASL_AUTHENTICATE, PRODUCE = 17, 36, 0
 _HEAD = struct.Struct(">hhi")
 
 
@@ -123,7 +126,7 @@ class Connection:
         self.state = state
         self.faults = faults
         self.sasl = sasl
-        self.handlers = {**BUILTIN_HANDLERS, **(handlers or {})}
+        self.handlers = {**BUILTIN_HANDLERS, **TRAFFIC_HANDLERS, **(handlers or {})}
         self._record = record
         self._splitter = framing.FrameSplitter(max_frame_size)
         self.finished = False  # closed or stalled: nothing more is read
@@ -221,12 +224,13 @@ class Connection:
             return self._sasl_authenticate(body, version, correlation_id)
         if profile.api_versions_era is ApiVersionsEra.ABSENT and api_key in _EIGHT_ANSWERS:
             return self._answer(_EIGHT_ANSWERS[api_key](), version, correlation_id)
-        handler = self.handlers.get(api_key)
-        if handler is None:
-            return _Outcome(None, True, f"closed: API key {api_key} is not emulated")
+        handler = self.handlers.get(api_key, default_answer)
         request = Request(self.node, self.state, api_key, version, correlation_id, client_id, body)
         try:
-            return self._answer(handler(request), version, correlation_id)
+            response = handler(request)
+            if api_key == PRODUCE and getattr(body, "acks", None) == 0:
+                return _Outcome(None, False, "answered: acks=0, no response")  # Kafka sends none
+            return self._answer(response, version, correlation_id)
         except Exception as exc:  # a handler's bug closes its connection, never the broker
             return _Outcome(None, True, f"closed: the handler for key {api_key} failed: {exc!r}")
 

@@ -6,8 +6,8 @@ and never sees the wire (the connection encodes the answer at the request's
 version).  The emulator handles what a client needs to find its way around a
 cluster and negotiate with it: ApiVersions, Metadata, FindCoordinator,
 DescribeCluster and UpdateFeatures (SASL is stateful and lives in the
-connection).  Other advertised APIs are not emulated: the connection closes,
-as it does for what Kafka cannot read, and says so in the request log.  A
+connection).  Client traffic (produce, fetch, groups, transactions) and a
+generic default answer for every other advertised API live in ``fallback``.  A
 handler of your own for any API key (``handlers={api_key: fn}``) takes
 precedence, in the spirit of franz-go's kfake control functions.
 

@@ -15,7 +15,7 @@ import trio
 from kafkacompat.errors import TransportError, VersionRemovedError
 from kafkacompat.protocol import messages as m
 from kafkacompat.protocol.message import KafkaMessage
-from kafkacompat.testing.emulator import EmulatedCluster
+from kafkacompat.testing.emulator import EmulatedCluster, Fault
 from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import open_connection
 
@@ -26,9 +26,11 @@ def _produce() -> m.ProduceRequest:
     return m.ProduceRequest(acks=1, timeout_ms=1000)
 
 
-async def _request(release: str, message: KafkaMessage, version: int) -> BaseException:
+async def _request(
+    release: str, message: KafkaMessage, version: int, faults: tuple[Fault, ...] = ()
+) -> BaseException:
     with trio.fail_after(15):
-        async with EmulatedCluster(release) as cluster:
+        async with EmulatedCluster(release, faults=faults) as cluster:
             host, port = cluster.bootstrap.split(",")[0].split(":")
             async with open_connection(host, int(port), QUICK) as connection:
                 with pytest.raises(TransportError) as caught:
@@ -59,9 +61,9 @@ async def test_share_fetch_v0_on_4_1_was_early_access() -> None:
 
 
 async def test_a_3x_broker_closing_on_an_advertised_version_is_not_called_a_removal() -> None:
-    # 3.9 answers Produce 0-11 and Fetch 0-17; the emulator does not emulate
-    # Produce, so it closes: a plain TransportError, not a removal.
-    error = await _request("3.9", _produce(), 2)
+    # 3.9 answers Produce 0-11 and Fetch 0-17; a fault closes on Produce v2:
+    # a plain TransportError, not a removal.
+    error = await _request("3.9", _produce(), 2, (Fault.close(0),))
     assert not isinstance(error, VersionRemovedError)
 
 

@@ -1,0 +1,286 @@
+"""``kafkacompat check``: will this client work with that broker, release or cluster?
+
+PROFILE is a client-profile file (JSON lines, as ``record`` and the fleet
+pipeline write them), ``kafkacompat`` (this library's own profile) or
+``measured`` (the committed profiles of real client releases); ``--client
+NAME[@VERSION]`` picks some of a file's profiles.  The target is a release
+(``--release 4.0 [--kind kraft-broker]``, with a fresh cluster's finalized
+features unless ``--finalized NAME=LEVEL`` says otherwise), a cluster's
+snapshot file (``--cluster SNAPSHOT.jsonl``: every broker of each cluster, so
+a rolling upgrade is judged node by node), or a live cluster
+(``--bootstrap HOST:PORT``, every broker probed).  Every finding names the
+API, both ranges, the rule and its source.  Exit status: 0 every client
+works, 1 some client breaks, 2 could not tell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kafkacompat import __version__
+from kafkacompat.cli.output import Output
+from kafkacompat.errors import KafkaCompatError
+from kafkacompat.negotiation.release_guess import guess_release
+from kafkacompat.negotiation.verdicts import BrokerSide, ClientSide, Verdict, client_side, judge, worst
+from kafkacompat.pipeline.client_format import kafkacompat_client_profile, parse_client_line
+from kafkacompat.pipeline.snapshot_format import validate_snapshot
+from kafkacompat.protocol.versions import VersionRange
+from kafkacompat.reference import API_NAMES
+from kafkacompat.reference.releases import KINDS, RELEASES
+from kafkacompat.transport.config import ConfigError
+
+__all__ = ["brokers_for_release", "load_clients", "register", "run", "verdict_document"]
+
+JSON_VERSION = 1
+EXIT_UNKNOWN = 2
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "check",
+        help="judge client profiles against a release, a cluster snapshot or a live cluster",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument("profile", metavar="PROFILE", help="a profiles file, 'kafkacompat' or 'measured'")
+    parser.add_argument("--client", action="append", default=[], metavar="NAME[@VERSION]")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--release", metavar="RELEASE", help="an Apache Kafka release, e.g. 4.0")
+    target.add_argument("--cluster", type=Path, metavar="SNAPSHOT.jsonl", help="snapshot lines of a cluster")
+    target.add_argument("--bootstrap", metavar="HOST:PORT", help="a live cluster (every broker is probed)")
+    parser.add_argument("--kind", choices=KINDS, help="with --release (default: kraft-broker from 4.0)")
+    parser.add_argument(
+        "--finalized",
+        action="append",
+        default=[],
+        metavar="NAME=LEVEL",
+        help="with --release: a finalized feature level instead of a fresh cluster's",
+    )
+    parser.add_argument(
+        "--command-config", type=Path, metavar="FILE", help="with --bootstrap: client properties"
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.set_defaults(handler=run)
+
+
+# -- inputs --------------------------------------------------------------------------------
+
+
+def load_clients(spec: str, wanted: Sequence[str] = ()) -> list[ClientSide]:
+    if spec == "kafkacompat":
+        own = kafkacompat_client_profile()
+        return [client_side({**own, "obeys_feature_gates": True})]
+    if spec == "measured":
+        from kafkacompat.profiles import MEASURED_PATH
+
+        path = MEASURED_PATH
+    else:
+        path = Path(spec)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the profiles {path}: {exc.strerror or exc}") from None
+    clients = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        profile, problems = parse_client_line(line)
+        if profile is None:
+            raise ConfigError(f"{path} line {number} is not a client profile: {'; '.join(problems)}")
+        clients.append(client_side(profile))
+    chosen = [c for c in clients if not wanted or any(_matches(c, w) for w in wanted)]
+    if not chosen:
+        raise ConfigError(f"no client profile in {path} matches {', '.join(wanted) or 'anything'}")
+    return chosen
+
+
+def _matches(client: ClientSide, wanted: str) -> bool:
+    name, _, version = wanted.partition("@")
+    return client.name == name and (not version or client.version == version)
+
+
+def _parse_levels(values: Sequence[str]) -> dict[str, int]:
+    levels = {}
+    for value in values:
+        name, found, level = value.partition("=")
+        if not found or not name or not level.isdigit():
+            raise ConfigError(f"--finalized wants NAME=LEVEL, got {value!r}")
+        levels[name] = int(level)
+    return levels
+
+
+def brokers_for_release(release: str, kind: str | None, finalized: Mapping[str, int]) -> list[BrokerSide]:
+    from kafkacompat.testing.emulator.profile import default_features
+
+    kinds = [p.kind for p in RELEASES if p.release == release]
+    if not kinds:
+        known = ", ".join(sorted({p.release for p in RELEASES}, key=lambda r: tuple(map(int, r.split(".")))))
+        raise ConfigError(f"no Kafka {release} in the release table; known releases: {known}")
+    chosen = kind or ("zk-broker" if "zk-broker" in kinds else "kraft-broker")
+    table = next((p for p in RELEASES if p.release == release and p.kind == chosen), None)
+    if table is None:
+        raise ConfigError(f"Kafka {release} has no {chosen}; it has {', '.join(sorted(kinds))}")
+    _, fresh, _ = default_features(release, chosen)
+    levels = {**fresh, **finalized}
+    apis = {key: VersionRange(low, high) for key, (low, high) in table.apis.items()}
+    return [BrokerSide(f"Kafka {release} ({chosen})", apis, release, levels)]
+
+
+def brokers_from_snapshots(path: Path) -> dict[str, list[BrokerSide]]:
+    """The latest line of every node, per cluster id."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the snapshots {path}: {exc.strerror or exc}") from None
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            obj = None
+        problems = validate_snapshot(obj) if obj is not None else ["not JSON"]
+        if problems:
+            raise ConfigError(f"{path} line {number} is not a snapshot: {'; '.join(problems)}")
+        assert isinstance(obj, dict)
+        key = (obj["cluster_id"], obj["node_id"])
+        if key not in latest or obj["observed_at"] >= latest[key]["observed_at"]:
+            latest[key] = obj
+    clusters: dict[str, list[BrokerSide]] = {}
+    for (cluster, node), obj in sorted(latest.items()):
+        apis = {e["api_key"]: VersionRange(e["min"], e["max"]) for e in obj["api_versions"]}
+        finalized = {e["name"]: e["max"] for e in obj["finalized_features"] or []}
+        clusters.setdefault(cluster, []).append(_broker(f"node {node} at {obj['endpoint']}", apis, finalized))
+    if not clusters:
+        raise ConfigError(f"{path} holds no snapshot line")
+    return clusters
+
+
+def _broker(label: str, apis: Mapping[int, VersionRange], finalized: Mapping[str, int]) -> BrokerSide:
+    guess = guess_release(apis)
+    release = min(guess.releases, key=lambda r: tuple(map(int, r.split(".")))) if guess.releases else None
+    return BrokerSide(label, dict(apis), release, dict(finalized))
+
+
+def brokers_from_bootstrap(bootstrap: str, command_config: Path | None) -> dict[str, list[BrokerSide]]:
+    from kafkacompat.cli.connection_options import add_connection_options, resolve_connection
+    from kafkacompat.cli.probe import probe
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_connection_options(parser)
+    argv = [bootstrap] + (["--command-config", str(command_config)] if command_config else [])
+    report = probe(resolve_connection(parser.parse_args(argv)), all_brokers=True)
+    brokers = []
+    for broker in report.brokers:
+        caps = broker.capabilities
+        if caps is None:
+            raise ConfigError(f"node {broker.node_id} could not be probed: nothing to judge it by")
+        finalized = {name: r.highest for name, r in caps.finalized_features.items()}
+        brokers.append(_broker(f"node {broker.node_id} at {caps.node}", caps.api_ranges, finalized))
+    return {report.cluster_id or bootstrap: brokers}
+
+
+# -- output --------------------------------------------------------------------------------
+
+
+def verdict_document(verdict: Verdict, brokers: Sequence[BrokerSide]) -> dict[str, Any]:
+    return {
+        "client": verdict.client,
+        "target": verdict.target,
+        "status": verdict.status,
+        "exit_code": verdict.exit_code,
+        "brokers": [
+            {
+                "label": b.label,
+                "release": b.release,
+                "finalized_features": dict(sorted((b.finalized or {}).items())),
+            }
+            for b in brokers
+        ],
+        "picks": {
+            label: [
+                {"api_key": k, "api": API_NAMES.get(k, str(k)), "version": v} for k, v in sorted(p.items())
+            ]
+            for label, p in verdict.picks.items()
+        },
+        "findings": [f.to_dict() for f in verdict.findings],
+    }
+
+
+def _text(verdict: Verdict, brokers: Sequence[BrokerSide], client: ClientSide) -> str:
+    lines = [f"{verdict.client} against {verdict.target}: {verdict.status.upper()}"]
+    for broker in brokers:
+        levels = ", ".join(f"{k}={v}" for k, v in sorted((broker.finalized or {}).items())) or "none"
+        lines.append(f"  {broker.label}: finalized features {levels}")
+        picks = verdict.picks.get(broker.label, {})
+        noted = {f.api_key for f in verdict.findings if f.severity != "warns"}
+        for key, entry in sorted(client.entries.items()):
+            if not entry.required and key not in noted:
+                continue  # an optional API: only its findings are shown
+            offered = broker.apis.get(key)
+            sent = picks.get(key)
+            how = "fixed" if entry.pick == "fixed" else "highest in common"
+            higher = (
+                sent is not None and offered is not None and not entry.max_exact and offered.highest > sent
+            )
+            lines.append(
+                f"    {API_NAMES.get(key, str(key)):<24} client {entry.versions} ({how}), "
+                f"broker {offered if offered is not None else '-'}: "
+                f"{'v' + str(sent) if sent is not None else 'nothing to send'}"
+                f"{' (or higher: the recording saw no max)' if higher else ''}"
+            )
+    missing = [f for f in verdict.findings if f.rule == "api-missing" and f.severity == "warns"]
+    if missing:
+        names = ", ".join(f"{f.api_name} ({f.api_key})" for f in missing[:8])
+        more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+        lines.append(f"  WARNS   optional APIs some broker lacks: {names}{more} [api-missing; KIP-35]")
+    for f in verdict.findings:
+        if f in missing:
+            continue
+        lines.append(
+            f"  {f.severity.upper():<8}{f.api_name} ({f.api_key}) on {f.broker}: {f.message} "
+            f"[{f.rule}; {f.source}]"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        clients = load_clients(args.profile, args.client)
+        if args.release is not None:
+            levels = _parse_levels(args.finalized)
+            targets = {f"Kafka {args.release}": brokers_for_release(args.release, args.kind, levels)}
+        elif args.cluster is not None:
+            targets = brokers_from_snapshots(args.cluster)
+        else:
+            targets = brokers_from_bootstrap(args.bootstrap, args.command_config)
+    except KafkaCompatError as exc:
+        Output().note(f"kafkacompat check: could not tell: {exc}")
+        return EXIT_UNKNOWN
+    verdicts, documents, texts = [], [], []
+    for client in clients:
+        for name, brokers in targets.items():
+            target = name if len(brokers) > 1 or args.release is None else brokers[0].label
+            verdict = judge(client, brokers, target)
+            verdicts.append(verdict)
+            documents.append(verdict_document(verdict, brokers))
+            texts.append(_text(verdict, brokers, client))
+    code = worst(verdicts)
+    output = Output()
+    if args.format == "json":
+        output.json(
+            {
+                "_command": "check",
+                "_version": JSON_VERSION,
+                "kafkacompat": __version__,
+                "exit_code": code,
+                "verdicts": documents,
+            }
+        )
+    else:
+        output.line("\n\n".join(texts))
+    return code

@@ -1,0 +1,130 @@
+"""``kafkacompat record``: a pass-through in front of a broker that writes one profile per client.
+
+Put it between clients and one broker (plaintext or SASL_PLAINTEXT); bytes
+pass untouched while request headers are read on the side.  Each client
+(ApiVersions v3+ software name and version where sent, else its client id)
+gets a profile: every (API, version) it sent, the ApiVersions ranges it was
+offered, and what the broker did (answered, error, closed).  Payloads and
+credentials are never recorded.  The broker must advertise the proxy's
+address (advertised.listeners, Tansu's --advertised-listener-url), or clients
+go around it after bootstrap.  Runs until Ctrl-C or SIGTERM (or --duration);
+the profiles file is rewritten as clients come and go.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, TextIO
+
+import trio
+
+from kafkacompat.errors import KafkaCompatError
+from kafkacompat.negotiation.recording import ProfileBook
+from kafkacompat.testing.emulator.broker import check_bind_host
+from kafkacompat.transport.config import ConfigError
+from kafkacompat.transport.record_proxy import RecordProxy
+
+__all__ = ["parse_address", "register", "run", "write_profiles"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "record",
+        help="record client profiles from the wire, as a pass-through in front of a broker",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument(
+        "--listen", required=True, metavar="HOST:PORT", help="where clients connect (loopback)"
+    )
+    parser.add_argument("--upstream", required=True, metavar="HOST:PORT", help="the broker to forward to")
+    parser.add_argument("--out", default="profiles.jsonl", help="profiles file, one JSON line per client")
+    parser.add_argument("--duration", type=float, help="stop after this many seconds")
+    parser.add_argument(
+        "--allow-non-loopback", action="store_true", help="allow listening on an address that is not loopback"
+    )
+    parser.set_defaults(handler=run)
+
+
+def parse_address(text: str, what: str) -> tuple[str, int]:
+    host, found, port = text.rpartition(":")
+    if not found or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"{what} must look like HOST:PORT, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def write_profiles(book: ProfileBook, path: Path) -> int:
+    """Write every profile atomically (a reader never sees half a file); how many were written."""
+    profiles = book.profiles()
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, temporary = tempfile.mkstemp(prefix=".record-", dir=directory)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        for profile in profiles:
+            out.write(json.dumps(profile, sort_keys=True) + "\n")
+    os.replace(temporary, path)
+    return len(profiles)
+
+
+async def _record(proxy: RecordProxy, out: Path, duration: float | None, progress: TextIO | None) -> None:
+    seen = (-1, -1)
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(proxy.serve)
+            print(f"recording: {proxy.address} -> {proxy.upstream[0]}:{proxy.upstream[1]}", flush=True)
+
+            async def stop_on_signal() -> None:
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(stop_on_signal)
+            with trio.move_on_after(math.inf if duration is None else duration):
+                while True:
+                    now = (proxy.book.connections, proxy.book.requests)
+                    if now != seen:
+                        seen = now
+                        write_profiles(proxy.book, out)
+                        if progress is not None:
+                            progress.write(f"\r{proxy.book.progress()} ")
+                            progress.flush()
+                    await trio.sleep(0.5)
+            nursery.cancel_scope.cancel()
+
+
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one kafkacompat error a nursery wrapped, else the group itself."""
+    matched, _ = group.split(KafkaCompatError)
+    found: BaseException | None = matched
+    while isinstance(found, BaseExceptionGroup) and len(found.exceptions) == 1:
+        found = found.exceptions[0]
+    return found if isinstance(found, KafkaCompatError) else group
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.duration is not None and args.duration <= 0:
+        raise ConfigError("--duration must be positive")
+    listen_host, listen_port = parse_address(args.listen, "--listen")
+    upstream_host, upstream_port = parse_address(args.upstream, "--upstream")
+    try:
+        check_bind_host(listen_host, args.allow_non_loopback)
+    except KafkaCompatError as exc:
+        raise ConfigError(str(exc)) from None
+    out = Path(args.out)
+    if not out.parent.is_dir() and str(out.parent):
+        raise ConfigError(f"--out: no directory {out.parent}")
+    proxy = RecordProxy(upstream_host, upstream_port, listen_host=listen_host, listen_port=listen_port)
+    progress = sys.stderr if sys.stderr.isatty() else None
+    try:
+        trio.run(_record, proxy, out, args.duration, progress)
+    except BaseExceptionGroup as group:  # the proxy's own error, from inside the nursery
+        raise _first_error(group) from None
+    count = write_profiles(proxy.book, out)
+    if progress is not None:
+        progress.write("\n")
+    print(f"{count} client profiles ({proxy.book.progress()}) written to {out}", file=sys.stderr, flush=True)
+    return 0

@@ -1,0 +1,378 @@
+"""Will this client work with that broker?  Verdicts from a client profile and broker ranges.
+
+Theory.  A client works with a cluster when, for every API it uses, the
+version it would send is one every broker accepts and the cluster lets it
+use.  The rules, in the order they are tried for each API and each broker:
+
+1. ``api-missing``: the broker does not list the API at all (KIP-35: what is
+   not advertised cannot be sent).
+2. ``no-common-version``: a client that picks the highest version in common
+   has none in common with the broker; ``removed-in-4``: the same, when the
+   versions the client can write were removed by Kafka 4.0 (KIP-896).
+3. ``fixed-version-not-accepted``: a client that sends a fixed version (it
+   ignores ApiVersions for that API) sends one outside the broker's range;
+   ``removed-in-4`` again when 4.x removed it.
+4. ``advertised-but-refused``: the broker advertises the version but refuses
+   it (Produce v0-2 on 4.x: advertised for the sake of old clients'
+   ApiVersions checks, refused when sent; KAFKA-18659).
+5. ``feature-gated``: the version needs a finalized feature level the cluster
+   does not have (``feature_gates``: transaction.version >= 2 for Produce v12+
+   in a transaction, TxnOffsetCommit v5+ and EndTxn v5+; group.version >= 1
+   for ConsumerGroupHeartbeat/Describe; share.version >= 1 for the Share
+   APIs).  Clients that obey the gates (``obeys_feature_gates``, as
+   kafkacompat does) pick below them instead; where a gated API has a classic
+   fallback the client also uses (DescribeGroups for ConsumerGroupDescribe,
+   JoinGroup for ConsumerGroupHeartbeat), the finding is a warning.
+
+A finding on an API the profile marks required breaks the client; otherwise
+it is a warning.  A recorded profile knows only the versions it saw: its
+``min`` is a bound (``min_exact`` false) and so, where the client sent the
+broker's max, is its ``max`` (``max_exact`` false); a verdict that hangs on
+versions beyond them is "could not tell", never a guess.  When the answer depends on something unknown (the
+cluster's finalized features were not reported, or a recorded profile's max
+is only a lower bound on a gated API), the finding is ``unknown``: the verdict
+is "could not tell" unless something else breaks.  Every finding names the
+API, the client's and the broker's ranges, the rule and its source.
+
+Removal facts are read in ``removed_in_4`` alone, from the codec's generated
+KIP-896 data (``kafkacompat.reference.removals``): versions 4.0 removed, the
+one exception 4.x advertises but refuses (Produce v0-2, KAFKA-18659), and the
+Share APIs' early-access v0 dropped in 4.1 (KAFKA-19057).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kafkacompat.negotiation.feature_gates import gates_for, level_of
+from kafkacompat.protocol.removals import describe_removal, follows_kip_896, refused_by
+from kafkacompat.protocol.versions import VersionRange
+from kafkacompat.reference import API_NAMES
+
+__all__ = [
+    "BrokerSide",
+    "ClientEntry",
+    "ClientSide",
+    "Finding",
+    "Verdict",
+    "client_side",
+    "judge",
+    "removed_in_4",
+    "worst",
+]
+
+Rule = Literal[
+    "api-missing",
+    "no-common-version",
+    "removed-in-4",
+    "fixed-version-not-accepted",
+    "advertised-but-refused",
+    "feature-gated",
+]
+Severity = Literal["breaks", "warns", "unknown"]
+Status = Literal["works", "breaks", "unknown"]
+EXIT_CODES: Mapping[Status, int] = {"works": 0, "breaks": 1, "unknown": 2}
+_FALLBACKS = {69: 15, 68: 11}  # KIP-848 API -> the classic one clients fall back to
+_TRANSACTIONAL = (24, 26, 28)  # AddPartitionsToTxn, EndTxn, TxnOffsetCommit: the client runs transactions
+
+
+@dataclass(frozen=True, slots=True)
+class ClientEntry:
+    """What a client does with one API: the versions it can send and how it picks."""
+
+    api_key: int
+    versions: VersionRange
+    pick: Literal["highest", "fixed"] = "highest"
+    max_exact: bool = True
+    required: bool = False
+    min_exact: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSide:
+    name: str
+    version: str
+    entries: Mapping[int, ClientEntry] = field(hash=False)
+    obeys_feature_gates: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.version}".strip()
+
+    @property
+    def transactional(self) -> bool:
+        return any(key in self.entries for key in _TRANSACTIONAL)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSide:
+    """One broker as a verdict sees it: its ranges, its release if known, the cluster's features."""
+
+    label: str
+    apis: Mapping[int, VersionRange] = field(hash=False)
+    release: str | None = None
+    finalized: Mapping[str, int] | None = field(default=None, hash=False)  # None: not reported
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    api_key: int
+    api_name: str
+    broker: str
+    client_range: VersionRange
+    broker_range: VersionRange | None
+    version: int | None  # the version the client would send, when there is one
+    rule: Rule
+    severity: Severity
+    source: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        def pair(r: VersionRange | None) -> list[int] | None:
+            return None if r is None or r.empty else [r.lowest, r.highest]
+
+        return {
+            "api_key": self.api_key,
+            "api": self.api_name,
+            "broker": self.broker,
+            "client_range": pair(self.client_range),
+            "broker_range": pair(self.broker_range),
+            "version": self.version,
+            "rule": self.rule,
+            "severity": self.severity,
+            "source": self.source,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    client: str
+    target: str
+    findings: tuple[Finding, ...]
+    picks: Mapping[str, Mapping[int, int | None]] = field(hash=False)  # broker -> api -> version
+
+    @property
+    def status(self) -> Status:
+        severities = {f.severity for f in self.findings}
+        return "breaks" if "breaks" in severities else "unknown" if "unknown" in severities else "works"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+
+# -- facts ---------------------------------------------------------------------------------
+
+
+_SOURCES = {
+    "kip-896": "KIP-896",
+    "advertised-rejected": "KIP-896, KAFKA-18659",
+    "early-access": "KAFKA-19057",
+    "retired": "KIP-896",
+}
+
+
+def removed_in_4(broker: BrokerSide, api_key: int, version: int) -> tuple[str, bool, str] | None:
+    """Whether Kafka 4.x removed this version for this broker: ``(what, still advertised, source)``.
+
+    The one place removal facts are read: the codec's generated KIP-896 data
+    (``kafkacompat.reference.removals``, through ``protocol.removals.refused_by``),
+    for a broker whose release is known, or, when it is not, that follows
+    KIP-896 by what it advertises.
+    """
+    if broker.release is None and not follows_kip_896(broker.apis):
+        return None
+    fact = refused_by(broker.release, api_key, version)
+    if fact is None:
+        return None
+    return describe_removal(fact, version), fact.kind == "advertised-rejected", _SOURCES[fact.kind]
+
+
+# -- judging -------------------------------------------------------------------------------
+
+
+def client_side(profile: Mapping[str, Any]) -> ClientSide:
+    """A client-format profile (``pipeline.client_format``) as verdicts read it."""
+    entries = {}
+    for e in profile["api_versions"]:
+        pick: Literal["highest", "fixed"] = "fixed" if e.get("pick") == "fixed" else "highest"
+        entries[e["api_key"]] = ClientEntry(
+            e["api_key"],
+            VersionRange(e["min"], e["max"]),
+            pick,
+            bool(e.get("max_exact", True)),
+            bool(e.get("required", False)),
+            bool(e.get("min_exact", True)),
+        )
+    return ClientSide(
+        str(profile["client"]),
+        str(profile["version"]),
+        entries,
+        bool(profile.get("obeys_feature_gates", False)),
+    )
+
+
+def judge(client: ClientSide, brokers: Sequence[BrokerSide], target: str | None = None) -> Verdict:
+    """The verdict for ``client`` against every broker of a cluster (all must accept it)."""
+    findings: list[Finding] = []
+    picks: dict[str, dict[int, int | None]] = {}
+    for broker in brokers:
+        chosen = picks.setdefault(broker.label, {})
+        for key, entry in sorted(client.entries.items()):
+            version, found = _judge_api(client, entry, broker)
+            chosen[key] = version
+            findings.extend(found)
+    return Verdict(client.label, target or ", ".join(b.label for b in brokers), tuple(findings), picks)
+
+
+def _judge_api(
+    client: ClientSide, entry: ClientEntry, broker: BrokerSide
+) -> tuple[int | None, list[Finding]]:
+    key = entry.api_key
+    offered = broker.apis.get(key)
+
+    def finding(rule: Rule, version: int | None, source: str, message: str, severe: bool = True) -> Finding:
+        severity: Severity = "breaks" if severe and entry.required else "warns"
+        return Finding(
+            key,
+            API_NAMES.get(key, f"UnknownApi{key}"),
+            broker.label,
+            entry.versions,
+            offered,
+            version,
+            rule,
+            severity,
+            source,
+            message,
+        )
+
+    name = API_NAMES.get(key, f"api key {key}")
+    fallback = _FALLBACKS.get(key)
+    has_fallback = fallback is not None and fallback in client.entries
+    if offered is None or offered.empty:
+        message = f"{broker.label} does not have {name}"
+        if has_fallback:
+            message += f" (the client also uses {API_NAMES.get(fallback or 0)}, its fallback)"
+        return None, [finding("api-missing", None, "KIP-35", message, not has_fallback)]
+    if entry.pick == "fixed":
+        # A fixed client sends what it was recorded sending: both ends of its range were sent.
+        refused = [v for v in (entry.versions.lowest, entry.versions.highest) if v not in offered]
+        version = refused[0] if refused else entry.versions.highest
+        removed = removed_in_4(broker, key, version) if refused else None
+        if removed is not None:
+            text = f"{removed[0]}; {broker.label} accepts {offered}"
+            return version, [finding("removed-in-4", version, removed[2], text)]
+        if refused and version > offered.highest and not entry.min_exact:
+            text = (
+                f"the client was recorded sending {name} v{version} to newer brokers only; whether it "
+                f"goes down to {offered} for {broker.label} was not recorded"
+            )
+            return version, [_as_unknown(finding("fixed-version-not-accepted", version, "KIP-35", text))]
+        if refused:
+            text = (
+                f"the client sends {name} v{version} whatever it is offered; {broker.label} accepts {offered}"
+            )
+            return version, [finding("fixed-version-not-accepted", version, "KIP-35", text)]
+    else:
+        common = entry.versions & offered
+        if common.empty:
+            removed = removed_in_4(broker, key, entry.versions.highest)
+            if removed is not None:
+                what = removed[0].partition(": ")[2]
+                text = f"{name} {entry.versions}: {what}; {broker.label} accepts {offered}"
+                return None, [finding("removed-in-4", None, removed[2], text)]
+            too_new = entry.versions.lowest > offered.highest and not entry.min_exact
+            too_old = entry.versions.highest < offered.lowest and not entry.max_exact
+            if too_new or too_old:
+                text = (
+                    f"the client was recorded writing {name} {entry.versions}; {broker.label} accepts "
+                    f"{offered}, beyond what the recording can tell"
+                )
+                return None, [_as_unknown(finding("no-common-version", None, "KIP-35", text))]
+            text = f"the client writes {name} {entry.versions}, {broker.label} accepts {offered}"
+            return None, [finding("no-common-version", None, "KIP-35", text)]
+        version = common.highest
+    refusal = removed_in_4(broker, key, version)
+    if refusal is not None and refusal[1]:
+        return version, [
+            finding(
+                "advertised-but-refused",
+                version,
+                refusal[2],
+                f"{broker.label} advertises {name} {offered} but refuses v{version}",
+            )
+        ]
+    return _gated(client, entry, broker, version, finding)
+
+
+def _gated(
+    client: ClientSide, entry: ClientEntry, broker: BrokerSide, version: int, finding: Any
+) -> tuple[int | None, list[Finding]]:
+    name = API_NAMES.get(entry.api_key, f"api key {entry.api_key}")
+    for gate in gates_for(entry.api_key, in_transaction=client.transactional):
+        level = None if broker.finalized is None else level_of(broker.finalized, gate.feature)
+        if level is not None and level >= gate.min_level:
+            continue
+        could_send_gated = version in gate.versions or (
+            not entry.max_exact
+            and entry.pick == "highest"
+            and broker.apis[entry.api_key].highest in gate.versions
+        )
+        if not could_send_gated:
+            continue
+        if client.obeys_feature_gates:
+            below = [v for v in range(version, entry.versions.lowest - 1, -1) if v not in gate.versions]
+            if below:
+                return below[0], []
+        fallback = _FALLBACKS.get(entry.api_key)
+        severe = fallback is None or fallback not in client.entries
+        if level is None:
+            found = finding(
+                "feature-gated",
+                version,
+                gate.source,
+                f"{name} {gate.describe(0)} — but the cluster's finalized features are unknown",
+                severe,
+            )
+            return version, [_as_unknown(found)] if severe else [found]
+        if version not in gate.versions:  # only the recorded max is a lower bound
+            found = finding(
+                "feature-gated",
+                version,
+                gate.source,
+                f"{name}: the client sent up to v{version} and may send higher; {gate.describe(level)}",
+                severe,
+            )
+            return version, [_as_unknown(found)] if severe else [found]
+        return version, [
+            finding("feature-gated", version, gate.source, f"{name} {gate.describe(level)}", severe)
+        ]
+    return version, []
+
+
+def _as_unknown(found: Finding) -> Finding:
+    if found.severity != "breaks":
+        return found
+    return Finding(
+        found.api_key,
+        found.api_name,
+        found.broker,
+        found.client_range,
+        found.broker_range,
+        found.version,
+        found.rule,
+        "unknown",
+        found.source,
+        found.message,
+    )
+
+
+def worst(verdicts: Iterable[Verdict]) -> int:
+    """The exit status of several verdicts: breaks over could-not-tell over works."""
+    codes = [v.exit_code for v in verdicts]
+    if 1 in codes:
+        return 1
+    return 2 if 2 in codes else 0

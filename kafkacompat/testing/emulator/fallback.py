@@ -1,0 +1,97 @@
+"""What the emulator answers beyond the handshake: client traffic and a generic default.
+
+Theory.  An emulated release must answer every API it advertises, at every
+version it advertises, or a real client stops at the first request the
+emulator does not model (a broker that closes on a request it advertised is
+not any Kafka release).  Two layers do that:
+
+- ``TRAFFIC_HANDLERS``: the APIs real clients need to get through their
+  everyday traffic (produce, consume in a group, commit, admin on groups and
+  topics, transactions), with the minimal state of ``logs`` and ``groups``.
+  Their answers are trimmed to the request's version in one place
+  (``fit_to_version``): fields a version lacks go back to their defaults.
+- ``default_answer``: for every other API the release advertises, the
+  generated response class with its defaults (error code 0, empty lists,
+  null strings), encoded at the request's version.  The codec writes a
+  well-formed body for every version from defaults, so the answer always
+  parses; it says "nothing to report", which is what a broker with no such
+  resources would say.
+
+The connection consults, in order: a handler of the caller's, the built-in
+handshake handlers, ``TRAFFIC_HANDLERS``, then ``default_answer``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import cast
+
+from kafkacompat.protocol import messages
+from kafkacompat.protocol.message import KafkaMessage, KafkaStruct
+from kafkacompat.testing.emulator import groups, logs
+from kafkacompat.testing.emulator.handlers import Handler, Request
+
+__all__ = ["TRAFFIC_HANDLERS", "default_answer", "fit_to_version"]
+
+_MODELLED: Mapping[int, Handler] = {
+    0: logs.produce,
+    1: logs.fetch,
+    2: logs.list_offsets,
+    8: groups.offset_commit,
+    9: groups.offset_fetch,
+    11: groups.join_group,
+    12: groups.heartbeat,
+    13: groups.leave_group,
+    14: groups.sync_group,
+    15: groups.describe_groups,
+    16: groups.list_groups,
+    19: logs.create_topics,
+    20: logs.delete_topics,
+    22: groups.init_producer_id,
+    23: logs.offset_for_leader_epoch,
+    24: groups.add_partitions_to_txn,
+    25: groups.add_offsets_to_txn,
+    26: groups.end_txn,
+    28: groups.txn_offset_commit,
+    42: groups.delete_groups,
+    68: groups.consumer_group_heartbeat,
+    69: groups.consumer_group_describe,
+}
+
+
+def fit_to_version(message: KafkaStruct, version: int) -> None:
+    """Reset every field ``version`` does not have to its default, so the codec can encode it.
+
+    The traffic handlers fill fields freely (a leader epoch, a log start offset)
+    and leave it to this one place to drop what an older version cannot carry.
+    """
+    fresh = type(message)()
+    for info in message._FIELDS:
+        value = getattr(message, info.name)
+        if version not in info.versions:
+            setattr(message, info.name, getattr(fresh, info.name))
+        elif info.struct is not None and value is not None:
+            for item in value if info.is_array else (value,):
+                fit_to_version(item, version)
+
+
+def _fitted(handler: Handler) -> Handler:
+    def answer(request: Request) -> KafkaMessage:
+        response = handler(request)
+        fit_to_version(response, request.version)
+        return response
+
+    answer.__name__ = answer.__qualname__ = handler.__name__
+    answer.__doc__ = handler.__doc__
+    return answer
+
+
+TRAFFIC_HANDLERS: Mapping[int, Handler] = {key: _fitted(handler) for key, handler in _MODELLED.items()}
+
+
+def default_answer(request: Request) -> KafkaMessage:
+    """The API's response with every field at its default: error 0, nothing listed."""
+    name = messages.CLASS_BY_KEY.get((request.api_key, "response"))
+    if name is None:  # the connection only dispatches keys the codec can read
+        raise LookupError(f"the codec has no response for API key {request.api_key}")
+    return cast("type[KafkaMessage]", getattr(messages, name))()

@@ -1,0 +1,69 @@
+"""``kafkacompat check``'s inputs: profiles, releases with their features, snapshot files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kafkacompat.cli.check import brokers_for_release, brokers_from_snapshots, load_clients
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.release_guess import known_api_ranges
+from kafkacompat.pipeline.snapshot_format import snapshot_json, snapshot_line
+from kafkacompat.transport.config import ConfigError
+
+
+def test_profiles_by_name_and_version() -> None:
+    measured = load_clients("measured", ["aiokafka"])
+    assert sorted(c.version for c in measured) == ["0.14.0", "0.8.1"]
+    (one,) = load_clients("measured", ["kafka-python@2.0.2"])
+    assert one.label == "kafka-python 2.0.2"
+    (own,) = load_clients("kafkacompat")
+    assert own.obeys_feature_gates and own.entries[3].required and not own.entries[0].required
+    with pytest.raises(ConfigError, match="no client profile"):
+        load_clients("measured", ["nobody"])
+
+
+def test_a_bad_profile_line_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"client": "a", "version": "1", "api_versions": []}\n\n{"client": 3}\n')
+    with pytest.raises(ConfigError, match="line 3 is not a client profile"):
+        load_clients(str(path))
+
+
+def test_a_release_gets_a_fresh_clusters_features_unless_told() -> None:
+    (fresh,) = brokers_for_release("4.0", None, {})
+    assert fresh.label == "Kafka 4.0 (kraft-broker)" and fresh.finalized is not None
+    assert fresh.finalized["transaction.version"] == 2
+    (older,) = brokers_for_release("4.0", None, {"transaction.version": 1})
+    assert older.finalized is not None and older.finalized["transaction.version"] == 1
+    (zk,) = brokers_for_release("2.3", None, {})
+    assert zk.label == "Kafka 2.3 (zk-broker)" and zk.finalized == {}
+    with pytest.raises(ConfigError, match="has no zk-broker"):
+        brokers_for_release("4.0", "zk-broker", {})
+
+
+def test_snapshots_give_the_latest_line_of_every_node(tmp_path: Path) -> None:
+    def line(node: int, release: str, at: str) -> str:
+        caps = BrokerCapabilities.from_ranges(
+            f"h:{node}", known_api_ranges(release, "kraft-broker"), node_id=node
+        )
+        return snapshot_json(snapshot_line(caps, "prod", at, node_id=node))
+
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                line(1, "3.9", "2026-01-01T00:00:00Z"),
+                line(1, "4.0", "2026-02-01T00:00:00Z"),
+                line(2, "3.9", "2026-01-01T00:00:00Z"),
+            ]
+        )
+        + "\n"
+    )
+    (cluster,) = brokers_from_snapshots(path).values()
+    assert [(b.label, b.release) for b in cluster] == [("node 1 at h:1", "4.0"), ("node 2 at h:2", "3.9")]
+    path.write_text(json.dumps({"schema": 1}) + "\n")
+    with pytest.raises(ConfigError, match="line 1 is not a snapshot"):
+        brokers_from_snapshots(path)

@@ -1,0 +1,71 @@
+"""Feature-gated versions: advertised, but usable only at some finalized feature level."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkacompat.errors import UnsupportedVersionError
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.feature_gates import FEATURE_GATES, gates_for, level_of
+from kafkacompat.negotiation.release_guess import known_api_ranges
+from kafkacompat.negotiation.version_policy import explain, pick_version
+from kafkacompat.protocol.versions import VersionRange
+
+KAFKA_40 = known_api_ranges("4.0", "kraft-broker")
+
+
+def caps(**levels: int) -> BrokerCapabilities:
+    return BrokerCapabilities.from_ranges(
+        "b:9092",
+        KAFKA_40,
+        finalized_features={name.replace("_", "."): (lv, lv) for name, lv in levels.items()},
+    )
+
+
+def test_end_txn_v5_needs_transaction_version_2() -> None:
+    assert pick_version(26, caps(transaction_version=1)) == 4
+    assert pick_version(26, caps(transaction_version=2)) == 5
+    choice = explain(26, caps())
+    assert choice.chosen == 4 and [s.kind for s in choice.steps] == ["feature-gate"]
+    assert "transaction.version >= 2, the cluster has 0" in choice.steps[0].rule
+    assert "KIP-890" in choice.steps[0].rule
+
+
+def test_produce_is_gated_only_inside_a_transaction() -> None:
+    tv1, tv2 = caps(transaction_version=1), caps(transaction_version=2)
+    assert pick_version(0, tv1) == 12
+    assert pick_version(0, tv1, in_transaction=True) == 11
+    assert pick_version(0, tv2, in_transaction=True) == 12
+
+
+def test_a_modelled_client_picks_the_plain_intersection_unless_asked() -> None:
+    writes_12 = {0: VersionRange(3, 12), 26: VersionRange(0, 5)}
+    assert pick_version(26, caps(), client_ranges=writes_12) == 5  # another client need not obey
+    assert pick_version(26, caps(), client_ranges=writes_12, feature_gates=True) == 4
+    assert pick_version(26, caps(), feature_gates=False) == 5
+
+
+def test_consumer_group_heartbeat_is_unusable_without_group_version_and_says_why() -> None:
+    with pytest.raises(
+        UnsupportedVersionError,
+        match=r"client and b:9092, but the feature gates leave none.*group\.version >= 1.*KIP-848",
+    ):
+        pick_version(68, caps())
+    assert pick_version(68, caps(group_version=1)) == KAFKA_40[68].highest
+
+
+def test_share_apis_need_share_version() -> None:
+    ranges = {**KAFKA_40, 78: VersionRange(0, 1)}
+    closed = BrokerCapabilities.from_ranges("b:9092", ranges)
+    opened = BrokerCapabilities.from_ranges("b:9092", ranges, finalized_features={"share.version": (1, 1)})
+    assert explain(78, closed).chosen is None
+    assert explain(78, opened, client_ranges={78: VersionRange(0, 1)}, feature_gates=True).chosen == 1
+
+
+def test_every_gate_is_found_by_its_api_and_levels_read_either_spelling() -> None:
+    for gate in FEATURE_GATES:
+        assert gate in gates_for(gate.api_key, in_transaction=True)
+    assert gates_for(0) == ()
+    assert level_of({"group.version": 1}, "group.version") == 1
+    assert level_of({"group.version": VersionRange(1, 1)}, "group.version") == 1
+    assert level_of({}, "share.version") == 0

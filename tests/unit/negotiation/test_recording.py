@@ -1,0 +1,173 @@
+"""The recorder reads both directions of a connection on the side and builds client profiles."""
+
+from __future__ import annotations
+
+import struct
+
+from kafkacompat.negotiation.recording import KEEP_BYTES, MAX_CLIENTS, ProfileBook, WireRecorder
+from kafkacompat.pipeline.client_format import validate_client_profile
+from kafkacompat.protocol import framing
+from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.messages import (
+    ApiVersionsRequest,
+    JoinGroupRequest,
+    MetadataRequest,
+    ProduceRequest,
+    SaslHandshakeRequest,
+)
+from kafkacompat.testing.emulator import (
+    ClusterState,
+    Connection,
+    FaultPlan,
+    Node,
+    SaslConfig,
+    parse_profile_spec,
+)
+from kafkacompat.testing.emulator.faults import Send
+
+
+class Pair:
+    """A client, an emulated broker and a recorder reading the bytes between them."""
+
+    def __init__(self, release: str = "3.9", book: ProfileBook | None = None, sasl: SaslConfig | None = None):
+        self.state = ClusterState([Node(1, parse_profile_spec(release))], topics={"orders": 1})
+        self.broker = Connection(self.state.nodes[1], self.state, FaultPlan(), lambda record: None, sasl=sasl)
+        self.book = book or ProfileBook()
+        self.recorder = WireRecorder(self.book)
+        self.correlation = 0
+
+    def raw(self, frame: bytes, chunk: int = 0) -> bytes:
+        pieces = [frame[i : i + chunk] for i in range(0, len(frame), chunk)] if chunk else [frame]
+        for piece in pieces:
+            self.recorder.from_client(piece)
+        answer = b"".join(a.data for a in self.broker.receive(frame) if isinstance(a, Send))
+        for piece in [answer[i : i + 7] for i in range(0, len(answer), 7)] or [b""]:
+            self.recorder.from_broker(piece)
+        return answer
+
+    def send(
+        self, request: KafkaMessage, version: int, client_id: str | None = "app", chunk: int = 0
+    ) -> bytes:
+        self.correlation += 1
+        return self.raw(framing.encode_request(request, version, self.correlation, client_id), chunk)
+
+    def profile(self) -> dict:  # type: ignore[type-arg]
+        (only,) = self.book.profiles()
+        return only
+
+
+def entry(profile: dict, api_key: int) -> dict:  # type: ignore[type-arg]
+    return next(e for e in profile["api_versions"] if e["api_key"] == api_key)
+
+
+def test_a_client_is_named_by_its_kip511_software_fields_and_its_picks_are_read() -> None:
+    pair = Pair("3.9")
+    pair.send(ApiVersionsRequest(client_software_name="shop-app", client_software_version="1.2"), 3, chunk=3)
+    pair.send(MetadataRequest(topics=[]), 12, chunk=1)
+    pair.send(MetadataRequest(topics=[]), 9)
+    profile = pair.profile()
+    assert (profile["client"], profile["version"]) == ("shop-app", "1.2")
+    assert validate_client_profile(profile) == []
+    metadata = entry(profile, 3)
+    assert (metadata["min"], metadata["max"], metadata["pick"], metadata["max_exact"]) == (
+        9,
+        12,
+        "highest",
+        True,
+    )
+    assert profile["recorded"]["identified_by"] == "software"
+    assert {"api_key": 3, "max": 12, "min": 0} in profile["recorded"]["offered"][0]["apis"]
+
+
+def test_without_software_fields_the_client_id_names_the_client() -> None:
+    pair = Pair("2.3")
+    pair.send(ApiVersionsRequest(), 0, client_id="legacy-app")
+    pair.send(MetadataRequest(topics=[]), 1, client_id="legacy-app")
+    profile = pair.profile()
+    assert (profile["client"], profile["recorded"]["identified_by"]) == ("legacy-app", "client-id")
+    assert profile["recorded"]["offered"]  # the offer seen before the client was named is kept
+
+
+def test_a_version_outside_the_offer_is_a_fixed_pick_and_a_close_is_recorded() -> None:
+    pair = Pair("4.0/kraft-broker")
+    pair.send(ApiVersionsRequest(client_software_name="old", client_software_version="0.1"), 3)
+    pair.send(JoinGroupRequest(group_id="g", protocol_type="consumer"), 1)  # 4.0 has JoinGroup 2-9
+    pair.recorder.closed(by_broker=True)
+    join = entry(pair.profile(), 11)
+    assert (join["pick"], join["min"], join["max"]) == ("fixed", 1, 1)
+    requests = pair.profile()["recorded"]["requests"]
+    assert {"api_key": 11, "version": 1, "outcomes": {"closed": 1}} in requests
+
+
+def test_errors_are_named_and_the_rest_answered() -> None:
+    pair = Pair("3.9")
+    pair.send(ApiVersionsRequest(client_software_name="c", client_software_version="1"), 3)
+    pair.send(JoinGroupRequest(group_id="g", protocol_type="consumer"), 5)
+    outcomes = {r["api_key"]: r["outcomes"] for r in pair.profile()["recorded"]["requests"]}
+    assert outcomes == {18: {"answered": 1}, 11: {"error:MEMBER_ID_REQUIRED": 1}}
+
+
+def test_a_big_produce_is_forwarded_unread_and_acks_zero_expects_no_answer() -> None:
+    pair = Pair("3.9")
+    pair.send(ApiVersionsRequest(client_software_name="c", client_software_version="1"), 3)
+    records = struct.pack(">qi", 0, 3 * KEEP_BYTES) + b"\x00" * (3 * KEEP_BYTES)
+    produce = ProduceRequest(
+        acks=0,
+        timeout_ms=10,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="orders", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)]
+            )
+        ],
+    )
+    assert pair.send(produce, 9, chunk=4096) == b""
+    pair.send(MetadataRequest(topics=[]), 12)
+    assert len(pair.recorder._requests._kept) <= KEEP_BYTES
+    outcomes = {r["api_key"]: r["outcomes"] for r in pair.profile()["recorded"]["requests"]}
+    assert outcomes[0] == {"no-response": 1} and outcomes[3] == {"answered": 1}
+
+
+def test_sasl_v0_tokens_are_never_read_and_later_requests_still_are() -> None:
+    pair = Pair("3.9", sasl=SaslConfig({"alice": "s3cret"}, ["PLAIN"]))
+    pair.send(SaslHandshakeRequest(mechanism="PLAIN"), 0, client_id="secure-app")
+    token = b"\x00alice\x00s3cret"
+    pair.raw(struct.pack(">i", len(token)) + token)
+    pair.send(MetadataRequest(topics=[]), 9, client_id="secure-app")
+    profile = pair.profile()
+    assert b"s3cret" not in repr(profile).encode()
+    assert {r["api_key"] for r in profile["recorded"]["requests"]} == {17, 3}
+
+
+def test_the_book_is_bounded_in_clients() -> None:
+    book = ProfileBook()
+    for index in range(MAX_CLIENTS + 5):
+        pair = Pair("3.9", book=book)
+        pair.send(MetadataRequest(topics=[]), 9, client_id=f"app-{index}")
+    assert len(book.clients) == MAX_CLIENTS + 1
+    assert any(p["client"] == "(other clients)" for p in book.profiles())
+
+
+def test_garbage_stops_the_reading_not_the_forwarding() -> None:
+    book = ProfileBook()
+    recorder = WireRecorder(book)
+    recorder.from_client(b"\xff\xff\xff\xff whatever")
+    assert recorder.broken
+    recorder.from_client(b"more")  # ignored, no exception
+    recorder.closed(by_broker=False)
+    assert book.profiles() == []
+
+
+def test_the_entries_of_one_client_are_bounded_whatever_keys_it_sends() -> None:
+    from kafkacompat.negotiation.recording import MAX_ENTRIES
+
+    book = ProfileBook()
+    recorder = WireRecorder(book)
+    for key in range(MAX_ENTRIES + 50):
+        # a header with any api key and version: the client id is read, the rest is never trusted
+        frame = struct.pack(">hhih", 1000 + key, 7, key, 3) + b"app"
+        recorder.from_client(struct.pack(">i", len(frame)) + frame)
+    (client,) = book.clients.values()
+    assert len(client.outcomes) <= MAX_ENTRIES and len(client.unnegotiated) <= 2 * MAX_ENTRIES
+    recorder.closed(by_broker=True)
+    (profile,) = book.profiles()
+    assert profile["recorded"]["dropped_requests"] == 50  # closed on, past the bound
