@@ -439,9 +439,12 @@ class ApiVersionsHandshake(LegacySteps):
     ) -> None:
         transition = BY_KEY[(self._state, event, outcome)]
         checking = self._check is not None and outcome != "closed-at-v0"
-        if checking and event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
-            # After the last ApiVersions attempt (rule 10): a note, so the versions tried still fall.
-            self._notes.append(f"the 0.8.x check ended: {outcome}" + (f" ({detail})" if detail else ""))
+        draining = self._state is State.DRAIN
+        if (checking or draining) and event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
+            # After the last ApiVersions attempt (rule 10), or after its answer while the probe's
+            # reply is read (rule 9): a note, so the versions tried still strictly fall.
+            what = "the 0.8.x check ended" if checking else "reading the probe's reply ended"
+            self._notes.append(f"{what}: {outcome}" + (f" ({detail})" if detail else ""))
         elif event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
             flags, self._probe_flags = self._probe_flags + flags, ()
             # A connection that failed to open is numbered as the one being tried.

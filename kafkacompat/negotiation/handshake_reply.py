@@ -225,6 +225,13 @@ def _accepted(response: ApiVersionsResponse, sent: int, layout: int, flags: tupl
         flags = (*flags, "duplicate-api-keys")
     advertised = "none" if entry is None else f"{entry.min_version}-{entry.max_version}"
     detail = f"{len(set(keys))} APIs; ApiVersions {advertised}; read as v{layout}"
+    # A range no Kafka broker sends (minimum above maximum) promises no version: the API
+    # reads as not listed, and the transcript says why.
+    impossible = sorted({i.api_key for i in response.api_keys if i.min_version > i.max_version})
+    if impossible:
+        flags = (*flags, "impossible-ranges")
+        listed = ", ".join(str(key) for key in impossible)
+        detail += f"; minimum above maximum for API keys {listed}: read as not listed"
     return Verdict("ok", detail, understood=True, flags=flags, response=response, layout=layout)
 
 

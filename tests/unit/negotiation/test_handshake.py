@@ -25,6 +25,7 @@ from kafkacompat.errors import (
     UnsupportedVersionError,
     WrongProtocolError,
 )
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import (
     TRANSITIONS,
     ApiVersionsHandshake,
@@ -762,3 +763,20 @@ def test_next_action_has_no_side_effect() -> None:
     hs.connected()
     assert hs.next_action() is hs.next_action()
     assert hs.next_correlation_id == 1
+
+
+def test_an_entry_with_its_minimum_above_its_maximum_is_reported_and_not_listed() -> None:
+    hs = ApiVersionsHandshake(HandshakeConfig(max_version=3), node="b")
+    hs.connected()
+    hs.request_sent()
+    body = ApiVersionsResponse(
+        api_keys=[ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=3),
+                  ApiVersionsResponse.ApiVersion(api_key=3, min_version=9, max_version=2)]
+    ).encode(3)
+    hs.received(body)
+    done = hs.next_action()
+    assert isinstance(done, Done)
+    (attempt,) = done.result.transcript.attempts
+    assert "impossible-ranges" in attempt.flags and "minimum above maximum for API keys 3" in attempt.detail
+    capabilities = BrokerCapabilities.from_handshake(done.result)
+    assert not capabilities.lists_api(3)
