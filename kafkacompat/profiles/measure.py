@@ -38,6 +38,7 @@ from typing import Any
 
 from kafkacompat.pipeline.client_format import validate_client_profile
 from kafkacompat.testing import ThreadedCluster
+from kafkacompat.testing.cache import cache_root
 from kafkacompat.testing.client_traffic import read_report
 
 __all__ = ["AGAINST", "MEASURED", "measure", "merge_profiles"]
@@ -55,7 +56,7 @@ MEASURED: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
 AGAINST: tuple[str, ...] = ("1.0", "2.3", "3.9", "4.0/kraft-broker")
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "measured.jsonl"
-DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafkacompat" / "clients"
+DEFAULT_CACHE = cache_root() / "clients"
 ROOT = HERE.parent.parent
 
 

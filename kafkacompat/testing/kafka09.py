@@ -35,6 +35,7 @@ from typing import IO
 from kafkacompat.errors import KafkaCompatError
 from kafkacompat.protocol import framing
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
+from kafkacompat.testing.cache import cache_root
 from kafkacompat.testing.ports import LOOPBACK, BrokerStartError, free_port
 
 __all__ = ["KAFKA09_PACKAGE", "Kafka09Broker", "kafka09_cache_dir", "kafka09_home", "metadata_v0"]
@@ -58,12 +59,8 @@ log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
 
 
 def kafka09_cache_dir() -> Path:
-    """Where the unpacked jars live: ``$KAFKACOMPAT_CACHE_DIR``, else ``$XDG_CACHE_HOME/kafkacompat``."""
-    configured = os.environ.get("KAFKACOMPAT_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kafkacompat"
+    """Where the unpacked jars live: the testing kit's cache (``testing.cache.cache_root``)."""
+    return cache_root()
 
 
 def kafka09_home(cache_dir: Path | None = None) -> Path:

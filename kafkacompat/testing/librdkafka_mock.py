@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from kafkacompat.testing.cache import cache_root
 from kafkacompat.testing.ports import BrokerStartError
 from kafkacompat.testing.process import BrokerProcess
 
@@ -53,14 +54,6 @@ owner.flush(5)
 """
 
 
-def _cache_root() -> Path:
-    configured = os.environ.get("KAFKACOMPAT_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kafkacompat"
-
-
 def install_confluent_kafka(version: str = OLD_CONFLUENT_KAFKA, cache: Path | None = None) -> Path:
     """The directory holding confluent-kafka ``version`` for this Python, installed there if missing.
 
@@ -69,7 +62,7 @@ def install_confluent_kafka(version: str = OLD_CONFLUENT_KAFKA, cache: Path | No
     a half-finished install is never used.
     """
     tag = f"py{sys.version_info.major}{sys.version_info.minor}"
-    target = (cache or _cache_root()) / f"confluent-kafka-{version}-{tag}"
+    target = (cache or cache_root()) / f"confluent-kafka-{version}-{tag}"
     if (target / "confluent_kafka" / "__init__.py").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
