@@ -36,9 +36,15 @@ from kafkacompat.errors import (
     KafkaCompatError,
     KafkaTimeoutError,
     ProtocolError,
-    UnsupportedVersionError,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.sasl_exchange import (
+    MAX_ROUND_TRIPS,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    SaslMechanism,
+    sasl_versions,
+)
 from kafkacompat.protocol import _wire, framing
 from kafkacompat.protocol.error_codes import ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM, error_for
 from kafkacompat.protocol.message import KafkaMessage
@@ -49,17 +55,13 @@ from kafkacompat.protocol.messages import (
     SaslHandshakeResponse,
 )
 from kafkacompat.transport.config import ConnectionConfig, SaslConfig
-from kafkacompat.transport.sasl_mechanisms import SaslMechanism, create_mechanism
+from kafkacompat.transport.sasl_mechanisms import create_mechanism
 from kafkacompat.transport.stream import FramedStream, PeerClosedError
 
 __all__ = ["MAX_ROUND_TRIPS", "SASL_AUTHENTICATE", "SASL_HANDSHAKE", "authenticate"]
 
 log = logging.getLogger("kafkacompat.transport.sasl")
 
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
-# SCRAM needs two round trips and PLAIN one; anything asking for many more is not a mechanism we run.
-MAX_ROUND_TRIPS = 8
 
 _R = TypeVar("_R", bound=KafkaMessage)
 
@@ -85,7 +87,7 @@ async def authenticate(
     session = _Session(stream, config, next_correlation_id, sasl)
     try:
         mech = mechanism if mechanism is not None else create_mechanism(sasl)
-        handshake_version, authenticate_version = _versions(capabilities, config)
+        handshake_version, authenticate_version = sasl_versions(capabilities, config.policy)
         await session.handshake(mech.name, handshake_version)
         token: bytes | None = mech.initial()
         for _ in range(MAX_ROUND_TRIPS):
@@ -116,28 +118,6 @@ async def authenticate(
         "raw tokens" if authenticate_version is None else f"SaslAuthenticate v{authenticate_version}",
         f"; the broker ends the session after {session.lifetime_ms} ms" if session.lifetime_ms else "",
     )
-
-
-def _versions(capabilities: BrokerCapabilities, config: ConnectionConfig) -> tuple[int, int | None]:
-    """(SaslHandshake version, SaslAuthenticate version or None for raw v0 tokens)."""
-    if not capabilities.lists_api(SASL_HANDSHAKE):
-        raise AuthenticationError(
-            "the broker does not list SaslHandshake: it does not offer SASL on this listener"
-        )
-    try:
-        handshake_version = capabilities.pick_version(SASL_HANDSHAKE, config.policy)
-    except UnsupportedVersionError as exc:
-        raise AuthenticationError(f"no usable SaslHandshake version: {exc.message}") from None
-    if handshake_version == 0:
-        return 0, None
-    # SaslHandshake v1 promises SaslAuthenticate (KIP-152): tokens may no longer go raw.
-    try:
-        return handshake_version, capabilities.pick_version(SASL_AUTHENTICATE, config.policy)
-    except UnsupportedVersionError as exc:
-        raise AuthenticationError(
-            f"the broker offers SaslHandshake v{handshake_version} but no usable SaslAuthenticate: "
-            f"{exc.message}"
-        ) from None
 
 
 class _Session:

@@ -37,9 +37,9 @@ import binascii
 import hashlib
 import hmac
 import secrets
-from typing import Protocol
 
 from kafkacompat.errors import AuthenticationError
+from kafkacompat.negotiation.sasl_exchange import SaslMechanism  # what the mechanisms here satisfy
 from kafkacompat.transport.config import SaslConfig, Secret
 
 __all__ = [
@@ -55,19 +55,6 @@ MIN_SCRAM_ITERATIONS = 4096  # Kafka's ScramMechanism minimum for both hashes
 _HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 _GS2_HEADER = "n,,"
 _CHANNEL_BINDING = base64.b64encode(_GS2_HEADER.encode()).decode()  # "biws"
-
-
-class SaslMechanism(Protocol):
-    """What the SASL driver needs from a mechanism."""
-
-    name: str
-
-    @property
-    def finished(self) -> bool: ...
-
-    def initial(self) -> bytes: ...
-
-    def step(self, challenge: bytes) -> bytes | None: ...
 
 
 def _credentials(username: str, password: str | Secret) -> Secret:
