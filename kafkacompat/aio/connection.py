@@ -393,12 +393,7 @@ def _login(config: ConnectionConfig) -> SaslLogin | None:
         return None
     from kafkacompat.transport.sasl_mechanisms import create_mechanism
 
-    password = sasl.password.reveal()
-    return SaslLogin(
-        lambda: create_mechanism(sasl),
-        sasl.username,
-        (lambda text: text.replace(password, "***")) if password else str,
-    )
+    return SaslLogin(lambda: create_mechanism(sasl), sasl.username, sasl.redact)
 
 
 @asynccontextmanager

@@ -82,6 +82,11 @@ class SaslConfig:
         if isinstance(self.password, str):
             object.__setattr__(self, "password", Secret(self.password))
 
+    def redact(self, text: str) -> str:
+        """``text`` (a broker's message, say) with the password, should it be echoed, blotted out."""
+        password = self.password.reveal()
+        return text.replace(password, "***") if password else text
+
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:

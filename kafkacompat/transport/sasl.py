@@ -136,11 +136,6 @@ class _Session:
         self.sasl = sasl
         self.lifetime_ms = 0
 
-    def redact(self, text: str) -> str:
-        """A broker message with the password (should the broker echo it) blotted out."""
-        password = self.sasl.password.reveal()
-        return text.replace(password, "***") if password else text
-
     async def handshake(self, mechanism: str, version: int) -> None:
         response = await self.request(
             SaslHandshakeRequest(mechanism=mechanism), version, SaslHandshakeResponse, "SaslHandshake"
@@ -170,7 +165,7 @@ class _Session:
         code = response.error_code
         if code != 0:
             entry = error_for(code)
-            detail = self.redact(response.error_message or entry.message)
+            detail = self.sasl.redact(response.error_message or entry.message)
             raise AuthenticationError(
                 f"{mechanism} authentication as {self.sasl.username!r} failed: "
                 f"{entry.name} ({code}): {detail}"
