@@ -77,6 +77,7 @@ from kafkacompat.negotiation.sasl_exchange import (
     SendBytes,
     sasl_versions,
 )
+from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
 from kafkacompat.protocol.message import KafkaMessage
@@ -213,7 +214,7 @@ class ClientConnection:
         return self._result
 
     @property
-    def transcript(self) -> object:
+    def transcript(self) -> HandshakeTranscript:
         return self._handshake.transcript
 
     @property
