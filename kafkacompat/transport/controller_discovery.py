@@ -28,7 +28,7 @@ from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.protocol.error_codes import error_for
 from kafkacompat.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
-from kafkacompat.transport.connection import BrokerConnection
+from kafkacompat.transport.cluster_backend import NodeConnection
 from kafkacompat.transport.discovery import BrokerAddress, ClusterMetadata, broker_from_reply
 
 __all__ = ["UNKNOWN_NODE_ID", "ask_controllers"]
@@ -46,13 +46,13 @@ _MISMATCHED_ENDPOINT_TYPE = 114
 _INSPECT_ALONE = frozenset({35, 31})
 
 
-def _capabilities(conn: BrokerConnection) -> BrokerCapabilities:
+def _capabilities(conn: NodeConnection) -> BrokerCapabilities:
     if conn.capabilities is None:  # pragma: no cover - asked only of negotiated connections
         raise NegotiationError("the connection has not negotiated yet", node=conn.node)
     return conn.capabilities
 
 
-async def ask_controllers(conn: BrokerConnection) -> ClusterMetadata:
+async def ask_controllers(conn: NodeConnection) -> ClusterMetadata:
     """The controller quorum as ``conn``'s controller describes it (itself alone before 3.7).
 
     Raises ``WrongEndpointError`` when ``conn`` reaches a broker, and
@@ -99,7 +99,7 @@ async def ask_controllers(conn: BrokerConnection) -> ClusterMetadata:
     )
 
 
-def _pick(conn: BrokerConnection) -> int:
+def _pick(conn: NodeConnection) -> int:
     try:
         version = conn.pick_version(DESCRIBE_CLUSTER)
     except KafkaCompatError as exc:
@@ -115,7 +115,7 @@ def _pick(conn: BrokerConnection) -> int:
     return version
 
 
-def _alone(conn: BrokerConnection, note: str = "") -> ClusterMetadata:
+def _alone(conn: NodeConnection, note: str = "") -> ClusterMetadata:
     """A controller without (a usable) DescribeCluster: the node itself, id and cluster unknown."""
     node = BrokerAddress(UNKNOWN_NODE_ID, conn.host, conn.port)
     return ClusterMetadata(

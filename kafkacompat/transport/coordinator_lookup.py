@@ -9,20 +9,17 @@ or not available, not the coordinator, left out of a batched answer, no answer
 at all) are planned again after an exponential backoff with jitter, against
 the brokers as they are then: a broken connection is negotiated again first,
 and a broker that lost v4 in between gets single-key requests (KAFKA-13029).
-Every key is retried at most ``max_attempts`` times, so the loop is bounded.
+Every key is retried at most ``max_attempts`` times, so the loop is bounded;
+the rounds are tenacity's (``retries``), sleeping on the cluster's event loop.
 """
 
 from __future__ import annotations
 
 import math
-import random
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, TypeAlias
-
-import trio
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kafkacompat.errors import KafkaCompatError, TransportError
 from kafkacompat.negotiation.coordinators import (
@@ -37,10 +34,13 @@ from kafkacompat.negotiation.coordinators import (
     replan,
 )
 from kafkacompat.protocol.messages import FindCoordinatorResponse
-from kafkacompat.transport.config import RetryPolicy
+from kafkacompat.transport.cluster_backend import Job
+from kafkacompat.transport.retries import retry_on_result
 
 if TYPE_CHECKING:
-    from kafkacompat.transport.cluster import Cluster
+    from kafkacompat.transport.cluster_core import ClusterCore
+
+    Cluster = ClusterCore[Any]
 
 __all__ = ["CoordinatorLookup", "KeyTypeLike", "coordinator_key_type", "find_coordinators"]
 
@@ -129,7 +129,8 @@ async def find_coordinators(
     request_timeout: float | None = None,
 ) -> CoordinatorLookup:
     """Look up the coordinator of every key; see the module documentation."""
-    started = time.monotonic()
+    backend = cluster._backend
+    started = backend.clock()
     kind = coordinator_key_type(key_type)
     attempts = max_attempts if max_attempts is not None else cluster.config.retry.attempts
     results = CoordinatorResults(kind, attempts)
@@ -141,26 +142,32 @@ async def find_coordinators(
     requests = batched = rounds = round_trips = 0
     versions: set[int] = set()
     reasons: list[str] = []
-    while plan.requests and rounds < attempts:
-        rounds += 1
-        reasons.append(plan.reason)
-        workers = min(cluster.config.max_in_flight, len(plan.requests))
-        results.expect(plan)
-        await _send_round(cluster, plan, results, workers, request_timeout)
-        requests += len(plan.requests)
-        batched += sum(1 for planned in plan.requests if planned.batched)
-        round_trips += math.ceil(len(plan.requests) / workers)
-        versions.update(planned.version for planned in plan.requests)
-        if not results.retry:
-            break
-        await trio.sleep(_backoff(cluster.config.retry, rounds))
-        capabilities = await cluster.capabilities(require_all=False)
-        plan = replan(results, list(capabilities.values()), max_batch=max_batch, policy=policy)
+    if plan.requests:
+        rounds_left = retry_on_result(cluster.config.retry, backend.sleep, bool, attempts=attempts)
+        async for attempt in rounds_left:
+            with attempt:
+                if rounds:  # after the backoff: planned against the brokers as they are now
+                    capabilities = await cluster.capabilities(require_all=False)
+                    plan = replan(results, list(capabilities.values()), max_batch=max_batch, policy=policy)
+                    if not plan.requests:
+                        break
+                rounds += 1
+                reasons.append(plan.reason)
+                workers = min(cluster.config.max_in_flight, len(plan.requests))
+                results.expect(plan)
+                await _send_round(cluster, plan, results, workers, request_timeout)
+                requests += len(plan.requests)
+                batched += sum(1 for planned in plan.requests if planned.batched)
+                round_trips += math.ceil(len(plan.requests) / workers)
+                versions.update(planned.version for planned in plan.requests)
+            outcome = attempt.retry_state.outcome
+            if outcome is not None and not outcome.failed:  # another round while keys wait for one
+                attempt.retry_state.set_result(bool(results.retry))
     return CoordinatorLookup(
         kind, MappingProxyType(dict(sorted(results.found.items()))),
         MappingProxyType(dict(sorted(results.failed.items()))),
         requests, batched, rounds, round_trips, tuple(sorted(versions)), tuple(reasons), results.notes,
-        time.monotonic() - started,
+        backend.clock() - started,
     )
 
 
@@ -177,9 +184,8 @@ async def _send_round(
         for planned in queue:
             await _send_one(cluster, planned, results, request_timeout)
 
-    async with trio.open_nursery() as nursery:
-        for _ in range(workers):
-            nursery.start_soon(worker)
+    jobs: list[Job] = [worker] * workers
+    await cluster._backend.run_all(jobs)
 
 
 async def _send_one(
@@ -197,9 +203,3 @@ async def _send_one(
         return
     assert isinstance(response, FindCoordinatorResponse)
     results.read(planned, response)
-
-
-def _backoff(policy: RetryPolicy, attempt: int) -> float:
-    """Exponential from ``initial_backoff``, capped at ``max_backoff``, plus up to ``jitter``."""
-    base = min(policy.max_backoff, policy.initial_backoff * 2.0 ** (attempt - 1))
-    return float(base + random.uniform(0, policy.jitter))

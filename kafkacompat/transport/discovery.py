@@ -16,8 +16,8 @@ from kafkacompat.errors import InvalidAddressError, KafkaCompatError, KafkaTimeo
 from kafkacompat.negotiation.addresses import MAX_HOST_LENGTH, check_address, display_host, split_host_port
 from kafkacompat.negotiation.node_role import NodeKind
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
+from kafkacompat.transport.cluster_backend import NodeConnection
 from kafkacompat.transport.config import ConfigError
-from kafkacompat.transport.connection import BrokerConnection
 
 __all__ = [
     "RETRIABLE",
@@ -155,7 +155,7 @@ def parse_bootstrap(bootstrap: str | Iterable[str | tuple[str, int]]) -> tuple[t
 # -- asking ---------------------------------------------------------------------------------
 
 
-async def ask_metadata(conn: BrokerConnection) -> ClusterMetadata:
+async def ask_metadata(conn: NodeConnection) -> ClusterMetadata:
     """Metadata (brokers and controller, no topics) at the version ``conn`` negotiated."""
     try:
         version = conn.pick_version(METADATA)

@@ -14,7 +14,8 @@ naming the blocking brokers and dependencies, and nothing is sent.  The request
 then goes to the controller when Metadata names one that can be reached, else
 to any broker (KRaft brokers forward it), at the version that connection
 negotiated; a dry run sends it with ``validate_only``.  A NOT_CONTROLLER answer
-refreshes the metadata and tries again, a bounded number of times.
+refreshes the metadata and tries again, a bounded number of times, with the
+one retry mechanism (``retries``) on the cluster's event loop.
 """
 
 from __future__ import annotations
@@ -22,9 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
-
-import trio
+from typing import TYPE_CHECKING, Any
 
 from kafkacompat.errors import KafkaCompatError
 from kafkacompat.negotiation.feature_updates import (
@@ -49,12 +48,14 @@ from kafkacompat.negotiation.handshake_reply import first_ranges
 from kafkacompat.protocol.error_codes import BY_NAME
 from kafkacompat.protocol.messages import ApiVersionsResponse, UpdateFeaturesResponse
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.transport.connection import BrokerConnection
-from kafkacompat.transport.coordinator_lookup import _backoff
+from kafkacompat.transport.cluster_backend import Job, NodeConnection
 from kafkacompat.transport.discovery import raise_failures
+from kafkacompat.transport.retries import retry_on_result
 
 if TYPE_CHECKING:
-    from kafkacompat.transport.cluster import Cluster
+    from kafkacompat.transport.cluster_core import ClusterCore
+
+    Cluster = ClusterCore[Any]
 
 __all__ = [
     "ClusterFeatures",
@@ -177,21 +178,22 @@ async def describe_features(cluster: Cluster) -> ClusterFeatures:
         raise_failures(failed, _labels(cluster))
     nodes: dict[int, NodeFeatures] = {}
 
-    async def ask(node_id: int, conn: BrokerConnection) -> None:
-        try:
-            nodes[node_id] = await _ask_features(node_id, conn)
-        except KafkaCompatError as exc:
-            failed[node_id] = exc
+    def ask(node_id: int, conn: NodeConnection) -> Job:
+        async def job() -> None:
+            try:
+                nodes[node_id] = await _ask_features(node_id, conn)
+            except KafkaCompatError as exc:
+                failed[node_id] = exc
 
-    async with trio.open_nursery() as nursery:
-        for node_id, conn in opened.items():
-            nursery.start_soon(ask, node_id, conn)
+        return job
+
+    await cluster._backend.run_all([ask(node_id, conn) for node_id, conn in opened.items()])
     ordered = dict(sorted(nodes.items()))
     view = merge_finalized(FinalizedObservation(n.node, n.epoch, n.finalized) for n in ordered.values())
     return ClusterFeatures(MappingProxyType(ordered), view, MappingProxyType(dict(sorted(failed.items()))))
 
 
-async def _ask_features(node_id: int, conn: BrokerConnection) -> NodeFeatures:
+async def _ask_features(node_id: int, conn: NodeConnection) -> NodeFeatures:
     handshake, capabilities = conn.handshake, conn.capabilities
     assert handshake is not None and capabilities is not None
     version = handshake.api_versions_version
@@ -232,23 +234,34 @@ async def update_features(
     if not verdict.ok:
         raise FeatureUpdateBlockedError(verdict)
     planned = plan_feature_updates(updates, features.levels, unsafe=unsafe)
-    attempts = cluster.config.retry.attempts
-    for attempt in range(1, attempts + 1):
-        node_id, conn = await _destination(cluster)
-        version = conn.pick_version(UPDATE_FEATURES)
-        request = build_update_features(planned, version, validate_only=dry_run)
-        response = await conn.request(request, version=version, request_timeout=request_timeout)
-        assert isinstance(response, UpdateFeaturesResponse)
-        if response.error_code == NOT_CONTROLLER and attempt < attempts:
-            await trio.sleep(_backoff(cluster.config.retry, attempt))
-            await cluster.refresh_metadata()
-            continue
-        results = read_update_features(response, version, planned, validate_only=dry_run)
-        return FeatureUpdateReport(dry_run, node_id, conn.node, version, results, verdict, attempt)
-    raise AssertionError("the loop returns on its last attempt")  # pragma: no cover
+    sent: tuple[int, NodeConnection, int, UpdateFeaturesResponse] | None = None
+    attempts = 0
+    tries = retry_on_result(cluster.config.retry, cluster._backend.sleep, _refused_as_not_controller)
+    async for attempt in tries:
+        with attempt:
+            attempts += 1
+            if sent is not None:  # refused by a former controller: ask who it is now
+                await cluster.refresh_metadata()
+            node_id, conn = await _destination(cluster)
+            version = conn.pick_version(UPDATE_FEATURES)
+            request = build_update_features(planned, version, validate_only=dry_run)
+            response = await conn.request(request, version=version, request_timeout=request_timeout)
+            assert isinstance(response, UpdateFeaturesResponse)
+            sent = (node_id, conn, version, response)
+        outcome = attempt.retry_state.outcome
+        if outcome is not None and not outcome.failed:
+            attempt.retry_state.set_result(sent)
+    assert sent is not None  # the first attempt either sent or raised
+    node_id, conn, version, response = sent
+    results = read_update_features(response, version, planned, validate_only=dry_run)
+    return FeatureUpdateReport(dry_run, node_id, conn.node, version, results, verdict, attempts)
 
 
-async def _destination(cluster: Cluster) -> tuple[int, BrokerConnection]:
+def _refused_as_not_controller(sent: object) -> bool:
+    return isinstance(sent, tuple) and bool(sent[3].error_code == NOT_CONTROLLER)
+
+
+async def _destination(cluster: Cluster) -> tuple[int, NodeConnection]:
     controller = cluster.controller_id
     if controller is not None:
         try:

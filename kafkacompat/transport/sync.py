@@ -7,36 +7,75 @@ until the answer comes back.  Errors come back as the very kafkacompat errors
 the async cluster raised.  Leaving the block (or ``close()``) exits ``connect``
 in the loop, which closes every connection, and joins the thread.
 
-The methods are those of ``Cluster``; every call runs on the one loop, so
-several threads may share a ``SyncCluster``.
+The methods are derived from ``Cluster``'s, not copied: each coroutine method
+of ``Cluster`` that hands back plain answers is wrapped by ``_Blocking``, which
+keeps its name, documentation and signature (a test checks that every such
+method is there, with the same signature).  The methods that hand out
+connections (``connection``, ``any_connection``, ``open_all``, ``connected``)
+are left out: a connection belongs to the loop's thread.  Every call runs on
+the one loop, so several threads may share a ``SyncCluster``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 import trio
 
 from kafkacompat.errors import TransportError
-from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.cluster_view import ClusterView
-from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
-from kafkacompat.negotiation.version_policy import VersionPolicy
-from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.transport.cluster import BrokerAddress, Cluster, ClusterMetadata, connect
 from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import CapabilityChange
-from kafkacompat.transport.coordinator_lookup import CoordinatorLookup, KeyTypeLike
-from kafkacompat.transport.features_admin import ClusterFeatures, FeatureUpdateReport
 
 __all__ = ["SyncCluster", "connect_sync"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 _JOIN_TIMEOUT = 10.0
+
+
+class _Blocking(Generic[P, T]):
+    """A coroutine method of ``Cluster`` as a blocking method of ``SyncCluster``.
+
+    Read on an instance, it is a function with the coroutine's signature (less
+    ``self``) that runs the coroutine on the instance's loop and waits.
+    """
+
+    def __init__(self, method: Callable[Concatenate[Cluster, P], Awaitable[T]]) -> None:
+        self.method = method
+        self.__name__ = method.__name__
+        self.__doc__ = method.__doc__
+        self.__signature__ = _without_self(method)
+
+    @overload
+    def __get__(self, instance: None, owner: type[SyncCluster]) -> _Blocking[P, T]: ...
+
+    @overload
+    def __get__(self, instance: SyncCluster, owner: type[SyncCluster]) -> Callable[P, T]: ...
+
+    def __get__(
+        self, instance: SyncCluster | None, owner: type[SyncCluster]
+    ) -> _Blocking[P, T] | Callable[P, T]:
+        if instance is None:
+            return self
+        method, facade = self.method, instance
+
+        def blocking(*args: P.args, **kwargs: P.kwargs) -> T:
+            return facade._call(lambda: method(facade.cluster, *args, **kwargs))
+
+        blocking.__name__, blocking.__doc__ = self.__name__, self.__doc__
+        blocking.__signature__ = self.__signature__  # type: ignore[attr-defined]
+        return blocking
+
+
+def _without_self(method: Callable[..., Any]) -> inspect.Signature:
+    signature = inspect.signature(method)
+    return signature.replace(parameters=list(signature.parameters.values())[1:])
 
 
 class SyncCluster:
@@ -47,12 +86,10 @@ class SyncCluster:
         bootstrap: str | Iterable[str | tuple[str, int]],
         config: ConnectionConfig | None = None,
         *,
-        policy: VersionPolicy | None = None,
         controllers: bool = False,
     ) -> None:
         self._bootstrap = bootstrap if isinstance(bootstrap, str) else list(bootstrap)
         self._config = config
-        self._policy = policy
         self._controllers = controllers
         self._cluster: Cluster | None = None
         self._token: trio.lowlevel.TrioToken | None = None
@@ -103,9 +140,7 @@ class SyncCluster:
 
     async def _serve(self) -> None:
         self._stop = trio.Event()
-        async with connect(
-            self._bootstrap, self._config, policy=self._policy, controllers=self._controllers
-        ) as cluster:
+        async with connect(self._bootstrap, self._config, controllers=self._controllers) as cluster:
             self._cluster = cluster
             self._token = trio.lowlevel.current_trio_token()
             self._started.set()
@@ -158,77 +193,23 @@ class SyncCluster:
     def changes(self) -> tuple[CapabilityChange, ...]:
         return self._read(lambda: self.cluster.changes)
 
-    # -- the Cluster methods, blocking ---------------------------------------------------
+    # -- the Cluster methods, blocking (derived: see the module documentation) ----------
 
-    def capabilities(self, *, require_all: bool = True) -> dict[int, BrokerCapabilities]:
-        return self._call(lambda: self.cluster.capabilities(require_all=require_all))
-
-    def view(self) -> ClusterView:
-        return self._call(self.cluster.view)
-
-    def refresh_metadata(self) -> ClusterMetadata:
-        return self._call(self.cluster.refresh_metadata)
-
-    def find_coordinators(
-        self,
-        keys: Iterable[str],
-        key_type: KeyTypeLike = "group",
-        *,
-        max_batch: int = DEFAULT_MAX_BATCH,
-        max_attempts: int | None = None,
-        request_timeout: float | None = None,
-    ) -> CoordinatorLookup:
-        keys = list(keys)
-        return self._call(
-            lambda: self.cluster.find_coordinators(
-                keys, key_type, max_batch=max_batch, max_attempts=max_attempts,
-                request_timeout=request_timeout,
-            )
-        )
-
-    def describe_features(self) -> ClusterFeatures:
-        return self._call(self.cluster.describe_features)
-
-    def update_features(
-        self, updates: Mapping[str, int], *, dry_run: bool = False, unsafe: bool = False,
-        request_timeout: float | None = None,
-    ) -> FeatureUpdateReport:
-        updates = dict(updates)
-        return self._call(
-            lambda: self.cluster.update_features(
-                updates, dry_run=dry_run, unsafe=unsafe, request_timeout=request_timeout
-            )
-        )
-
-    def request(
-        self,
-        node_id: int | None,
-        message: KafkaMessage,
-        *,
-        version: int | None = None,
-        request_timeout: float | None = None,
-    ) -> KafkaMessage:
-        """Send ``message`` to ``node_id`` (None: any broker); see ``Cluster.request``."""
-        return self._call(
-            lambda: self.cluster.request(node_id, message, version=version, request_timeout=request_timeout)
-        )
-
-    def pick_version(self, node_id: int, api_key: int) -> int:
-        """The version ``api_key`` would be sent at to ``node_id`` (connecting if needed)."""
-
-        async def pick() -> int:
-            conn = await self.cluster.connection(node_id)
-            return conn.pick_version(api_key)
-
-        return self._call(pick)
+    capabilities = _Blocking(Cluster.capabilities)
+    view = _Blocking(Cluster.view)
+    refresh_metadata = _Blocking(Cluster.refresh_metadata)
+    find_coordinators = _Blocking(Cluster.find_coordinators)
+    describe_features = _Blocking(Cluster.describe_features)
+    update_features = _Blocking(Cluster.update_features)
+    request = _Blocking(Cluster.request)
+    pick_version = _Blocking(Cluster.pick_version)
 
 
 def connect_sync(
     bootstrap: str | Iterable[str | tuple[str, int]],
     config: ConnectionConfig | None = None,
     *,
-    policy: VersionPolicy | None = None,
     controllers: bool = False,
 ) -> SyncCluster:
     """Connect now (blocking); use as ``with connect_sync(...) as cluster:`` (see ``connect``)."""
-    return SyncCluster(bootstrap, config, policy=policy, controllers=controllers).start()
+    return SyncCluster(bootstrap, config, controllers=controllers).start()

@@ -12,6 +12,7 @@ small trio server speaking just enough Kafka.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import zlib
 from collections.abc import AsyncIterator
@@ -641,7 +642,7 @@ async def test_handshake_failure_is_a_negotiation_error_with_transcript() -> Non
 async def test_incompatible_metadata_is_unsupported_version(tansu: TansuBroker) -> None:
     policy = VersionPolicy(blocked={"Metadata": "0+"})
     with trio.fail_after(30), pytest.raises(UnsupportedVersionError) as caught:
-        async with kafkacompat.connect(tansu.bootstrap, CONFIG, policy=policy):
+        async with kafkacompat.connect(tansu.bootstrap, dataclasses.replace(CONFIG, policy=policy)):
             pass
     assert "Metadata" in str(caught.value) and caught.value.transcript is not None
 

@@ -8,6 +8,8 @@ version.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import trio
 
@@ -79,7 +81,7 @@ async def test_a_controller_refusing_describe_cluster_is_a_typed_error() -> None
     async with EmulatedCluster(["3.9"], kind="kraft-controller") as emulated:
         policy = VersionPolicy(pins={"DescribeCluster": 0})  # v0 asks for brokers: never sent
         with trio.fail_after(30), pytest.raises(NegotiationError, match="EndpointType arrived in v1"):
-            async with kafkacompat.connect(emulated.bootstrap, FAST, policy=policy):
+            async with kafkacompat.connect(emulated.bootstrap, dataclasses.replace(FAST, policy=policy)):
                 pass
         assert all(r.api_key != 60 for r in emulated.broker(1).requests)
 
@@ -88,7 +90,7 @@ async def test_no_usable_describe_cluster_version_is_unsupported() -> None:
     async with EmulatedCluster(["4.0"], kind="kraft-controller") as emulated:
         policy = VersionPolicy(blocked={"DescribeCluster": ["0", "1", "2"]})
         with trio.fail_after(30), pytest.raises(UnsupportedVersionError, match="DescribeCluster") as caught:
-            async with kafkacompat.connect(emulated.bootstrap, FAST, policy=policy):
+            async with kafkacompat.connect(emulated.bootstrap, dataclasses.replace(FAST, policy=policy)):
                 pass
         assert caught.value.transcript is not None
 

@@ -1,0 +1,68 @@
+"""The one retry mechanism: tenacity, sleeping on the caller's event loop.
+
+Every place that tries again (bootstrap rounds, opening a node, coordinator
+lookup rounds, UpdateFeatures refused with NOT_CONTROLLER) builds its loop
+here, from the connection's ``RetryPolicy``: a bounded number of attempts and
+an exponential backoff from ``initial_backoff`` capped at ``max_backoff``,
+plus up to ``jitter`` at random.  The sleep is passed in (``trio.sleep`` or
+``asyncio.sleep``), so the backoff runs on the loop's clock and tests can use
+trio's autojump clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import tenacity
+
+from kafkacompat.transport.config import RetryPolicy
+
+__all__ = ["backoff", "retry_on_result", "retrying"]
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def backoff(policy: RetryPolicy) -> tenacity.wait.wait_base:
+    """The wait before attempt n+1: exponential, capped, jittered."""
+    return tenacity.wait_exponential(
+        multiplier=policy.initial_backoff, max=policy.max_backoff
+    ) + tenacity.wait_random(0, policy.jitter)
+
+
+def retrying(
+    policy: RetryPolicy,
+    sleep: Sleep,
+    *,
+    retry_on: type[BaseException] | tuple[type[BaseException], ...],
+) -> tenacity.AsyncRetrying:
+    """Retry on the exceptions ``retry_on``; the last one is raised as itself."""
+    return tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(policy.attempts),
+        wait=backoff(policy),
+        retry=tenacity.retry_if_exception_type(retry_on),
+        sleep=sleep,
+        reraise=True,
+    )
+
+
+def retry_on_result(
+    policy: RetryPolicy,
+    sleep: Sleep,
+    again: Callable[[object], bool],
+    *,
+    attempts: int | None = None,
+) -> tenacity.AsyncRetrying:
+    """Retry while ``again(result)`` holds, at most ``attempts`` times; then stop quietly.
+
+    Exceptions are not retried: they end the loop as themselves.  The caller
+    records each attempt's result (``attempt.retry_state.set_result``) and
+    keeps the last one: running out of attempts is an answer, not an error.
+    """
+    return tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(attempts if attempts is not None else policy.attempts),
+        wait=backoff(policy),
+        retry=tenacity.retry_if_result(again),
+        sleep=sleep,
+        reraise=True,
+        retry_error_callback=lambda state: None,
+    )
