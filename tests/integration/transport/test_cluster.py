@@ -1,5 +1,9 @@
 """The cluster layer: discovery, per-node connections, coordinators, features, the sync facade.
 
+Every cluster test runs on both drivers (the ``driver`` fixture,
+``tests/support/cluster_drivers.py``): trio's ``kafkacompat.connect`` and
+asyncio's ``kafkacompat.aio.connect``, one body for both.
+
 Real peers: Tansu (FindCoordinator v4+, batched lookups) and the librdkafka mock
 (FindCoordinator up to v3, so one request per key).  Both are single-node, so
 every key's coordinator is that node.  Multi-node clusters of mixed releases,
@@ -12,18 +16,22 @@ small trio server speaking just enough Kafka.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import inspect
 import time
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
 
 import pytest
 import trio
+import trio.testing
 
 import kafkacompat
+import kafkacompat.aio
 from kafkacompat.errors import (
     KafkaCompatError,
     NegotiationError,
@@ -54,16 +62,20 @@ from kafkacompat.testing.ports import free_port
 from kafkacompat.testing.tansu import TansuBroker
 from kafkacompat.transport.cluster import (
     BrokersUnavailableError,
-    Cluster,
     NoBrokerReachableError,
     UnknownBrokerError,
     parse_bootstrap,
 )
 from kafkacompat.transport.config import ConfigError, ConnectionConfig, RetryPolicy
 from kafkacompat.transport.coordinator_lookup import CoordinatorLookup
-from kafkacompat.transport.features_admin import FeatureUpdateBlockedError
+from kafkacompat.transport.features_admin import (
+    ClusterFeatures,
+    FeatureUpdateBlockedError,
+    FeatureUpdateReport,
+)
 from kafkacompat.transport.sync import SyncCluster
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster
+from tests.support.cluster_drivers import Driver, Side
 
 broker = pytest.mark.broker
 
@@ -228,15 +240,6 @@ class FakeCluster:
         return key, node.node_id, "127.0.0.1", node.port, 0
 
 
-async def wait_until_broken(cluster: Cluster, node_id: int) -> None:
-    """Bounded wait until the connection's reader has seen the peer go away."""
-    with trio.fail_after(5):
-        for _ in range(500):
-            if cluster.connected().get(node_id) is None:
-                return
-            await trio.sleep(0.01)
-
-
 # -- discovery ------------------------------------------------------------------------------
 
 
@@ -250,10 +253,11 @@ def test_parse_bootstrap() -> None:
 
 
 @broker
-async def test_connect_discovers_tansu(tansu: TansuBroker) -> None:
+async def test_connect_discovers_tansu(tansu: TansuBroker, driver: Driver) -> None:
     dead = f"127.0.0.1:{free_port()}"
-    with trio.fail_after(30):
-        async with kafkacompat.connect(f"{dead},{tansu.bootstrap}", CONFIG) as cluster:
+
+    async def body(side: Side) -> None:
+        async with side.connect(f"{dead},{tansu.bootstrap}", CONFIG) as cluster:
             metadata = cluster.metadata
             assert metadata.cluster_id == "kafkacompat-tests"
             assert [b.address for b in metadata.brokers.values()] == [tansu.bootstrap]
@@ -269,13 +273,17 @@ async def test_connect_discovers_tansu(tansu: TansuBroker) -> None:
         with pytest.raises(TransportError):
             await cluster.connection(node_id)
 
+    with trio.fail_after(30):
+        await driver.run(body)
+
 
 @broker
 @pytest.mark.parametrize("peer", ["tansu", "librdkafka_mock"])
-async def test_capabilities_and_view(peer: str, request: pytest.FixtureRequest) -> None:
+async def test_capabilities_and_view(peer: str, request: pytest.FixtureRequest, driver: Driver) -> None:
     server = request.getfixturevalue(peer)
-    with trio.fail_after(30):
-        async with kafkacompat.connect(server.bootstrap, CONFIG) as cluster:
+
+    async def body(side: Side) -> None:
+        async with side.connect(server.bootstrap, CONFIG) as cluster:
             capabilities = await cluster.capabilities()
             assert set(capabilities) == set(cluster.brokers)
             for node_id, caps in capabilities.items():
@@ -288,34 +296,41 @@ async def test_capabilities_and_view(peer: str, request: pytest.FixtureRequest) 
             assert view.version_everywhere(FIND_COORDINATOR) == (6 if peer == "tansu" else 3)
             assert not view.release_skew
 
+    with trio.fail_after(30):
+        await driver.run(body)
+
 
 # -- coordinators ---------------------------------------------------------------------------
 
 
 async def _lookup(
-    bootstrap: str, keys: list[str], key_type: str = "group"
+    driver: Driver, bootstrap: str, keys: list[str], key_type: str = "group"
 ) -> tuple[dict[str, tuple[str, bool]], CoordinatorLookup]:
-    async with kafkacompat.connect(bootstrap, CONFIG) as cluster:
-        lookup = await cluster.find_coordinators(keys, key_type)
-        (node_id,) = cluster.brokers  # single-node peers: every key's coordinator is that node
-        address = cluster.brokers[node_id]
-        assert not lookup.failed, lookup.failed
-        for found in lookup.found.values():
-            assert (found.node_id, found.host, found.port) == (node_id, address.host, address.port)
-        # Normalised per key, so that two clusters' answers can be compared.
-        return {k: ("the node", f.answered_by == address.address) for k, f in lookup.found.items()}, lookup
+    async def body(side: Side) -> tuple[dict[str, tuple[str, bool]], CoordinatorLookup]:
+        async with side.connect(bootstrap, CONFIG) as cluster:
+            lookup = await cluster.find_coordinators(keys, key_type)
+            (node_id,) = cluster.brokers  # single-node peers: every key's coordinator is that node
+            address = cluster.brokers[node_id]
+            assert not lookup.failed, lookup.failed
+            for found in lookup.found.values():
+                assert (found.node_id, found.host, found.port) == (node_id, address.host, address.port)
+            # Normalised per key, so that two clusters' answers can be compared.
+            normalised = {k: ("the node", f.answered_by == address.address) for k, f in lookup.found.items()}
+            return normalised, lookup
+
+    return await driver.run(body)
 
 
 @broker
 async def test_find_coordinators_batched_and_per_key_agree(
-    tansu: TansuBroker, librdkafka_mock: LibrdkafkaMockCluster
+    tansu: TansuBroker, librdkafka_mock: LibrdkafkaMockCluster, driver: Driver
 ) -> None:
     with trio.fail_after(60):
         started = time.monotonic()
-        batched, tansu_lookup = await _lookup(tansu.bootstrap, GROUPS)
+        batched, tansu_lookup = await _lookup(driver, tansu.bootstrap, GROUPS)
         batched_time = time.monotonic() - started
         started = time.monotonic()
-        per_key, mock_lookup = await _lookup(librdkafka_mock.bootstrap, GROUPS)
+        per_key, mock_lookup = await _lookup(driver, librdkafka_mock.bootstrap, GROUPS)
         per_key_time = time.monotonic() - started
     assert set(batched) == set(per_key) == set(GROUPS)
     assert batched == per_key
@@ -323,31 +338,42 @@ async def test_find_coordinators_batched_and_per_key_agree(
     assert tansu_lookup.round_trips == 1 and tansu_lookup.rounds == 1
     assert not mock_lookup.batched and mock_lookup.requests == 1000 and mock_lookup.versions == (3,)
     assert mock_lookup.rounds == 1 and mock_lookup.round_trips == 1000 // CONFIG.max_in_flight + 1
-    print(f"\n1000 groups: batched {batched_time * 1000:.0f} ms ({tansu_lookup.describe()}); "
+    print(f"\n{driver}: 1000 groups: batched {batched_time * 1000:.0f} ms ({tansu_lookup.describe()}); "
           f"per-key {per_key_time * 1000:.0f} ms ({mock_lookup.describe()})")
 
 
 @broker
 @pytest.mark.parametrize("peer", ["tansu", "librdkafka_mock"])
-async def test_transactional_ids(peer: str, request: pytest.FixtureRequest) -> None:
+async def test_transactional_ids(peer: str, request: pytest.FixtureRequest, driver: Driver) -> None:
     server = request.getfixturevalue(peer)
     ids = [f"txn-{n}" for n in range(20)]
     with trio.fail_after(30):
-        found, lookup = await _lookup(server.bootstrap, ids, "transaction")
+        found, lookup = await _lookup(driver, server.bootstrap, ids, "transaction")
     assert set(found) == set(ids)
     assert lookup.batched == (peer == "tansu")
 
 
+async def _find(driver: Driver, bootstrap: str, keys: list[str], **options: int) -> CoordinatorLookup:
+    async def body(side: Side) -> CoordinatorLookup:
+        async with side.connect(bootstrap, CONFIG) as cluster:
+            lookup: CoordinatorLookup = await cluster.find_coordinators(keys, **options)
+            return lookup
+
+    return await driver.run(body)
+
+
 @pytest.mark.parametrize("find_coordinator", [(0, 6), (0, 3)], ids=["batched", "per-key"])
-async def test_retriable_key_errors_are_retried_per_key(find_coordinator: tuple[int, int]) -> None:
+async def test_retriable_key_errors_are_retried_per_key(
+    find_coordinator: tuple[int, int], driver: Driver
+) -> None:
     fake = FakeCluster(fake_node(1, find_coordinator=find_coordinator),
                        fake_node(2, find_coordinator=find_coordinator))
     fake.flaky = {"slow": 2, "slower": 1}
     fake.fatal = {"forbidden": GROUP_AUTHORIZATION_FAILED}
     keys = ["forbidden", "fine", "slow", "slower", *(f"g{n}" for n in range(50))]
     with trio.fail_after(30):
-        async with fake.running(), kafkacompat.connect(fake.bootstrap, CONFIG) as cluster:
-            lookup = await cluster.find_coordinators(keys)
+        async with fake.running():
+            lookup = await _find(driver, fake.bootstrap, keys)
     assert set(lookup.found) == set(keys) - {"forbidden"}
     assert lookup.failed["forbidden"].error_name == "GROUP_AUTHORIZATION_FAILED"
     assert not lookup.failed["forbidden"].retriable
@@ -361,12 +387,12 @@ async def test_retriable_key_errors_are_retried_per_key(find_coordinator: tuple[
         assert lookup.requests == len(keys) + 2 + 1 and not lookup.batched
 
 
-async def test_retries_are_bounded() -> None:
+async def test_retries_are_bounded(driver: Driver) -> None:
     fake = FakeCluster(fake_node(1))
     fake.flaky = {"never": 100}
     with trio.fail_after(30):
-        async with fake.running(), kafkacompat.connect(fake.bootstrap, CONFIG) as cluster:
-            lookup = await cluster.find_coordinators(["never", "ok"], max_attempts=4)
+        async with fake.running():
+            lookup = await _find(driver, fake.bootstrap, ["never", "ok"], max_attempts=4)
     assert set(lookup.found) == {"ok"}
     failure = lookup.failed["never"]
     assert failure.retriable and failure.attempts == 4
@@ -374,12 +400,32 @@ async def test_retries_are_bounded() -> None:
     assert lookup.rounds == 4 and fake.flaky["never"] == 96
 
 
-async def test_broken_connection_is_renegotiated_and_the_change_recorded() -> None:
+async def test_backoff_runs_on_the_loops_clock(autojump_clock: trio.testing.MockClock) -> None:
+    """Minutes of backoff between rounds pass at once on trio's autojump clock: trio code
+    sleeps and times itself on the loop's clock, never the wall clock."""
+    slow = ConnectionConfig(
+        connect_timeout=5.0, request_timeout=10.0,
+        retry=RetryPolicy(attempts=4, initial_backoff=30.0, max_backoff=60.0, jitter=0.0),
+    )
+    fake = FakeCluster(fake_node(1))
+    fake.flaky = {"loading": 3}
+    wall = time.monotonic()
+    async with fake.running(), kafkacompat.connect(fake.bootstrap, slow) as cluster:
+        started = trio.current_time()
+        lookup = await cluster.find_coordinators(["loading", "ok"])
+        slept = trio.current_time() - started
+    assert set(lookup.found) == {"loading", "ok"} and lookup.rounds == 4
+    assert 30 + 60 + 60 <= lookup.elapsed <= slept  # waits of 30 s, then 60 s twice (the cap)
+    assert time.monotonic() - wall < 30
+
+
+async def test_broken_connection_is_renegotiated_and_the_change_recorded(driver: Driver) -> None:
     """KAFKA-13029: the broker loses v4 across a restart; the next round plans single-key requests."""
     node = fake_node(1, find_coordinator=(0, 6))
     fake = FakeCluster(node)
-    with trio.fail_after(30):
-        async with fake.running(), kafkacompat.connect(fake.bootstrap, CONFIG) as cluster:
+
+    async def body(side: Side) -> None:
+        async with side.connect(fake.bootstrap, CONFIG) as cluster:
             node.apis[FIND_COORDINATOR] = (0, 3)  # "downgraded": seen at the next handshake
             node.drop_next.add(FIND_COORDINATOR)  # the batched request is never answered
             lookup = await cluster.find_coordinators(["a", "b", "c"])
@@ -392,20 +438,22 @@ async def test_broken_connection_is_renegotiated_and_the_change_recorded() -> No
 
             # A plain request after the peer went away reconnects too.
             node.apis[FIND_COORDINATOR] = (0, 6)
-            await node.kick()
-            await wait_until_broken(cluster, 1)
+            await side.in_trio(node.kick)
+            await side.wait_until_broken(cluster, 1)
             answer = await cluster.request(1, MetadataRequest(topics=[]))
             assert isinstance(answer, MetadataResponse)
             assert len(cluster.changes) == 2
 
+    with trio.fail_after(30):
+        async with fake.running():
+            await driver.run(body)
 
-async def test_rolling_upgrade_with_the_emulator() -> None:
+
+async def test_rolling_upgrade_with_the_emulator(driver: Driver) -> None:
     """2.8 (FindCoordinator v3) next to 3.9 (v6): batched to the 3.9 node, until 2.8 is upgraded."""
-    with trio.fail_after(60):
-        async with (
-            EmulatedCluster(["2.8", "3.9"], kind="kraft-broker") as emu,
-            kafkacompat.connect(emu.bootstrap, CONFIG) as cluster,
-        ):
+
+    async def body(side: Side) -> None:
+        async with side.connect(emu.bootstrap, CONFIG) as cluster:
             agreement = (await cluster.view()).agreement(FIND_COORDINATOR)
             assert agreement.everywhere == 3 and agreement.skewed
             lookup = await cluster.find_coordinators(GROUPS)
@@ -417,24 +465,28 @@ async def test_rolling_upgrade_with_the_emulator() -> None:
             }
             assert {f.node_id for f in lookup.found.values()} == {1, 2}
 
-            emu.upgrade(1, "3.9", "kraft-broker")
-            await wait_until_broken(cluster, 1)
+            async def upgrade() -> None:
+                emu.upgrade(1, "3.9", "kraft-broker")
+
+            await side.in_trio(upgrade)
+            await side.wait_until_broken(cluster, 1)
             capabilities = await cluster.capabilities()
             assert str(capabilities[1].broker_range(FIND_COORDINATOR)) == "0-6"
             (change,) = cluster.changes
             assert [str(r) for r in change.changed[FIND_COORDINATOR]] == ["0-3", "0-6"]
             assert not (await cluster.view()).agreement(FIND_COORDINATOR).skewed
 
+    with trio.fail_after(60):
+        async with EmulatedCluster(["2.8", "3.9"], kind="kraft-broker") as emu:
+            await driver.run(body)
 
-async def test_per_key_and_batched_agree_on_a_multi_node_cluster() -> None:
+
+async def test_per_key_and_batched_agree_on_a_multi_node_cluster(driver: Driver) -> None:
     answers: dict[str, tuple[dict[str, int], CoordinatorLookup]] = {}
     with trio.fail_after(60):
         for release in ("2.8", "3.9"):
-            async with (
-                EmulatedCluster(release, brokers=3, kind="kraft-broker") as emu,
-                kafkacompat.connect(emu.bootstrap, CONFIG) as cluster,
-            ):
-                lookup = await cluster.find_coordinators(GROUPS)
+            async with EmulatedCluster(release, brokers=3, kind="kraft-broker") as emu:
+                lookup = await _find(driver, emu.bootstrap, GROUPS)
                 answers[release] = ({k: f.node_id for k, f in lookup.found.items()}, lookup)
     (per_key, old), (batched, new) = answers["2.8"], answers["3.9"]
     assert per_key == batched and set(per_key) == set(GROUPS) and set(per_key.values()) == {1, 2, 3}
@@ -442,14 +494,19 @@ async def test_per_key_and_batched_agree_on_a_multi_node_cluster() -> None:
 
 
 @pytest.mark.parametrize("release", ["2.8", "3.9"])
-async def test_key_errors_with_the_emulator(release: str) -> None:
+async def test_key_errors_with_the_emulator(release: str, driver: Driver) -> None:
     errors = {"forbidden": GROUP_AUTHORIZATION_FAILED, "loading": COORDINATOR_LOAD_IN_PROGRESS}
+
+    async def body(side: Side) -> CoordinatorLookup:
+        async with side.connect(emu.bootstrap, CONFIG) as cluster:
+            found: CoordinatorLookup = await cluster.find_coordinators(
+                ["ok", *errors], "transaction", max_attempts=3
+            )
+            return found
+
     with trio.fail_after(30):
-        async with (
-            EmulatedCluster(release, kind="kraft-broker", coordinator_errors=errors) as emu,
-            kafkacompat.connect(emu.bootstrap, CONFIG) as cluster,
-        ):
-            lookup = await cluster.find_coordinators(["ok", *errors], "transaction", max_attempts=3)
+        async with EmulatedCluster(release, kind="kraft-broker", coordinator_errors=errors) as emu:
+            lookup = await driver.run(body)
     assert set(lookup.found) == {"ok"}
     forbidden, loading = lookup.failed["forbidden"], lookup.failed["loading"]
     assert (forbidden.error_name, forbidden.retriable, forbidden.attempts) == (
@@ -471,23 +528,33 @@ def two_feature_nodes(*, second_supports: int = 21) -> FakeCluster:
     return FakeCluster(first, second, controller_id=2)
 
 
+async def _features(driver: Driver, bootstrap: str) -> tuple[ClusterFeatures, set[int]]:
+    async def body(side: Side) -> tuple[ClusterFeatures, set[int]]:
+        async with side.connect(bootstrap, CONFIG) as cluster:
+            features: ClusterFeatures = await cluster.describe_features()
+            return features, set(cluster.brokers)
+
+    return await driver.run(body)
+
+
 @broker
 @pytest.mark.parametrize("peer", ["tansu", "librdkafka_mock"])
-async def test_describe_features_real_brokers(peer: str, request: pytest.FixtureRequest) -> None:
+async def test_describe_features_real_brokers(
+    peer: str, request: pytest.FixtureRequest, driver: Driver
+) -> None:
     server = request.getfixturevalue(peer)
     with trio.fail_after(30):
-        async with kafkacompat.connect(server.bootstrap, CONFIG) as cluster:
-            features = await cluster.describe_features()
-    assert set(features.nodes) == set(cluster.brokers)
+        features, brokers = await _features(driver, server.bootstrap)
+    assert set(features.nodes) == brokers
     assert features.epoch == -1 and features.levels == {} and not features.stale
     assert not features.unreachable
 
 
-async def test_describe_features_merges_by_epoch() -> None:
+async def test_describe_features_merges_by_epoch(driver: Driver) -> None:
     fake = two_feature_nodes()
     with trio.fail_after(30):
-        async with fake.running(), kafkacompat.connect(fake.bootstrap, CONFIG) as cluster:
-            features = await cluster.describe_features()
+        async with fake.running():
+            features, _ = await _features(driver, fake.bootstrap)
     assert features.epoch == 5 and features.levels == {"metadata.version": 20}
     assert [(s.node, s.epoch, s.newest_epoch) for s in features.stale] == [(fake.nodes[2].label, 4, 5)]
     assert str(features.supported_everywhere("metadata.version")) == "1-21"
@@ -496,9 +563,9 @@ async def test_describe_features_merges_by_epoch() -> None:
 
 
 @broker
-async def test_update_features_on_tansu_raises_typed_errors(tansu: TansuBroker) -> None:
-    with trio.fail_after(30):
-        async with kafkacompat.connect(tansu.bootstrap, CONFIG) as cluster:
+async def test_update_features_on_tansu_raises_typed_errors(tansu: TansuBroker, driver: Driver) -> None:
+    async def body(side: Side) -> None:
+        async with side.connect(tansu.bootstrap, CONFIG) as cluster:
             with pytest.raises(FeatureUpdateBlockedError) as blocked:
                 await cluster.update_features({"metadata.version": 21}, dry_run=True)
             assert blocked.value.blocking_brokers == (tansu.bootstrap,)
@@ -508,11 +575,15 @@ async def test_update_features_on_tansu_raises_typed_errors(tansu: TansuBroker) 
             with pytest.raises(UnsupportedVersionError, match="UpdateFeatures"):
                 await cluster.update_features({"transaction.version": 0}, dry_run=True)
 
-
-async def test_update_features_dry_run_then_apply() -> None:
-    fake = two_feature_nodes()
     with trio.fail_after(30):
-        async with fake.running(), kafkacompat.connect(fake.bootstrap, CONFIG) as cluster:
+        await driver.run(body)
+
+
+async def test_update_features_dry_run_then_apply(driver: Driver) -> None:
+    fake = two_feature_nodes()
+
+    async def body(side: Side) -> None:
+        async with side.connect(fake.bootstrap, CONFIG) as cluster:
             report = await cluster.update_features({"metadata.version": 21}, dry_run=True)
             assert report.ok and report.dry_run and report.version == 1
             assert report.node_id == 2  # the controller Metadata names
@@ -528,30 +599,52 @@ async def test_update_features_dry_run_then_apply() -> None:
             features = await cluster.describe_features()
             assert features.levels == {"metadata.version": 21} and not features.stale
 
-
-async def test_update_features_blocked_before_sending() -> None:
-    fake = two_feature_nodes(second_supports=20)
     with trio.fail_after(30):
-        async with fake.running(), kafkacompat.connect(fake.bootstrap, CONFIG) as cluster:
+        async with fake.running():
+            await driver.run(body)
+
+
+async def test_not_controller_until_the_attempts_run_out_is_reported(driver: Driver) -> None:
+    fake = two_feature_nodes()
+    fake.not_controller = 100
+
+    async def body(side: Side) -> FeatureUpdateReport:
+        async with side.connect(fake.bootstrap, CONFIG) as cluster:
+            report: FeatureUpdateReport = await cluster.update_features({"metadata.version": 21})
+            return report
+
+    with trio.fail_after(30):
+        async with fake.running():
+            report = await driver.run(body)
+    assert not report.ok and report.attempts == CONFIG.retry.attempts
+    assert fake.sent(UPDATE_FEATURES) == CONFIG.retry.attempts
+    assert report.by_feature["metadata.version"].error_name == "NOT_CONTROLLER"
+
+
+async def test_update_features_blocked_before_sending(driver: Driver) -> None:
+    fake = two_feature_nodes(second_supports=20)
+
+    async def body(side: Side) -> None:
+        async with side.connect(fake.bootstrap, CONFIG) as cluster:
             with pytest.raises(FeatureUpdateBlockedError) as blocked:
                 await cluster.update_features({"metadata.version": 21}, dry_run=True)
-    assert blocked.value.blocking_brokers == (fake.nodes[2].label,)
-    assert fake.nodes[2].label in str(blocked.value)
+        assert blocked.value.blocking_brokers == (fake.nodes[2].label,)
+        assert fake.nodes[2].label in str(blocked.value)
+
+    with trio.fail_after(30):
+        async with fake.running():
+            await driver.run(body)
     assert fake.sent(UPDATE_FEATURES) == 0
 
 
-async def test_update_features_with_the_emulator() -> None:
-    with trio.fail_after(30):
-        async with (
-            EmulatedCluster("3.9", brokers=2, kind="kraft-broker",
-                            finalized_features={"metadata.version": 20}, finalized_epoch=7) as emu,
-            kafkacompat.connect(emu.bootstrap, CONFIG) as cluster,
-        ):
-            emu.broker(2).node.held_features = FeatureSnapshot(6, {"metadata.version": 19})
+async def test_update_features_with_the_emulator(driver: Driver) -> None:
+    async def body(side: Side) -> None:
+        async with side.connect(emu.bootstrap, CONFIG) as cluster:
+            await side.in_trio(hold(FeatureSnapshot(6, {"metadata.version": 19})))
             features = await cluster.describe_features()
             assert features.epoch == 7 and features.levels == {"metadata.version": 20}
             assert [(s.node, s.epoch) for s in features.stale] == [(emu.broker(2).address, 6)]
-            emu.broker(2).node.held_features = None
+            await side.in_trio(hold(None))
 
             report = await cluster.update_features({"metadata.version": 21}, dry_run=True)
             assert report.ok and report.dry_run and report.version == 1
@@ -563,27 +656,40 @@ async def test_update_features_with_the_emulator() -> None:
             updates = [r for r in emu.requests if r.api_key == UPDATE_FEATURES]
             assert len(updates) == 2
 
+    def hold(snapshot: FeatureSnapshot | None) -> Callable[[], Awaitable[None]]:
+        async def change() -> None:
+            emu.broker(2).node.held_features = snapshot
 
-async def test_update_features_blocked_by_an_older_broker_in_the_emulator() -> None:
+        return change
+
     with trio.fail_after(30):
-        async with (
-            EmulatedCluster(["3.8", "3.9"], kind="kraft-broker") as emu,
-            kafkacompat.connect(emu.bootstrap, CONFIG) as cluster,
-        ):
+        async with EmulatedCluster("3.9", brokers=2, kind="kraft-broker",
+                                   finalized_features={"metadata.version": 20}, finalized_epoch=7) as emu:
+            await driver.run(body)
+
+
+async def test_update_features_blocked_by_an_older_broker_in_the_emulator(driver: Driver) -> None:
+    async def body(side: Side) -> None:
+        async with side.connect(emu.bootstrap, CONFIG) as cluster:
             with pytest.raises(FeatureUpdateBlockedError) as blocked:
                 await cluster.update_features({"metadata.version": 21}, dry_run=True)
             assert blocked.value.blocking_brokers == (emu.broker(1).address,)
+
+    with trio.fail_after(30):
+        async with EmulatedCluster(["3.8", "3.9"], kind="kraft-broker") as emu:
+            await driver.run(body)
             assert not [r for r in emu.requests if r.api_key == UPDATE_FEATURES]
 
 
-async def test_an_unreachable_broker_is_named() -> None:
-    with trio.fail_after(30):
-        async with (
-            EmulatedCluster("3.9", brokers=2, kind="kraft-broker") as emu,
-            kafkacompat.connect(emu.broker(1).address, CONFIG) as cluster,
-        ):
+async def test_an_unreachable_broker_is_named(driver: Driver) -> None:
+    async def body(side: Side) -> None:
+        async with side.connect(emu.broker(1).address, CONFIG) as cluster:
             assert set(cluster.brokers) == {1, 2}
-            emu.broker(2).stop()
+
+            async def stop() -> None:
+                emu.broker(2).stop()
+
+            await side.in_trio(stop)
             with pytest.raises(BrokersUnavailableError) as caught:
                 await cluster.capabilities()
             assert set(caught.value.reasons) == {2}
@@ -596,17 +702,28 @@ async def test_an_unreachable_broker_is_named() -> None:
             with pytest.raises(BrokersUnavailableError):
                 await cluster.update_features({"metadata.version": 21}, dry_run=True)
 
+    with trio.fail_after(30):
+        async with EmulatedCluster("3.9", brokers=2, kind="kraft-broker") as emu:
+            await driver.run(body)
+
 
 # -- the three ways of failing to connect ---------------------------------------------------
 
 
-async def test_unreachable_lists_every_address() -> None:
-    addresses = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
-    with trio.fail_after(30), pytest.raises(NoBrokerReachableError) as caught:
-        async with kafkacompat.connect(addresses, CONFIG):
+async def _connect_error(side: Side, bootstrap: str | list[str], config: ConnectionConfig) -> BaseException:
+    try:
+        async with side.connect(bootstrap, config):
             pass
-    error = caught.value
-    assert isinstance(error, TransportError)
+    except KafkaCompatError as exc:
+        return exc
+    raise AssertionError("connected")
+
+
+async def test_unreachable_lists_every_address(driver: Driver) -> None:
+    addresses = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+    with trio.fail_after(30):
+        error = await driver.run(lambda side: _connect_error(side, addresses, CONFIG))
+    assert isinstance(error, NoBrokerReachableError) and isinstance(error, TransportError)
     assert list(error.reasons) == addresses and error.rounds == CONFIG.retry.attempts
     for address in addresses:
         assert address in str(error)
@@ -622,44 +739,61 @@ async def _http_server(stream: trio.SocketStream) -> None:
         pass
 
 
-async def test_handshake_failure_is_a_negotiation_error_with_transcript() -> None:
+async def test_handshake_failure_is_a_negotiation_error_with_transcript(driver: Driver) -> None:
     closed = f"127.0.0.1:{free_port()}"
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
             listeners = await nursery.start(partial(trio.serve_tcp, _http_server, 0, host="127.0.0.1"))
             http = f"127.0.0.1:{listeners[0].socket.getsockname()[1]}"
-            with pytest.raises(WrongProtocolError) as caught:
-                async with kafkacompat.connect([http, closed], CONFIG):
-                    pass
+            error = await driver.run(lambda side: _connect_error(side, [http, closed], CONFIG))
             nursery.cancel_scope.cancel()
-    error = caught.value
+    assert isinstance(error, WrongProtocolError)
     assert isinstance(error, NegotiationError) and error.transcript is not None
     assert "HTTP" in str(error)
     assert any(closed in note and "refused" in note for note in error.__notes__)
 
 
 @broker
-async def test_incompatible_metadata_is_unsupported_version(tansu: TansuBroker) -> None:
-    policy = VersionPolicy(blocked={"Metadata": "0+"})
-    with trio.fail_after(30), pytest.raises(UnsupportedVersionError) as caught:
-        async with kafkacompat.connect(tansu.bootstrap, dataclasses.replace(CONFIG, policy=policy)):
-            pass
-    assert "Metadata" in str(caught.value) and caught.value.transcript is not None
-
-
-async def test_errors_in_the_block_are_not_wrapped() -> None:
-    fake = FakeCluster(fake_node(1))
+async def test_incompatible_metadata_is_unsupported_version(tansu: TansuBroker, driver: Driver) -> None:
+    config = dataclasses.replace(CONFIG, policy=VersionPolicy(blocked={"Metadata": "0+"}))
     with trio.fail_after(30):
-        async with fake.running():
-            with pytest.raises(KeyError):
-                async with kafkacompat.connect(fake.bootstrap, CONFIG):
-                    raise KeyError("mine")
-            with trio.move_on_after(0.2) as scope:  # cancelling the block closes the cluster quietly
-                async with kafkacompat.connect(fake.bootstrap, CONFIG) as cluster:
+        error = await driver.run(lambda side: _connect_error(side, tansu.bootstrap, config))
+    assert isinstance(error, UnsupportedVersionError)
+    assert "Metadata" in str(error) and error.transcript is not None
+
+
+def test_the_policy_has_one_way_in() -> None:
+    """The version policy is set on ``ConnectionConfig``; connect takes no second one."""
+    for connect in (kafkacompat.connect, kafkacompat.aio.connect, kafkacompat.connect_sync):
+        assert "policy" not in inspect.signature(connect).parameters, connect
+    with pytest.raises(TypeError, match="policy"):
+        kafkacompat.connect("localhost:9092", policy=VersionPolicy())  # type: ignore[call-arg]
+
+
+async def test_errors_in_the_block_are_not_wrapped(driver: Driver) -> None:
+    fake = FakeCluster(fake_node(1))
+
+    async def body(side: Side) -> None:
+        with pytest.raises(KeyError):
+            async with side.connect(fake.bootstrap, CONFIG):
+                raise KeyError("mine")
+        # Cancelling the block closes the cluster quietly.
+        if side.driver == "trio":
+            with trio.move_on_after(0.2) as scope:
+                async with side.connect(fake.bootstrap, CONFIG) as cluster:
                     await trio.sleep_forever()
             assert scope.cancelled_caught
-            with pytest.raises(TransportError):
-                await cluster.connection(1)
+        else:
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.2), side.connect(fake.bootstrap, CONFIG) as cluster:
+                    await asyncio.sleep(3600)
+        with pytest.raises(TransportError):
+            await cluster.connection(1)
+        assert not cluster.connected()
+
+    with trio.fail_after(30):
+        async with fake.running():
+            await driver.run(body)
 
 
 # -- the blocking facade --------------------------------------------------------------------
