@@ -11,6 +11,8 @@ high-water mark, VmHWM).  Entries:
 - ``aio``: the same through ``kafkacompat.aio.open_connection``, in an asyncio loop
 - ``cluster``: ``connect`` then ``capabilities()``
 - ``coordinators``: ``connect`` then ``find_coordinators(["g1", "g2"])``
+- ``aio-cluster``, ``aio-coordinators``: ``cluster`` and ``coordinators`` through
+  ``kafkacompat.aio.connect``, in an asyncio loop
 - ``sync``: ``connect_sync`` then ``capabilities()``
 - ``inspect``, ``inspect-all``: the CLI's ``kafkacompat inspect`` (with
   ``--all-brokers``) in this process; the outcome is ``exit N``, and
@@ -34,7 +36,8 @@ from typing import Any
 
 __all__ = ["ENTRIES", "Measured", "main", "measure", "peak_rss_mib", "run_entry"]
 
-ENTRIES = ("probe", "connection", "aio", "cluster", "coordinators", "sync", "inspect", "inspect-all")
+ENTRIES = ("probe", "connection", "aio", "cluster", "coordinators", "aio-cluster", "aio-coordinators", "sync",
+           "inspect", "inspect-all")
 
 
 def peak_rss_mib() -> float:
@@ -83,6 +86,18 @@ def run_entry(entry: str, address: str, timeout: float, *, roomy: bool = False) 
                 return await conn.request(Metadata(topics=[]))
 
         return asyncio.run(run_aio())
+    if entry in ("aio-cluster", "aio-coordinators"):
+        import asyncio
+
+        from kafkacompat.aio import connect as connect_aio
+
+        async def run_aio_cluster() -> Any:
+            async with connect_aio(address, config) as cluster:
+                if entry == "aio-coordinators":
+                    return await cluster.find_coordinators(["g1", "g2"])
+                return await cluster.capabilities()
+
+        return asyncio.run(run_aio_cluster())
     if entry == "sync":
         from kafkacompat.transport.sync import connect_sync
 

@@ -8,19 +8,22 @@ client above 64 MiB with the default settings.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import random
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 import trio
 
+from kafkacompat.aio import connect as connect_aio
 from kafkacompat.errors import (
     FanOutLimitError,
     InvalidAddressError,
@@ -52,6 +55,7 @@ from kafkacompat.transport.probe import probe_broker
 
 REPO = Path(__file__).resolve().parents[3]
 TIMEOUT = 2.0
+T = TypeVar("T")
 MARGIN = 3.0  # process start and imports included
 PEAK_MIB = 64
 QUICK = ConnectionConfig(connect_timeout=TIMEOUT, request_timeout=TIMEOUT, retry=RetryPolicy(attempts=1))
@@ -92,7 +96,7 @@ HUGE_REPLIES = {
 
 
 @pytest.mark.parametrize("case", list(HUGE_REPLIES))
-@pytest.mark.parametrize("entry", ["probe", "connection", "aio", "cluster", "sync", "inspect"])
+@pytest.mark.parametrize("entry", ["probe", "connection", "aio", "cluster", "aio-cluster", "sync", "inspect"])
 def test_a_huge_first_reply_is_refused_from_its_prefix(case: str, entry: str) -> None:
     with hostile(HUGE_REPLIES[case]) as broker:
         report = client(entry, broker.address)
@@ -102,7 +106,9 @@ def test_a_huge_first_reply_is_refused_from_its_prefix(case: str, entry: str) ->
 def test_a_huge_metadata_reply_is_refused_for_every_cluster_entry_point() -> None:
     script = scripted({API_VERSIONS: api_versions(), METADATA: lambda request: garbage(8 << 20)})
     with hostile(script) as broker:
-        for entry in ("connection", "aio", "cluster", "coordinators", "sync", "inspect-all"):
+        entries = ("connection", "aio", "cluster", "coordinators", "aio-cluster", "aio-coordinators", "sync",
+                   "inspect-all")
+        for entry in entries:
             report = client(entry, broker.address)
             assert report["outcome"] in ("ReplyTooLargeError", "exit 1"), (entry, report)
 
@@ -140,17 +146,29 @@ BAD_ADDRESSES = [("a..b", 9092), ("a" * 64, 9092), ("x" * 10_000, 9092), ("evil\
                  ("127.0.0.1", 70000), ("127.0.0.1", -1), ("127.0.0.1", 2**31 - 1), ("a\x1b[2Jb", 9092)]
 
 
+def on_loop(loop: str, body: Callable[[Callable[..., Any]], Awaitable[T]]) -> T:
+    """Run ``body`` with the cluster ``connect`` of ``loop`` (trio or asyncio), in a loop of its own."""
+    if loop == "trio":
+        return trio.run(body, connect)
+    return asyncio.run(body(connect_aio))
+
+
+LOOPS = ["trio", "asyncio"]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize(("host", "port"), BAD_ADDRESSES)
-def test_an_address_metadata_names_is_refused_naming_the_sender(host: str, port: int) -> None:
+def test_an_address_metadata_names_is_refused_naming_the_sender(host: str, port: int, loop: str) -> None:
     script = scripted({API_VERSIONS: api_versions(), METADATA: metadata_naming([(7, host, port)])})
 
-    async def run(address: str) -> None:
-        async with connect(address, QUICK) as cluster:
-            await cluster.capabilities()
-
     with hostile(script) as broker:
+
+        async def run(connect: Callable[..., Any]) -> None:
+            async with connect(broker.address, QUICK) as cluster:
+                await cluster.capabilities()
+
         with pytest.raises(InvalidAddressError) as caught:
-            trio.run(run, broker.address)
+            on_loop(loop, run)
         assert broker.connections == 1  # nothing connected to what the broker named
         report = client("inspect-all", broker.address)
     assert caught.value.node == broker.address and broker.address in str(caught.value)
@@ -170,11 +188,13 @@ def test_an_address_the_user_types_is_refused_without_a_traceback(typed: str) ->
 # -- fan-out ------------------------------------------------------------------------------------
 
 
-def test_fan_out_is_bounded_and_the_rest_reported() -> None:
+@pytest.mark.parametrize("loop", LOOPS)
+def test_fan_out_is_bounded_and_the_rest_reported(loop: str) -> None:
     config = ConnectionConfig(connect_timeout=TIMEOUT, request_timeout=TIMEOUT, retry=RetryPolicy(attempts=1),
                               max_fanout=20, fanout_concurrency=4)
+    address = ""
 
-    async def run(address: str) -> tuple[int, FanOutLimitError]:
+    async def run(connect: Callable[..., Any]) -> tuple[int, FanOutLimitError]:
         async with connect(address, config) as cluster:
             reached = await cluster.capabilities(require_all=False)
             with pytest.raises(FanOutLimitError) as caught:
@@ -197,7 +217,8 @@ def test_fan_out_is_bounded_and_the_rest_reported() -> None:
         brokers = [(n, target.host, target.port) for n, target in enumerate(targets)]
         script = scripted({API_VERSIONS: api_versions(), METADATA: metadata_naming(brokers)})
         with hostile(script) as broker:
-            reached, error = trio.run(run, broker.address)
+            address = broker.address
+            reached, error = on_loop(loop, run)
     finally:
         for target in targets:
             target.stop()
@@ -217,18 +238,19 @@ def test_inspect_all_brokers_reports_the_brokers_it_left_out() -> None:
     assert float(measured.report()["peak_rss_mib"]) < PEAK_MIB
 
 
-def test_two_nodes_named_at_one_address_are_refused_not_crashed_on() -> None:
+@pytest.mark.parametrize("loop", LOOPS)
+def test_two_nodes_named_at_one_address_are_refused_not_crashed_on(loop: str) -> None:
     with hostile(scripted({API_VERSIONS: api_versions()})) as target:
         brokers = [(0, target.host, target.port), (1, target.host, target.port)]
         with hostile(scripted({API_VERSIONS: api_versions(), METADATA: metadata_naming(brokers)})) as broker:
             report = client("inspect-all", broker.address)
 
-            async def run() -> None:
+            async def run(connect: Callable[..., Any]) -> None:
                 async with connect(broker.address, QUICK) as cluster:
                     await cluster.view()
 
             with pytest.raises(InvalidAddressError, match="for node 1 and for node 0"):
-                trio.run(run)
+                on_loop(loop, run)
     assert report["outcome"] == "exit 1"
 
 
