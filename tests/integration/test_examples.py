@@ -65,3 +65,24 @@ def test_asyncio_beside_aiokafka(tansu: TansuBroker) -> None:
     assert "  Produce v11: the highest of 0-11" in out and "  Metadata v12: the highest of 0-12" in out
     assert "cluster kafkacompat-tests: 1 broker(s)" in out
     assert "aiokafka produced to examples-aio[" in out and "at offset 0" in out
+
+
+def test_asyncio_cluster(tansu: TansuBroker) -> None:
+    out = run_example("asyncio_cluster.py", tansu.bootstrap)
+    assert out.startswith(f"cluster kafkacompat-tests: 1 broker(s) [111@{tansu.bootstrap}]")
+    assert "Metadata answered by the cluster kafkacompat-tests: 1 broker(s)" in out
+    assert "coordinators: 10 found, 0 failed; 1 batched request(s) at v6" in out
+    assert "finalized epoch -1 (1 broker(s) answered)" in out
+
+
+def test_asyncio_cluster_names_an_unreachable_bootstrap() -> None:
+    from kafkacompat.testing.ports import free_port
+
+    address = f"127.0.0.1:{free_port()}"
+    completed = subprocess.run(
+        [sys.executable, str(EXAMPLES / "asyncio_cluster.py"), "--bootstrap", address],
+        capture_output=True, text=True, timeout=TIMEOUT, check=False,
+    )
+    assert completed.returncode == 1 and "Traceback" not in completed.stderr
+    assert f"cannot use {address}: NoBrokerReachableError" in completed.stdout
+    assert "refused" in completed.stdout
