@@ -249,13 +249,13 @@ class ClusterCore(Generic[ConnT]):
     ) -> CoordinatorLookup:
         """The coordinator of every key: batched where the broker allows it (KIP-699)."""
         return await find_coordinators(
-            self, keys, key_type, max_batch=max_batch, max_attempts=max_attempts,
+            self, self._backend, keys, key_type, max_batch=max_batch, max_attempts=max_attempts,
             request_timeout=request_timeout,
         )
 
     async def describe_features(self) -> ClusterFeatures:
         """Supported and finalized features of every broker, merged by epoch."""
-        return await describe_features(self)
+        return await describe_features(self, self._backend)
 
     async def update_features(
         self, updates: Mapping[str, int], *, dry_run: bool = False, unsafe: bool = False,
@@ -263,7 +263,7 @@ class ClusterCore(Generic[ConnT]):
     ) -> FeatureUpdateReport:
         """Finalize feature levels, after checking every broker supports them."""
         return await update_features(
-            self, updates, dry_run=dry_run, unsafe=unsafe, request_timeout=request_timeout
+            self, self._backend, updates, dry_run=dry_run, unsafe=unsafe, request_timeout=request_timeout
         )
 
     async def aclose(self) -> None:

@@ -34,7 +34,7 @@ from kafkacompat.negotiation.coordinators import (
     replan,
 )
 from kafkacompat.protocol.messages import FindCoordinatorResponse
-from kafkacompat.transport.cluster_backend import Job
+from kafkacompat.transport.cluster_backend import ClusterBackend, Job
 from kafkacompat.transport.retries import retry_on_result
 
 if TYPE_CHECKING:
@@ -121,6 +121,7 @@ class CoordinatorLookup:
 
 async def find_coordinators(
     cluster: Cluster,
+    backend: ClusterBackend[Any],
     keys: Iterable[str],
     key_type: KeyTypeLike = "group",
     *,
@@ -128,8 +129,10 @@ async def find_coordinators(
     max_attempts: int | None = None,
     request_timeout: float | None = None,
 ) -> CoordinatorLookup:
-    """Look up the coordinator of every key; see the module documentation."""
-    backend = cluster._backend
+    """Look up the coordinator of every key; see the module documentation.
+
+    ``backend`` is the cluster's event loop: rounds back off and are timed on it.
+    """
     started = backend.clock()
     kind = coordinator_key_type(key_type)
     attempts = max_attempts if max_attempts is not None else cluster.config.retry.attempts
@@ -155,7 +158,7 @@ async def find_coordinators(
                 reasons.append(plan.reason)
                 workers = min(cluster.config.max_in_flight, len(plan.requests))
                 results.expect(plan)
-                await _send_round(cluster, plan, results, workers, request_timeout)
+                await _send_round(cluster, backend, plan, results, workers, request_timeout)
                 requests += len(plan.requests)
                 batched += sum(1 for planned in plan.requests if planned.batched)
                 round_trips += math.ceil(len(plan.requests) / workers)
@@ -173,6 +176,7 @@ async def find_coordinators(
 
 async def _send_round(
     cluster: Cluster,
+    backend: ClusterBackend[Any],
     plan: CoordinatorPlan,
     results: CoordinatorResults,
     workers: int,
@@ -185,7 +189,7 @@ async def _send_round(
             await _send_one(cluster, planned, results, request_timeout)
 
     jobs: list[Job] = [worker] * workers
-    await cluster._backend.run_all(jobs)
+    await backend.run_all(jobs)
 
 
 async def _send_one(

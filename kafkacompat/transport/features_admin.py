@@ -48,7 +48,7 @@ from kafkacompat.negotiation.handshake_reply import first_ranges
 from kafkacompat.protocol.error_codes import BY_NAME
 from kafkacompat.protocol.messages import ApiVersionsResponse, UpdateFeaturesResponse
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.transport.cluster_backend import Job, NodeConnection
+from kafkacompat.transport.cluster_backend import ClusterBackend, Job, NodeConnection
 from kafkacompat.transport.discovery import raise_failures
 from kafkacompat.transport.retries import retry_on_result
 
@@ -171,8 +171,8 @@ class FeatureUpdateReport:
         return "\n".join([head, *(f"  {r.sentence()}" for r in self.results)])
 
 
-async def describe_features(cluster: Cluster) -> ClusterFeatures:
-    """Ask every reachable broker; merge the finalized answers by epoch."""
+async def describe_features(cluster: Cluster, backend: ClusterBackend[Any]) -> ClusterFeatures:
+    """Ask every reachable broker, side by side on ``backend``; merge the finalized answers by epoch."""
     opened, failed = await cluster.open_all()
     if not opened:
         raise_failures(failed, _labels(cluster))
@@ -187,7 +187,7 @@ async def describe_features(cluster: Cluster) -> ClusterFeatures:
 
         return job
 
-    await cluster._backend.run_all([ask(node_id, conn) for node_id, conn in opened.items()])
+    await backend.run_all([ask(node_id, conn) for node_id, conn in opened.items()])
     ordered = dict(sorted(nodes.items()))
     view = merge_finalized(FinalizedObservation(n.node, n.epoch, n.finalized) for n in ordered.values())
     return ClusterFeatures(MappingProxyType(ordered), view, MappingProxyType(dict(sorted(failed.items()))))
@@ -220,6 +220,7 @@ async def _ask_features(node_id: int, conn: NodeConnection) -> NodeFeatures:
 
 async def update_features(
     cluster: Cluster,
+    backend: ClusterBackend[Any],
     updates: Mapping[str, int],
     *,
     dry_run: bool = False,
@@ -227,7 +228,7 @@ async def update_features(
     request_timeout: float | None = None,
 ) -> FeatureUpdateReport:
     """Check ``updates`` against every broker, then send them; see the module documentation."""
-    features = await describe_features(cluster)
+    features = await describe_features(cluster, backend)
     if features.unreachable:  # cannot vouch for brokers that did not answer
         raise_failures(features.unreachable, _labels(cluster))
     verdict = can_finalize_all(dict(updates), features.brokers(), finalized=features.levels)
@@ -236,7 +237,7 @@ async def update_features(
     planned = plan_feature_updates(updates, features.levels, unsafe=unsafe)
     sent: tuple[int, NodeConnection, int, UpdateFeaturesResponse] | None = None
     attempts = 0
-    tries = retry_on_result(cluster.config.retry, cluster._backend.sleep, _refused_as_not_controller)
+    tries = retry_on_result(cluster.config.retry, backend.sleep, _refused_as_not_controller)
     async for attempt in tries:
         with attempt:
             attempts += 1
