@@ -1,5 +1,11 @@
 """Driving the FindCoordinator planner over a cluster's connections (KIP-699).
 
+Theory.  Before KIP-699 a FindCoordinator request names one key and its
+answer one coordinator.  From v4 (Kafka 3.0) the request carries a list of
+keys and the answer a coordinator per key, each with its own error, so one
+key can be loading while the others are found.  Which shape a broker takes is
+known only from its ApiVersions answer, and can change across a restart.
+
 Each round: plan against the capabilities of the brokers reachable now
 (``plan_coordinator_lookups``: batched to a broker that takes FindCoordinator
 v4+, else one request per key), send the planned requests, pipelined on the

@@ -1,5 +1,12 @@
 """KIP-584 features across a cluster: describe them, and finalize levels safely.
 
+Theory.  Since ApiVersions v3 a broker lists the feature levels it supports
+and the cluster's finalized levels, stamped with an epoch that grows with
+every change; UpdateFeatures (handled by the controller) changes finalized
+levels.  Each broker learns of a change on its own schedule, so one
+broker's answer can be older than another's, and a level only one broker
+supports must not be finalized.
+
 ``describe_features`` asks every broker, on its own connection, for a fresh
 ApiVersions answer (at the version its handshake settled on) and reads the
 supported and finalized features from it.  Brokers learn of a change at
