@@ -3,11 +3,29 @@
 The same decisions as the trio transport (they live in the sans-I/O
 ``kafkacompat.negotiation.client_connection`` and the cluster layer written
 once in ``kafkacompat.transport.cluster_core``), moved by asyncio streams.
+The cluster names are loaded on first use, so that an application opening
+one connection does not import the cluster layer or tenacity.
 """
 
 from __future__ import annotations
 
-from kafkacompat.aio.cluster import Cluster, connect
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from kafkacompat.aio.connection import BrokerConnection, open_connection
 
+if TYPE_CHECKING:
+    from kafkacompat.aio.cluster import Cluster, connect
+
 __all__ = ["BrokerConnection", "Cluster", "connect", "open_connection"]
+
+_LAZY = {"Cluster": "kafkacompat.aio.cluster", "connect": "kafkacompat.aio.cluster"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
