@@ -16,7 +16,7 @@ from kafkacompat.protocol.messages import FindCoordinatorResponse
 from kafkacompat.testing.emulator import EmulatedCluster, Request
 from kafkacompat.testing.emulator.handlers import find_coordinator
 from kafkacompat.transport.cluster import connect
-from kafkacompat.transport.coordinator_lookup import CoordinatorLookup, find_coordinators
+from kafkacompat.transport.coordinator_lookup import CoordinatorLookup
 
 KEYS = [f"group-{i}" for i in range(24)]
 
@@ -24,7 +24,7 @@ KEYS = [f"group-{i}" for i in range(24)]
 async def lookup(cluster: EmulatedCluster, keys: list[str] = KEYS) -> CoordinatorLookup:
     with trio.fail_after(20):
         async with connect(cluster.bootstrap) as client:
-            return await find_coordinators(client, keys)
+            return await client.find_coordinators(keys)
 
 
 def placement(result: CoordinatorLookup) -> dict[str, int]:
