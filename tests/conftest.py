@@ -20,6 +20,13 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests judge behaviour, never speed: on a loaded machine (CI, or
+# several test runs at once) hypothesis's per-example deadline and its
+# "too slow" health check fail tests for timing alone.
+settings.register_profile("kafkacompat", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kafkacompat")
 
 # Make the repository root importable (for ``kafkacompat`` and ``tests.brokers``)
 # whether or not the package is installed into the environment.
