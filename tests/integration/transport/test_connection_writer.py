@@ -17,7 +17,7 @@ from kafkacompat.protocol import messages as m
 from kafkacompat.testing.tansu import TansuBroker
 from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection, open_connection
-from kafkacompat.transport.stream import FramedStream
+from kafkacompat.transport.stream import ByteStream
 from tests.support.fault_proxy import Fault, fault_proxy
 from tests.support.waiting import wait_until
 
@@ -49,13 +49,13 @@ def _child_tasks(nursery: trio.Nursery) -> int:
 def writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of frames in each write a connection makes, in order."""
     seen: list[int] = []
-    real_send = FramedStream.send
+    real_send = ByteStream.send_all
 
-    async def counting_send(self: FramedStream, data: bytes) -> None:
+    async def counting_send(self: ByteStream, data: bytes) -> None:
         seen.append(_frames_in(data))
         await real_send(self, data)
 
-    monkeypatch.setattr(FramedStream, "send", counting_send)
+    monkeypatch.setattr(ByteStream, "send_all", counting_send)
     return seen
 
 
