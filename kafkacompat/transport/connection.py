@@ -27,9 +27,12 @@ corrupt.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import cast
 
 import outcome  # trio's own dependency: what wakes a task
 import trio
@@ -43,11 +46,13 @@ from kafkacompat.negotiation.request_pipeline import (
     ConnectionFailed,
     PipelineEvent,
     RequestFailed,
+    RequestPipeline,
     ResponseReceived,
     Ticket,
 )
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.transport.deadlines import DeadlineKeeper
 from kafkacompat.transport.negotiate import set_up
 from kafkacompat.transport.sasl import log_authenticated, sasl_login
 from kafkacompat.transport.seam import raise_lone
@@ -58,7 +63,31 @@ __all__ = ["BrokerConnection", "CapabilityChange", "open_connection"]
 log = logging.getLogger("kafkacompat.transport")
 
 _Outcome = tuple[KafkaMessage | None, KafkaCompatError | None]
-_Scopes = tuple[trio.CancelScope, trio.CancelScope]  # the reader's, the writer's
+_Scopes = tuple[trio.CancelScope, trio.CancelScope, trio.CancelScope]  # reader, writer, deadlines
+#: A caller past its deadline (waiting for a slot or an answer, or an answer decoded
+#: too late): a tuple of its own, compared by identity.
+_LATE = cast(_Outcome, tuple([None, None]))
+
+
+class _Call:
+    """One caller of ``request``, asleep until its request ends.
+
+    A bare task and ``reschedule`` cost a fraction of an Event per request, and a
+    caller waiting for an in-flight slot is not woken to send: its request goes
+    out on its behalf as soon as a slot frees, so it wakes once, with the answer.
+    """
+
+    __slots__ = ("deadline", "ended", "message", "task", "ticket", "version")
+
+    def __init__(
+        self, task: trio.lowlevel.Task, message: KafkaMessage, version: int, deadline: float
+    ) -> None:
+        self.task = task
+        self.message = message
+        self.version = version
+        self.deadline = deadline
+        self.ticket: Ticket | None = None
+        self.ended = False
 
 
 class BrokerConnection:
@@ -80,11 +109,12 @@ class BrokerConnection:
         self._failure: KafkaCompatError | None = None  # why the connection could not be used
         # The task waiting for each request's end; a bare task and reschedule cost a
         # fraction of an Event per request, which counts at thousands a second.
-        self._callers: dict[Ticket, trio.lowlevel.Task] = {}
-        self._room = trio.lowlevel.ParkingLot()  # callers waiting for an in-flight slot
+        self._callers: dict[Ticket, _Call] = {}
+        self._backlog: deque[_Call] = deque()  # callers waiting for an in-flight slot, oldest first
         self._writer: trio.lowlevel.Task | None = None  # the writer, while it waits for work
         self._nursery: trio.Nursery | None = None
         self._io_scopes: _Scopes | None = None
+        self._deadlines: DeadlineKeeper[_Call] = DeadlineKeeper(self._expire)
         self._closed = False
 
     @property
@@ -143,6 +173,7 @@ class BrokerConnection:
         # The reader and writer start with the first request: a connection opened to
         # learn the broker's capabilities and closed again never needs them.
         self._nursery, self._io_scopes = nursery, None
+        self._deadlines = DeadlineKeeper(self._expire)
         self._ready.set()
         return ready.capabilities
 
@@ -201,32 +232,32 @@ class BrokerConnection:
         if version is None:
             version = self.pick_version(message.API_KEY)
         pipeline = protocol.pipeline
-        ticket: Ticket | None = None
-        result: _Outcome = (None, None)
-        # The deadline covers the wait for an in-flight slot as well.  A bare scope
-        # costs a third of fail_at's, which counts at thousands of requests a second.
-        scope = trio.CancelScope(deadline=deadline)
+        if pipeline.failure is not None:
+            raise pipeline.failure.with_traceback(None)
+        call = _Call(trio.lowlevel.current_task(), message, version, deadline)
+        if self._io_scopes is None:
+            self._start_io()
+        if self._backlog or not pipeline.has_capacity:
+            self._backlog.append(call)  # sent on its behalf when a slot frees, in turn
+        else:
+            self._send(pipeline, call)  # an encoding error is raised here, to this caller
+        # The deadline covers the wait for an in-flight slot as well.  It is kept by the
+        # connection's deadline keeper, not a cancel scope per call (see deadlines.py).
+        self._deadlines.add(deadline, call, waiting=len(self._callers) + len(self._backlog))
         try:
-            with scope:
-                while pipeline.failure is None and not pipeline.has_capacity:
-                    await self._room.park()
-                ticket = pipeline.send(message, version)  # raises the connection's failure
-                self._callers[ticket] = trio.lowlevel.current_task()
-                self._start_writing()
-                result = await trio.lowlevel.wait_task_rescheduled(self._aborter(ticket))
+            result: _Outcome = await trio.lowlevel.wait_task_rescheduled(self._aborter(call))
         except BaseException:
-            if ticket is not None:
-                self._give_up(protocol, ticket)
+            self._give_up(protocol, call)
             raise
-        if scope.cancelled_caught or (ticket is not None and trio.current_time() > deadline):
+        if result is _LATE:
             # Past the deadline, reading the answer included: a deadline covers the whole call.
-            if ticket is None:
+            self._give_up(protocol, call)
+            if call.ticket is None:
                 raise KafkaTimeoutError(
                     f"timed out waiting for one of the {self.config.max_in_flight} in-flight slots "
                     f"to send {message.NAME} v{version}",
                     node=self.node,
                 )
-            self._give_up(protocol, ticket)
             raise KafkaTimeoutError(
                 f"no response to {message.NAME} v{version} within the timeout", node=self.node
             )
@@ -235,38 +266,56 @@ class BrokerConnection:
             raise error.with_traceback(None)  # shared by every failed caller: no pile-up
         return response  # type: ignore[return-value]  # None only for acks=0
 
-    def _aborter(self, ticket: Ticket) -> Callable[[trio.lowlevel.RaiseCancelT], trio.lowlevel.Abort]:
-        callers = self._callers
+    def _send(self, pipeline: RequestPipeline, call: _Call) -> None:
+        call.ticket = ticket = pipeline.send(call.message, call.version)
+        self._callers[ticket] = call
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            trio.lowlevel.reschedule(writer)
 
+    def _fill(self) -> None:
+        """Send what waits for a slot, oldest first, while there are slots; the callers sleep on."""
+        protocol, backlog = self._protocol, self._backlog
+        if protocol is None or not protocol.is_ready:
+            return
+        pipeline = protocol.pipeline
+        while backlog and pipeline.has_capacity:
+            call = backlog.popleft()
+            try:
+                self._send(pipeline, call)
+            except KafkaCompatError as exc:  # this caller's message cannot be encoded
+                trio.lowlevel.reschedule(call.task, outcome.Value((None, exc)))
+
+    def _aborter(self, call: _Call) -> Callable[[trio.lowlevel.RaiseCancelT], trio.lowlevel.Abort]:
         def abort(raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-            callers.pop(ticket, None)  # the caller goes; what is left of its request, _give_up takes
+            call.ended = True  # nobody may wake it now; what is left of its request, _give_up takes
             return trio.lowlevel.Abort.SUCCEEDED
 
         return abort
 
-    def _give_up(self, protocol: ClientConnection, ticket: Ticket) -> None:
+    def _give_up(self, protocol: ClientConnection, call: _Call) -> None:
         """A caller gave up (timeout, cancellation): its request is taken back as far as it can be."""
+        call.ended = True
+        ticket = call.ticket
+        if ticket is None:
+            with contextlib.suppress(ValueError):
+                self._backlog.remove(call)
+            return
         self._callers.pop(ticket, None)
         if protocol.is_ready:
             self._dispatch(protocol.pipeline.abandon(ticket))
-        self._room.unpark()  # its slot, if it held one
+            self._fill()  # its slot, if it held one
 
     # -- the writer and the reader ------------------------------------------------------
-
-    def _start_writing(self) -> None:
-        if self._io_scopes is None:
-            self._start_io()
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            trio.lowlevel.reschedule(writer)
 
     def _start_io(self) -> None:
         assert self._nursery is not None and self._stream is not None and self._protocol is not None
         # The scopes exist before the tasks run, so an early aclose() can cancel them;
         # start_soon spares the scheduling round trip nursery.start would cost.
-        scopes = self._io_scopes = (trio.CancelScope(), trio.CancelScope())
+        scopes = self._io_scopes = (trio.CancelScope(), trio.CancelScope(), trio.CancelScope())
         self._nursery.start_soon(self._read_loop, self._protocol, self._stream, scopes)
         self._nursery.start_soon(self._write_loop, self._protocol, self._stream, scopes)
+        self._nursery.start_soon(self._keep_deadlines, self._deadlines, scopes)
 
     def _stop_io(self) -> None:
         _cancel(self._io_scopes)
@@ -297,6 +346,13 @@ class BrokerConnection:
                 if self._writer is trio.lowlevel.current_task():
                     self._writer = None
                 _cancel(scopes)  # the reader, which closes the socket
+
+    async def _keep_deadlines(self, keeper: DeadlineKeeper[_Call], scopes: _Scopes) -> None:
+        with scopes[2]:
+            try:
+                await keeper.run()
+            finally:
+                _cancel(scopes)
 
     def _writer_aborted(self, raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
         self._writer = None
@@ -335,26 +391,43 @@ class BrokerConnection:
     # -- waking callers -----------------------------------------------------------------
 
     def _dispatch(self, events: list[PipelineEvent]) -> None:
+        if not events:
+            return
+        now = trio.current_time()  # after decoding: a deadline covers reading the answer
+        freed = False
         for event in events:
             if isinstance(event, ResponseReceived):
-                self._settle(event.ticket, (event.response, None))
+                self._settle(event.ticket, (event.response, None), now)
             elif isinstance(event, ConnectionFailed):
                 for ticket in event.failed:
-                    self._settle(ticket, (None, event.error_of(ticket)))
-                self._room.unpark_all()  # the waiting callers see the failure
+                    self._settle(ticket, (None, event.error_of(ticket)), now)
+                backlog, self._backlog = self._backlog, deque()
+                for call in backlog:  # waiting for a slot: they see the failure
+                    self._wake(call, (None, event.error))
                 if self._protocol is not None and not self._protocol.is_ready:
                     self._stop_io()  # the reader closes the socket
+                return
             elif isinstance(event, RequestFailed):
-                self._settle(event.ticket, (None, event.error))
+                self._settle(event.ticket, (None, event.error), now)
             else:  # SentWithoutReply: an acks=0 Produce ends once written
-                self._settle(event.ticket, (None, None))
+                self._settle(event.ticket, (None, None), now)
+            freed = True
+        if freed and self._backlog:
+            self._fill()
 
-    def _settle(self, ticket: Ticket, result: _Outcome) -> None:
-        task = self._callers.pop(ticket, None)
-        if task is not None:
-            trio.lowlevel.reschedule(task, outcome.Value(result))
-        if self._room:
-            self._room.unpark()  # a slot is free
+    def _settle(self, ticket: Ticket, result: _Outcome, now: float) -> None:
+        call = self._callers.pop(ticket, None)
+        if call is not None:
+            self._wake(call, _LATE if now > call.deadline else result)
+
+    def _expire(self, call: _Call) -> None:
+        self._wake(call, _LATE)
+
+    @staticmethod
+    def _wake(call: _Call, result: _Outcome) -> None:
+        if not call.ended:
+            call.ended = True
+            trio.lowlevel.reschedule(call.task, outcome.Value(result))
 
     def _fail_setup(self, error: KafkaCompatError) -> None:
         if error.node is None:
