@@ -76,6 +76,7 @@ import trio
 
 import kafkacompat
 from bench.common import BenchConfig, Row, format_seconds
+from bench.transport_pipelined import pipelined_rows
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.testing import TansuBroker
@@ -1106,6 +1107,7 @@ def run(config: BenchConfig) -> list[Row]:
         rows = trio.run(network)
         expected = _broker_api_count(broker.host, broker.port)
         rows += memory_workload(broker.host, broker.port, plan, expected)
+        rows += pipelined_rows(broker.host, broker.port, plan.lookup_rounds)
     return rows
 
 
