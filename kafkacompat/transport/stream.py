@@ -126,7 +126,7 @@ async def open_byte_stream(host: str, port: int, config: ConnectionConfig, deadl
     node = f"{host}:{port}"
     doing = "connecting"
     try:
-        with trio.fail_at(deadline):
+        with trio.CancelScope(deadline=deadline):  # bare: a third of fail_at's cost
             sock = await _open_tcp(host, port)
             if config.tls is None:
                 return ByteStream(node, sock=sock)
@@ -141,5 +141,6 @@ async def open_byte_stream(host: str, port: int, config: ConnectionConfig, deadl
                 await trio.aclose_forcefully(tcp)
                 raise
             return ByteStream(node, stream=ssl_stream)
-    except (OSError, trio.TooSlowError, trio.BrokenResourceError, ssl.SSLError) as exc:
+    except (OSError, trio.BrokenResourceError, ssl.SSLError) as exc:
         raise translate(exc, node, doing) from None
+    raise translate(trio.TooSlowError(), node, doing)  # the scope's deadline passed
