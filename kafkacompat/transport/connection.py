@@ -284,7 +284,7 @@ class BrokerConnection:
             try:
                 self._send(pipeline, call)
             except KafkaCompatError as exc:  # this caller's message cannot be encoded
-                trio.lowlevel.reschedule(call.task, outcome.Value((None, exc)))
+                self._wake(call, (None, exc))
 
     def _aborter(self, call: _Call) -> Callable[[trio.lowlevel.RaiseCancelT], trio.lowlevel.Abort]:
         def abort(raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:

@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from kafkacompat.errors import KafkaTimeoutError
+from kafkacompat.errors import EncodeError, KafkaTimeoutError
 from kafkacompat.protocol import messages as m
 from kafkacompat.testing.emulator import ClusterState, Connection, Fault, FaultPlan, Node
 from kafkacompat.testing.emulator.faults import Close, Send, Sleep, Stall
@@ -114,3 +114,33 @@ async def test_waiting_for_an_in_flight_slot_counts_against_the_deadline(
     late = outcomes["waits for a slot"]
     assert isinstance(late, KafkaTimeoutError) and "in-flight slots" in str(late)
     assert isinstance(outcomes["waits longer"], m.MetadataResponse)  # sent when a slot freed
+
+
+async def test_a_request_sent_on_its_callers_behalf_that_cannot_be_encoded_fails_once(
+    clock: trio.testing.MockClock,
+) -> None:
+    """Waiting for a slot, its request is encoded only when a slot frees: the error goes to it alone."""
+    config = ConnectionConfig(connect_timeout=10, request_timeout=30, max_in_flight=1)
+    slow = Fault.delay(20, METADATA, times=1)
+    outcomes: dict[str, object] = {}
+    with trio.fail_after(1000):
+        async with emulated_broker(slow) as (host, port), open_connection(host, port, config) as conn:
+
+            async def ask(name: str, version: int | None, limit: float) -> None:
+                try:
+                    outcomes[name] = await conn.request(
+                        m.MetadataRequest(topics=[]), version=version, request_timeout=limit
+                    )
+                except (EncodeError, KafkaTimeoutError) as exc:
+                    outcomes[name] = exc
+
+            async with trio.open_nursery() as askers:
+                askers.start_soon(ask, "holds the slot", None, 100)
+                await trio.testing.wait_all_tasks_blocked()
+                askers.start_soon(ask, "cannot be encoded", 99, 25)
+                askers.start_soon(ask, "after it", None, 100)
+            await trio.sleep(50)  # past the failed one's deadline: nothing may wake it again
+            assert conn.is_ready and conn.in_flight == 0
+    assert isinstance(outcomes["holds the slot"], m.MetadataResponse)
+    assert isinstance(outcomes["cannot be encoded"], EncodeError)
+    assert isinstance(outcomes["after it"], m.MetadataResponse)
