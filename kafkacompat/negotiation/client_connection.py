@@ -345,6 +345,16 @@ class ClientConnection:
             version = self._capabilities.pick_version(message.API_KEY or 0, self.policy)
         return pipeline.send(message, version)
 
+    def body_room(self) -> memoryview | None:
+        """Once ready: the unfilled part of the reply body being read, for a driver that
+        reads into it (``recv_into``) instead of handing over bytes; None between frames."""
+        return self._frames.body_room() if self._phase is Phase.READY else None
+
+    def body_filled(self, count: int) -> list[PipelineEvent]:
+        """``count`` bytes were read into ``body_room()``: the events of what completed."""
+        self._frames.body_filled(count)
+        return self._watch(self.pipeline.read_frames())
+
     # -- moving between phases ----------------------------------------------------------
 
     def _from_handshake(self) -> SetupAction:

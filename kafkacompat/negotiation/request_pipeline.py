@@ -50,9 +50,10 @@ from kafkacompat.errors import (
     ProtocolError,
     TransportError,
 )
-from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol import _wire, framing, messages
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
 from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.messages import RequestHeader
 from kafkacompat.protocol.removals import removed_version_error
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
@@ -69,6 +70,7 @@ __all__ = [
 ]
 
 _INT32_MAX: Final = 0x7FFFFFFF
+_INT32: Final = _wire.INT32
 _PRODUCE: Final = 0
 #: acks=0 correlation ids remembered, in case the broker answers them anyway.
 ACKS0_MEMORY: Final = 1024
@@ -100,6 +102,7 @@ class Ticket:
     expects_reply: bool
     frame: bytes = field(repr=False)
     reply_limit: int = DEFAULT_MAX_FRAME_SIZE  # the ceiling for its answer's size
+    response_header_version: int = 1
     stage: Stage = Stage.QUEUED
 
 
@@ -185,6 +188,7 @@ class RequestPipeline:
         self._limits = reply_limits if reply_limits is not None else ReplyLimits()
         self._ranges = api_ranges  # what the broker advertised: tells a removed version's close
         self._response_class = response_class or _response_class
+        self._shapes: dict[tuple[int, int], tuple[bytes, bytes, type[KafkaMessage], int]] = {}
         self._live: dict[int, Ticket] = {}  # every request not ended, by id
         self._outbox: deque[Ticket] = deque()  # queued, in send order
         self._writing: list[Ticket] = []
@@ -231,16 +235,36 @@ class RequestPipeline:
                 f"{self.max_in_flight} requests are already in flight; wait for one to end", node=self.node
             )
         correlation_id = self._next_id
-        frame = framing.encode_request(message, version, correlation_id, self.client_id)
+        api_key = message.API_KEY
+        shape = self._shapes.get((api_key, version))
+        if shape is None:
+            shape = self._shapes[(api_key, version)] = self._shape(api_key, version)
+        before, after, response_cls, header_version = shape
+        body = message.encode(version)
+        size = _INT32.pack(len(before) + 4 + len(after) + len(body))
+        frame = b"".join((size, before, _INT32.pack(correlation_id), after, body))
         self._next_id = 0 if correlation_id == _INT32_MAX else correlation_id + 1
-        response_cls = self._response_class(message.API_KEY)
-        limit = self._limits.limit_for(message.API_KEY, self._frames.max_size, message, version)
+        limit = self._limits.limit_for(api_key, self._frames.max_size, message, version)
+        expects_reply = _expects_reply(message)
         ticket = Ticket(
-            correlation_id, message.API_KEY, version, response_cls, _expects_reply(message), frame, limit
+            correlation_id, api_key, version, response_cls, expects_reply, frame, limit, header_version
         )
         self._live[correlation_id] = ticket
         self._outbox.append(ticket)
         return ticket
+
+    def _shape(self, api_key: int, version: int) -> tuple[bytes, bytes, type[KafkaMessage], int]:
+        """What every request of ``api_key`` at ``version`` shares on this connection.
+
+        The request header encoded once by the codec (around its correlation id,
+        which sits at a fixed offset in every header version), the response
+        class and the response header's version: a request then costs its body.
+        """
+        header = RequestHeader(
+            request_api_key=api_key, request_api_version=version, correlation_id=0, client_id=self.client_id
+        ).encode(framing.request_header_version(api_key, version))
+        response_cls = self._response_class(api_key)
+        return header[:4], header[8:], response_cls, framing.response_header_version(api_key, version)
 
     def bytes_to_send(self) -> bytes:
         """Everything queued since the last call, in one piece; ``b""`` when nothing is.
@@ -384,9 +408,15 @@ class RequestPipeline:
         ticket = self._live[correlation_id]  # awaited and not abandoned: still live
         try:
             # Trailing bytes are tolerated, as Kafka's Java client tolerates them.
-            _, response = framing.decode_response(
-                frame, ticket.response_cls, ticket.version, allow_trailing=True
-            )
+            decode = ticket.response_cls.decode
+            if ticket.response_header_version == 0:  # the header is the correlation id alone
+                response = decode(memoryview(frame)[4:], ticket.version, allow_trailing=True)
+            elif len(frame) > 4 and frame[4] == 0:  # a flexible header with no tagged fields
+                response = decode(memoryview(frame)[5:], ticket.version, allow_trailing=True)
+            else:
+                _, response = framing.decode_response(
+                    frame, ticket.response_cls, ticket.version, allow_trailing=True
+                )
         except DecodeError as exc:
             exc.node = self.node
             return RequestFailed(self._end(ticket), exc)

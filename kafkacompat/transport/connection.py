@@ -1,4 +1,4 @@
-"""One negotiated, pipelined connection to one broker.
+"""One negotiated, pipelined connection to one broker: the trio driver.
 
 Opening a ``BrokerConnection`` connects (TCP, TLS), runs the ApiVersions
 handshake, authenticates with SASL where configured (its versions picked from
@@ -7,83 +7,87 @@ before the connection is ready waits for it.  The capabilities learned belong
 to this connection and die with it; ``reconnect`` negotiates again, replaces
 them, and records what changed (a broker upgraded or downgraded in between).
 
-Requests are pipelined up to ``max_in_flight``.  Two tasks start with the
-first request (a connection opened only to read the capabilities never needs
-them): a writer that sends whatever requests queued while its last write was
-going out, in one write, and a reader that matches responses to callers by
-correlation id.  Kafka answers the requests of one connection in the order
-they were written, so a response must carry the id of the oldest request
-still awaiting one; any other id (one nobody asked for, or another caller's,
-out of turn) means the stream can no longer be trusted: the connection closes
-and every caller in flight gets the error, so nothing is ever handed to the
-wrong caller.  (Apache Kafka never answers a Produce with ``acks=0``; Tansu
-and librdkafka's mock broker do: such an answer is dropped.)
+Every protocol decision is the sans-I/O ``ClientConnection``'s (and, once
+ready, its ``RequestPipeline``'s): correlation ids, the in-flight bound,
+matching answers to requests (an answer out of turn fails every request in
+flight and the connection closes), acks=0 Produce, requests given up, each
+answer's size ceiling, and a close that answers a removed version.  This
+module moves bytes between it and a trio socket, keeps the deadlines on
+trio's clock, and wakes the callers its events name.
 
-A caller that times out or is cancelled takes its request back as far as it
-can: still queued, it is never written; already written, its correlation id
-is left behind as abandoned, so its late answer is dropped quietly; cut off
-half-way through being written, the connection closes, since the stream
-would be corrupt.
+Two tasks start with the first request (a connection opened only to read the
+capabilities never needs them): a writer that sends whatever requests queued
+while its last write was going out, in one write, and a reader that feeds
+what arrives to the connection.  A caller that times out or is cancelled
+takes its request back as far as it can: still queued, it is never written;
+already written, its late answer is read and dropped; cut off half-way
+through being written, the connection fails, since the stream would be
+corrupt.
 """
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from typing import cast
 
+import outcome  # trio's own dependency: what wakes a task
 import trio
 
-from kafkacompat.errors import (
-    DecodeError,
-    KafkaCompatError,
-    KafkaTimeoutError,
-    ProtocolError,
-    TransportError,
-)
+from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, ProtocolError, TransportError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.capability_changes import CapabilityChange, capability_change
+from kafkacompat.negotiation.client_connection import ClientConnection
 from kafkacompat.negotiation.handshake_types import HandshakeResult
-from kafkacompat.protocol import framing, messages
+from kafkacompat.negotiation.request_pipeline import (
+    ConnectionFailed,
+    PipelineEvent,
+    RequestFailed,
+    RequestPipeline,
+    ResponseReceived,
+    Ticket,
+)
 from kafkacompat.protocol.message import KafkaMessage
-from kafkacompat.protocol.removals import removed_version_error
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
-from kafkacompat.transport.negotiate import negotiate
+from kafkacompat.transport.deadlines import DeadlineKeeper
+from kafkacompat.transport.negotiate import set_up
+from kafkacompat.transport.sasl import log_authenticated, sasl_login
 from kafkacompat.transport.seam import raise_lone
-from kafkacompat.transport.stream import FramedStream
+from kafkacompat.transport.stream import ByteStream, PeerClosedError
 
 __all__ = ["BrokerConnection", "CapabilityChange", "open_connection"]
 
 log = logging.getLogger("kafkacompat.transport")
 
-_INT32_MAX = 0x7FFFFFFF
-PRODUCE = 0
-_ACKS0_MEMORY = 1024  # acks=0 ids remembered, in case the broker answers them anyway
+_Outcome = tuple[KafkaMessage | None, KafkaCompatError | None]
+_Scopes = tuple[trio.CancelScope, trio.CancelScope, trio.CancelScope]  # reader, writer, deadlines
+#: A caller past its deadline (waiting for a slot or an answer, or an answer decoded
+#: too late): a tuple of its own, compared by identity.
+_LATE = cast(_Outcome, tuple([None, None]))
 
 
-_QUEUED, _WRITING, _WRITTEN = range(3)  # where a request's frame is
+class _Call:
+    """One caller of ``request``, asleep until its request ends.
 
+    A bare task and ``reschedule`` cost a fraction of an Event per request, and a
+    caller waiting for an in-flight slot is not woken to send: its request goes
+    out on its behalf as soon as a slot frees, so it wakes once, with the answer.
+    """
 
-@dataclass(slots=True)
-class _Pending:
-    response_cls: type[KafkaMessage]
-    version: int
-    correlation_id: int
-    frame: bytes
-    expects_reply: bool
-    reply_limit: int = framing.DEFAULT_MAX_FRAME_SIZE  # the ceiling for its answer's size
-    state: int = _QUEUED
-    done: trio.Event = field(default_factory=trio.Event)
-    response: KafkaMessage | None = None
-    error: KafkaCompatError | None = None
+    __slots__ = ("deadline", "ended", "message", "task", "ticket", "version")
 
-    def resolve(self, response: KafkaMessage | None = None, error: KafkaCompatError | None = None) -> None:
-        if not self.done.is_set():
-            self.response, self.error = response, error
-            self.done.set()
+    def __init__(
+        self, task: trio.lowlevel.Task, message: KafkaMessage, version: int, deadline: float
+    ) -> None:
+        self.task = task
+        self.message = message
+        self.version = version
+        self.deadline = deadline
+        self.ticket: Ticket | None = None
+        self.ended = False
 
 
 class BrokerConnection:
@@ -99,20 +103,18 @@ class BrokerConnection:
         self.capabilities: BrokerCapabilities | None = None
         self.handshake: HandshakeResult | None = None
         self.changes: list[CapabilityChange] = []
-        self._stream: FramedStream | None = None
+        self._protocol: ClientConnection | None = None
+        self._stream: ByteStream | None = None
         self._ready = trio.Event()
-        self._failure: KafkaCompatError | None = None
-        self._pending: dict[int, _Pending] = {}
-        self._abandoned: set[int] = set()
-        self._awaiting: deque[int] = deque()  # ids written that expect an answer, oldest first
-        self._reply_limits: dict[int, tuple[int, str]] = {}  # awaited id -> (ceiling, request name)
-        self._acks0_ids: dict[int, None] = {}  # recent acks=0 ids, oldest first
-        self._outbox: dict[int, _Pending] = {}  # frames not yet handed to the socket, in order
-        self._outbox_filled = trio.Event()
-        self._slots = trio.Semaphore(self.config.max_in_flight)
-        self._correlation_ids = itertools.count(1)
+        self._failure: KafkaCompatError | None = None  # why the connection could not be used
+        # The task waiting for each request's end; a bare task and reschedule cost a
+        # fraction of an Event per request, which counts at thousands a second.
+        self._callers: dict[Ticket, _Call] = {}
+        self._backlog: deque[_Call] = deque()  # callers waiting for an in-flight slot, oldest first
+        self._writer: trio.lowlevel.Task | None = None  # the writer, while it waits for work
         self._nursery: trio.Nursery | None = None
-        self._io_scopes: tuple[trio.CancelScope, trio.CancelScope] | None = None  # reader, writer
+        self._io_scopes: _Scopes | None = None
+        self._deadlines: DeadlineKeeper[_Call] = DeadlineKeeper(self._expire)
         self._closed = False
 
     @property
@@ -121,11 +123,13 @@ class BrokerConnection:
 
     @property
     def is_ready(self) -> bool:
-        return self._ready.is_set() and self._failure is None and not self._closed
+        protocol = self._protocol
+        return protocol is not None and protocol.is_ready and self._failure is None and not self._closed
 
     @property
     def in_flight(self) -> int:
-        return len(self._pending)
+        protocol = self._protocol
+        return protocol.pipeline.in_flight if protocol is not None and protocol.is_ready else 0
 
     def __repr__(self) -> str:
         state = "ready" if self.is_ready else ("closed" if self._closed else "not ready")
@@ -138,50 +142,57 @@ class BrokerConnection:
         if self._stream is not None:
             raise TransportError("this connection is already open", node=self.node)
         self._closed = False
+        config = self.config
+        protocol = ClientConnection(
+            config.handshake,
+            node=self.node,
+            node_id=self.node_id,
+            sasl=sasl_login(config),
+            policy=config.policy,
+            client_id=config.client_id,
+            max_in_flight=config.max_in_flight,
+            max_frame_size=config.max_frame_size,
+            reply_limits=config.reply_limits,
+        )
         try:
-            stream, result = await negotiate(self.host, self.port, self.config)
+            stream, ready = await set_up(protocol, self.host, self.port, config)
         except KafkaCompatError as exc:
-            self._fail_everything(exc)
+            if exc.node is None:
+                exc.node = self.node
+            self._fail_setup(exc)
             raise
-        capabilities = BrokerCapabilities.from_handshake(result, node=self.node, node_id=self.node_id)
-        self._correlation_ids = itertools.count(_next_id(result))
-        self._awaiting.clear()
-        self._reply_limits.clear()
-        self._acks0_ids.clear()
-        if self.config.sasl is not None:
-            from kafkacompat.transport.sasl import authenticate
-
-            try:
-                await authenticate(stream, capabilities, self.config, self._next_correlation_id)
-            except BaseException as exc:
-                await stream.aclose()
-                if isinstance(exc, KafkaCompatError):
-                    exc.transcript = exc.transcript or result.transcript
-                    self._fail_everything(exc)
-                raise
-        self._note_change(capabilities)
-        self._stream, self.handshake, self.capabilities = stream, result, capabilities
+        if ready.authenticated is not None:
+            log_authenticated(self.node, config, ready.authenticated)
+        change = capability_change(self.node, self.capabilities, ready.capabilities)
+        if change is not None:
+            self.changes.append(change)
+            log.warning("%s", change.describe())
+        self._protocol, self._stream = protocol, stream
+        self.handshake, self.capabilities = ready.handshake, ready.capabilities
         self._failure = None
         # The reader and writer start with the first request: a connection opened to
         # learn the broker's capabilities and closed again never needs them.
         self._nursery, self._io_scopes = nursery, None
+        self._deadlines = DeadlineKeeper(self._expire)
         self._ready.set()
-        return capabilities
+        return ready.capabilities
 
     async def reconnect(self, nursery: trio.Nursery) -> BrokerCapabilities:
         """Close and negotiate again; the new capabilities replace the old ones."""
         await self.aclose()
         self._stream = None
+        self._protocol = None
         self._ready = trio.Event()
-        self._slots = trio.Semaphore(self.config.max_in_flight)
-        self._abandoned.clear()
         return await self.open(nursery)
 
     async def aclose(self) -> None:
         """Close; every request still in flight fails with a TransportError."""
         if not self._closed:
             self._closed = True
-            self._fail_everything(TransportError("the connection was closed", node=self.node))
+            if self._protocol is not None:
+                self._dispatch(self._protocol.closed())
+            else:
+                self._fail_setup(TransportError("the connection was closed", node=self.node))
             self._stop_io()
         if self._stream is not None:  # even when already marked closed: closing twice is harmless
             await self._stream.aclose()
@@ -214,222 +225,216 @@ class BrokerConnection:
                 await self._ready.wait()
             if not self._ready.is_set():
                 raise KafkaTimeoutError("timed out waiting for the connection to be ready", node=self.node)
-        if self._failure is not None:
-            raise self._failure.with_traceback(None)
-        assert self._stream is not None and self.capabilities is not None
-        api_key = message.API_KEY
+        protocol = self._protocol
+        if self._failure is not None or protocol is None:
+            failure = self._failure or TransportError("the connection was closed", node=self.node)
+            raise failure.with_traceback(None)
         if version is None:
-            version = self.pick_version(api_key)
-        response_cls: type[KafkaMessage] = getattr(messages, messages.CLASS_BY_KEY[(api_key, "response")])
-        expects_reply = not (api_key == PRODUCE and getattr(message, "acks", 1) == 0)
-        pending: _Pending | None = None
-        # The deadline covers the wait for an in-flight slot as well.  A bare scope
-        # costs a third of fail_at's, which counts at thousands of requests a second.
-        scope = trio.CancelScope(deadline=deadline)
+            version = self.pick_version(message.API_KEY)
+        pipeline = protocol.pipeline
+        if pipeline.failure is not None:
+            raise pipeline.failure.with_traceback(None)
+        call = _Call(trio.lowlevel.current_task(), message, version, deadline)
+        if self._io_scopes is None:
+            self._start_io()
+        if self._backlog or not pipeline.has_capacity:
+            self._backlog.append(call)  # sent on its behalf when a slot frees, in turn
+        else:
+            self._send(pipeline, call)  # an encoding error is raised here, to this caller
+        # The deadline covers the wait for an in-flight slot as well.  It is kept by the
+        # connection's deadline keeper, not a cancel scope per call (see deadlines.py).
+        self._deadlines.add(deadline, call, waiting=len(self._callers) + len(self._backlog))
         try:
-            with scope:
-                async with self._slots:
-                    if self._failure is not None:  # the connection failed while this request queued
-                        raise self._failure.with_traceback(None)
-                    correlation_id = self._next_correlation_id()
-                    frame = framing.encode_request(message, version, correlation_id, self.config.client_id)
-                    limit = self.config.reply_limits.limit_for(
-                        api_key, self.config.max_frame_size, message, version
-                    )
-                    pending = _Pending(response_cls, version, correlation_id, frame, expects_reply, limit)
-                    self._enqueue(pending)
-                    await pending.done.wait()
+            result: _Outcome = await trio.lowlevel.wait_task_rescheduled(self._aborter(call))
         except BaseException:
-            if pending is not None:
-                self._withdraw(pending)
+            self._give_up(protocol, call)
             raise
-        if scope.cancelled_caught or (pending is not None and trio.current_time() > deadline):
+        if result is _LATE:
             # Past the deadline, reading the answer included: a deadline covers the whole call.
-            if pending is None:
+            self._give_up(protocol, call)
+            if call.ticket is None:
                 raise KafkaTimeoutError(
                     f"timed out waiting for one of the {self.config.max_in_flight} in-flight slots "
                     f"to send {message.NAME} v{version}",
                     node=self.node,
                 )
-            self._withdraw(pending)
             raise KafkaTimeoutError(
                 f"no response to {message.NAME} v{version} within the timeout", node=self.node
             )
-        assert pending is not None
-        if pending.error is not None:
-            raise pending.error.with_traceback(None)  # shared by every failed caller: no pile-up
-        return pending.response  # type: ignore[return-value]  # None only for acks=0
+        response, error = result
+        if error is not None:
+            raise error.with_traceback(None)  # shared by every failed caller: no pile-up
+        return response  # type: ignore[return-value]  # None only for acks=0
 
-    def _next_correlation_id(self) -> int:
-        value = next(self._correlation_ids)
-        if value > _INT32_MAX:
-            self._correlation_ids = itertools.count(2)
-            value = 1
-        return value
+    def _send(self, pipeline: RequestPipeline, call: _Call) -> None:
+        call.ticket = ticket = pipeline.send(call.message, call.version)
+        self._callers[ticket] = call
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            trio.lowlevel.reschedule(writer)
 
-    # -- the writer -------------------------------------------------------------------
+    def _fill(self) -> None:
+        """Send what waits for a slot, oldest first, while there are slots; the callers sleep on."""
+        protocol, backlog = self._protocol, self._backlog
+        if protocol is None or not protocol.is_ready:
+            return
+        pipeline = protocol.pipeline
+        while backlog and pipeline.has_capacity:
+            call = backlog.popleft()
+            try:
+                self._send(pipeline, call)
+            except KafkaCompatError as exc:  # this caller's message cannot be encoded
+                self._wake(call, (None, exc))
 
-    def _enqueue(self, pending: _Pending) -> None:
-        if self._io_scopes is None:
-            self._start_io()
-        if pending.expects_reply:
-            self._pending[pending.correlation_id] = pending
-        self._outbox[pending.correlation_id] = pending
-        self._outbox_filled.set()
+    def _aborter(self, call: _Call) -> Callable[[trio.lowlevel.RaiseCancelT], trio.lowlevel.Abort]:
+        def abort(raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+            call.ended = True  # nobody may wake it now; what is left of its request, _give_up takes
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        return abort
+
+    def _give_up(self, protocol: ClientConnection, call: _Call) -> None:
+        """A caller gave up (timeout, cancellation): its request is taken back as far as it can be."""
+        call.ended = True
+        ticket = call.ticket
+        if ticket is None:
+            with contextlib.suppress(ValueError):
+                self._backlog.remove(call)
+            return
+        self._callers.pop(ticket, None)
+        if protocol.is_ready:
+            self._dispatch(protocol.pipeline.abandon(ticket))
+            self._fill()  # its slot, if it held one
+
+    # -- the writer and the reader ------------------------------------------------------
 
     def _start_io(self) -> None:
-        assert self._nursery is not None and self._stream is not None
+        assert self._nursery is not None and self._stream is not None and self._protocol is not None
         # The scopes exist before the tasks run, so an early aclose() can cancel them;
         # start_soon spares the scheduling round trip nursery.start would cost.
-        self._io_scopes = (trio.CancelScope(), trio.CancelScope())
-        self._nursery.start_soon(self._read_loop, self._stream, self._io_scopes[0])
-        self._nursery.start_soon(self._write_loop, self._stream, self._io_scopes[1])
+        scopes = self._io_scopes = (trio.CancelScope(), trio.CancelScope(), trio.CancelScope())
+        self._nursery.start_soon(self._read_loop, self._protocol, self._stream, scopes)
+        self._nursery.start_soon(self._write_loop, self._protocol, self._stream, scopes)
+        self._nursery.start_soon(self._keep_deadlines, self._deadlines, scopes)
 
     def _stop_io(self) -> None:
-        if self._io_scopes is not None:
-            for scope in self._io_scopes:
-                scope.cancel()
+        _cancel(self._io_scopes)
 
-    async def _write_loop(self, stream: FramedStream, scope: trio.CancelScope) -> None:
+    async def _write_loop(self, protocol: ClientConnection, stream: ByteStream, scopes: _Scopes) -> None:
         """Write whatever requests queued while the last write was going out, in one send.
 
         Coalescing matters when many requests are in flight (a per-key lookup of
         a thousand groups): one system call and one scheduling round trip per
         wave instead of per request.
         """
-        with scope:
-            while True:
-                if not self._outbox:
-                    self._outbox_filled = trio.Event()
-                    await self._outbox_filled.wait()
-                    continue
-                batch = list(self._outbox.values())
-                self._outbox.clear()
-                for item in batch:
-                    item.state = _WRITING
-                    # Recorded before the first byte goes out (the answer may come back at
-                    # once); a write that does not complete closes the connection.
-                    if item.expects_reply:
-                        self._awaiting.append(item.correlation_id)
-                        what = item.response_cls.NAME.removesuffix("Response")
-                        self._reply_limits[item.correlation_id] = (item.reply_limit, what)
-                    else:
-                        self._acks0_ids[item.correlation_id] = None
-                        if len(self._acks0_ids) > _ACKS0_MEMORY:
-                            del self._acks0_ids[next(iter(self._acks0_ids))]
-                data = batch[0].frame if len(batch) == 1 else b"".join(item.frame for item in batch)
-                try:
-                    await stream.send(data)
-                except KafkaCompatError as exc:
-                    self._fail_everything(exc)
-                    self._close_soon()
-                    return
-                for item in batch:
-                    item.state, item.frame = _WRITTEN, b""
-                    if not item.expects_reply:
-                        item.resolve()
-
-    def _withdraw(self, pending: _Pending) -> None:
-        """A caller gave up (timeout, cancellation): take its request back as far as it can be."""
-        if pending.state == _QUEUED:  # never written: as if never asked
-            self._outbox.pop(pending.correlation_id, None)
-            self._pending.pop(pending.correlation_id, None)
-        elif pending.state == _WRITING:  # cut off half-way: the stream cannot be trusted any more
-            error = TransportError("a request was interrupted while being written", node=self.node)
-            self._fail_everything(error)
-            self._close_soon()
-        elif self._pending.pop(pending.correlation_id, None) is not None:
-            self._abandoned.add(pending.correlation_id)  # its late answer is dropped quietly
-
-    # -- the reader -------------------------------------------------------------------
-
-    async def _read_loop(self, stream: FramedStream, scope: trio.CancelScope) -> None:
-        with scope:
+        pipeline = protocol.pipeline
+        with scopes[1]:
             try:
-                while True:
-                    frame = await stream.receive_frame(expect=self._next_reply_limit)
-                    self._deliver(frame)
+                while pipeline.failure is None:
+                    data = pipeline.bytes_to_send()
+                    if not data:
+                        self._writer = trio.lowlevel.current_task()
+                        await trio.lowlevel.wait_task_rescheduled(self._writer_aborted)
+                        continue
+                    await stream.send_all(data)
+                    self._dispatch(pipeline.write_done())
             except KafkaCompatError as exc:
-                if not self._closed:
-                    log.debug("connection %s failed: %s", self.node, exc)
-                self._fail_everything(exc)
+                if protocol is self._protocol:
+                    self._closed = True
+                self._dispatch(protocol.closed(exc))
             finally:
-                # However the reader ends (a failure, aclose, a write cut off half-way and
-                # _close_soon), the writer and the socket go with it.
-                self._stop_io()
+                if self._writer is trio.lowlevel.current_task():
+                    self._writer = None
+                _cancel(scopes)  # the reader, which closes the socket
+
+    async def _keep_deadlines(self, keeper: DeadlineKeeper[_Call], scopes: _Scopes) -> None:
+        with scopes[2]:
+            try:
+                await keeper.run()
+            finally:
+                _cancel(scopes)
+
+    def _writer_aborted(self, raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        self._writer = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    async def _read_loop(self, protocol: ClientConnection, stream: ByteStream, scopes: _Scopes) -> None:
+        error: KafkaCompatError | None = None
+        with scopes[0]:
+            try:
+                while protocol.is_ready:
+                    room = protocol.body_room() if stream.reads_into else None
+                    if room is not None:  # plain TCP, a body under way: straight into its buffer
+                        count = await stream.receive_into(room)
+                        del room
+                        if count:
+                            self._dispatch(protocol.body_filled(count))
+                            continue
+                        data = b""
+                    else:
+                        data = await stream.receive_some()
+                    if not data:
+                        error = PeerClosedError("the broker closed the connection", node=self.node)
+                        break
+                    self._dispatch(protocol.receive_data(data))
+            except KafkaCompatError as exc:
+                error = exc
+            finally:
+                # However the reader ends (a failure, aclose, a write cut off half-way),
+                # the writer and the socket go with it.
+                if error is not None and not self._closed:
+                    log.debug("connection %s failed: %s", self.node, error)
+                self._dispatch(protocol.closed(error))
+                _cancel(scopes)
                 await stream.aclose()
 
-    def _next_reply_limit(self) -> tuple[int, str | None]:
-        """The ceiling for the next frame: the one for the oldest request awaiting an answer."""
-        if self._awaiting:
-            return self._reply_limits.get(self._awaiting[0], (self.config.max_frame_size, None))
-        if self._acks0_ids:  # a broker that answers acks=0 Produce anyway
-            return self.config.max_frame_size, "Produce"
-        return self.config.reply_limits.handshake, None  # nothing asked: whatever comes is refused
+    # -- waking callers -----------------------------------------------------------------
 
-    def _deliver(self, frame: bytes) -> None:
-        correlation_id = framing.peek_correlation_id(frame)
-        if self._awaiting and self._awaiting[0] == correlation_id:
-            self._awaiting.popleft()
-            self._reply_limits.pop(correlation_id, None)
-        elif correlation_id in self._acks0_ids:  # a broker that answers acks=0 anyway
-            del self._acks0_ids[correlation_id]
+    def _dispatch(self, events: list[PipelineEvent]) -> None:
+        if not events:
             return
-        else:
-            expected = self._awaiting[0] if self._awaiting else None
-            raise ProtocolError(
-                f"the broker answered correlation id {correlation_id} where the oldest request "
-                f"awaiting an answer has {expected}; closing the connection"
-            )
-        pending = self._pending.pop(correlation_id, None)
-        if pending is None:
-            if correlation_id in self._abandoned:
-                self._abandoned.discard(correlation_id)
+        now = trio.current_time()  # after decoding: a deadline covers reading the answer
+        freed = False
+        for event in events:
+            if isinstance(event, ResponseReceived):
+                self._settle(event.ticket, (event.response, None), now)
+            elif isinstance(event, ConnectionFailed):
+                for ticket in event.failed:
+                    self._settle(ticket, (None, event.error_of(ticket)), now)
+                backlog, self._backlog = self._backlog, deque()
+                for call in backlog:  # waiting for a slot: they see the failure
+                    self._wake(call, (None, event.error))
+                if self._protocol is not None and not self._protocol.is_ready:
+                    self._stop_io()  # the reader closes the socket
                 return
-            raise ProtocolError(
-                f"the broker answered correlation id {correlation_id}, which no request in flight has; "
-                "closing the connection"
-            )
-        try:
-            # Trailing bytes are tolerated, as Kafka's Java client tolerates them.
-            _, response = framing.decode_response(
-                frame, pending.response_cls, pending.version, allow_trailing=True
-            )
-        except DecodeError as exc:
-            exc.node = self.node
-            pending.resolve(error=exc)
-        else:
-            pending.resolve(response)
+            elif isinstance(event, RequestFailed):
+                self._settle(event.ticket, (None, event.error), now)
+            else:  # SentWithoutReply: an acks=0 Produce ends once written
+                self._settle(event.ticket, (None, None), now)
+            freed = True
+        if freed and self._backlog:
+            self._fill()
 
-    def _fail_everything(self, error: KafkaCompatError) -> None:
+    def _settle(self, ticket: Ticket, result: _Outcome, now: float) -> None:
+        call = self._callers.pop(ticket, None)
+        if call is not None:
+            self._wake(call, _LATE if now > call.deadline else result)
+
+    def _expire(self, call: _Call) -> None:
+        self._wake(call, _LATE)
+
+    @staticmethod
+    def _wake(call: _Call, result: _Outcome) -> None:
+        if not call.ended:
+            call.ended = True
+            trio.lowlevel.reschedule(call.task, outcome.Value(result))
+
+    def _fail_setup(self, error: KafkaCompatError) -> None:
         if error.node is None:
             error.node = self.node
         if self._failure is None:
             self._failure = error
-        pending, self._pending = self._pending, {}
-        queued, self._outbox = self._outbox, {}
-        for item in pending.values():  # sent: a close may be the broker refusing a removed version
-            ranges = self.capabilities.api_ranges if self.capabilities else None
-            removed = removed_version_error(error, item.response_cls.API_KEY, item.version, ranges)
-            item.resolve(error=removed or error)
-        for item in queued.values():
-            item.resolve(error=error)
         self._ready.set()  # wake anyone waiting to send: they will see the failure
-
-    def _close_soon(self) -> None:
-        self._closed = True
-        self._stop_io()
-
-    def _note_change(self, capabilities: BrokerCapabilities) -> None:
-        change = capability_change(self.node, self.capabilities, capabilities)
-        if change is not None:
-            self.changes.append(change)
-            log.warning("%s", change.describe())
-
-
-def _next_id(result: HandshakeResult) -> int:
-    attempts = len(result.transcript.attempts)
-    return attempts + 1
 
 
 @asynccontextmanager
@@ -452,3 +457,9 @@ async def open_connection(
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         raise_lone(group)
+
+
+def _cancel(scopes: _Scopes | None) -> None:
+    if scopes is not None:
+        for scope in scopes:
+            scope.cancel()

@@ -1,144 +1,125 @@
-"""The one trio driver of the sans-I/O ApiVersions handshake.
+"""The trio driver of a connection's setup: the handshake and SASL, up to ``Ready``.
 
-It does exactly what the machine's actions say (connect, send, read) and
-reports each outcome as the matching event; every decision stays in
-``kafkacompat.negotiation.handshake``.  The one clock it keeps: each
-ApiVersions request has ``request_timeout`` from its write for every reply
-awaited after it (the probe's included); a quiet period the machine hands
-over ends the wait early with ``quiet()``, only while that deadline is ahead.
+Every decision is the sans-I/O ``ClientConnection``'s (which ApiVersions
+version, a retry on a new connection, the pre-0.10 probe, SASL's versions and
+round trips); this module does what its actions say (open, write, read) and
+reports each outcome as the matching event.  The clock it keeps is trio's:
+each request written has ``request_timeout`` for itself and every reply
+awaited after it (the pre-0.10 probe shares ApiVersions' deadline); a quiet
+period the connection hands over ends the wait early with ``quiet()``, only
+while that deadline is ahead.
 """
 
 from __future__ import annotations
 
 import trio
 
-from kafkacompat.errors import (
-    KafkaCompatError,
-    KafkaTimeoutError,
-    ProtocolError,
-    TransportError,
-    WrongProtocolError,
-)
-from kafkacompat.negotiation.handshake import ApiVersionsHandshake
-from kafkacompat.negotiation.handshake_types import (
-    Connect,
-    Done,
-    Fail,
-    HandshakeResult,
-    ReceiveReply,
-    SendProbe,
-    SendRequest,
+from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError
+from kafkacompat.negotiation.client_connection import (
+    ClientConnection,
+    OpenSocket,
+    Read,
+    Ready,
+    SetupFailed,
+    Write,
 )
 from kafkacompat.transport.config import ConnectionConfig
-from kafkacompat.transport.stream import FramedStream, PeerClosedError, open_framed_stream
+from kafkacompat.transport.stream import ByteStream, open_byte_stream
 
-__all__ = ["negotiate"]
+__all__ = ["set_up"]
 
 
-async def negotiate(host: str, port: int, config: ConnectionConfig) -> tuple[FramedStream, HandshakeResult]:
-    """Open a connection and run the handshake on it (and on reconnections it asks for).
+async def set_up(
+    protocol: ClientConnection, host: str, port: int, config: ConnectionConfig
+) -> tuple[ByteStream, Ready]:
+    """Drive ``protocol`` through its setup; the stream it ended on, ready for requests.
 
-    Returns the stream the handshake ended on, ready for requests, with the
-    result.  Failures raise the machine's typed error, transcript attached.
+    Failures raise the connection's typed error (transcript attached); the
+    stream is closed on every way out but success.
     """
-    node = f"{host}:{port}"
-    machine = ApiVersionsHandshake(config.handshake, node=node)
-    stream: FramedStream | None = None
+    stream: ByteStream | None = None
     deadline = trio.current_time() + config.request_timeout
     try:
         while True:
-            action = machine.next_action()
-            if isinstance(action, Connect):
-                stream = await _reconnect(stream, host, port, config, machine)
-            elif isinstance(action, SendRequest | SendProbe):
+            action = protocol.next_action()
+            if isinstance(action, OpenSocket):
+                if stream is not None:
+                    await stream.aclose()
+                stream = await _open(protocol, host, port, config)
+            elif isinstance(action, Write):
                 assert stream is not None
-                if isinstance(action, SendRequest):
+                if action.fresh_deadline:  # a request and its answer share one deadline
                     deadline = trio.current_time() + config.request_timeout
-                try:
-                    await stream.send(action.frame)
-                except TransportError:
-                    machine.connection_closed()
-                else:
-                    machine.request_sent()
-            elif isinstance(action, ReceiveReply):
+                await _write(protocol, stream, action, deadline)
+            elif isinstance(action, Read):
                 assert stream is not None
-                await _receive(stream, action, deadline, machine, config)
-            elif isinstance(action, Done):
-                if action.needs_new_connection:
-                    stream = await _open_after_fallback(stream, host, port, config)
-                assert stream is not None
-                return stream, action.result
-            elif isinstance(action, Fail):
+                await _read(protocol, stream, action, deadline)
+            elif isinstance(action, SetupFailed):
                 raise action.error
+            else:
+                assert isinstance(action, Ready) and stream is not None
+                return stream, action
     except BaseException:
         if stream is not None:
             await stream.aclose()
         raise
 
 
-async def _reconnect(
-    old: FramedStream | None, host: str, port: int, config: ConnectionConfig, machine: ApiVersionsHandshake
-) -> FramedStream | None:
-    if old is not None:
-        await old.aclose()
+async def _open(
+    protocol: ClientConnection, host: str, port: int, config: ConnectionConfig
+) -> ByteStream | None:
     try:
-        stream = await open_framed_stream(host, port, config)
-    except TransportError as exc:
-        machine.connect_failed(str(exc))
-        return None
+        stream = await open_byte_stream(host, port, config, trio.current_time() + config.connect_timeout)
     except KafkaTimeoutError:
-        machine.timed_out()
+        protocol.timed_out()
+        return None
+    except TransportError as exc:
+        protocol.connect_failed(str(exc))
         return None
     except KafkaCompatError as exc:  # TLS verification and the like: not a handshake matter
-        exc.transcript = machine.transcript
+        exc.transcript = protocol.transcript
         raise
-    machine.connected()
+    protocol.connected()
     return stream
 
 
-async def _receive(
-    stream: FramedStream,
-    action: ReceiveReply,
-    deadline: float,
-    machine: ApiVersionsHandshake,
-    config: ConnectionConfig,
-) -> None:
-    limit, what = machine.reply_ceiling(config.reply_limits, config.max_frame_size)
-    quiet_until = deadline
-    if action.quiet_period is not None:
-        quiet_until = min(deadline, trio.current_time() + action.quiet_period)
+async def _write(protocol: ClientConnection, stream: ByteStream, action: Write, deadline: float) -> None:
+    # Bare cancel scopes: fail_at's context manager and exception cost a loopback
+    # handshake a few percent, twice per request.
     try:
-        # Cancelling mid-frame loses nothing: the bytes read so far stay in the stream's splitter.
-        with trio.fail_after(max(quiet_until - trio.current_time(), 0)):
-            frame = await stream.receive_frame(limit, what)
-    except trio.TooSlowError:
-        if quiet_until < deadline:
-            machine.quiet()
-        else:
-            machine.timed_out()
-    except PeerClosedError:
-        machine.connection_closed()
-    except WrongProtocolError:
-        machine.foreign_bytes(stream.unconsumed())
-    except ProtocolError as exc:
-        # A size prefix that is negative or above max_frame_size, but not another protocol's
-        # bytes: foreign_bytes is only for WrongProtocolError (the machine's contract), and
-        # "wrong port or security protocol" would mislead.  Reported as it is.
-        exc.node = exc.node or machine.node
-        exc.transcript = machine.transcript
-        raise
+        with trio.CancelScope(deadline=deadline) as scope:
+            await stream.send_all(action.data)
     except TransportError:
-        machine.connection_closed()  # a reset is a close for the handshake's purposes
+        protocol.closed()  # a reset is a close for the handshake's purposes
+        return
+    if scope.cancelled_caught:
+        protocol.timed_out()
     else:
-        machine.received_frame(frame)  # decodes it: the deadline covers that too
-        if trio.current_time() > deadline:
-            message = "timed out while reading the ApiVersions reply"
-            raise KafkaTimeoutError(message, node=machine.node, transcript=machine.transcript)
+        protocol.written()
 
 
-async def _open_after_fallback(
-    old: FramedStream | None, host: str, port: int, config: ConnectionConfig
-) -> FramedStream:
-    if old is not None:
-        await old.aclose()
-    return await open_framed_stream(host, port, config)
+async def _read(protocol: ClientConnection, stream: ByteStream, action: Read, deadline: float) -> None:
+    until = deadline
+    if action.quiet_period is not None:  # quiet only while the request's deadline is ahead
+        until = min(deadline, trio.current_time() + action.quiet_period)
+    data = b""
+    try:
+        with trio.CancelScope(deadline=until) as scope:
+            data = await stream.receive_some()
+    except TransportError:
+        protocol.closed()  # a reset is a close for the handshake's purposes
+        return
+    if scope.cancelled_caught:
+        if until < deadline:
+            protocol.quiet()
+        else:
+            protocol.timed_out()
+        return
+    if not data:
+        protocol.closed()
+        return
+    protocol.receive_data(data)  # decodes what completed: the deadline covers that too
+    if trio.current_time() > deadline:
+        raise KafkaTimeoutError(
+            f"timed out while reading {action.what}", node=protocol.node, transcript=protocol.transcript
+        )

@@ -1,13 +1,10 @@
-"""A framed byte stream over trio: TCP, optionally TLS, size-prefixed frames.
+"""A byte stream over trio: TCP, optionally TLS, for the trio driver.
 
-Bytes are read into a ``FrameSplitter``, which refuses a bad size prefix
-(negative, above the ceiling for the reply expected, or the start of a TLS or
-HTTP reply) before buffering anything it announces, and gives each frame one
-buffer of exactly its size; on plain TCP the socket reads straight into it.
-A frame is read with the ceiling the caller passes (the connection: the one
-for the request answered); without one, the ceiling for ApiVersions, the
-first reply on every connection (the handshake and SASL read that way).  End of stream is a
-``TransportError``; every other low-level failure goes through ``translate``.
+The stream only moves bytes: splitting them into frames, and every limit on
+a frame's size, belong to the sans-I/O ``ClientConnection`` the driver feeds.
+On plain TCP a reply's body can be read straight into the buffer the
+connection holds for it (``receive_into``).  Every low-level failure goes
+through ``translate``; end of stream is an empty read.
 """
 
 from __future__ import annotations
@@ -16,30 +13,27 @@ import contextlib
 import ipaddress
 import socket
 import ssl
-from collections.abc import Callable
 
 import trio
 
 from kafkacompat.errors import TransportError
 from kafkacompat.negotiation.addresses import check_address
-from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.seam import translate
 from kafkacompat.transport.tls import tls_context
 
-__all__ = ["FramedStream", "PeerClosedError", "open_framed_stream"]
+__all__ = ["ByteStream", "PeerClosedError", "open_byte_stream"]
 
-_CHUNK = 65536
-#: What the next frame answers, asked when it starts: (its size ceiling, the request's name).
-Expectation = Callable[[], tuple[int, str | None]]
+CHUNK = 65536
+_LOW_LEVEL = (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError)
 
 
 class PeerClosedError(TransportError):
     """The peer closed the connection (end of stream)."""
 
 
-class FramedStream:
-    """Whole Kafka frames (without their size prefix) in, whole frames out.
+class ByteStream:
+    """Bytes out, bytes in, on a connected trio socket or a TLS stream.
 
     Plain TCP talks to the trio socket itself: a ``SocketStream`` would add a
     conflict detector per call, a second socket option and a scheduling
@@ -48,74 +42,49 @@ class FramedStream:
     """
 
     def __init__(
-        self,
-        node: str,
-        max_frame_size: int,
-        *,
-        sock: trio.socket.SocketType | None = None,
-        stream: trio.abc.Stream | None = None,
-        default_limit: int | None = None,
+        self, node: str, *, sock: trio.socket.SocketType | None = None, stream: trio.abc.Stream | None = None
     ) -> None:
         if (sock is None) == (stream is None):
-            raise ValueError("a FramedStream wraps either a socket or a stream")
+            raise ValueError("a ByteStream wraps either a socket or a stream")
         self._sock = sock
         self._stream = stream
         self.node = node
-        self._splitter = FrameSplitter(max_frame_size)
-        self.default_limit = max_frame_size if default_limit is None else default_limit
         self.closed = False
 
-    async def send(self, frame: bytes) -> None:
+    @property
+    def reads_into(self) -> bool:
+        """Whether ``receive_into`` can fill a caller's buffer directly (plain TCP)."""
+        return self._sock is not None
+
+    async def send_all(self, data: bytes) -> None:
         try:
             if self._sock is not None:
-                view = memoryview(frame)
+                view = memoryview(data)
                 while view:  # each send takes at least one byte, or raises
                     view = view[await self._sock.send(view) :]
             else:
                 assert self._stream is not None
-                await self._stream.send_all(frame)
-        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError) as exc:
+                await self._stream.send_all(data)
+        except _LOW_LEVEL as exc:
             raise translate(exc, self.node, "sending a request") from None
 
-    async def receive_frame(
-        self, limit: int | None = None, what: str | None = None, *, expect: Expectation | None = None
-    ) -> bytes:
-        """The next frame, held to ``limit`` bytes (default ``default_limit``); ``what`` it answers.
+    async def receive_some(self) -> bytes:
+        """What arrived (at least one byte), or ``b""`` at the end of the stream."""
+        try:
+            if self._sock is not None:
+                return await self._sock.recv(CHUNK)
+            assert self._stream is not None
+            return bytes(await self._stream.receive_some(CHUNK))
+        except _LOW_LEVEL as exc:
+            raise translate(exc, self.node, "reading a response") from None
 
-        ``expect`` instead gives both when asked, just before the size prefix is
-        read: a pipelined reader learns what it awaits only as requests go out.
-        """
-        ceiling = self.default_limit if limit is None else limit
-        splitter = self._splitter
-        while True:
-            if expect is not None:
-                ceiling, what = expect()
-            frame = splitter.next_frame(ceiling, what=what)  # may raise on a bad size prefix
-            if frame is not None:
-                return frame
-            room = splitter.body_room() if self._sock is not None else None
-            try:
-                if room is not None:  # plain TCP, a body under way: straight into its buffer
-                    count = await self._sock.recv_into(room)  # type: ignore[union-attr]
-                    del room
-                    if count:
-                        splitter.body_filled(count)
-                        continue
-                    chunk: bytes | bytearray = b""
-                elif self._sock is not None:
-                    chunk = await self._sock.recv(_CHUNK)
-                else:
-                    assert self._stream is not None
-                    chunk = await self._stream.receive_some(_CHUNK)
-            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError) as exc:
-                raise translate(exc, self.node, "reading a response") from None
-            if not chunk:
-                raise PeerClosedError("the broker closed the connection", node=self.node)
-            splitter.push(chunk)
-
-    def unconsumed(self) -> bytes:
-        """The head of what arrived but was not taken as a frame (after a refused prefix)."""
-        return self._splitter.unconsumed()
+    async def receive_into(self, buffer: memoryview) -> int:
+        """Plain TCP only: read into ``buffer``; 0 at the end of the stream."""
+        assert self._sock is not None
+        try:
+            return await self._sock.recv_into(buffer)
+        except _LOW_LEVEL as exc:
+            raise translate(exc, self.node, "reading a response") from None
 
     async def aclose(self) -> None:
         if self.closed:
@@ -130,9 +99,7 @@ class FramedStream:
         # caller still release the socket.
         with trio.move_on_after(1) as scope:
             scope.shield = True
-            with contextlib.suppress(
-                OSError, trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError
-            ):
+            with contextlib.suppress(*_LOW_LEVEL):
                 await self._stream.aclose()
 
 
@@ -153,17 +120,16 @@ async def _open_tcp(host: str, port: int) -> trio.socket.SocketType:
     return sock
 
 
-async def open_framed_stream(host: str, port: int, config: ConnectionConfig) -> FramedStream:
-    """Connect (and run the TLS handshake) within the connect timeout."""
+async def open_byte_stream(host: str, port: int, config: ConnectionConfig, deadline: float) -> ByteStream:
+    """Connect (and run the TLS handshake) by ``deadline``, on trio's clock."""
     host, port = check_address(host, port, source="the caller")  # before any socket call sees it
     node = f"{host}:{port}"
-    limit = min(config.reply_limits.handshake, config.max_frame_size)
     doing = "connecting"
     try:
-        with trio.fail_after(config.connect_timeout):
+        with trio.CancelScope(deadline=deadline):  # bare: a third of fail_at's cost
             sock = await _open_tcp(host, port)
             if config.tls is None:
-                return FramedStream(node, config.max_frame_size, sock=sock, default_limit=limit)
+                return ByteStream(node, sock=sock)
             doing = "running the TLS handshake"
             tcp = trio.SocketStream(sock)
             ssl_stream = trio.SSLStream(
@@ -174,6 +140,7 @@ async def open_framed_stream(host: str, port: int, config: ConnectionConfig) -> 
             except BaseException:
                 await trio.aclose_forcefully(tcp)
                 raise
-            return FramedStream(node, config.max_frame_size, stream=ssl_stream, default_limit=limit)
-    except (OSError, trio.TooSlowError, trio.BrokenResourceError, ssl.SSLError) as exc:
+            return ByteStream(node, stream=ssl_stream)
+    except (OSError, trio.BrokenResourceError, ssl.SSLError) as exc:
         raise translate(exc, node, doing) from None
+    raise translate(trio.TooSlowError(), node, doing)  # the scope's deadline passed

@@ -17,7 +17,7 @@ from kafkacompat.protocol import messages as m
 from kafkacompat.testing.tansu import TansuBroker
 from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection, open_connection
-from kafkacompat.transport.stream import FramedStream
+from kafkacompat.transport.stream import ByteStream
 from tests.support.fault_proxy import Fault, fault_proxy
 from tests.support.waiting import wait_until
 
@@ -49,13 +49,13 @@ def _child_tasks(nursery: trio.Nursery) -> int:
 def writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of frames in each write a connection makes, in order."""
     seen: list[int] = []
-    real_send = FramedStream.send
+    real_send = ByteStream.send_all
 
-    async def counting_send(self: FramedStream, data: bytes) -> None:
+    async def counting_send(self: ByteStream, data: bytes) -> None:
         seen.append(_frames_in(data))
         await real_send(self, data)
 
-    monkeypatch.setattr(FramedStream, "send", counting_send)
+    monkeypatch.setattr(ByteStream, "send_all", counting_send)
     return seen
 
 
@@ -78,7 +78,7 @@ async def test_no_task_runs_until_the_first_request(tansu: TansuBroker) -> None:
             assert _child_tasks(nursery) == 0
             reply = await conn.request(m.MetadataRequest(topics=None))
             assert isinstance(reply, m.MetadataResponse)
-            assert _child_tasks(nursery) == 2  # the reader and the writer
+            assert _child_tasks(nursery) == 3  # the reader, the writer and the deadline keeper
             await conn.aclose()
             await wait_until(lambda: _child_tasks(nursery) == 0)
 
@@ -175,7 +175,7 @@ async def test_a_broken_write_fails_every_request_and_ends_both_tasks(tansu: Tan
             assert all(isinstance(o, TransportError | m.MetadataResponse) for o in outcomes), outcomes
             assert any(isinstance(o, TransportError) for o in outcomes), outcomes
             assert not conn.is_ready and conn.in_flight == 0
-            await wait_until(lambda: _child_tasks(n) == 0)  # reader and writer both ended
+            await wait_until(lambda: _child_tasks(n) == 0)  # reader, writer and deadline keeper ended
             with pytest.raises(TransportError):
                 await conn.request(m.MetadataRequest(topics=None))
             await conn.aclose()

@@ -187,3 +187,31 @@ def test_a_close_once_ready_fails_what_is_in_flight() -> None:
     (event,) = client.closed()
     assert isinstance(event, ConnectionFailed) and event.failed == (ticket,)
     assert client.phase is Phase.CLOSED
+
+
+def test_a_body_read_into_its_buffer_answers_as_bytes_handed_over_do() -> None:
+    """``body_room``/``body_filled`` (a driver's ``recv_into``) end in the same events as ``receive_data``."""
+    wire = wire_for(profile("3.9"))
+    client = ClientConnection(node="b:9092")
+    assert isinstance(set_up(client, wire), Ready)
+    assert client.body_room() is None  # nothing under way
+    ticket = client.send(messages.MetadataRequest(topics=[]))
+    assert wire.client_writes(client.pipeline.bytes_to_send())
+    client.pipeline.write_done()
+    reply = bytes(wire.inbox)
+    wire.inbox.clear()
+    assert client.receive_data(reply[:5]) == []  # the size prefix and one byte of the body
+    room = client.body_room()
+    assert room is not None and len(room) == len(reply) - 5
+    room[:] = reply[5:]
+    del room
+    events = client.body_filled(len(reply) - 5)
+    assert len(events) == 1 and isinstance(events[0], ResponseReceived) and events[0].ticket is ticket
+    again = ClientConnection(node="b:9092")
+    wire = wire_for(profile("3.9"))
+    assert isinstance(set_up(again, wire), Ready)
+    again.send(messages.MetadataRequest(topics=[]))
+    assert wire.client_writes(again.pipeline.bytes_to_send())
+    again.pipeline.write_done()
+    (same,) = again.receive_data(bytes(wire.inbox))
+    assert isinstance(same, ResponseReceived) and same.response == events[0].response

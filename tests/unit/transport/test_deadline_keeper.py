@@ -1,0 +1,61 @@
+"""``DeadlineKeeper``: callers expire at their deadlines, on trio's clock, in order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import trio
+import trio.testing
+
+from kafkacompat.transport.deadlines import DeadlineKeeper
+
+
+@dataclass(eq=False)
+class Caller:
+    name: str
+    ended: bool = False
+
+
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    return trio.testing.MockClock(autojump_threshold=0)
+
+
+async def test_callers_expire_at_their_deadlines_in_order(clock: trio.testing.MockClock) -> None:
+    expired: list[tuple[str, float]] = []
+    keeper: DeadlineKeeper[Caller] = DeadlineKeeper(lambda c: expired.append((c.name, trio.current_time())))
+    answered = Caller("answered in time")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(keeper.run)
+        keeper.add(30, Caller("thirty"), waiting=1)
+        keeper.add(20, answered, waiting=2)
+        await trio.sleep(5)  # the keeper sleeps towards 20 by now
+        keeper.add(10, Caller("ten, added while it slept"), waiting=3)
+        await trio.sleep(10)
+        answered.ended = True  # woken by something else: it must not expire
+        await trio.sleep(100)
+        nursery.cancel_scope.cancel()
+    assert expired == [("ten, added while it slept", 10), ("thirty", 30)]
+
+
+def test_ended_callers_do_not_pile_up() -> None:
+    keeper: DeadlineKeeper[Caller] = DeadlineKeeper(lambda c: None)
+    for i in range(20_000):  # answered in time, one after another, none expired yet
+        caller = Caller(str(i))
+        keeper.add(1000.0 + i, caller, waiting=1)
+        caller.ended = True
+    assert len(keeper) <= 1024 + 1
+
+
+def test_expire_due_reports_the_next_deadline_that_matters() -> None:
+    expired: list[str] = []
+    keeper: DeadlineKeeper[Caller] = DeadlineKeeper(lambda c: expired.append(c.name))
+    first, second, third = Caller("a"), Caller("b"), Caller("c")
+    keeper.add(1, first, waiting=1)
+    keeper.add(2, second, waiting=2)
+    keeper.add(3, third, waiting=3)
+    second.ended = True
+    assert keeper.expire_due(0.5) == 1 and expired == []
+    assert keeper.expire_due(2.5) == 3 and expired == ["a"]
+    assert keeper.expire_due(10) == float("inf") and expired == ["a", "c"]

@@ -1,0 +1,68 @@
+"""No trio code reads the wall clock: deadlines in trio tasks use trio's clock.
+
+``time.monotonic()`` (or ``time.time()``, ``time.sleep()``) inside a trio task
+ignores the run loop's clock, so an autojump ``MockClock`` cannot drive it and
+a test has to wait in real time.  Every module under ``kafkacompat/transport``
+that imports trio is scanned; the blocking, trio-free probe is not trio code.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import kafkacompat.transport
+
+TRANSPORT = Path(kafkacompat.transport.__file__).parent
+WALL_CLOCK = {"monotonic", "monotonic_ns", "time", "time_ns", "perf_counter", "sleep"}
+#: Still reading time.monotonic() on this branch; issue 14's cluster work moves it to
+#: trio's clock.  Remove the entry when that lands.
+NOT_YET = {"coordinator_lookup.py"}
+
+
+def _imports_trio(tree: ast.Module) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "trio" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "trio":
+            return True
+    return False
+
+
+def _wall_clock_calls(tree: ast.Module) -> list[str]:
+    found = []
+    from_time = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "time"
+        for alias in node.names
+        if alias.name in WALL_CLOCK
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in WALL_CLOCK:
+            if isinstance(node.value, ast.Name) and node.value.id == "time":
+                found.append(f"line {node.lineno}: time.{node.attr}")
+        elif isinstance(node, ast.Name) and node.id in from_time:
+            found.append(f"line {node.lineno}: {node.id}")
+    return found
+
+
+def test_no_trio_module_reads_the_wall_clock() -> None:
+    offenders = {}
+    scanned = 0
+    for path in sorted(TRANSPORT.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if not _imports_trio(tree) or path.name in NOT_YET:
+            continue
+        scanned += 1
+        calls = _wall_clock_calls(tree)
+        if calls:
+            offenders[path.name] = calls
+    assert offenders == {}
+    assert scanned >= 5  # the driver's modules are among them: the scan saw trio code
+
+
+def test_the_scan_sees_a_wall_clock_read() -> None:
+    bad = ast.parse("import time\nfrom time import monotonic as now\nx = time.monotonic()\ny = now()\n")
+    assert _wall_clock_calls(bad) == ["line 3: time.monotonic", "line 4: now"]
+    assert _wall_clock_calls(ast.parse("import trio\nx = trio.current_time()\n")) == []
