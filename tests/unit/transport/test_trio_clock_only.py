@@ -3,7 +3,9 @@
 ``time.monotonic()`` (or ``time.time()``, ``time.sleep()``) inside a trio task
 ignores the run loop's clock, so an autojump ``MockClock`` cannot drive it and
 a test has to wait in real time.  Every module under ``kafkacompat/transport``
-that imports trio is scanned; the blocking, trio-free probe is not trio code.
+is scanned: those that import trio, and the loop-neutral cluster layer that
+runs inside trio tasks through its backend.  Only the blocking driver, which
+runs on no loop at all, keeps the wall clock.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ import kafkacompat.transport
 
 TRANSPORT = Path(kafkacompat.transport.__file__).parent
 WALL_CLOCK = {"monotonic", "monotonic_ns", "time", "time_ns", "perf_counter", "sleep"}
-#: Still reading time.monotonic() on this branch; issue 14's cluster work moves it to
-#: trio's clock.  Remove the entry when that lands.
-NOT_YET = {"coordinator_lookup.py"}
+#: The blocking driver: no loop, so the wall clock is its clock.
+BLOCKING = {"probe.py"}
 
 
 def _imports_trio(tree: ast.Module) -> bool:
@@ -52,14 +53,16 @@ def test_no_trio_module_reads_the_wall_clock() -> None:
     scanned = 0
     for path in sorted(TRANSPORT.glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        if not _imports_trio(tree) or path.name in NOT_YET:
+        if path.name in BLOCKING:
             continue
         scanned += 1
         calls = _wall_clock_calls(tree)
         if calls:
             offenders[path.name] = calls
     assert offenders == {}
-    assert scanned >= 5  # the driver's modules are among them: the scan saw trio code
+    for driver in ("connection.py", "cluster.py"):
+        assert _imports_trio(ast.parse((TRANSPORT / driver).read_text(encoding="utf-8")))
+    assert scanned >= 10  # the driver's modules are among them: the scan saw trio code
 
 
 def test_the_scan_sees_a_wall_clock_read() -> None:
