@@ -3,7 +3,8 @@
 For every measured client release (``kafkacompat.profiles.measure.MEASURED``),
 the verdict of ``check --release 0.9.0`` (the release table) and of ``check
 --bootstrap`` the real broker must be the same, and must be what happens when
-that client release runs its traffic against the real broker: every one is
+that client release runs its traffic against the real broker (and the emulated
+0.9.0 must make the client do the same as the real one does): every one is
 judged "breaks" (0.9 has no ApiVersions, which every measured client sends
 first, nor DeleteGroups, nor transactions), so every one must fail, and on the
 wire the broker must have refused an API the verdict names.
@@ -31,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from kafkacompat.profiles.measure import DEFAULT_CACHE, MEASURED, ROOT, install
+from kafkacompat.profiles.measure import DEFAULT_CACHE, MEASURED, ROOT, install, record_run
 from kafkacompat.testing.client_traffic import read_report
 from kafkacompat.testing.kafka09 import Kafka09Broker
 from kafkacompat.testing.ports import BrokerStartError, free_port
@@ -183,3 +184,22 @@ def test_the_verdict_on_the_real_0_9_0_1_is_what_happens(
     requests = [r for p in profiles for r in p["recorded"]["requests"]]
     refused = {r["api_key"] for r in requests if set(r["outcomes"]) - {"answered"}}
     assert refused & set(breaking), (requests, breaking, report)
+
+    # The emulated 0.9.0 is the model of this broker: the same client stops in the same step,
+    # having sent the same (API, version)s with the same outcomes (counts vary with timing).
+    emulated, emulated_profiles = record_run(library, target, "0.9.0", tmp_path)
+    assert failed_step(emulated) == failed_step(report)
+    assert wire(emulated_profiles) == wire(profiles)
+
+
+def failed_step(report: dict[str, Any]) -> str:
+    return next(str(s["step"]) for s in report["steps"] if not s["ok"])
+
+
+def wire(profiles: list[dict[str, Any]]) -> set[tuple[int, int, str]]:
+    return {
+        (r["api_key"], r["version"], outcome)
+        for p in profiles
+        for r in p["recorded"]["requests"]
+        for outcome in r["outcomes"]
+    }
