@@ -8,7 +8,9 @@ NAME[@VERSION]`` picks some of a file's profiles.  The target is a release
 features unless ``--finalized NAME=LEVEL`` says otherwise), a cluster's
 snapshot file (``--cluster SNAPSHOT.jsonl``: every broker of each cluster, so
 a rolling upgrade is judged node by node), or a live cluster
-(``--bootstrap HOST:PORT``, every broker probed).  Every finding names the
+(``--bootstrap HOST:PORT``, every broker probed, connected to with the
+options every connecting command takes: ``--command-config``, ``--tls``,
+``--ca-file``, ``--sasl-*``, ``--timeout``, ``--retries``).  Every finding names the
 API, both ranges, the rule and its source.  Exit status: 0 every client
 works, 1 some client breaks, 2 could not tell.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkacompat import __version__
+from kafkacompat.cli.connection_options import add_connection_options, resolve_connection, warn_ignored
 from kafkacompat.cli.output import Output
 from kafkacompat.errors import KafkaCompatError
 from kafkacompat.negotiation.release_guess import guess_release
@@ -59,10 +62,9 @@ def register(subparsers: Any) -> None:
         metavar="NAME=LEVEL",
         help="with --release: a finalized feature level instead of a fresh cluster's",
     )
-    parser.add_argument(
-        "--command-config", type=Path, metavar="FILE", help="with --bootstrap: client properties"
-    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    # With --bootstrap: how to connect, as every connecting command takes it (TLS, SASL, timeouts).
+    add_connection_options(parser, addresses=False, policy_flags=False)
     parser.set_defaults(handler=run)
 
 
@@ -166,14 +168,15 @@ def _broker(label: str, apis: Mapping[int, VersionRange], finalized: Mapping[str
     return BrokerSide(label, dict(apis), release, dict(finalized))
 
 
-def brokers_from_bootstrap(bootstrap: str, command_config: Path | None) -> dict[str, list[BrokerSide]]:
-    from kafkacompat.cli.connection_options import add_connection_options, resolve_connection
+def brokers_from_bootstrap(args: argparse.Namespace) -> dict[str, list[BrokerSide]]:
+    """Every broker of the live cluster ``args.bootstrap`` names, with the connection options given."""
     from kafkacompat.cli.probe import probe
 
-    parser = argparse.ArgumentParser(add_help=False)
-    add_connection_options(parser)
-    argv = [bootstrap] + (["--command-config", str(command_config)] if command_config else [])
-    report = probe(resolve_connection(parser.parse_args(argv)), all_brokers=True)
+    options = resolve_connection(args)
+    warn_ignored(options)
+    bootstrap = options.bootstrap
+    with options.redactor.scrubbing():  # a failure's text never carries a password
+        report = probe(options, all_brokers=True)
     brokers = []
     for broker in report.brokers:
         caps = broker.capabilities
@@ -257,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.cluster is not None:
             targets = brokers_from_snapshots(args.cluster)
         else:
-            targets = brokers_from_bootstrap(args.bootstrap, args.command_config)
+            targets = brokers_from_bootstrap(args)
     except KafkaCompatError as exc:
         Output().note(f"kafkacompat check: could not tell: {exc}")
         return EXIT_UNKNOWN

@@ -91,18 +91,30 @@ class _RefusePassword(argparse.Action):
         )
 
 
-def add_connection_options(parser: argparse.ArgumentParser) -> None:
-    """Add the shared connection, security and policy options to a subcommand's parser."""
-    parser.add_argument("bootstrap", nargs="?", metavar="HOST:PORT", help="a bootstrap broker")
+def add_connection_options(
+    parser: argparse.ArgumentParser, *, addresses: bool = True, policy_flags: bool = True
+) -> None:
+    """Add the shared connection, security and policy options to a subcommand's parser.
+
+    ``addresses=False`` leaves out where to connect (HOST:PORT, --bootstrap-server,
+    --bootstrap-controller) for a command that takes it its own way into
+    ``args.bootstrap`` (``check --bootstrap``); ``policy_flags=False`` leaves out
+    the version policy, for a command whose answer does not depend on it.
+    """
+    if addresses:
+        parser.add_argument("bootstrap", nargs="?", metavar="HOST:PORT", help="a bootstrap broker")
+    else:
+        parser.set_defaults(bootstrap_server=None, bootstrap_controller=None)
     where = parser.add_argument_group("connection")
-    where.add_argument(
-        "--bootstrap-server", metavar="HOST:PORT[,HOST:PORT...]", help="the broker(s) to bootstrap from"
-    )
-    where.add_argument(
-        "--bootstrap-controller",
-        metavar="HOST:PORT[,HOST:PORT...]",
-        help="KRaft controller(s) to bootstrap from instead of brokers (KIP-919)",
-    )
+    if addresses:
+        where.add_argument(
+            "--bootstrap-server", metavar="HOST:PORT[,HOST:PORT...]", help="the broker(s) to bootstrap from"
+        )
+        where.add_argument(
+            "--bootstrap-controller",
+            metavar="HOST:PORT[,HOST:PORT...]",
+            help="KRaft controller(s) to bootstrap from instead of brokers (KIP-919)",
+        )
     where.add_argument(
         "--command-config",
         metavar="FILE",
@@ -141,6 +153,9 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
         metavar="RELEASE",
         help="for a broker older than 0.10 (recognised without it): use this release's API table",
     )
+    if not policy_flags:
+        parser.set_defaults(cap=[], pin=[], deprecate=[], block=[], honour_spec_deprecations=False)
+        return
     policy = parser.add_argument_group("version policy")
     policy.add_argument(
         "--cap",

@@ -295,12 +295,14 @@ class WireRecorder:
 
     def closed(self, by_broker: bool) -> None:
         """The connection ended; what is still pending was closed on (or left by the client)."""
-        if self._client is None and self._early:
-            self._client = self.book.by_client_id(self._client_id)
-            self._identify_later(-1)
         for pending in self._pending.values():
             self._note(pending.api_key, pending.version, "closed" if by_broker else "unanswered")
         self._pending.clear()
+        # Named only now when nothing else was sent: an ApiVersions a pre-0.10 broker closed on
+        # is all such a client ever says, and the most telling thing to keep.
+        if self._client is None and self._early:
+            self._client = self.book.by_client_id(self._client_id)
+            self._identify_later(-1)
 
 
 def _looks_like_request(frame: bytes) -> bool:

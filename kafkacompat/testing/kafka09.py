@@ -11,7 +11,16 @@ and one Kafka broker on free ports of 127.0.0.1, with data in a temporary
 directory, and waits (bounded) until the broker answers a Metadata v0 request
 naming itself (ApiVersions cannot tell: 0.9 does not know it).  Leaving stops
 both, terminating then killing, and removes the directory.  No process is left
-behind.  It is the one pre-0.10 Apache Kafka a test can run here: it answers
+behind.
+
+``advertised_port`` makes the broker name another port of 127.0.0.1 in its
+metadata (``kafkacompat record`` listening there sees every connection a
+client opens, not only the bootstrap one).  The broker still listens on its
+own ``port`` (free, picked on start, unless given), and its controller reaches
+it through the advertised port: something must forward that port to ``port``
+while the broker starts and whenever topics change.
+
+It is the one pre-0.10 Apache Kafka a test can run here: it answers
 nothing to ApiVersions and keeps serving, which the emulator's 0.9.0 era is
 checked against.
 """
@@ -131,9 +140,13 @@ class Kafka09Broker:
         startup_timeout: float = 60.0,
         stop_timeout: float = 10.0,
         java: str | None = None,
+        advertised_port: int | None = None,
+        port: int | None = None,
     ) -> None:
         self.host = LOOPBACK
         self.port = 0
+        self._chosen_port = port
+        self.advertised_port = advertised_port
         self.zookeeper_port = 0
         self.cache_dir = cache_dir
         self.startup_timeout = startup_timeout
@@ -167,14 +180,15 @@ class Kafka09Broker:
         self._dir = tempfile.TemporaryDirectory(prefix="kafkacompat-kafka09-")
         root = Path(self._dir.name)
         try:
-            self.zookeeper_port, self.port = free_port(), free_port()
+            self.zookeeper_port, self.port = free_port(), self._chosen_port or free_port()
             (root / "log4j.properties").write_text(_LOG4J)
             (root / "zookeeper.properties").write_text(
                 f"dataDir={root / 'zookeeper'}\nclientPort={self.zookeeper_port}\n"
                 f"clientPortAddress={self.host}\nmaxClientCnxns=0\n"
             )
             (root / "server.properties").write_text(_server_properties(root, self.host, self.port,
-                                                                       self.zookeeper_port))
+                                                                       self.zookeeper_port,
+                                                                       self.advertised_port))
             self._spawn("zookeeper", java, home, root, "org.apache.zookeeper.server.quorum.QuorumPeerMain",
                         root / "zookeeper.properties")
             self._wait_zookeeper()
@@ -206,10 +220,11 @@ class Kafka09Broker:
 
     def _wait_kafka(self) -> None:
         correlation = iter(range(1, 2**31))
+        advertised = self.advertised_port or self.port
 
         def ready() -> bool:  # Metadata v0 lists this broker once it registered itself
             response = metadata_v0(self.host, self.port, next(correlation), timeout=2.0)
-            return any(broker.port == self.port for broker in response.brokers)
+            return any(broker.port == advertised for broker in response.brokers)
 
         self._wait("kafka", ready)
 
@@ -282,11 +297,13 @@ def metadata_v0(host: str, port: int, correlation_id: int, timeout: float) -> Me
                 return response
 
 
-def _server_properties(root: Path, host: str, port: int, zookeeper_port: int) -> str:
+def _server_properties(
+    root: Path, host: str, port: int, zookeeper_port: int, advertised_port: int | None = None
+) -> str:
     return "\n".join((
         "broker.id=0",
         f"listeners=PLAINTEXT://{host}:{port}",
-        f"advertised.listeners=PLAINTEXT://{host}:{port}",
+        f"advertised.listeners=PLAINTEXT://{host}:{advertised_port or port}",
         f"zookeeper.connect={host}:{zookeeper_port}",
         f"log.dirs={root / 'kafka-logs'}",
         "num.partitions=1",

@@ -10,6 +10,10 @@ not any Kafka release).  Two layers do that:
   topics, transactions), with the minimal state of ``logs`` and ``groups``.
   Their answers are trimmed to the request's version in one place
   (``fit_to_version``): fields a version lacks go back to their defaults.
+  The Share APIs (KIP-932) are not modelled beyond their feature gate: below
+  a finalized share.version 1 they answer UNSUPPORTED_VERSION, as Kafka's
+  ``KafkaApis.isShareGroupProtocolEnabled`` does from 4.1 (the rule is read
+  from ``negotiation.feature_gates``); above it, the default answer.
 - ``default_answer``: for every other API the release advertises, the
   generated response class with its defaults (error code 0, empty lists,
   null strings), encoded at the request's version.  The codec writes a
@@ -26,7 +30,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import cast
 
+from kafkacompat.negotiation.feature_gates import gates_for, level_of
 from kafkacompat.protocol import messages
+from kafkacompat.protocol.error_codes import BY_NAME
 from kafkacompat.protocol.message import KafkaMessage, KafkaStruct
 from kafkacompat.testing.emulator import groups, logs
 from kafkacompat.testing.emulator.handlers import Handler, Request
@@ -86,7 +92,38 @@ def _fitted(handler: Handler) -> Handler:
     return answer
 
 
-TRAFFIC_HANDLERS: Mapping[int, Handler] = {key: _fitted(handler) for key, handler in _MODELLED.items()}
+def share_api(request: Request) -> KafkaMessage:
+    """A Share API: UNSUPPORTED_VERSION while its feature gate is closed, else the default answer.
+
+    Kafka answers a request-wide error where the response has one, and each
+    group named where it lists groups (ShareGroupDescribe).
+    """
+    response = default_answer(request)
+    levels = request.state.features_seen_by(request.node).levels
+    closed = [
+        gate
+        for gate in gates_for(request.api_key)
+        if request.version in gate.versions and level_of(levels, gate.feature) < gate.min_level
+    ]
+    if not closed:
+        return response
+    if hasattr(response, "error_code"):
+        response.error_code = _UNSUPPORTED_VERSION
+    if isinstance(response, messages.ShareGroupDescribeResponse):
+        body = request.body
+        assert isinstance(body, messages.ShareGroupDescribeRequest)
+        described = messages.ShareGroupDescribeResponse.DescribedGroup
+        refused = _UNSUPPORTED_VERSION
+        response.groups = [described(group_id=group, error_code=refused) for group in body.group_ids]
+    return response
+
+
+_UNSUPPORTED_VERSION = BY_NAME["UNSUPPORTED_VERSION"].code
+_SHARE_APIS = (76, 77, 78, 79)  # the ones the codec reads; the share-offsets APIs it does not
+TRAFFIC_HANDLERS: Mapping[int, Handler] = {
+    **{key: _fitted(handler) for key, handler in _MODELLED.items()},
+    **{key: _fitted(share_api) for key in _SHARE_APIS},
+}
 
 
 def default_answer(request: Request) -> KafkaMessage:

@@ -22,18 +22,20 @@ import pytest
 from kafkacompat.profiles.measure import DEFAULT_CACHE, MEASURED, ROOT, install
 from kafkacompat.testing import ThreadedCluster
 from kafkacompat.testing.client_traffic import read_report
+from kafkacompat.testing.emulator.sasl import SaslConfig
 from kafkacompat.testing.pytest_plugin import threaded_emulated_cluster
 
 __all__ = ["threaded_emulated_cluster"]
 Factory = Callable[..., ThreadedCluster]
 
 
-def check(*argv: str) -> tuple[int, dict[str, Any], str]:
+def check(*argv: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
     done = subprocess.run(
         [sys.executable, "-m", "kafkacompat.cli", "check", *argv, "--format", "json"],
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, **(env or {})},
     )
     document = json.loads(done.stdout) if done.stdout.strip() else {}
     return done.returncode, document, done.stderr
@@ -157,3 +159,22 @@ def test_check_a_live_cluster_and_its_snapshot_judge_every_node(
     assert code == 1 and offline["verdicts"][0]["findings"] == verdict["findings"]
     code, own, _ = check("kafkacompat", "--cluster", str(snapshot))
     assert code == 0 and own["verdicts"][0]["status"] == "works"
+
+
+def test_check_bootstrap_takes_the_connection_options_of_every_connecting_command(
+    threaded_emulated_cluster: Factory,
+) -> None:
+    password, wrong = "check-pw-4f1c2a", "not-the-pw-77e0"
+    cluster = threaded_emulated_cluster("3.9", brokers=1, sasl=SaslConfig({"alice": password}))
+    sasl = ["--sasl-mechanism", "SCRAM-SHA-256", "--sasl-username", "alice", "--sasl-password-env", "KC_PW"]
+    target = ["kafkacompat", "--bootstrap", cluster.bootstrap, "--timeout", "5", "--retries", "1"]
+    code, document, _ = check(*target, *sasl, env={"KC_PW": password})
+    (verdict,) = document["verdicts"]
+    assert code == 0 and verdict["status"] == "works"
+    assert verdict["brokers"][0]["release"] == "3.9"
+    # Without SASL the broker answers nothing but the handshake: could not tell, not a verdict.
+    code, _, err = check(*target)
+    assert code == 2 and "could not tell" in err
+    code, _, err = check(*target, *sasl, env={"KC_PW": wrong})
+    assert code == 2 and "could not tell" in err and "authentication" in err.lower()
+    assert wrong not in err and password not in err

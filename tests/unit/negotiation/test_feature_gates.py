@@ -54,12 +54,28 @@ def test_consumer_group_heartbeat_is_unusable_without_group_version_and_says_why
     assert pick_version(68, caps(group_version=1)) == KAFKA_40[68].highest
 
 
-def test_share_apis_need_share_version() -> None:
-    ranges = {**KAFKA_40, 78: VersionRange(0, 1)}
-    closed = BrokerCapabilities.from_ranges("b:9092", ranges)
-    opened = BrokerCapabilities.from_ranges("b:9092", ranges, finalized_features={"share.version": (1, 1)})
-    assert explain(78, closed).chosen is None
-    assert explain(78, opened, client_ranges={78: VersionRange(0, 1)}, feature_gates=True).chosen == 1
+KAFKA_42 = known_api_ranges("4.2", "kraft-broker")
+
+
+def test_share_apis_need_share_version_from_their_first_stable_version() -> None:
+    closed = BrokerCapabilities.from_ranges("b:9092", KAFKA_42, finalized_features={"share.version": (0, 0)})
+    opened = BrokerCapabilities.from_ranges("b:9092", KAFKA_42, finalized_features={"share.version": (1, 1)})
+    for key in (76, 77, 78, 79, 90, 91, 92):  # the heartbeat, describe, fetch, acknowledge, offsets admin
+        writes = {key: KAFKA_42[key]}  # a client writing what 4.2 serves
+        assert explain(key, closed, client_ranges=writes, feature_gates=True).chosen is None, key
+        assert explain(key, opened, client_ranges=writes, feature_gates=True).chosen == writes[key].highest
+    # The early-access v0 (Kafka 4.0) predates share.version: the gate starts at v1.
+    early = BrokerCapabilities.from_ranges("b:9092", {**KAFKA_40, 78: VersionRange(0, 0)})
+    assert explain(78, early, client_ranges={78: VersionRange(0, 0)}, feature_gates=True).chosen == 0
+
+
+def test_the_share_state_apis_brokers_send_each_other_are_not_gated() -> None:
+    assert [gates_for(key) for key in (83, 84, 85, 86, 87)] == [()] * 5
+
+
+def test_every_gate_cites_kafka_itself() -> None:
+    for gate in FEATURE_GATES:
+        assert gate.source.startswith("KIP-") and "; Kafka 4." in gate.source, gate
 
 
 def test_every_gate_is_found_by_its_api_and_levels_read_either_spelling() -> None:

@@ -99,6 +99,17 @@ def test_a_version_outside_the_offer_is_a_fixed_pick_and_a_close_is_recorded() -
     assert {"api_key": 11, "version": 1, "outcomes": {"closed": 1}} in requests
 
 
+def test_an_api_versions_closed_on_is_all_a_connection_said_and_still_kept() -> None:
+    # A broker before 0.10 (0.9.0.1) closes on ApiVersions: the client never gets further.
+    book = ProfileBook()
+    recorder = WireRecorder(book)
+    recorder.from_client(framing.encode_request(ApiVersionsRequest(), 0, 1, "aiokafka-0.14.0"))
+    recorder.closed(by_broker=True)
+    (profile,) = book.profiles()
+    assert profile["client"] == "aiokafka-0.14.0"
+    assert profile["recorded"]["requests"] == [{"api_key": 18, "version": 0, "outcomes": {"closed": 1}}]
+
+
 def test_errors_are_named_and_the_rest_answered() -> None:
     pair = Pair("3.9")
     pair.send(ApiVersionsRequest(client_software_name="c", client_software_version="1"), 3)

@@ -1,0 +1,205 @@
+"""``check`` verdicts on the measured client profiles, against the real Apache Kafka 0.9.0.1.
+
+For every measured client release (``kafkacompat.profiles.measure.MEASURED``),
+the verdict of ``check --release 0.9.0`` (the release table) and of ``check
+--bootstrap`` the real broker must be the same, and must be what happens when
+that client release runs its traffic against the real broker (and the emulated
+0.9.0 must make the client do the same as the real one does): every one is
+judged "breaks" (0.9 has no ApiVersions, which every measured client sends
+first, nor DeleteGroups, nor transactions), so every one must fail, and on the
+wire the broker must have refused an API the verdict names.
+
+The real broker is started here advertising the port of ``kafkacompat record``,
+so the recorder sees every connection the client opens and says what the broker
+did with each request (answered, error, closed, or left unanswered when the
+client gave up).  0.9.0.1 does not close on an API it lacks: it stays silent,
+so each client hangs on its first ApiVersions until its own request timeout.
+A client that would wait without end is stopped by the test's timeout: the
+step it was in is its observed failure (``read_report`` reports it as "died in
+this step"), and the recording still shows the request left unanswered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkacompat.profiles.measure import DEFAULT_CACHE, MEASURED, ROOT, install, record_run
+from kafkacompat.testing.client_traffic import read_report
+from kafkacompat.testing.kafka09 import Kafka09Broker
+from kafkacompat.testing.ports import BrokerStartError, free_port
+
+API_VERSIONS = 18
+TRAFFIC_TIMEOUT_S = 120  # per client release; the slowest seen gives up after ~35 s
+
+
+@pytest.fixture(scope="module")
+def kafka09_behind_recorder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kafka09Broker, int]]:
+    """A real 0.9.0.1 whose metadata names the port a recorder listens on.
+
+    Its controller reaches the broker through that port too, so a recorder
+    forwards it while the broker starts (and one runs during every client's traffic).
+    """
+    broker_port, recorder_port = free_port(), free_port()
+    startup = start_recorder(recorder_port, f"127.0.0.1:{broker_port}", tmp_path_factory.mktemp("start"))
+    try:
+        broker = Kafka09Broker(port=broker_port, advertised_port=recorder_port).__enter__()
+    except BrokerStartError as exc:
+        pytest.fail(f"could not start Kafka 0.9.0.1: {exc}", pytrace=False)
+    finally:
+        stop_recorder(startup)
+    try:
+        yield broker, recorder_port
+    finally:
+        broker.stop()
+
+
+def start_recorder(port: int, upstream: str, directory: Path) -> subprocess.Popen[str]:
+    recorder = subprocess.Popen(
+        [
+            sys.executable, "-m", "kafkacompat.cli", "record", "--listen", f"127.0.0.1:{port}",
+            "--upstream", upstream, "--out", str(directory / "recorded.jsonl"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert recorder.stdout is not None
+    first = recorder.stdout.readline()
+    if not first.startswith("recording: "):
+        recorder.kill()
+        recorder.wait()
+        pytest.fail(f"kafkacompat record did not start: {first!r}")
+    return recorder
+
+
+def stop_recorder(recorder: subprocess.Popen[str]) -> None:
+    recorder.terminate()  # it writes its profiles on the way out
+    try:
+        recorder.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        recorder.kill()
+        recorder.wait()
+
+
+def check(*argv: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "kafkacompat.cli", "check", *argv, "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    document: dict[str, Any] = json.loads(done.stdout)
+    assert done.returncode == document["exit_code"], done.stderr
+    return document
+
+
+@contextmanager
+def recording(broker: Kafka09Broker, port: int, directory: Path) -> Iterator[list[dict[str, Any]]]:
+    """``record`` on the port the broker advertises; the profiles it wrote, once it stopped."""
+    profiles: list[dict[str, Any]] = []
+    recorder = start_recorder(port, broker.bootstrap, directory)
+    try:
+        yield profiles
+    finally:
+        stop_recorder(recorder)
+    out = directory / "recorded.jsonl"
+    profiles.extend(json.loads(line) for line in out.read_text().splitlines() if line)
+
+
+def traffic(library: str, target: Path, bootstrap: str) -> dict[str, Any]:
+    """The client release's traffic; a client still running after the timeout is stopped mid-step."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(target), str(ROOT)]),
+        "KAFKACOMPAT_TRAFFIC_TIMEOUT": "15",
+        "PYTHONUNBUFFERED": "1",
+    }
+    client = subprocess.Popen(
+        [sys.executable, "-m", "kafkacompat.testing.client_traffic", library, bootstrap],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        output, _ = client.communicate(timeout=TRAFFIC_TIMEOUT_S)
+    except subprocess.TimeoutExpired:  # read_report names the step it was stopped in
+        client.kill()
+        output, _ = client.communicate()
+    return read_report(output, library)
+
+
+def findings(document: dict[str, Any]) -> list[tuple[str, str, str, list[int] | None]]:
+    (verdict,) = document["verdicts"]
+    return [(f["api"], f["rule"], f["severity"], f["broker_range"]) for f in verdict["findings"]]
+
+
+@pytest.mark.parametrize(
+    ("library", "pypi_name", "release", "pins"), MEASURED, ids=[f"{m[0]}-{m[2]}" for m in MEASURED]
+)
+def test_the_verdict_on_the_real_0_9_0_1_is_what_happens(
+    kafka09_behind_recorder: tuple[Kafka09Broker, int],
+    tmp_path: Path,
+    library: str,
+    pypi_name: str,
+    release: str,
+    pins: tuple[str, ...],
+) -> None:
+    broker, port = kafka09_behind_recorder
+    client = ["measured", "--client", f"{library}@{release}"]
+    modelled = check(*client, "--release", "0.9.0")
+    (tmp_path / "check").mkdir()
+    with recording(broker, port, tmp_path / "check"):  # check probes every broker it is told of
+        real = check(*client, "--bootstrap", broker.bootstrap)
+    # The release table and the real broker agree, finding for finding (the real one wins if not).
+    assert findings(real) == findings(modelled)
+    assert real["verdicts"][0]["brokers"][0]["release"] == "0.9.0"
+    (verdict,) = real["verdicts"]
+    assert verdict["status"] == "breaks"
+    breaking = {f["api_key"]: f["api"] for f in verdict["findings"] if f["severity"] == "breaks"}
+    assert API_VERSIONS in breaking  # every measured client sends ApiVersions, which 0.9 lacks
+
+    target = install(pypi_name, release, DEFAULT_CACHE, pins)
+    (tmp_path / "traffic").mkdir()
+    with recording(broker, port, tmp_path / "traffic") as profiles:
+        report = traffic(library, target, f"127.0.0.1:{port}")
+    # Breaks: the traffic does not get through; no step passes, since the first (metadata) needs
+    # the connection the broker refused.
+    assert not report["ok"], report
+    assert not [s for s in report["steps"] if s["ok"] and "skipped" not in s], report
+    # ... at the API named: a request of a breaking API got no answer.  0.9.0.1 answers nothing
+    # to an API key it does not know and keeps the connection open, so this is a hang: each
+    # client gives up on its own request timeout (4 to 35 s seen) and the recorder notes the
+    # request "unanswered".  kafka-python 2.0.2 then probes with Metadata v0 and stops there
+    # (its admin client needs Metadata v1+, which the verdict could not tell from a recording).
+    requests = [r for p in profiles for r in p["recorded"]["requests"]]
+    refused = {r["api_key"] for r in requests if set(r["outcomes"]) - {"answered"}}
+    assert refused & set(breaking), (requests, breaking, report)
+
+    # The emulated 0.9.0 is the model of this broker: the same client stops in the same step,
+    # having sent the same (API, version)s with the same outcomes (counts vary with timing).
+    emulated, emulated_profiles = record_run(library, target, "0.9.0", tmp_path)
+    assert failed_step(emulated) == failed_step(report)
+    assert wire(emulated_profiles) == wire(profiles)
+
+
+def failed_step(report: dict[str, Any]) -> str:
+    return next(str(s["step"]) for s in report["steps"] if not s["ok"])
+
+
+def wire(profiles: list[dict[str, Any]]) -> set[tuple[int, int, str]]:
+    return {
+        (r["api_key"], r["version"], outcome)
+        for p in profiles
+        for r in p["recorded"]["requests"]
+        for outcome in r["outcomes"]
+    }
