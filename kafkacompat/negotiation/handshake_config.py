@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kafkacompat import __version__
-from kafkacompat.errors import EncodeError, NegotiationError
+from kafkacompat.errors import ClientSoftwareWarning, EncodeError, HandshakeConfigError, NegotiationError
 from kafkacompat.negotiation.release_guess import known_api_ranges
 from kafkacompat.protocol.framing import encode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
@@ -54,14 +54,6 @@ SOFTWARE_FIELD_PATTERN: Final = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-
 DEFAULT_QUIET_PERIOD: Final = 0.25
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-
-
-class ClientSoftwareWarning(UserWarning):
-    """A client software name or version that Kafka brokers reject with INVALID_REQUEST."""
-
-
-class HandshakeConfigError(NegotiationError, ValueError):
-    """A handshake configuration that cannot work; raised when it is built."""
 
 
 def release_ranges(release: str, kind: str = "zk-broker") -> Mapping[int, VersionRange]:

@@ -47,6 +47,7 @@ from kafkacompat.errors import (
     DecodeError,
     KafkaCompatError,
     KafkaTimeoutError,
+    PipelineStateError,
     ProtocolError,
     TransportError,
 )
@@ -72,10 +73,6 @@ _INT32_MAX: Final = 0x7FFFFFFF
 _PRODUCE: Final = 0
 #: acks=0 correlation ids remembered, in case the broker answers them anyway.
 ACKS0_MEMORY: Final = 1024
-
-class PipelineStateError(KafkaCompatError):
-    """A call the pipeline cannot take in its state (full, failed, or a ticket it does not know)."""
-
 
 class Stage(IntEnum):
     """Where a request is on its way out."""

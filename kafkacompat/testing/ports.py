@@ -5,17 +5,13 @@ from __future__ import annotations
 import socket
 import time
 
-from kafkacompat.errors import KafkaCompatError, ProtocolError
+from kafkacompat.errors import BrokerStartError, ProtocolError
 from kafkacompat.protocol import framing
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
 __all__ = ["LOOPBACK", "BrokerStartError", "free_port", "probe_api_versions"]
 
 LOOPBACK = "127.0.0.1"
-
-
-class BrokerStartError(KafkaCompatError):
-    """A test broker could not be started, or did not answer in time."""
 
 
 def free_port() -> int:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import trio
 
-from kafkacompat.errors import TransportError
+from kafkacompat.errors import PeerClosedError
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.transport.config import ConnectionConfig
@@ -32,10 +32,6 @@ __all__ = ["FramedStream", "PeerClosedError", "open_framed_stream"]
 _CHUNK = 65536
 #: What the next frame answers, asked when it starts: (its size ceiling, the request's name).
 Expectation = Callable[[], tuple[int, str | None]]
-
-
-class PeerClosedError(TransportError):
-    """The peer closed the connection (end of stream)."""
 
 
 class FramedStream:

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal, TypeVar, cast
 
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import EmulatorConfigError
 from kafkacompat.negotiation.features import METADATA_VERSION, FeatureCatalog
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.features import FEATURES, FeatureLevelFact
@@ -72,10 +72,6 @@ Kind = Literal["zk-broker", "kraft-broker", "kraft-controller"]
 API_VERSIONS_KEY = 18
 K = TypeVar("K")
 V = TypeVar("V")
-
-
-class EmulatorConfigError(KafkaCompatError, ValueError):
-    """An emulator configuration that cannot work (unknown release, bad range, non-loopback bind)."""
 
 
 class ApiVersionsEra(enum.StrEnum):
