@@ -127,9 +127,11 @@ class MessageRenderer:
 
     # -- classes --
 
-    def render_class(self, out: Emitter) -> None:
+    def render_class(self, out: Emitter, response: str | None = None) -> None:
+        """``response``: the class answering this request, when it is one (typed requests)."""
         spec = self.spec
-        out(f"class {self.owner}(KafkaMessage):")
+        base = f"KafkaRequest[{response!r}]" if response is not None else "KafkaMessage"
+        out(f"class {self.owner}({base}):")
         with out.block():
             self._render_slots_and_init(out, spec.root)
             out(f"NAME = {spec.name!r}")
@@ -448,8 +450,15 @@ def render_module(
         )
         for s in specs
     ]
+    answers = _responses(specs)
     for r in renderers:
-        r.render_class(body)
+        r.render_class(body, answers.get(r.owner))
+    if answers:
+        body()
+    for request, response in answers.items():
+        body(f"{request}.RESPONSE_CLASS = {response}")
+    if answers:
+        body()
     olds = sorted(
         (old, new) for old, new in (message_aliases or {}).items() if new in {s.name for s in specs}
     )
@@ -475,6 +484,7 @@ def render_module(
         "from kafkacompat.protocol.message import "
         + ("FieldAlias, " if any("FieldAlias(" in line for line in body.lines) else "")
         + ("FieldInfo, KafkaMessage" if any("FieldInfo(" in line for line in body.lines) else "KafkaMessage")
+        + (", KafkaRequest" if answers else "")
         + (", KafkaStruct" if any(s.structs for s in specs) else ""),
         "from kafkacompat.protocol.versions import VersionRange",
         "",
@@ -488,6 +498,17 @@ def render_module(
     head += ["", ""]
     text = "\n".join(head + body.lines)
     return text.rstrip("\n") + "\n"
+
+
+def _responses(specs: list[MessageSpec]) -> dict[str, str]:
+    """Request class -> the response class answering it, for the pairs one module holds."""
+    names = {s.name for s in specs}
+    pairs = {}
+    for s in specs:
+        response = s.name.removesuffix("Request") + "Response"
+        if s.type == "request" and response in names:
+            pairs[s.name] = response
+    return pairs
 
 
 def module_groups(specs: list[MessageSpec]) -> dict[str, list[MessageSpec]]:
