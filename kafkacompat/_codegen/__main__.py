@@ -21,7 +21,12 @@ from kafkacompat._codegen.generations import MergedSpecs, load_generations
 from kafkacompat._codegen.reference import api_names, render_reference
 from kafkacompat._codegen.removals import load_removals
 from kafkacompat._codegen.render_docs import render_blocks, replace_blocks
-from kafkacompat._codegen.render_index import API_KEY_MODULE, render_alias_module, render_api_keys, render_index
+from kafkacompat._codegen.render_index import (
+    API_KEY_MODULE,
+    render_alias_module,
+    render_api_keys,
+    render_index,
+)
 from kafkacompat._codegen.render_messages import module_groups, render_module
 from kafkacompat._codegen.spec import SpecError, module_name
 

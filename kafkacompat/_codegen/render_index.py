@@ -47,7 +47,7 @@ def render_api_keys(groups: dict[str, list[MessageSpec]]) -> str:
         "",
         "",
         "class ApiKey(IntEnum):",
-        '    """A Kafka API key: ``ApiKey.FIND_COORDINATOR == 10``; compares equal to the int on the wire."""',
+        '    """A Kafka API key (``ApiKey.FIND_COORDINATOR == 10``): equal to the int on the wire."""',
         "",
     ]
     lines += [f"    {module_name(s.name.removesuffix('Request')).upper()} = {s.api_key}" for s in requests]
@@ -61,7 +61,7 @@ def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str
     requests = sorted((s for s in all_specs if s.type == "request"), key=lambda s: s.api_key or 0)
     lines = [
         BANNER,
-        '"""Every Kafka message, header, data spec and metadata record (and ``ApiKey``), loaded on first use."""',
+        '"""Every Kafka message, header, data spec and metadata record, and ApiKey, loaded on first use."""',
         "",
         "from __future__ import annotations",
         "",

@@ -17,7 +17,9 @@ from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["FieldAlias", "FieldInfo", "KafkaMessage", "KafkaRequest", "KafkaStruct", "MessageType", "ResponseT"]
+__all__ = [
+    "FieldAlias", "FieldInfo", "KafkaMessage", "KafkaRequest", "KafkaStruct", "MessageType", "ResponseT",
+]
 
 MessageType = Literal["request", "response", "header", "data", "metadata"]
 
@@ -223,11 +225,14 @@ class KafkaMessage(KafkaStruct):
         return obj  # type: ignore[no-any-return]
 
 
-#: The response class a request is answered with (a request's type parameter).
-ResponseT = TypeVar("ResponseT", bound=KafkaMessage, covariant=True)
+#: A request's type parameter: the response class it is answered with (covariant, so a
+#: ``KafkaRequest[MetadataResponse]`` is also a ``KafkaRequest[KafkaMessage]``).
+_Answer = TypeVar("_Answer", bound=KafkaMessage, covariant=True)
+#: For signatures: ``def request(message: KafkaRequest[ResponseT]) -> ResponseT``.
+ResponseT = TypeVar("ResponseT", bound=KafkaMessage)
 
 
-class KafkaRequest(KafkaMessage, Generic[ResponseT]):
+class KafkaRequest(KafkaMessage, Generic[_Answer]):
     """A request whose response class is known: ``MetadataRequest`` is a
     ``KafkaRequest[MetadataResponse]``.
 

@@ -52,7 +52,7 @@ from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.negotiation.version_policy import VersionPolicy
-from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.message import KafkaRequest, ResponseT
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection, CapabilityChange
 from kafkacompat.transport.controller_discovery import ask_controllers
@@ -233,11 +233,11 @@ class Cluster:
     async def request(
         self,
         node_id: int | None,
-        message: KafkaMessage,
+        message: KafkaRequest[ResponseT],
         *,
         version: int | None = None,
         request_timeout: float | None = None,
-    ) -> KafkaMessage:
+    ) -> ResponseT:
         """Send ``message`` to ``node_id`` (None: any broker) at its negotiated (or the given) version."""
         conn = await (self.any_connection() if node_id is None else self.connection(node_id))
         return await conn.request(message, version=version, request_timeout=request_timeout)

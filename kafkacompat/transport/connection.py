@@ -48,7 +48,7 @@ from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.capability_changes import CapabilityChange, capability_change
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.protocol import framing, messages
-from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 from kafkacompat.protocol.removals import removed_version_error
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.negotiate import negotiate
@@ -194,8 +194,12 @@ class BrokerConnection:
         return self.capabilities.pick_version(api_key, self.config.policy)
 
     async def request(
-        self, message: KafkaMessage, *, version: int | None = None, request_timeout: float | None = None
-    ) -> KafkaMessage:
+        self,
+        message: KafkaRequest[ResponseT],
+        *,
+        version: int | None = None,
+        request_timeout: float | None = None,
+    ) -> ResponseT:
         """Send ``message`` at the picked (or given) version; return the decoded response.
 
         ``request_timeout`` overrides the configured one for this call; when it

@@ -26,7 +26,7 @@ from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.cluster_view import ClusterView
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
 from kafkacompat.negotiation.version_policy import VersionPolicy
-from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.message import KafkaRequest, ResponseT
 from kafkacompat.transport.cluster import BrokerAddress, Cluster, ClusterMetadata, connect
 from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import CapabilityChange
@@ -203,11 +203,11 @@ class SyncCluster:
     def request(
         self,
         node_id: int | None,
-        message: KafkaMessage,
+        message: KafkaRequest[ResponseT],
         *,
         version: int | None = None,
         request_timeout: float | None = None,
-    ) -> KafkaMessage:
+    ) -> ResponseT:
         """Send ``message`` to ``node_id`` (None: any broker); see ``Cluster.request``."""
         return self._call(
             lambda: self.cluster.request(node_id, message, version=version, request_timeout=request_timeout)

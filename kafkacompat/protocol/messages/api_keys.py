@@ -9,7 +9,7 @@ __all__ = ["ApiKey"]
 
 
 class ApiKey(IntEnum):
-    """A Kafka API key: ``ApiKey.FIND_COORDINATOR == 10``; compares equal to the int on the wire."""
+    """A Kafka API key (``ApiKey.FIND_COORDINATOR == 10``): equal to the int on the wire."""
 
     PRODUCE = 0
     FETCH = 1
