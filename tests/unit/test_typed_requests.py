@@ -66,5 +66,7 @@ def test_every_generated_request_knows_its_response_class() -> None:
         request = getattr(messages, name)
         assert issubclass(request, KafkaRequest), name
         response = request.RESPONSE_CLASS
-        assert response.MESSAGE_TYPE == "response" and response.API_KEY == api_key, name
+        answered_key = response.API_KEY
+        assert response.MESSAGE_TYPE == "response", name
+        assert answered_key == api_key, name
         assert response.__name__ == messages.CLASS_BY_KEY[(api_key, "response")]

@@ -31,7 +31,7 @@ def test_other_handshake_settings_survive_the_copy() -> None:
 
 
 def test_a_second_different_client_id_is_refused() -> None:
-    with pytest.raises(ConfigError, match="client_id is set twice: 'a' .* 'b'"):
+    with pytest.raises(ConfigError, match=r"client_id is set twice: 'a' .* 'b'"):
         ConnectionConfig(client_id="a", handshake=HandshakeConfig(client_id="b"))
     same = ConnectionConfig(client_id="a", handshake=HandshakeConfig(client_id="a"))
     assert same.handshake.client_id == "a"
