@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from kafkacompat.errors import ProtocolError
 from kafkacompat.negotiation.release_guess import ReleaseGuess, behaviour_guess, guess_release
 from kafkacompat.negotiation.transcript import HandshakeTranscript
+from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.protocol.versions import VersionRange
 
 if TYPE_CHECKING:
@@ -36,9 +37,6 @@ __all__ = ["BrokerCapabilities", "RangeLike"]
 RangeLike: TypeAlias = VersionRange | tuple[int, int] | str
 
 _EMPTY: Mapping[Any, VersionRange] = MappingProxyType({})
-
-
-API_VERSIONS_KEY = 18
 
 
 def _release_at_least(release: str, floor: tuple[int, int]) -> bool:
@@ -221,7 +219,7 @@ class BrokerCapabilities:
         accepted = self.transcript.api_versions_version if self.transcript is not None else None
         if accepted is None or accepted >= 4:
             return None
-        own = self.api_ranges.get(API_VERSIONS_KEY)
+        own = self.api_ranges.get(ApiKey.API_VERSIONS)
         if own is not None and not own.empty and own.highest >= 4:
             return (
                 f"partial: ApiVersions was answered at v{accepted}; this broker answers v4 and leaves "

@@ -70,7 +70,7 @@ __all__ = [
 ]
 
 _INT32_MAX: Final = 0x7FFFFFFF
-_PRODUCE: Final = 0
+_PRODUCE: Final = int(messages.ApiKey.PRODUCE)  # a plain int: compared for every request
 #: acks=0 correlation ids remembered, in case the broker answers them anyway.
 ACKS0_MEMORY: Final = 1024
 

@@ -45,6 +45,7 @@ from kafkacompat.protocol import _wire, framing
 from kafkacompat.protocol.error_codes import ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM, error_for
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import (
+    ApiKey,
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
     SaslHandshakeRequest,
@@ -64,8 +65,8 @@ __all__ = [
     "sasl_versions",
 ]
 
-SASL_HANDSHAKE: Final = 17
-SASL_AUTHENTICATE: Final = 36
+SASL_HANDSHAKE: Final = ApiKey.SASL_HANDSHAKE
+SASL_AUTHENTICATE: Final = ApiKey.SASL_AUTHENTICATE
 #: SCRAM needs two round trips and PLAIN one; a mechanism asking for many more is not one we run.
 MAX_ROUND_TRIPS: Final = 8
 _INT32_MAX: Final = 0x7FFFFFFF

@@ -60,7 +60,7 @@ __all__ = ["BrokerConnection", "CapabilityChange", "open_connection"]
 log = logging.getLogger("kafkacompat.transport")
 
 _INT32_MAX = 0x7FFFFFFF
-PRODUCE = 0
+PRODUCE = int(messages.ApiKey.PRODUCE)  # a plain int: compared for every request
 _ACKS0_MEMORY = 1024  # acks=0 ids remembered, in case the broker answers them anyway
 
 
