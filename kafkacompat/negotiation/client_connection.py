@@ -53,6 +53,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     TransportError,
     WrongProtocolError,
+    attach_context,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
@@ -433,11 +434,7 @@ class ClientConnection:
 
     def _failed_action(self, error: KafkaCompatError) -> SetupFailed:
         self._phase = Phase.FAILED
-        if error.node is None:
-            error.node = self.node
-        if error.transcript is None:
-            error.transcript = self._handshake.transcript
-        return SetupFailed(error)
+        return SetupFailed(attach_context(error, node=self.node, transcript=self._handshake.transcript))
 
     def _watch(self, events: list[PipelineEvent]) -> list[PipelineEvent]:
         if self._pipeline is not None and self._pipeline.failure is not None:

@@ -37,6 +37,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     ProtocolError,
     UnsupportedVersionError,
+    attach_context,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.request_pipeline import PipelineStateError
@@ -329,8 +330,7 @@ class SaslExchange:
         return action
 
     def _fail(self, error: KafkaCompatError) -> None:
-        if error.node is None:
-            error.node = self.node
+        attach_context(error, node=self.node)
         if isinstance(error, ProtocolError):
             error.add_note("while authenticating with SASL")
         self._action = SaslFailed(error)

@@ -47,7 +47,7 @@ def bare_keys(source: str) -> list[tuple[int, str]]:
                     target.id.lstrip("_") in _API_CONSTANTS or _KEY_NAME.fullmatch(target.id.lstrip("_"))
                 ):
                     found.append((node.lineno, f"{target.id} set to an int"))
-        elif isinstance(node, ast.keyword) and node.arg and _KEY_NAME.search(node.arg) and _is_int(node.value):
+        elif isinstance(node, ast.keyword) and _KEY_NAME.search(node.arg or "") and _is_int(node.value):
             found.append((node.value.lineno, f"{node.arg}= given an int"))
     return found
 
