@@ -386,6 +386,8 @@ def pick_version(
     """The highest version of ``api_key`` allowed by client, broker, policy and feature gates.
 
     Raises ``UnsupportedVersionError`` (before anything is sent) when none is.
+    The one function that picks: ``BrokerCapabilities.pick_version``, every
+    driver's ``pick_version`` and ``request()`` come here (a test checks it).
     """
     made = explain(
         api_key, capabilities, policy, client_ranges,
