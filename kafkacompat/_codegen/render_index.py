@@ -70,8 +70,11 @@ def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str
         "",
         "if TYPE_CHECKING:",
     ]
-    class_modules["ApiKey"] = API_KEY_MODULE
-    typed = {**class_modules, **{old: class_modules[new] for old, new in aliases.items()}}
+    typed = {
+        **class_modules,
+        **{old: class_modules[new] for old, new in aliases.items()},
+        "ApiKey": API_KEY_MODULE,  # not a message: kept out of CLASS_MODULES, which lists messages
+    }
     for name in sorted(typed, key=lambda n: (typed[n], n)):
         lines.append(f"    from kafkacompat.protocol.messages.{typed[name]} import {name} as {name}")
     lines += ["", "CLASS_MODULES: dict[str, str] = {"]
@@ -108,6 +111,8 @@ def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str
         "",
         "def __getattr__(name: str) -> Any:",
         "    module = CLASS_MODULES.get(ALIASES.get(name, name))",
+        "    if module is None and name == 'ApiKey':",
+        f"        module = {API_KEY_MODULE!r}",
         "    if module is None:",
         '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
         '    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)',
@@ -116,6 +121,6 @@ def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str
         "",
         "",
         "def __dir__() -> list[str]:",
-        "    return sorted([*globals(), *CLASS_MODULES, *ALIASES])",
+        "    return sorted([*globals(), *CLASS_MODULES, *ALIASES, 'ApiKey'])",
     ]
     return "\n".join(lines) + "\n"

@@ -245,7 +245,6 @@ CLASS_MODULES: dict[str, str] = {
     'AlterReplicaLogDirsResponse': 'alter_replica_log_dirs',
     'AlterUserScramCredentialsRequest': 'alter_user_scram_credentials',
     'AlterUserScramCredentialsResponse': 'alter_user_scram_credentials',
-    'ApiKey': 'api_keys',
     'ApiVersionsRequest': 'api_versions',
     'ApiVersionsResponse': 'api_versions',
     'AssignReplicasToDirsRequest': 'assign_replicas_to_dirs',
@@ -836,6 +835,8 @@ __all__ = ['AbortTransactionRecord', 'AccessControlEntryRecord', 'AddOffsetsToTx
 
 def __getattr__(name: str) -> Any:
     module = CLASS_MODULES.get(ALIASES.get(name, name))
+    if module is None and name == 'ApiKey':
+        module = 'api_keys'
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
@@ -844,4 +845,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *CLASS_MODULES, *ALIASES])
+    return sorted([*globals(), *CLASS_MODULES, *ALIASES, 'ApiKey'])
