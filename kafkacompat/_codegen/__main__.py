@@ -27,8 +27,8 @@ from kafkacompat._codegen.render_index import (
     render_api_keys,
     render_index,
 )
-from kafkacompat._codegen.render_messages import module_groups, render_module
-from kafkacompat._codegen.spec import SpecError, module_name
+from kafkacompat._codegen.render_messages import render_module
+from kafkacompat._codegen.spec import SpecError, module_groups, module_name
 
 PACKAGE = Path(__file__).resolve().parent.parent
 REPO = PACKAGE.parent
