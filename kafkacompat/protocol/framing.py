@@ -12,7 +12,7 @@ that does not yet know the broker's versions can always read the answer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from kafkacompat.errors import (
     DecodeError,
@@ -43,6 +43,7 @@ DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
 # Plain ints from the enum: compared on every frame, where an enum attribute costs ~0.2 us.
 _API_VERSIONS: Final = int(ApiKey.API_VERSIONS)
 _CONTROLLED_SHUTDOWN: Final = int(ApiKey.CONTROLLED_SHUTDOWN)
+_Response = TypeVar("_Response", bound=KafkaMessage)
 
 
 def _first_flexible(api_key: int) -> int:
@@ -95,11 +96,11 @@ def encode_response(message: KafkaMessage, version: int, correlation_id: int) ->
 
 def decode_response(
     frame: bytes | bytearray | memoryview,
-    response_cls: type[KafkaMessage],
+    response_cls: type[_Response],
     version: int,
     *,
     allow_trailing: bool = False,
-) -> tuple[int, KafkaMessage]:
+) -> tuple[int, _Response]:
     """Read a response frame *without* its size prefix: (correlation id, body).
 
     ``allow_trailing`` accepts bytes after the body, as Kafka's own client does

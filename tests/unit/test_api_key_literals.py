@@ -32,6 +32,20 @@ def _names_a_key(node: ast.AST) -> bool:
     return bool(_KEY_NAME.search(name))
 
 
+def _pairs(targets: list[ast.expr], value: ast.expr) -> list[tuple[ast.expr, ast.expr]]:
+    """Each name assigned with the value it gets, unpacking ``A, B = 18, 0``."""
+    pairs = []
+    for target in targets:
+        if (
+            isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+            and len(target.elts) == len(value.elts)
+        ):
+            pairs += list(zip(target.elts, value.elts, strict=True))
+        else:
+            pairs.append((target, value))
+    return pairs
+
+
 def bare_keys(source: str) -> list[tuple[int, str]]:
     """(line, what) for every API key written as an int in ``source``."""
     found = []
@@ -42,14 +56,14 @@ def bare_keys(source: str) -> list[tuple[int, str]]:
                 found.append((node.lineno, "an api key compared with an int"))
         elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                if isinstance(target, ast.Name) and _is_int(node.value) and (
+            for target, value in _pairs(targets, node.value):
+                if isinstance(target, ast.Name) and _is_int(value) and (
                     target.id.lstrip("_") in _API_CONSTANTS or _KEY_NAME.fullmatch(target.id.lstrip("_"))
                 ):
                     found.append((node.lineno, f"{target.id} set to an int"))
         elif isinstance(node, ast.keyword) and _KEY_NAME.search(node.arg or "") and _is_int(node.value):
             found.append((node.value.lineno, f"{node.arg}= given an int"))
-    return found
+    return sorted(found)
 
 
 def test_the_scan_sees_each_shape() -> None:
@@ -57,8 +71,9 @@ def test_the_scan_sees_each_shape() -> None:
         "API_VERSIONS = 18\n_PRODUCE: Final = 0\nif api_key == 3: pass\n"
         "if message.API_KEY in (0, 1): pass\nheader(request_api_key=18)\n"
         "PRODUCE = ApiKey.PRODUCE\nif api_key == ApiKey.METADATA: pass\nversion = 3\n"
+        "METADATA, FETCH = 3, 1\n"
     )
-    assert [line for line, _ in bare_keys(source)] == [1, 2, 3, 4, 5]
+    assert [line for line, _ in bare_keys(source)] == [1, 2, 3, 4, 5, 9, 9]
 
 
 def test_no_hand_written_module_spells_an_api_key_as_an_int() -> None:
