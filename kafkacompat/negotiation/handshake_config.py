@@ -88,7 +88,8 @@ class HandshakeConfig:
     ``max_version``: the first version tried; defaults to the highest the
     codec can write and read, and may not exceed it.
     ``client_software_name`` / ``client_software_version``: sent at v3+.
-    ``client_id``: the request header's client id.
+    ``client_id``: the request header's client id; inside a ``ConnectionConfig``
+    it is a copy of ``ConnectionConfig.client_id``, the one a connection uses.
     ``max_connections``: connections the handshake may open; the default 3
     allows, after a close at v4, one reconnect at v3 and a last one at v0
     (2: straight to v0; 1: no reconnect).
