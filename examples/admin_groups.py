@@ -17,9 +17,7 @@ import trio
 import kafkacompat
 from kafkacompat.protocol.messages import (
     DeleteGroupsRequest,
-    DeleteGroupsResponse,
     DescribeGroupsRequest,
-    DescribeGroupsResponse,
 )
 
 
@@ -34,15 +32,13 @@ async def main(bootstrap: str, groups: list[str], delete: bool) -> None:
         # 2. One request per coordinator, for all of its groups.
         for node_id, members in lookup.by_coordinator().items():
             if delete:
-                answer = await cluster.request(node_id, DeleteGroupsRequest(groups_names=members))
-                assert isinstance(answer, DeleteGroupsResponse)
+                deleted = await cluster.request(node_id, DeleteGroupsRequest(groups_names=members))
                 outcome = Counter("deleted" if r.error_code == 0 else f"error {r.error_code}"
-                                  for r in answer.results)
+                                  for r in deleted.results)
                 verb = "DeleteGroups"
             else:
-                answer = await cluster.request(node_id, DescribeGroupsRequest(groups=members))
-                assert isinstance(answer, DescribeGroupsResponse)
-                outcome = Counter(g.group_state or f"error {g.error_code}" for g in answer.groups)
+                described = await cluster.request(node_id, DescribeGroupsRequest(groups=members))
+                outcome = Counter(g.group_state or f"error {g.error_code}" for g in described.groups)
                 verb = "DescribeGroups"
             print(f"node {node_id}: one {verb} for {len(members)} group(s): {dict(outcome)}")
 

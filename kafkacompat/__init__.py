@@ -4,6 +4,41 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# Every exception class, at the top level: ``except kafkacompat.KafkaCompatError``.
+from kafkacompat.errors import (
+    AuthenticationError,
+    BrokerRejectedError,
+    BrokerStartError,
+    BrokersUnavailableError,
+    BrokerTooOldError,
+    ClientSoftwareWarning,
+    ConfigError,
+    DecodeError,
+    EmulatorConfigError,
+    EncodeError,
+    FanOutLimitError,
+    FeatureError,
+    FeatureUpdateBlockedError,
+    HandshakeConfigError,
+    HandshakeStateError,
+    InvalidAddressError,
+    InvalidRequestError,
+    KafkaCompatError,
+    KafkaTimeoutError,
+    NegotiationError,
+    NoBrokerReachableError,
+    PeerClosedError,
+    PipelineStateError,
+    ProtocolError,
+    ProtocolViolationError,
+    ReplyTooLargeError,
+    TransportError,
+    UnknownBrokerError,
+    UnsupportedVersionError,
+    VersionRemovedError,
+    WrongEndpointError,
+    WrongProtocolError,
+)
 from kafkacompat.protocol.versions import VersionRange
 
 __version__ = "0.1.0"
@@ -13,7 +48,46 @@ if TYPE_CHECKING:
     from kafkacompat.transport.probe import probe_address, probe_broker
     from kafkacompat.transport.sync import connect_sync
 
-__all__ = ["VersionRange", "__version__", "connect", "connect_sync", "probe_address", "probe_broker"]
+__all__ = [
+    "AuthenticationError",
+    "BrokerRejectedError",
+    "BrokerStartError",
+    "BrokerTooOldError",
+    "BrokersUnavailableError",
+    "ClientSoftwareWarning",
+    "ConfigError",
+    "DecodeError",
+    "EmulatorConfigError",
+    "EncodeError",
+    "FanOutLimitError",
+    "FeatureError",
+    "FeatureUpdateBlockedError",
+    "HandshakeConfigError",
+    "HandshakeStateError",
+    "InvalidAddressError",
+    "InvalidRequestError",
+    "KafkaCompatError",
+    "KafkaTimeoutError",
+    "NegotiationError",
+    "NoBrokerReachableError",
+    "PeerClosedError",
+    "PipelineStateError",
+    "ProtocolError",
+    "ProtocolViolationError",
+    "ReplyTooLargeError",
+    "TransportError",
+    "UnknownBrokerError",
+    "UnsupportedVersionError",
+    "VersionRange",
+    "VersionRemovedError",
+    "WrongEndpointError",
+    "WrongProtocolError",
+    "__version__",
+    "connect",
+    "connect_sync",
+    "probe_address",
+    "probe_broker",
+]
 
 # The transport (trio, tenacity) is imported on first use, so that the codec and
 # the negotiation core can be used without it.

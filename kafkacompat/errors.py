@@ -17,39 +17,74 @@ families, and callers are expected to catch a family rather than a leaf:
       TransportError       the connection itself failed (refused, reset, closed)
       KafkaTimeoutError    a deadline passed; silence is never a downgrade signal
       AuthenticationError  TLS verification or SASL failed
-      ConfigError          a configuration value that cannot work
+      ConfigError          a configuration value or argument that cannot work (also a ValueError)
         InvalidAddressError  a host or port (typed by the user or named by a broker) that cannot be used
+        HandshakeConfigError a handshake configuration (also a NegotiationError, as before)
+        EmulatorConfigError  an emulator configuration (testing kit)
       FanOutLimitError     connections a broker asked for beyond the configured limit, not opened
+      PipelineStateError   a call a connection's request pipeline cannot take in its state
+      BrokerStartError     a test broker (testing kit) that could not be started
+
+Leaves that belong to one family: NoBrokerReachableError, BrokersUnavailableError,
+UnknownBrokerError and PeerClosedError are TransportErrors; FeatureError (and
+FeatureUpdateBlockedError), HandshakeStateError and BrokerRejectedError (and
+InvalidRequestError) are NegotiationErrors.  Every public exception class of the
+package is defined here; the modules that raise them re-export them under their
+old names.
 
 Errors from trio, ssl and the OS are translated into these at the transport
 seam.  Each error carries the node it concerns (when known) and, for anything
 that happened during a handshake, the handshake transcript, so that a report
-of a failure always shows what was tried.
+of a failure always shows what was tried.  Both are attached with
+``attach_context``, by the code that knows them (the connection's driver),
+never overwriting what a closer layer already said.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from kafkacompat.negotiation.features import FinalizeVerdict
+    from kafkacompat.negotiation.handshake_table import Event, State
 
 __all__ = [
     "AuthenticationError",
+    "BrokerRejectedError",
+    "BrokerStartError",
     "BrokerTooOldError",
+    "BrokersUnavailableError",
+    "ClientSoftwareWarning",
     "ConfigError",
     "DecodeError",
+    "EmulatorConfigError",
     "EncodeError",
     "FanOutLimitError",
+    "FeatureError",
+    "FeatureUpdateBlockedError",
+    "HandshakeConfigError",
+    "HandshakeStateError",
     "InvalidAddressError",
+    "InvalidRequestError",
     "KafkaCompatError",
     "KafkaTimeoutError",
     "NegotiationError",
+    "NoBrokerReachableError",
+    "PeerClosedError",
+    "PipelineStateError",
     "ProtocolError",
     "ProtocolViolationError",
     "ReplyTooLargeError",
     "TransportError",
+    "UnknownBrokerError",
     "UnsupportedVersionError",
     "VersionRemovedError",
     "WrongEndpointError",
     "WrongProtocolError",
+    "attach_context",
+    "describe_failure",
 ]
 
 
@@ -210,3 +245,143 @@ class FanOutLimitError(KafkaCompatError):
     def __init__(self, message: str, *, limit: int, node: str | None = None) -> None:
         self.limit = limit
         super().__init__(message, node=node)
+
+
+class HandshakeConfigError(ConfigError, NegotiationError):
+    """A handshake configuration that cannot work; raised when it is built.
+
+    A ``ConfigError`` (and so a ``ValueError``); still a ``NegotiationError``, as
+    it was before the configuration family existed, so older handlers keep working.
+    """
+
+
+class EmulatorConfigError(ConfigError):
+    """An emulator configuration that cannot work (unknown release, bad range, non-loopback bind)."""
+
+
+class ClientSoftwareWarning(UserWarning):
+    """A client software name or version that Kafka brokers reject with INVALID_REQUEST."""
+
+
+class PipelineStateError(KafkaCompatError):
+    """A call the pipeline cannot take in its state (full, failed, or a ticket it does not know)."""
+
+
+class BrokerStartError(KafkaCompatError):
+    """A test broker could not be started, or did not answer in time."""
+
+
+# -- transport leaves -----------------------------------------------------------------------
+
+
+def describe_failure(exc: KafkaCompatError, label: str) -> str:
+    """``"TypeName: message"`` for one address's failure, without repeating the address."""
+    text = exc.message
+    for suffix in (f" (node {label})", f" to {label}"):
+        text = text.replace(suffix, "")
+    return f"{type(exc).__name__}: {text}"
+
+
+class NoBrokerReachableError(TransportError):
+    """No address could be reached; ``reasons`` maps each address tried to why it failed."""
+
+    def __init__(self, reasons: Mapping[str, KafkaCompatError], *, what: str = "bootstrap address",
+                 rounds: int = 1) -> None:
+        self.reasons: Mapping[str, KafkaCompatError] = MappingProxyType(dict(reasons))
+        self.rounds = rounds
+        listed = "; ".join(f"{label}: {describe_failure(exc, label)}" for label, exc in self.reasons.items())
+        tries = f" (tried {rounds} time(s))" if rounds > 1 else ""
+        super().__init__(f"no {what} could be reached{tries}: {listed or 'none given'}")
+
+
+class BrokersUnavailableError(TransportError):
+    """Some brokers the metadata names could not be connected to; ``reasons`` by node id."""
+
+    def __init__(self, reasons: Mapping[int, KafkaCompatError], labels: Mapping[int, str]) -> None:
+        self.reasons: Mapping[int, KafkaCompatError] = MappingProxyType(dict(reasons))
+        listed = "; ".join(
+            f"node {node_id} at {labels.get(node_id, '?')}: {describe_failure(exc, labels.get(node_id, ''))}"
+            for node_id, exc in self.reasons.items()
+        )
+        super().__init__(f"{len(self.reasons)} broker(s) could not be reached: {listed}")
+
+
+class UnknownBrokerError(TransportError, LookupError):
+    """A node id the cluster metadata does not name."""
+
+
+class PeerClosedError(TransportError):
+    """The peer closed the connection (end of stream)."""
+
+
+# -- negotiation leaves ---------------------------------------------------------------------
+
+
+class FeatureError(NegotiationError):
+    """A feature name, level or version string that cannot be used."""
+
+
+class FeatureUpdateBlockedError(FeatureError):
+    """The levels cannot be finalized here; ``verdict`` names the blocking brokers and dependencies."""
+
+    def __init__(self, verdict: FinalizeVerdict) -> None:
+        super().__init__(verdict.reason)
+        self.verdict = verdict
+
+    @property
+    def blocking_brokers(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(b.node for b in self.verdict.blocking_brokers))
+
+
+class HandshakeStateError(NegotiationError):
+    """The driver reported an event the handshake does not expect now."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        state: State,
+        event: Event,
+        node: str | None = None,
+        transcript: Any = None,
+    ) -> None:
+        super().__init__(message, node=node, transcript=transcript)
+        self.state = state
+        self.event = event
+
+
+class BrokerRejectedError(NegotiationError):
+    """The broker answered ApiVersions with an error code; ``error_name`` is Kafka's."""
+
+    def __init__(
+        self, message: str, *, error_code: int, node: str | None = None, transcript: Any = None
+    ) -> None:
+        # Imported here: the codec package raises these errors, so loading it at import would be circular.
+        from kafkacompat.protocol.error_codes import error_for
+
+        super().__init__(message, node=node, transcript=transcript)
+        self.error_code = error_code
+        self.error_name = error_for(error_code).name
+
+
+class InvalidRequestError(BrokerRejectedError):
+    """INVALID_REQUEST: the broker could not accept the request as written."""
+
+
+# -- context --------------------------------------------------------------------------------
+
+E = TypeVar("E", bound=KafkaCompatError)
+
+
+def attach_context(error: E, *, node: str | None = None, transcript: Any = None) -> E:
+    """Give ``error`` the node and transcript it concerns, unless it already names them.
+
+    The one way a driver (or the sans-I/O layer that knows the node) attaches
+    context: the layer closest to the failure has the better answer, so what an
+    error already carries is never overwritten.  Returns ``error``, to be raised.
+    """
+    if error.node is None and node is not None:
+        error.node = node
+    if error.transcript is None and transcript is not None:
+        error.transcript = transcript
+    return error

@@ -4,7 +4,7 @@ Generates, from Kafka's JSON specs (two generations, see ``generations.py``)
 and the reference tables vendored in ``vendor/kafka-protocol``, the two
 folders it owns:
 
-- ``kafkacompat/protocol/messages/``: one module per API key or record;
+- ``kafkacompat/protocol/messages/``: one module per API key or record, and the ``ApiKey`` enum;
 - ``kafkacompat/reference/``: the release and feature tables.
 
 Each run writes the whole folder and deletes files it no longer produces.
@@ -21,9 +21,14 @@ from kafkacompat._codegen.generations import MergedSpecs, load_generations
 from kafkacompat._codegen.reference import api_names, render_reference
 from kafkacompat._codegen.removals import load_removals
 from kafkacompat._codegen.render_docs import render_blocks, replace_blocks
-from kafkacompat._codegen.render_index import render_alias_module, render_index
-from kafkacompat._codegen.render_messages import module_groups, render_module
-from kafkacompat._codegen.spec import SpecError, module_name
+from kafkacompat._codegen.render_index import (
+    API_KEY_MODULE,
+    render_alias_module,
+    render_api_keys,
+    render_index,
+)
+from kafkacompat._codegen.render_messages import render_module
+from kafkacompat._codegen.spec import SpecError, module_groups, module_name
 
 PACKAGE = Path(__file__).resolve().parent.parent
 REPO = PACKAGE.parent
@@ -47,6 +52,7 @@ def render_messages(inputs: Path, merged: MergedSpecs | None = None) -> dict[str
             olds = sorted(o for o, n in merged.message_aliases.items() if o.startswith(base))
             files[f"{old_module}.py"] = render_alias_module(new_module, olds)
     files["__init__.py"] = render_index(groups, merged.message_aliases)
+    files[f"{API_KEY_MODULE}.py"] = render_api_keys(groups)
     return files
 
 

@@ -8,7 +8,10 @@ pays for the few modules it uses.
 from __future__ import annotations
 
 from kafkacompat._codegen.render_messages import BANNER
-from kafkacompat._codegen.spec import MessageSpec
+from kafkacompat._codegen.spec import MessageSpec, module_name
+
+#: The module holding the ``ApiKey`` enum, beside the message modules.
+API_KEY_MODULE = "api_keys"
 
 
 def render_alias_module(new_module: str, names: list[str]) -> str:
@@ -26,6 +29,31 @@ def render_alias_module(new_module: str, names: list[str]) -> str:
     )
 
 
+def render_api_keys(groups: dict[str, list[MessageSpec]]) -> str:
+    """``ApiKey``: every API the codec has a request for, named after the request in the specs."""
+    requests = sorted(
+        (s for specs in groups.values() for s in specs if s.type == "request" and s.api_key is not None),
+        key=lambda s: s.api_key or 0,
+    )
+    lines = [
+        BANNER,
+        '"""Every Kafka API by its key, named after its request in Kafka\'s specs."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from enum import IntEnum",
+        "",
+        '__all__ = ["ApiKey"]',
+        "",
+        "",
+        "class ApiKey(IntEnum):",
+        '    """A Kafka API key (``ApiKey.FIND_COORDINATOR == 10``): equal to the int on the wire."""',
+        "",
+    ]
+    lines += [f"    {module_name(s.name.removesuffix('Request')).upper()} = {s.api_key}" for s in requests]
+    return "\n".join(lines) + "\n"
+
+
 def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str, str] | None = None) -> str:
     class_modules = {s.name: module for module, specs in groups.items() for s in specs}
     aliases = dict(sorted((message_aliases or {}).items()))
@@ -33,7 +61,7 @@ def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str
     requests = sorted((s for s in all_specs if s.type == "request"), key=lambda s: s.api_key or 0)
     lines = [
         BANNER,
-        '"""Every Kafka message, header, data spec and metadata record, loaded on first use."""',
+        '"""Every Kafka message, header, data spec and metadata record, and ApiKey, loaded on first use."""',
         "",
         "from __future__ import annotations",
         "",
@@ -42,7 +70,11 @@ def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str
         "",
         "if TYPE_CHECKING:",
     ]
-    typed = {**class_modules, **{old: class_modules[new] for old, new in aliases.items()}}
+    typed = {
+        **class_modules,
+        **{old: class_modules[new] for old, new in aliases.items()},
+        "ApiKey": API_KEY_MODULE,  # not a message: kept out of CLASS_MODULES, which lists messages
+    }
     for name in sorted(typed, key=lambda n: (typed[n], n)):
         lines.append(f"    from kafkacompat.protocol.messages.{typed[name]} import {name} as {name}")
     lines += ["", "CLASS_MODULES: dict[str, str] = {"]
@@ -79,6 +111,8 @@ def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str
         "",
         "def __getattr__(name: str) -> Any:",
         "    module = CLASS_MODULES.get(ALIASES.get(name, name))",
+        "    if module is None and name == 'ApiKey':",
+        f"        module = {API_KEY_MODULE!r}",
         "    if module is None:",
         '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
         '    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)',
@@ -87,6 +121,6 @@ def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str
         "",
         "",
         "def __dir__() -> list[str]:",
-        "    return sorted([*globals(), *CLASS_MODULES, *ALIASES])",
+        "    return sorted([*globals(), *CLASS_MODULES, *ALIASES, 'ApiKey'])",
     ]
     return "\n".join(lines) + "\n"

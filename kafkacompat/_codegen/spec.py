@@ -205,4 +205,30 @@ def load_all(spec_dir: Path) -> list[MessageSpec]:
     return [load_spec(p) for p in paths]
 
 
-__all__ = ["OPEN_END", "FieldSpec", "MessageSpec", "StructSpec", "load_all", "snake_case"]
+__all__ = [
+    "OPEN_END", "FieldSpec", "MessageSpec", "StructSpec",
+    "load_all", "module_groups", "response_pairs", "snake_case",
+]
+
+
+def response_pairs(specs: list[MessageSpec]) -> dict[str, str]:
+    """Request class -> the response class answering it, for the pairs one module holds."""
+    names = {s.name for s in specs}
+    pairs = {}
+    for s in specs:
+        response = s.name.removesuffix("Request") + "Response"
+        if s.type == "request" and response in names:
+            pairs[s.name] = response
+    return pairs
+
+
+def module_groups(specs: list[MessageSpec]) -> dict[str, list[MessageSpec]]:
+    """Module name -> the specs it holds (a request and its response share one)."""
+    groups: dict[str, list[MessageSpec]] = {}
+    for s in specs:
+        if s.type in ("request", "response"):
+            base = s.name.removesuffix("Request").removesuffix("Response")
+        else:
+            base = s.name
+        groups.setdefault(module_name(base), []).append(s)
+    return groups

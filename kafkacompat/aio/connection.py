@@ -51,7 +51,7 @@ from kafkacompat.negotiation.request_pipeline import (
     ResponseReceived,
     Ticket,
 )
-from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.os_errors import translate_os_error
 
@@ -157,8 +157,12 @@ class BrokerConnection:
         return self.capabilities.pick_version(api_key, self.config.policy)
 
     async def request(
-        self, message: KafkaMessage, *, version: int | None = None, request_timeout: float | None = None
-    ) -> KafkaMessage:
+        self,
+        message: KafkaRequest[ResponseT],
+        *,
+        version: int | None = None,
+        request_timeout: float | None = None,
+    ) -> ResponseT:
         """Send ``message`` at the picked (or given) version; return the decoded response.
 
         ``request_timeout`` overrides the configured one; when it passes, the
@@ -193,7 +197,7 @@ class BrokerConnection:
             if asyncio.get_running_loop().time() > deadline:
                 # Decoding the answer ran past the deadline: a deadline covers the whole call.
                 raise TimeoutError
-            return cast(KafkaMessage, response)  # None only for an acks=0 Produce
+            return cast(ResponseT, response)  # None only for an acks=0 Produce
         except TimeoutError:
             if ticket is None:
                 raise KafkaTimeoutError(

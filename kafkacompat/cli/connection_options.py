@@ -400,7 +400,7 @@ def resolve_connection(
         except ValueError:
             raise ConfigError("request.timeout.ms must be a whole number of milliseconds") from None
     client_id = props.get("client.id") or "kafkacompat"
-    handshake = HandshakeConfig(client_id=client_id, fallback_release=args.fallback_release)
+    handshake = HandshakeConfig(fallback_release=args.fallback_release)  # its client id: ConnectionConfig's
     config = ConnectionConfig(
         connect_timeout=args.timeout,
         request_timeout=request_timeout,

@@ -21,9 +21,10 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from kafkacompat.errors import ProtocolError
+from kafkacompat.errors import ConfigError, ProtocolError
 from kafkacompat.negotiation.release_guess import ReleaseGuess, behaviour_guess, guess_release
 from kafkacompat.negotiation.transcript import HandshakeTranscript
+from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.protocol.versions import VersionRange
 
 if TYPE_CHECKING:
@@ -36,9 +37,6 @@ __all__ = ["BrokerCapabilities", "RangeLike"]
 RangeLike: TypeAlias = VersionRange | tuple[int, int] | str
 
 _EMPTY: Mapping[Any, VersionRange] = MappingProxyType({})
-
-
-API_VERSIONS_KEY = 18
 
 
 def _release_at_least(release: str, floor: tuple[int, int]) -> bool:
@@ -60,7 +58,7 @@ def as_range(value: RangeLike) -> VersionRange:
         try:
             return VersionRange.parse(value)
         except ProtocolError:
-            raise ValueError(f"not a version range: {value!r}") from None
+            raise ConfigError(f"not a version range: {value!r}") from None
     if (
         isinstance(value, tuple)
         and len(value) == 2
@@ -114,7 +112,7 @@ class BrokerCapabilities:
 
     def __post_init__(self) -> None:
         if not isinstance(self.node, str) or not self.node:
-            raise ValueError(f"a broker needs a non-empty node label, got {self.node!r}")
+            raise ConfigError(f"a broker needs a non-empty node label, got {self.node!r}")
         object.__setattr__(self, "api_ranges", _frozen_api_ranges(self.api_ranges))
         object.__setattr__(
             self, "supported_features", _frozen_features(self.supported_features)
@@ -144,7 +142,7 @@ class BrokerCapabilities:
             ) from None
         label = node if node is not None else getattr(result, "node", None)
         if label is None:
-            raise ValueError("the handshake result names no node: pass node='host:port'")
+            raise ConfigError("the handshake result names no node: pass node='host:port'")
         return cls(
             node=label,
             node_id=node_id,
@@ -221,7 +219,7 @@ class BrokerCapabilities:
         accepted = self.transcript.api_versions_version if self.transcript is not None else None
         if accepted is None or accepted >= 4:
             return None
-        own = self.api_ranges.get(API_VERSIONS_KEY)
+        own = self.api_ranges.get(ApiKey.API_VERSIONS)
         if own is not None and not own.empty and own.highest >= 4:
             return (
                 f"partial: ApiVersions was answered at v{accepted}; this broker answers v4 and leaves "

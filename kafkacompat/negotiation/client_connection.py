@@ -47,7 +47,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 
-from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError, WrongProtocolError
+from kafkacompat.errors import (
+    ConfigError,
+    KafkaCompatError,
+    KafkaTimeoutError,
+    TransportError,
+    WrongProtocolError,
+    attach_context,
+)
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
@@ -177,8 +184,14 @@ class ClientConnection:
         self.max_frame_size = max_frame_size
         self.reply_limits = reply_limits if reply_limits is not None else ReplyLimits()
         self.handshake_config = handshake if handshake is not None else HandshakeConfig()
-        # The header's client id after the handshake; by default the handshake's own.
-        self.client_id = self.handshake_config.client_id if client_id is _Same.AS_HANDSHAKE else client_id
+        # One client id for the whole connection: the handshake's.  A second one is refused
+        # rather than sent on the requests after the handshake.
+        self.client_id = self.handshake_config.client_id
+        if client_id is not _Same.AS_HANDSHAKE and client_id != self.client_id:
+            raise ConfigError(
+                f"client_id {client_id!r} differs from the handshake's {self.client_id!r}; "
+                "a connection has one client id: set it on the HandshakeConfig"
+            )
         self._sasl_login = sasl
         self._handshake = ApiVersionsHandshake(self.handshake_config, node=node)
         self._frames = FrameSplitter(max_frame_size)
@@ -431,11 +444,7 @@ class ClientConnection:
 
     def _failed_action(self, error: KafkaCompatError) -> SetupFailed:
         self._phase = Phase.FAILED
-        if error.node is None:
-            error.node = self.node
-        if error.transcript is None:
-            error.transcript = self._handshake.transcript
-        return SetupFailed(error)
+        return SetupFailed(attach_context(error, node=self.node, transcript=self._handshake.transcript))
 
     def _watch(self, events: list[PipelineEvent]) -> list[PipelineEvent]:
         if self._pipeline is not None and self._pipeline.failure is not None:

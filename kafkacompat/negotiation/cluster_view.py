@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from kafkacompat.errors import UnsupportedVersionError
+from kafkacompat.errors import ConfigError, UnsupportedVersionError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.version_policy import (
     VersionChoice,
@@ -149,7 +149,7 @@ def build_cluster_view(
     labels = [b.node for b in ordered]
     duplicates = sorted({label for label in labels if labels.count(label) > 1})
     if duplicates:
-        raise ValueError(f"one capabilities entry per node, got several for {duplicates}")
+        raise ConfigError(f"one capabilities entry per node, got several for {duplicates}")
     ranges = client_ranges_of_codec() if client_ranges is None else client_ranges
     keys = sorted(
         {key for b in ordered for key, r in b.api_ranges.items() if not r.empty}

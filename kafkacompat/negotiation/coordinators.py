@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 from types import MappingProxyType
 
-from kafkacompat.errors import InvalidAddressError, NegotiationError, UnsupportedVersionError
+from kafkacompat.errors import ConfigError, InvalidAddressError, NegotiationError, UnsupportedVersionError
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.version_policy import (
@@ -158,9 +158,14 @@ def plan_coordinator_lookups(
     ``prefer``, then the highest usable version, then the lowest node label.
     Raises ``UnsupportedVersionError`` when no broker can take the key type.
     """
-    kind = CoordinatorKeyType(key_type)
+    try:
+        kind = CoordinatorKeyType(key_type)
+    except ValueError:
+        raise ConfigError(
+            f"unknown coordinator key type {key_type!r}: 0 (group), 1 (transaction) or 2 (share)"
+        ) from None
     if max_batch < 1:
-        raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+        raise ConfigError(f"max_batch must be at least 1, got {max_batch}")
     wanted = _distinct(keys)
     if not wanted:
         return CoordinatorPlan(kind, (), None, None, "no keys to look up")
@@ -266,7 +271,7 @@ class CoordinatorResults:
 
     def __init__(self, key_type: int, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> None:
         if max_attempts < 1:
-            raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+            raise ConfigError(f"max_attempts must be at least 1, got {max_attempts}")
         self.key_type = CoordinatorKeyType(key_type)
         self.max_attempts = max_attempts
         self._found: dict[str, CoordinatorFound] = {}
@@ -414,7 +419,7 @@ class CoordinatorResults:
 
     def _check_type(self, kind: CoordinatorKeyType) -> None:
         if kind != self.key_type:
-            raise ValueError(f"these results are for {self.key_type.name} keys, not {kind.name}")
+            raise ConfigError(f"these results are for {self.key_type.name} keys, not {kind.name}")
 
 
 def _address_refusal(host: str, port: int, where: str) -> str | None:

@@ -23,7 +23,7 @@ from enum import IntEnum
 from kafkacompat.errors import UnsupportedVersionError
 from kafkacompat.negotiation.features import CATALOG, ChangeKind, FeatureError, classify_change
 from kafkacompat.protocol.error_codes import error_for
-from kafkacompat.protocol.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
+from kafkacompat.protocol.messages import ApiKey, UpdateFeaturesRequest, UpdateFeaturesResponse
 
 __all__ = [
     "UPDATE_FEATURES",
@@ -36,7 +36,7 @@ __all__ = [
     "result_sentence",
 ]
 
-UPDATE_FEATURES = 57
+UPDATE_FEATURES = ApiKey.UPDATE_FEATURES
 FIRST_UPGRADE_TYPE_VERSION = 1  # KIP-778: UpgradeType and ValidateOnly
 FIRST_WITHOUT_RESULTS = 2
 

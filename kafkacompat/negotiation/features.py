@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
-from kafkacompat.errors import NegotiationError
+from kafkacompat.errors import FeatureError
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.features import FEATURES, FeatureLevelFact
 
@@ -63,10 +63,6 @@ def supported_levels(feature: str, listed: VersionRange | None) -> VersionRange:
     if feature != METADATA_VERSION and listed.lowest == 1:
         return VersionRange(0, listed.highest)
     return listed
-
-
-class FeatureError(NegotiationError):
-    """A feature name, level or version string that cannot be used."""
 
 
 # -- the catalog: names and dependencies --------------------------------------------------

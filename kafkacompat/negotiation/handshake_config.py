@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kafkacompat import __version__
-from kafkacompat.errors import EncodeError, NegotiationError
+from kafkacompat.errors import ClientSoftwareWarning, EncodeError, HandshakeConfigError, NegotiationError
 from kafkacompat.negotiation.release_guess import known_api_ranges
 from kafkacompat.protocol.framing import encode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
@@ -56,14 +56,6 @@ DEFAULT_QUIET_PERIOD: Final = 0.25
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
-class ClientSoftwareWarning(UserWarning):
-    """A client software name or version that Kafka brokers reject with INVALID_REQUEST."""
-
-
-class HandshakeConfigError(NegotiationError, ValueError):
-    """A handshake configuration that cannot work; raised when it is built."""
-
-
 def release_ranges(release: str, kind: str = "zk-broker") -> Mapping[int, VersionRange]:
     """The API ranges Kafka ``release`` answers as a ``kind`` broker, as a config error if unknown."""
     try:
@@ -96,7 +88,8 @@ class HandshakeConfig:
     ``max_version``: the first version tried; defaults to the highest the
     codec can write and read, and may not exceed it.
     ``client_software_name`` / ``client_software_version``: sent at v3+.
-    ``client_id``: the request header's client id.
+    ``client_id``: the request header's client id; inside a ``ConnectionConfig``
+    it is a copy of ``ConnectionConfig.client_id``, the one a connection uses.
     ``max_connections``: connections the handshake may open; the default 3
     allows, after a close at v4, one reconnect at v3 and a last one at v0
     (2: straight to v0; 1: no reconnect).

@@ -30,12 +30,12 @@ from kafkacompat.negotiation.handshake_config import (
 from kafkacompat.negotiation.handshake_types import BrokerRejectedError, InvalidRequestError
 from kafkacompat.protocol.error_codes import INVALID_REQUEST, NONE, UNSUPPORTED_VERSION, error_for
 from kafkacompat.protocol.framing import sniff_foreign_protocol
-from kafkacompat.protocol.messages import ApiVersionsResponse
+from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ["API_VERSIONS_KEY", "Verdict", "first_ranges", "foreign_verdict", "judge_reply"]
 
-API_VERSIONS_KEY: Final = 18  # the key of ApiVersions itself in its own answer
+API_VERSIONS_KEY: Final = int(ApiKey.API_VERSIONS)  # the key of ApiVersions itself in its own answer
 K = TypeVar("K", int, str)
 
 

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from kafkacompat.errors import KafkaCompatError, NegotiationError
-from kafkacompat.negotiation.handshake_table import Event, State
+from kafkacompat.errors import (
+    BrokerRejectedError,
+    HandshakeStateError,
+    InvalidRequestError,
+    KafkaCompatError,
+)
 from kafkacompat.negotiation.transcript import HandshakeTranscript
-from kafkacompat.protocol.error_codes import error_for
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
 
@@ -125,35 +127,3 @@ class Fail:
 
 
 Action = Connect | SendRequest | SendProbe | ReceiveReply | Done | Fail
-
-
-class HandshakeStateError(NegotiationError):
-    """The driver reported an event the handshake does not expect now."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        state: State,
-        event: Event,
-        node: str | None = None,
-        transcript: Any = None,
-    ) -> None:
-        super().__init__(message, node=node, transcript=transcript)
-        self.state = state
-        self.event = event
-
-
-class BrokerRejectedError(NegotiationError):
-    """The broker answered ApiVersions with an error code; ``error_name`` is Kafka's."""
-
-    def __init__(
-        self, message: str, *, error_code: int, node: str | None = None, transcript: Any = None
-    ) -> None:
-        super().__init__(message, node=node, transcript=transcript)
-        self.error_code = error_code
-        self.error_name = error_for(error_code).name
-
-
-class InvalidRequestError(BrokerRejectedError):
-    """INVALID_REQUEST: the broker could not accept the request as written."""

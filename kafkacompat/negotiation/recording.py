@@ -47,7 +47,7 @@ from kafkacompat.errors import KafkaCompatError
 from kafkacompat.protocol import framing, messages
 from kafkacompat.protocol.error_codes import error_for
 from kafkacompat.protocol.message import KafkaMessage
-from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from kafkacompat.protocol.messages import ApiKey, ApiVersionsRequest, ApiVersionsResponse
 
 __all__ = [
     "KEEP_BYTES",
@@ -63,7 +63,10 @@ MAX_CLIENTS = 1000
 MAX_PENDING = 4096
 MAX_ENTRIES = 512  # (api key, version) pairs per client: both come off the wire, untrusted
 OVERFLOW_CLIENT = "(other clients)"
-API_VERSIONS, PRODUCE, SASL_HANDSHAKE = 18, 0, 17
+# Plain ints from the enum: compared for every frame recorded.
+API_VERSIONS, PRODUCE, SASL_HANDSHAKE = (
+    int(ApiKey.API_VERSIONS), int(ApiKey.PRODUCE), int(ApiKey.SASL_HANDSHAKE)
+)
 Outcome = Literal["answered", "error", "closed", "no-response", "unanswered"]
 _SIZE = struct.Struct(">i")
 
@@ -359,7 +362,7 @@ def _decoded(frame: bytes, size: int, pending: _Pending) -> KafkaMessage | None:
     name = messages.CLASS_BY_KEY.get((pending.api_key, "response"))
     if name is None:
         return None
-    cls = getattr(messages, name)
+    cls: type[KafkaMessage] = getattr(messages, name)
     if pending.version not in cls.VALID_VERSIONS:
         return None
     version = pending.version

@@ -40,6 +40,7 @@ from types import MappingProxyType
 from typing import Literal, cast
 
 from kafkacompat.errors import NegotiationError, ProtocolError
+from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.releases import API_NAMES, KINDS, RELEASES
 
@@ -319,8 +320,8 @@ def _partial(observed: Table, groups: Sequence[_TableGroup], upper: int) -> Rele
 
 
 def _unknown_evidence(observed: Table) -> Iterator[str]:
-    if 18 not in observed:
-        yield f"{_api(18)} absent: a pre-0.10 broker or not a Kafka broker"
+    if ApiKey.API_VERSIONS not in observed:
+        yield f"{_api(ApiKey.API_VERSIONS)} absent: a pre-0.10 broker or not a Kafka broker"
     highest: dict[int, int] = {}
     for profile in RELEASES:
         for key, (_, high) in profile.apis.items():

@@ -47,8 +47,10 @@ from kafkacompat.errors import (
     DecodeError,
     KafkaCompatError,
     KafkaTimeoutError,
+    PipelineStateError,
     ProtocolError,
     TransportError,
+    attach_context,
 )
 from kafkacompat.protocol import _wire, framing, messages
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
@@ -71,13 +73,9 @@ __all__ = [
 
 _INT32_MAX: Final = 0x7FFFFFFF
 _INT32: Final = _wire.INT32
-_PRODUCE: Final = 0
+_PRODUCE: Final = int(messages.ApiKey.PRODUCE)  # a plain int: compared for every request
 #: acks=0 correlation ids remembered, in case the broker answers them anyway.
 ACKS0_MEMORY: Final = 1024
-
-class PipelineStateError(KafkaCompatError):
-    """A call the pipeline cannot take in its state (full, failed, or a ticket it does not know)."""
-
 
 class Stage(IntEnum):
     """Where a request is on its way out."""
@@ -356,8 +354,6 @@ class RequestPipeline:
             try:
                 frame = self._frames.next_frame(limit, what=what)
             except KafkaCompatError as exc:  # a size prefix above the ceiling, or not Kafka's
-                if exc.node is None:
-                    exc.node = self.node
                 events.append(self._fail(exc))
                 break
             if frame is None:
@@ -382,7 +378,6 @@ class RequestPipeline:
         try:
             correlation_id = framing.peek_correlation_id(frame)
         except DecodeError as exc:
-            exc.node = self.node
             return self._fail(exc)
         if self._awaiting and self._awaiting[0] == correlation_id:
             self._awaiting.popleft()
@@ -418,8 +413,7 @@ class RequestPipeline:
                     frame, ticket.response_cls, ticket.version, allow_trailing=True
                 )
         except DecodeError as exc:
-            exc.node = self.node
-            return RequestFailed(self._end(ticket), exc)
+            return RequestFailed(self._end(ticket), attach_context(exc, node=self.node))
         return ResponseReceived(self._end(ticket), response)
 
     def connection_lost(self, error: KafkaCompatError | None = None) -> list[PipelineEvent]:
@@ -437,9 +431,7 @@ class RequestPipeline:
         return ticket
 
     def _fail(self, error: KafkaCompatError) -> ConnectionFailed:
-        if error.node is None:
-            error.node = self.node
-        self._failure = error
+        self._failure = attach_context(error, node=self.node)
         precise: dict[int, KafkaCompatError] = {}
         for ticket in self._live.values():
             if ticket.stage is Stage.WRITTEN:  # sent: the close may be the broker refusing its version

@@ -37,6 +37,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     ProtocolError,
     UnsupportedVersionError,
+    attach_context,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.request_pipeline import PipelineStateError
@@ -45,6 +46,7 @@ from kafkacompat.protocol import _wire, framing
 from kafkacompat.protocol.error_codes import ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM, error_for
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import (
+    ApiKey,
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
     SaslHandshakeRequest,
@@ -64,8 +66,8 @@ __all__ = [
     "sasl_versions",
 ]
 
-SASL_HANDSHAKE: Final = 17
-SASL_AUTHENTICATE: Final = 36
+SASL_HANDSHAKE: Final = ApiKey.SASL_HANDSHAKE
+SASL_AUTHENTICATE: Final = ApiKey.SASL_AUTHENTICATE
 #: SCRAM needs two round trips and PLAIN one; a mechanism asking for many more is not one we run.
 MAX_ROUND_TRIPS: Final = 8
 _INT32_MAX: Final = 0x7FFFFFFF
@@ -315,7 +317,6 @@ class SaslExchange:
                 f"expected {self._expected_id}"
             )
         _, response = framing.decode_response(frame, response_cls, version, allow_trailing=True)
-        assert isinstance(response, response_cls)
         return response
 
     def _expect(self, *kinds: type[SendBytes | AwaitReply]) -> SendBytes | AwaitReply:
@@ -328,8 +329,7 @@ class SaslExchange:
         return action
 
     def _fail(self, error: KafkaCompatError) -> None:
-        if error.node is None:
-            error.node = self.node
+        attach_context(error, node=self.node)
         if isinstance(error, ProtocolError):
             error.add_note("while authenticating with SASL")
         self._action = SaslFailed(error)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from kafkacompat.errors import ProtocolError, UnsupportedVersionError
+from kafkacompat.errors import ConfigError, ProtocolError, UnsupportedVersionError
 from kafkacompat.negotiation.feature_gates import gates_for, level_of
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.versions import VersionRange
@@ -90,7 +90,7 @@ def _api_key(ref: ApiRef) -> int:
         return ref
     if isinstance(ref, str) and ref in _KEYS_BY_NAME:
         return _KEYS_BY_NAME[ref]
-    raise ValueError(f"unknown API {ref!r}")
+    raise ConfigError(f"unknown API {ref!r}")
 
 
 def _version_ranges(value: VersionSet) -> tuple[VersionRange, ...]:
@@ -122,7 +122,7 @@ def _parse(text: str) -> VersionRange:
     try:
         return VersionRange.parse(text)
     except ProtocolError:
-        raise ValueError(f"not a version range: {text!r}") from None
+        raise ConfigError(f"not a version range: {text!r}") from None
 
 
 def _describe(ranges: Iterable[VersionRange]) -> str:
@@ -192,7 +192,7 @@ class VersionPolicy:
 
 def _version(value: object, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"a {what} must be a non-negative int, got {value!r}")
+        raise ConfigError(f"a {what} must be a non-negative int, got {value!r}")
     return value
 
 
@@ -386,6 +386,8 @@ def pick_version(
     """The highest version of ``api_key`` allowed by client, broker, policy and feature gates.
 
     Raises ``UnsupportedVersionError`` (before anything is sent) when none is.
+    The one function that picks: ``BrokerCapabilities.pick_version``, every
+    driver's ``pick_version`` and ``request()`` come here (a test checks it).
     """
     made = explain(
         api_key, capabilities, policy, client_ranges,

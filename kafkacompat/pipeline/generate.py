@@ -41,6 +41,7 @@ from typing import IO, Any
 from kafkacompat.negotiation.features import CATALOG, METADATA_VERSION
 from kafkacompat.negotiation.release_guess import guess_release
 from kafkacompat.pipeline.client_format import client_profile, kafkacompat_client_profile
+from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import FEATURES, RELEASES
 
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 _KRAFT, _ZK = "kraft-broker", "zk-broker"
-_APIVERSIONS = 18
+_APIVERSIONS = ApiKey.API_VERSIONS
 
 
 @dataclass(frozen=True)

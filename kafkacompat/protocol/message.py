@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Literal, NamedTuple, Self
+from typing import Any, ClassVar, Generic, Literal, NamedTuple, Self, TypeVar
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["FieldAlias", "FieldInfo", "KafkaMessage", "KafkaStruct", "MessageType"]
+__all__ = [
+    "FieldAlias", "FieldInfo", "KafkaMessage", "KafkaRequest", "KafkaStruct", "MessageType", "ResponseT",
+]
 
 MessageType = Literal["request", "response", "header", "data", "metadata"]
 
@@ -221,6 +223,26 @@ class KafkaMessage(KafkaStruct):
                 offset=end,
             )
         return obj  # type: ignore[no-any-return]
+
+
+#: A request's type parameter: the response class it is answered with (covariant, so a
+#: ``KafkaRequest[MetadataResponse]`` is also a ``KafkaRequest[KafkaMessage]``).
+_Answer = TypeVar("_Answer", bound=KafkaMessage, covariant=True)
+#: For signatures: ``def request(message: KafkaRequest[ResponseT]) -> ResponseT``.
+ResponseT = TypeVar("ResponseT", bound=KafkaMessage)
+
+
+class KafkaRequest(KafkaMessage, Generic[_Answer]):
+    """A request whose response class is known: ``MetadataRequest`` is a
+    ``KafkaRequest[MetadataResponse]``.
+
+    The type parameter lets a driver's ``request()`` return the right response
+    type to a type checker; ``RESPONSE_CLASS`` is the same class at run time.
+    """
+
+    __slots__ = ()
+
+    RESPONSE_CLASS: ClassVar[type[KafkaMessage]]
 
 
 def decode_at(name: str, reader: Reader, data: Any, pos: int, version: int) -> tuple[Any, int]:

@@ -33,28 +33,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final
 
 from kafkacompat.errors import ConfigError
+from kafkacompat.protocol.messages import ApiKey
 
 __all__ = ["DEFAULT_CEILINGS", "ReplyLimits"]
 
 KIB = 1024
 MIB = 1024 * KIB
 
-METADATA = 3
-API_VERSIONS = 18
+# A plain int: compared for every request sent.
+_METADATA: Final = int(ApiKey.METADATA)
 
 #: Ceiling per API key of the request answered (Metadata: when it asks for no topics).
 DEFAULT_CEILINGS: Mapping[int, int] = MappingProxyType(
     {
-        API_VERSIONS: 64 * KIB,
-        METADATA: 256 * KIB,
-        10: 1 * MIB,  # FindCoordinator
-        60: 256 * KIB,  # DescribeCluster
-        17: 64 * KIB,  # SaslHandshake
-        36: 64 * KIB,  # SaslAuthenticate
-        57: 1 * MIB,  # UpdateFeatures
+        ApiKey.API_VERSIONS: 64 * KIB,
+        ApiKey.METADATA: 256 * KIB,
+        ApiKey.FIND_COORDINATOR: 1 * MIB,
+        ApiKey.DESCRIBE_CLUSTER: 256 * KIB,
+        ApiKey.SASL_HANDSHAKE: 64 * KIB,
+        ApiKey.SASL_AUTHENTICATE: 64 * KIB,
+        ApiKey.UPDATE_FEATURES: 1 * MIB,
     }
 )
 
@@ -97,7 +98,7 @@ class ReplyLimits:
     ) -> int:
         """The ceiling for the reply to ``request`` (its ``api_key``, sent at ``version``)."""
         ceiling = self.ceilings.get(api_key)
-        if api_key == METADATA and (getattr(request, "topics", None) != [] or version == 0):
+        if api_key == _METADATA and (getattr(request, "topics", None) != [] or version == 0):
             ceiling = None  # topics asked for (at v0 an empty list means all): sized by the cluster
         if ceiling is None:
             ceiling = self.default if self.default is not None else max_frame_size
@@ -106,4 +107,4 @@ class ReplyLimits:
     @property
     def handshake(self) -> int:
         """The ceiling for ApiVersions replies (before any other request on a connection)."""
-        return self.ceilings[API_VERSIONS]
+        return self.ceilings[ApiKey.API_VERSIONS]

@@ -47,8 +47,8 @@ TIMEOUT_S = float(os.environ.get("KAFKACOMPAT_TRAFFIC_TIMEOUT", "20"))
 PAYLOAD = b"kafkacompat traffic " * 8  # long enough for gzip to matter
 
 
-class StepFailed(Exception):
-    pass
+class _StepFailed(Exception):
+    """Ends a scenario at its first failed step; ``run`` catches it (the step is in the report)."""
 
 
 class Traffic:
@@ -72,7 +72,7 @@ class Traffic:
             yield
         except Exception as exc:
             self._end({"step": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
-            raise StepFailed(name) from exc
+            raise _StepFailed(name) from exc
         self._end({"step": name, "ok": True, "seconds": round(time.monotonic() - started, 2)})
 
     def _end(self, step: dict[str, Any]) -> None:
@@ -296,7 +296,7 @@ def run(library: str, bootstrap: str, topic: str = "traffic", stream: TextIO | N
     traffic = Traffic(library, bootstrap, topic, stream)
     try:
         _SCENARIOS[library](traffic)
-    except StepFailed:
+    except _StepFailed:
         pass
     except Exception as exc:  # setup outside any step (an import, a constructor)
         traffic._end({"step": "setup", "ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})

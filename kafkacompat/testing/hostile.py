@@ -42,6 +42,7 @@ from typing import Literal
 from kafkacompat.protocol import framing
 from kafkacompat.protocol._wire import uvarint
 from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.messages import ApiKey
 
 __all__ = [
     "MUTATIONS",
@@ -107,7 +108,10 @@ def raw_answer(request: Request, body: bytes, *, version: int | None = None) -> 
 
 
 #: What ``api_versions`` advertises by default: enough for Metadata, FindCoordinator, DescribeCluster.
-PLAIN_APIS: tuple[tuple[int, int, int], ...] = ((3, 0, 12), (10, 0, 4), (18, 0, 4), (60, 0, 1))
+PLAIN_APIS: tuple[tuple[int, int, int], ...] = (
+    (ApiKey.METADATA, 0, 12), (ApiKey.FIND_COORDINATOR, 0, 4), (ApiKey.API_VERSIONS, 0, 4),
+    (ApiKey.DESCRIBE_CLUSTER, 0, 1),
+)
 
 
 def api_versions(apis: Iterable[tuple[int, int, int]] = PLAIN_APIS, *, epoch: int = -1) -> Script:
@@ -133,7 +137,7 @@ def unsupported_version(lowest: int, highest: int) -> Script:
     """UNSUPPORTED_VERSION in the v0 layout, advertising ApiVersions ``lowest``-``highest``."""
 
     def script(request: Request) -> Reply:
-        body = struct.pack(">hi", 35, 1) + struct.pack(">hhh", 18, lowest, highest)
+        body = struct.pack(">hi", 35, 1) + struct.pack(">hhh", ApiKey.API_VERSIONS, lowest, highest)
         return Reply(raw_answer(request, body, version=0), label=f"UNSUPPORTED_VERSION {lowest}-{highest}")
 
     return script
@@ -149,10 +153,10 @@ def huge_api_versions(entries: int) -> Script:
     def script(request: Request) -> Reply:
         version = min(request.api_version, 4)
         if version >= 3:
-            rows = struct.pack(">hhhB", 18, 0, 4, 0) * entries
+            rows = struct.pack(">hhhB", ApiKey.API_VERSIONS, 0, 4, 0) * entries
             body = struct.pack(">h", 0) + uvarint(entries + 1) + rows + struct.pack(">i", 0) + b"\x00"
         else:
-            rows = struct.pack(">hhh", 18, 0, 3) * entries
+            rows = struct.pack(">hhh", ApiKey.API_VERSIONS, 0, 3) * entries
             body = struct.pack(">hi", 0, entries) + rows + (struct.pack(">i", 0) if version >= 1 else b"")
         return Reply(raw_answer(request, body, version=version), label=f"ApiVersions of {entries} rows")
 

@@ -20,7 +20,7 @@ from typing import Protocol, TypeVar
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.capability_changes import CapabilityChange
 from kafkacompat.negotiation.handshake_types import HandshakeResult
-from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.message import KafkaRequest, ResponseT
 from kafkacompat.transport.config import ConnectionConfig
 
 __all__ = ["ClusterBackend", "ConnT", "Job", "NodeConnection"]
@@ -46,8 +46,9 @@ class NodeConnection(Protocol):
     def pick_version(self, api_key: int) -> int: ...
 
     async def request(
-        self, message: KafkaMessage, *, version: int | None = None, request_timeout: float | None = None
-    ) -> KafkaMessage: ...
+        self, message: KafkaRequest[ResponseT], *, version: int | None = None,
+        request_timeout: float | None = None,
+    ) -> ResponseT: ...
 
     async def aclose(self) -> None: ...
 

@@ -24,7 +24,7 @@ from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
 from kafkacompat.negotiation.node_role import looks_like_controller
-from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.message import KafkaRequest, ResponseT
 from kafkacompat.transport.cluster_backend import ClusterBackend, ConnT, Job, NodeConnection
 from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.controller_discovery import ask_controllers
@@ -189,11 +189,11 @@ class ClusterCore(Generic[ConnT]):
     async def request(
         self,
         node_id: int | None,
-        message: KafkaMessage,
+        message: KafkaRequest[ResponseT],
         *,
         version: int | None = None,
         request_timeout: float | None = None,
-    ) -> KafkaMessage:
+    ) -> ResponseT:
         """Send ``message`` to ``node_id`` (None: any broker) at its negotiated (or the given) version."""
         conn = await (self.any_connection() if node_id is None else self.connection(node_id))
         return await conn.request(message, version=version, request_timeout=request_timeout)

@@ -6,7 +6,7 @@ repr and str never show the value, so a config can be logged or printed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kafkacompat.errors import ConfigError
@@ -25,6 +25,9 @@ __all__ = [
     "Secret",
     "TlsConfig",
 ]
+
+#: What a HandshakeConfig's client id is when nobody set it: then ConnectionConfig's is copied in.
+_HANDSHAKE_DEFAULT_CLIENT_ID = HandshakeConfig.__dataclass_fields__["client_id"].default
 
 
 class Secret:
@@ -115,6 +118,11 @@ class ConnectionConfig:
     because a broker's answer named them (the rest are reported as
     ``FanOutLimitError``), ``fanout_concurrency`` how many of those are being
     opened at once.
+
+    ``client_id`` is the request header's client id on every request of a
+    connection, the handshake's included: this is its one home.  The
+    ``handshake`` config gets a copy of it; a ``HandshakeConfig`` carrying a
+    different client id of its own is refused rather than silently sending two.
     """
 
     connect_timeout: float = 10.0
@@ -150,6 +158,13 @@ class ConnectionConfig:
             raise ConfigError("max_frame_size must be between 1 and 2**31-1")
         if self.connect_timeout <= 0 or self.request_timeout <= 0:
             raise ConfigError("timeouts must be positive")
+        if self.handshake.client_id != self.client_id:
+            if self.handshake.client_id != _HANDSHAKE_DEFAULT_CLIENT_ID:
+                raise ConfigError(
+                    f"client_id is set twice: {self.client_id!r} on ConnectionConfig and "
+                    f"{self.handshake.client_id!r} on its HandshakeConfig; set it once, on ConnectionConfig"
+                )
+            object.__setattr__(self, "handshake", replace(self.handshake, client_id=self.client_id))
 
 
 # Built once: building a config checks and encodes the ApiVersions request, which

@@ -50,7 +50,7 @@ from kafkacompat.negotiation.request_pipeline import (
     ResponseReceived,
     Ticket,
 )
-from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.deadlines import DeadlineKeeper
 from kafkacompat.transport.negotiate import set_up
@@ -205,8 +205,12 @@ class BrokerConnection:
         return self.capabilities.pick_version(api_key, self.config.policy)
 
     async def request(
-        self, message: KafkaMessage, *, version: int | None = None, request_timeout: float | None = None
-    ) -> KafkaMessage:
+        self,
+        message: KafkaRequest[ResponseT],
+        *,
+        version: int | None = None,
+        request_timeout: float | None = None,
+    ) -> ResponseT:
         """Send ``message`` at the picked (or given) version; return the decoded response.
 
         ``request_timeout`` overrides the configured one for this call; when it

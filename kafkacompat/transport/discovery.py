@@ -12,7 +12,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from kafkacompat.errors import InvalidAddressError, KafkaCompatError, KafkaTimeoutError, TransportError
+from kafkacompat.errors import (
+    BrokersUnavailableError,
+    InvalidAddressError,
+    KafkaCompatError,
+    KafkaTimeoutError,
+    NoBrokerReachableError,
+    TransportError,
+    UnknownBrokerError,
+    describe_failure,
+)
 from kafkacompat.negotiation.addresses import MAX_HOST_LENGTH, check_address, display_host, split_host_port
 from kafkacompat.negotiation.node_role import NodeKind
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
@@ -38,44 +47,6 @@ METADATA = MetadataRequest.API_KEY
 DEFAULT_PORT = 9092
 #: What is worth retrying: the connection failed or a deadline passed.
 RETRIABLE = (TransportError, KafkaTimeoutError)
-
-
-# -- errors ---------------------------------------------------------------------------------
-
-
-class NoBrokerReachableError(TransportError):
-    """No address could be reached; ``reasons`` maps each address tried to why it failed."""
-
-    def __init__(self, reasons: Mapping[str, KafkaCompatError], *, what: str = "bootstrap address",
-                 rounds: int = 1) -> None:
-        self.reasons: Mapping[str, KafkaCompatError] = MappingProxyType(dict(reasons))
-        self.rounds = rounds
-        listed = "; ".join(f"{label}: {describe_failure(exc, label)}" for label, exc in self.reasons.items())
-        tries = f" (tried {rounds} time(s))" if rounds > 1 else ""
-        super().__init__(f"no {what} could be reached{tries}: {listed or 'none given'}")
-
-
-class BrokersUnavailableError(TransportError):
-    """Some brokers the metadata names could not be connected to; ``reasons`` by node id."""
-
-    def __init__(self, reasons: Mapping[int, KafkaCompatError], labels: Mapping[int, str]) -> None:
-        self.reasons: Mapping[int, KafkaCompatError] = MappingProxyType(dict(reasons))
-        listed = "; ".join(
-            f"node {node_id} at {labels.get(node_id, '?')}: {describe_failure(exc, labels.get(node_id, ''))}"
-            for node_id, exc in self.reasons.items()
-        )
-        super().__init__(f"{len(self.reasons)} broker(s) could not be reached: {listed}")
-
-
-class UnknownBrokerError(TransportError, LookupError):
-    """A node id the cluster metadata does not name."""
-
-
-def describe_failure(exc: KafkaCompatError, label: str) -> str:
-    text = exc.message
-    for suffix in (f" (node {label})", f" to {label}"):
-        text = text.replace(suffix, "")
-    return f"{type(exc).__name__}: {text}"
 
 
 # -- addresses and metadata -----------------------------------------------------------------

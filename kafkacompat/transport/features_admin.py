@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import FeatureUpdateBlockedError, KafkaCompatError
 from kafkacompat.negotiation.feature_updates import (
     UPDATE_FEATURES,
     FeatureUpdateResult,
@@ -42,7 +42,6 @@ from kafkacompat.negotiation.feature_updates import (
 )
 from kafkacompat.negotiation.features import (
     BrokerFeatures,
-    FeatureError,
     FinalizedObservation,
     FinalizedView,
     FinalizeVerdict,
@@ -75,18 +74,6 @@ __all__ = [
 
 _UNLISTED = VersionRange(0, 0)
 NOT_CONTROLLER = BY_NAME["NOT_CONTROLLER"].code
-
-
-class FeatureUpdateBlockedError(FeatureError):
-    """The levels cannot be finalized here; ``verdict`` names the blocking brokers and dependencies."""
-
-    def __init__(self, verdict: FinalizeVerdict) -> None:
-        super().__init__(verdict.reason)
-        self.verdict = verdict
-
-    @property
-    def blocking_brokers(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(b.node for b in self.verdict.blocking_brokers))
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import ssl
 
 import trio
 
-from kafkacompat.errors import TransportError
+from kafkacompat.errors import PeerClosedError
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.seam import translate
@@ -26,10 +26,6 @@ __all__ = ["ByteStream", "PeerClosedError", "open_byte_stream"]
 
 CHUNK = 65536
 _LOW_LEVEL = (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError)
-
-
-class PeerClosedError(TransportError):
-    """The peer closed the connection (end of stream)."""
 
 
 class ByteStream:

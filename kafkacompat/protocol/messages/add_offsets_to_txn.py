@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['AddOffsetsToTxnRequest', 'AddOffsetsToTxnResponse']
@@ -18,7 +18,7 @@ _F_ihB = struct.Struct(">ihB")
 _F_qh = struct.Struct(">qh")
 
 
-class AddOffsetsToTxnRequest(KafkaMessage):
+class AddOffsetsToTxnRequest(KafkaRequest['AddOffsetsToTxnResponse']):
     __slots__ = ('group_id', 'producer_epoch', 'producer_id', 'transactional_id')
 
     def __init__(self, *, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, group_id: str = "") -> None:
@@ -48,6 +48,9 @@ class AddOffsetsToTxnResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
+
+
+AddOffsetsToTxnRequest.RESPONSE_CLASS = AddOffsetsToTxnResponse
 
 
 def _r_AddOffsetsToTxnRequest_0(buf: Any, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['AddPartitionsToTxnRequest', 'AddPartitionsToTxnResponse']
@@ -20,7 +20,7 @@ _F_qh = struct.Struct(">qh")
 _F_qho = struct.Struct(">qh?")
 
 
-class AddPartitionsToTxnRequest(KafkaMessage):
+class AddPartitionsToTxnRequest(KafkaRequest['AddPartitionsToTxnResponse']):
     __slots__ = ('transactions', 'v3_and_below_producer_epoch', 'v3_and_below_producer_id', 'v3_and_below_topics', 'v3_and_below_transactional_id')
 
     def __init__(self, *, transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = _wire.DEFAULT, v3_and_below_transactional_id: str = "", v3_and_below_producer_id: int = 0, v3_and_below_producer_epoch: int = 0, v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = _wire.DEFAULT) -> None:
@@ -106,6 +106,9 @@ class AddPartitionsToTxnResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('transactional_id',)
+
+
+AddPartitionsToTxnRequest.RESPONSE_CLASS = AddPartitionsToTxnResponse
 
 
 def _r_AddPartitionsToTxnRequest_0(buf: Any, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['AddRaftVoterRequest', 'AddRaftVoterResponse']
@@ -20,7 +20,7 @@ _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
 
 
-class AddRaftVoterRequest(KafkaMessage):
+class AddRaftVoterRequest(KafkaRequest['AddRaftVoterResponse']):
     __slots__ = ('cluster_id', 'listeners', 'timeout_ms', 'voter_directory_id', 'voter_id')
 
     def __init__(self, *, cluster_id: str | None = "", timeout_ms: int = 0, voter_id: int = 0, voter_directory_id: uuid.UUID = _wire.ZERO_UUID, listeners: list[AddRaftVoterRequest.Listener] = _wire.DEFAULT) -> None:
@@ -63,6 +63,9 @@ class AddRaftVoterResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
+
+
+AddRaftVoterRequest.RESPONSE_CLASS = AddRaftVoterResponse
 
 
 def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, int]:

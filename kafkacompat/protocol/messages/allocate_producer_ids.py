@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['AllocateProducerIdsRequest', 'AllocateProducerIdsResponse']
@@ -19,7 +19,7 @@ _F_iq = struct.Struct(">iq")
 _F_iqB = struct.Struct(">iqB")
 
 
-class AllocateProducerIdsRequest(KafkaMessage):
+class AllocateProducerIdsRequest(KafkaRequest['AllocateProducerIdsResponse']):
     __slots__ = ('broker_epoch', 'broker_id')
 
     def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
@@ -49,6 +49,9 @@ class AllocateProducerIdsResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
+
+
+AllocateProducerIdsRequest.RESPONSE_CLASS = AllocateProducerIdsResponse
 
 
 def _r_AllocateProducerIdsRequest_0(buf: Any, pos: int) -> tuple[AllocateProducerIdsRequest, int]:

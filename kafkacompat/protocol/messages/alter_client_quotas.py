@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['AlterClientQuotasRequest', 'AlterClientQuotasResponse']
@@ -21,7 +21,7 @@ _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 
 
-class AlterClientQuotasRequest(KafkaMessage):
+class AlterClientQuotasRequest(KafkaRequest['AlterClientQuotasResponse']):
     __slots__ = ('entries', 'validate_only')
 
     def __init__(self, *, entries: list[AlterClientQuotasRequest.EntryData] = _wire.DEFAULT, validate_only: bool = False) -> None:
@@ -96,6 +96,9 @@ class AlterClientQuotasResponse(KafkaMessage):
             self.entity = [] if entity is _wire.DEFAULT else entity
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+AlterClientQuotasRequest.RESPONSE_CLASS = AlterClientQuotasResponse
 
 
 def _r_AlterClientQuotasRequest_0(buf: Any, pos: int) -> tuple[AlterClientQuotasRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['AlterConfigsRequest', 'AlterConfigsResponse']
@@ -20,7 +20,7 @@ _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 
 
-class AlterConfigsRequest(KafkaMessage):
+class AlterConfigsRequest(KafkaRequest['AlterConfigsResponse']):
     __slots__ = ('resources', 'validate_only')
 
     def __init__(self, *, resources: list[AlterConfigsRequest.AlterConfigsResource] = _wire.DEFAULT, validate_only: bool = False) -> None:
@@ -80,6 +80,9 @@ class AlterConfigsResponse(KafkaMessage):
             self.resource_name = resource_name
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+AlterConfigsRequest.RESPONSE_CLASS = AlterConfigsResponse
 
 
 def _r_AlterConfigsRequest_0(buf: Any, pos: int) -> tuple[AlterConfigsRequest, int]:

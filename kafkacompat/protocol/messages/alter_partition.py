@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['AlterPartitionRequest', 'AlterPartitionResponse']
@@ -25,7 +25,7 @@ _F_iq = struct.Struct(">iq")
 _F_iqB = struct.Struct(">iqB")
 
 
-class AlterPartitionRequest(KafkaMessage):
+class AlterPartitionRequest(KafkaRequest['AlterPartitionResponse']):
     __slots__ = ('broker_epoch', 'broker_id', 'topics')
 
     def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, topics: list[AlterPartitionRequest.TopicData] = _wire.DEFAULT) -> None:
@@ -117,6 +117,9 @@ class AlterPartitionResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+AlterPartitionRequest.RESPONSE_CLASS = AlterPartitionResponse
 
 
 def _r_AlterPartitionRequest_0(buf: Any, pos: int) -> tuple[AlterPartitionRequest, int]:

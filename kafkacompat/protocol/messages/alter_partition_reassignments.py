@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['AlterPartitionReassignmentsRequest', 'AlterPartitionReassignmentsResponse']
@@ -19,7 +19,7 @@ _F_ioh = struct.Struct(">i?h")
 _F_ih = struct.Struct(">ih")
 
 
-class AlterPartitionReassignmentsRequest(KafkaMessage):
+class AlterPartitionReassignmentsRequest(KafkaRequest['AlterPartitionReassignmentsResponse']):
     __slots__ = ('allow_replication_factor_change', 'timeout_ms', 'topics')
 
     def __init__(self, *, timeout_ms: int = 60000, allow_replication_factor_change: bool = True, topics: list[AlterPartitionReassignmentsRequest.ReassignableTopic] = _wire.DEFAULT) -> None:
@@ -88,6 +88,9 @@ class AlterPartitionReassignmentsResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+AlterPartitionReassignmentsRequest.RESPONSE_CLASS = AlterPartitionReassignmentsResponse
 
 
 def _r_AlterPartitionReassignmentsRequest_0(buf: Any, pos: int) -> tuple[AlterPartitionReassignmentsRequest, int]:

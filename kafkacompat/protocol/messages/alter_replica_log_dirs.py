@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['AlterReplicaLogDirsRequest', 'AlterReplicaLogDirsResponse']
@@ -18,7 +18,7 @@ _F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 
 
-class AlterReplicaLogDirsRequest(KafkaMessage):
+class AlterReplicaLogDirsRequest(KafkaRequest['AlterReplicaLogDirsResponse']):
     __slots__ = ('dirs',)
 
     def __init__(self, *, dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir] = _wire.DEFAULT) -> None:
@@ -90,6 +90,9 @@ class AlterReplicaLogDirsResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+AlterReplicaLogDirsRequest.RESPONSE_CLASS = AlterReplicaLogDirsResponse
 
 
 def _r_AlterReplicaLogDirsRequest_0(buf: Any, pos: int) -> tuple[AlterReplicaLogDirsRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsResponse']
@@ -20,7 +20,7 @@ _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 
 
-class AlterUserScramCredentialsRequest(KafkaMessage):
+class AlterUserScramCredentialsRequest(KafkaRequest['AlterUserScramCredentialsResponse']):
     __slots__ = ('deletions', 'upsertions')
 
     def __init__(self, *, deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion] = _wire.DEFAULT, upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = _wire.DEFAULT) -> None:
@@ -79,6 +79,9 @@ class AlterUserScramCredentialsResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+AlterUserScramCredentialsRequest.RESPONSE_CLASS = AlterUserScramCredentialsResponse
 
 
 def _r_AlterUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[AlterUserScramCredentialsRequest, int]:

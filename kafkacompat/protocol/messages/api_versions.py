@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ApiVersionsRequest', 'ApiVersionsResponse']
@@ -23,7 +23,7 @@ _F_i = struct.Struct(">i")
 _F_q = struct.Struct(">q")
 
 
-class ApiVersionsRequest(KafkaMessage):
+class ApiVersionsRequest(KafkaRequest['ApiVersionsResponse']):
     __slots__ = ('client_software_name', 'client_software_version')
 
     def __init__(self, *, client_software_name: str = "", client_software_version: str = "") -> None:
@@ -89,6 +89,9 @@ class ApiVersionsResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
+
+
+ApiVersionsRequest.RESPONSE_CLASS = ApiVersionsResponse
 
 
 def _r_ApiVersionsRequest_0(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:

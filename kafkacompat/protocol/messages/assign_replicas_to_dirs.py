@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['AssignReplicasToDirsRequest', 'AssignReplicasToDirsResponse']
@@ -21,7 +21,7 @@ _F_ihB = struct.Struct(">ihB")
 _F_iq = struct.Struct(">iq")
 
 
-class AssignReplicasToDirsRequest(KafkaMessage):
+class AssignReplicasToDirsRequest(KafkaRequest['AssignReplicasToDirsResponse']):
     __slots__ = ('broker_epoch', 'broker_id', 'directories')
 
     def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, directories: list[AssignReplicasToDirsRequest.DirectoryData] = _wire.DEFAULT) -> None:
@@ -104,6 +104,9 @@ class AssignReplicasToDirsResponse(KafkaMessage):
             self.topics = [] if topics is _wire.DEFAULT else topics
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+AssignReplicasToDirsRequest.RESPONSE_CLASS = AssignReplicasToDirsResponse
 
 
 def _r_AssignReplicasToDirsRequest_0(buf: Any, pos: int) -> tuple[AssignReplicasToDirsRequest, int]:

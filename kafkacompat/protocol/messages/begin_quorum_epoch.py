@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['BeginQuorumEpochRequest', 'BeginQuorumEpochResponse']
@@ -25,7 +25,7 @@ _F_iiB = struct.Struct(">iiB")
 _F_iii = struct.Struct(">iii")
 
 
-class BeginQuorumEpochRequest(KafkaMessage):
+class BeginQuorumEpochRequest(KafkaRequest['BeginQuorumEpochResponse']):
     __slots__ = ('cluster_id', 'leader_endpoints', 'topics', 'voter_id')
 
     def __init__(self, *, cluster_id: str | None = None, voter_id: int = -1, topics: list[BeginQuorumEpochRequest.TopicData] = _wire.DEFAULT, leader_endpoints: list[BeginQuorumEpochRequest.LeaderEndpoint] = _wire.DEFAULT) -> None:
@@ -118,6 +118,9 @@ class BeginQuorumEpochResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
+
+
+BeginQuorumEpochRequest.RESPONSE_CLASS = BeginQuorumEpochResponse
 
 
 def _r_BeginQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[BeginQuorumEpochRequest, int]:

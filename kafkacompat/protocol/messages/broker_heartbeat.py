@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['BrokerHeartbeatRequest', 'BrokerHeartbeatResponse']
@@ -20,7 +20,7 @@ _F_iqqoo = struct.Struct(">iqq??")
 _F_iqqooB = struct.Struct(">iqq??B")
 
 
-class BrokerHeartbeatRequest(KafkaMessage):
+class BrokerHeartbeatRequest(KafkaRequest['BrokerHeartbeatResponse']):
     __slots__ = ('broker_epoch', 'broker_id', 'current_metadata_offset', 'offline_log_dirs', 'want_fence', 'want_shut_down')
 
     def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, current_metadata_offset: int = 0, want_fence: bool = False, want_shut_down: bool = False, offline_log_dirs: list[uuid.UUID] = _wire.DEFAULT) -> None:
@@ -55,6 +55,9 @@ class BrokerHeartbeatResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
+
+
+BrokerHeartbeatRequest.RESPONSE_CLASS = BrokerHeartbeatResponse
 
 
 def _r_BrokerHeartbeatRequest_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:

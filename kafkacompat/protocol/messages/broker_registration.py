@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['BrokerRegistrationRequest', 'BrokerRegistrationResponse']
@@ -27,7 +27,7 @@ _F_q = struct.Struct(">q")
 _F_qB = struct.Struct(">qB")
 
 
-class BrokerRegistrationRequest(KafkaMessage):
+class BrokerRegistrationRequest(KafkaRequest['BrokerRegistrationResponse']):
     __slots__ = ('broker_id', 'cluster_id', 'features', 'incarnation_id', 'is_migrating_zk_broker', 'listeners', 'log_dirs', 'previous_broker_epoch', 'rack')
 
     def __init__(self, *, broker_id: int = 0, cluster_id: str = "", incarnation_id: uuid.UUID = _wire.ZERO_UUID, listeners: list[BrokerRegistrationRequest.Listener] = _wire.DEFAULT, features: list[BrokerRegistrationRequest.Feature] = _wire.DEFAULT, rack: str | None = "", is_migrating_zk_broker: bool = False, log_dirs: list[uuid.UUID] = _wire.DEFAULT, previous_broker_epoch: int = -1) -> None:
@@ -86,6 +86,9 @@ class BrokerRegistrationResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
+
+
+BrokerRegistrationRequest.RESPONSE_CLASS = BrokerRegistrationResponse
 
 
 def _r_BrokerRegistrationRequest_0(buf: Any, pos: int) -> tuple[BrokerRegistrationRequest, int]:

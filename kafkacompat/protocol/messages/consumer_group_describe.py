@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ConsumerGroupDescribeRequest', 'ConsumerGroupDescribeResponse']
@@ -22,7 +22,7 @@ _F_iB = struct.Struct(">iB")
 _F_ii = struct.Struct(">ii")
 
 
-class ConsumerGroupDescribeRequest(KafkaMessage):
+class ConsumerGroupDescribeRequest(KafkaRequest['ConsumerGroupDescribeResponse']):
     __slots__ = ('group_ids', 'include_authorized_operations')
 
     def __init__(self, *, group_ids: list[str] = _wire.DEFAULT, include_authorized_operations: bool = False) -> None:
@@ -101,6 +101,9 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
             self.authorized_operations = authorized_operations
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+ConsumerGroupDescribeRequest.RESPONSE_CLASS = ConsumerGroupDescribeResponse
 
 
 def _r_ConsumerGroupDescribeRequest_0(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatResponse']
@@ -19,7 +19,7 @@ _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
 
 
-class ConsumerGroupHeartbeatRequest(KafkaMessage):
+class ConsumerGroupHeartbeatRequest(KafkaRequest['ConsumerGroupHeartbeatResponse']):
     __slots__ = ('group_id', 'instance_id', 'member_epoch', 'member_id', 'rack_id', 'rebalance_timeout_ms', 'server_assignor', 'subscribed_topic_names', 'subscribed_topic_regex', 'topic_partitions')
 
     def __init__(self, *, group_id: str = "", member_id: str = "", member_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout_ms: int = -1, subscribed_topic_names: list[str] | None = None, subscribed_topic_regex: str | None = None, server_assignor: str | None = None, topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = None) -> None:
@@ -87,6 +87,9 @@ class ConsumerGroupHeartbeatResponse(KafkaMessage):
             self.topic_partitions = [] if topic_partitions is _wire.DEFAULT else topic_partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+ConsumerGroupHeartbeatRequest.RESPONSE_CLASS = ConsumerGroupHeartbeatResponse
 
 
 def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGroupHeartbeatRequest, int]:

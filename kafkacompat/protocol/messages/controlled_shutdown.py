@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ControlledShutdownRequest', 'ControlledShutdownResponse']
@@ -20,7 +20,7 @@ _F_iq = struct.Struct(">iq")
 _F_iqB = struct.Struct(">iqB")
 
 
-class ControlledShutdownRequest(KafkaMessage):
+class ControlledShutdownRequest(KafkaRequest['ControlledShutdownResponse']):
     __slots__ = ('broker_epoch', 'broker_id')
 
     def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
@@ -64,6 +64,9 @@ class ControlledShutdownResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('topic_name', 'partition_index')
+
+
+ControlledShutdownRequest.RESPONSE_CLASS = ControlledShutdownResponse
 
 
 def _r_ControlledShutdownRequest_0(buf: Any, pos: int) -> tuple[ControlledShutdownRequest, int]:

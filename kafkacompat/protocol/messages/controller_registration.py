@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ControllerRegistrationRequest', 'ControllerRegistrationResponse']
@@ -23,7 +23,7 @@ _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 
 
-class ControllerRegistrationRequest(KafkaMessage):
+class ControllerRegistrationRequest(KafkaRequest['ControllerRegistrationResponse']):
     __slots__ = ('controller_id', 'features', 'incarnation_id', 'listeners', 'zk_migration_ready')
 
     def __init__(self, *, controller_id: int = 0, incarnation_id: uuid.UUID = _wire.ZERO_UUID, zk_migration_ready: bool = False, listeners: list[ControllerRegistrationRequest.Listener] = _wire.DEFAULT, features: list[ControllerRegistrationRequest.Feature] = _wire.DEFAULT) -> None:
@@ -78,6 +78,9 @@ class ControllerRegistrationResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
+
+
+ControllerRegistrationRequest.RESPONSE_CLASS = ControllerRegistrationResponse
 
 
 def _r_ControllerRegistrationRequest_0(buf: Any, pos: int) -> tuple[ControllerRegistrationRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['CreateAclsRequest', 'CreateAclsResponse']
@@ -20,7 +20,7 @@ _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 
 
-class CreateAclsRequest(KafkaMessage):
+class CreateAclsRequest(KafkaRequest['CreateAclsResponse']):
     __slots__ = ('creations',)
 
     def __init__(self, *, creations: list[CreateAclsRequest.AclCreation] = _wire.DEFAULT) -> None:
@@ -77,6 +77,9 @@ class CreateAclsResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+CreateAclsRequest.RESPONSE_CLASS = CreateAclsResponse
 
 
 def _r_CreateAclsRequest_0(buf: Any, pos: int) -> tuple[CreateAclsRequest, int]:

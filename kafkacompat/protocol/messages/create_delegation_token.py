@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['CreateDelegationTokenRequest', 'CreateDelegationTokenResponse']
@@ -21,7 +21,7 @@ _F_qB = struct.Struct(">qB")
 _F_qqq = struct.Struct(">qqq")
 
 
-class CreateDelegationTokenRequest(KafkaMessage):
+class CreateDelegationTokenRequest(KafkaRequest['CreateDelegationTokenResponse']):
     __slots__ = ('max_lifetime_ms', 'owner_principal_name', 'owner_principal_type', 'renewers')
 
     def __init__(self, *, owner_principal_type: str | None = "", owner_principal_name: str | None = "", renewers: list[CreateDelegationTokenRequest.CreatableRenewers] = _wire.DEFAULT, max_lifetime_ms: int = 0) -> None:
@@ -76,6 +76,9 @@ class CreateDelegationTokenResponse(KafkaMessage):
     REMOVED_VERSIONS = VersionRange(0, 0)
     REMOVED_SINCE = '4.0'
     REMOVAL_KIND = 'kip-896'
+
+
+CreateDelegationTokenRequest.RESPONSE_CLASS = CreateDelegationTokenResponse
 
 
 def _r_CreateDelegationTokenRequest_0(buf: Any, pos: int) -> tuple[CreateDelegationTokenRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['CreatePartitionsRequest', 'CreatePartitionsResponse']
@@ -19,7 +19,7 @@ _F_io = struct.Struct(">i?")
 _F_ioB = struct.Struct(">i?B")
 
 
-class CreatePartitionsRequest(KafkaMessage):
+class CreatePartitionsRequest(KafkaRequest['CreatePartitionsResponse']):
     __slots__ = ('timeout_ms', 'topics', 'validate_only')
 
     def __init__(self, *, topics: list[CreatePartitionsRequest.CreatePartitionsTopic] = _wire.DEFAULT, timeout_ms: int = 0, validate_only: bool = False) -> None:
@@ -77,6 +77,9 @@ class CreatePartitionsResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+CreatePartitionsRequest.RESPONSE_CLASS = CreatePartitionsResponse
 
 
 def _r_CreatePartitionsRequest_0(buf: Any, pos: int) -> tuple[CreatePartitionsRequest, int]:

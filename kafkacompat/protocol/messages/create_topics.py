@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['CreateTopicsRequest', 'CreateTopicsResponse']
@@ -23,7 +23,7 @@ _F_ioB = struct.Struct(">i?B")
 _F_ih = struct.Struct(">ih")
 
 
-class CreateTopicsRequest(KafkaMessage):
+class CreateTopicsRequest(KafkaRequest['CreateTopicsResponse']):
     __slots__ = ('timeout_ms', 'topics', 'validate_only')
 
     def __init__(self, *, topics: list[CreateTopicsRequest.CreatableTopic] = _wire.DEFAULT, timeout_ms: int = 60000, validate_only: bool = False) -> None:
@@ -120,6 +120,9 @@ class CreateTopicsResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
+
+
+CreateTopicsRequest.RESPONSE_CLASS = CreateTopicsResponse
 
 
 def _r_CreateTopicsRequest_0(buf: Any, pos: int) -> tuple[CreateTopicsRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DeleteAclsRequest', 'DeleteAclsResponse']
@@ -20,7 +20,7 @@ _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 
 
-class DeleteAclsRequest(KafkaMessage):
+class DeleteAclsRequest(KafkaRequest['DeleteAclsResponse']):
     __slots__ = ('filters',)
 
     def __init__(self, *, filters: list[DeleteAclsRequest.DeleteAclsFilter] = _wire.DEFAULT) -> None:
@@ -94,6 +94,9 @@ class DeleteAclsResponse(KafkaMessage):
             self.matching_acls = [] if matching_acls is _wire.DEFAULT else matching_acls
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+DeleteAclsRequest.RESPONSE_CLASS = DeleteAclsResponse
 
 
 def _r_DeleteAclsRequest_0(buf: Any, pos: int) -> tuple[DeleteAclsRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DeleteGroupsRequest', 'DeleteGroupsResponse']
@@ -18,7 +18,7 @@ _F_hB = struct.Struct(">hB")
 _F_i = struct.Struct(">i")
 
 
-class DeleteGroupsRequest(KafkaMessage):
+class DeleteGroupsRequest(KafkaRequest['DeleteGroupsResponse']):
     __slots__ = ('groups_names',)
 
     def __init__(self, *, groups_names: list[str] = _wire.DEFAULT) -> None:
@@ -56,6 +56,9 @@ class DeleteGroupsResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('group_id',)
+
+
+DeleteGroupsRequest.RESPONSE_CLASS = DeleteGroupsResponse
 
 
 def _r_DeleteGroupsRequest_0(buf: Any, pos: int) -> tuple[DeleteGroupsRequest, int]:

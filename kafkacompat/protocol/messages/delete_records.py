@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DeleteRecordsRequest', 'DeleteRecordsResponse']
@@ -21,7 +21,7 @@ _F_iqh = struct.Struct(">iqh")
 _F_iqhB = struct.Struct(">iqhB")
 
 
-class DeleteRecordsRequest(KafkaMessage):
+class DeleteRecordsRequest(KafkaRequest['DeleteRecordsResponse']):
     __slots__ = ('timeout_ms', 'topics')
 
     def __init__(self, *, topics: list[DeleteRecordsRequest.DeleteRecordsTopic] = _wire.DEFAULT, timeout_ms: int = 0) -> None:
@@ -88,6 +88,9 @@ class DeleteRecordsResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
+
+
+DeleteRecordsRequest.RESPONSE_CLASS = DeleteRecordsResponse
 
 
 def _r_DeleteRecordsRequest_0(buf: Any, pos: int) -> tuple[DeleteRecordsRequest, int]:

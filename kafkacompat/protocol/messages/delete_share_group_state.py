@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DeleteShareGroupStateRequest', 'DeleteShareGroupStateResponse']
@@ -19,7 +19,7 @@ _F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 
 
-class DeleteShareGroupStateRequest(KafkaMessage):
+class DeleteShareGroupStateRequest(KafkaRequest['DeleteShareGroupStateResponse']):
     __slots__ = ('group_id', 'topics')
 
     def __init__(self, *, group_id: str = "", topics: list[DeleteShareGroupStateRequest.DeleteStateData] = _wire.DEFAULT) -> None:
@@ -83,6 +83,9 @@ class DeleteShareGroupStateResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+DeleteShareGroupStateRequest.RESPONSE_CLASS = DeleteShareGroupStateResponse
 
 
 def _r_DeleteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[DeleteShareGroupStateRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DeleteTopicsRequest', 'DeleteTopicsResponse']
@@ -20,7 +20,7 @@ _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
 
 
-class DeleteTopicsRequest(KafkaMessage):
+class DeleteTopicsRequest(KafkaRequest['DeleteTopicsResponse']):
     __slots__ = ('timeout_ms', 'topic_names', 'topics')
 
     def __init__(self, *, topics: list[DeleteTopicsRequest.DeleteTopicState] = _wire.DEFAULT, topic_names: list[str] = _wire.DEFAULT, timeout_ms: int = 0) -> None:
@@ -77,6 +77,9 @@ class DeleteTopicsResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
+
+
+DeleteTopicsRequest.RESPONSE_CLASS = DeleteTopicsResponse
 
 
 def _r_DeleteTopicsRequest_0(buf: Any, pos: int) -> tuple[DeleteTopicsRequest, int]:

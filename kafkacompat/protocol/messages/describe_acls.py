@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DescribeAclsRequest', 'DescribeAclsResponse']
@@ -19,7 +19,7 @@ _F_bbB = struct.Struct(">bbB")
 _F_ih = struct.Struct(">ih")
 
 
-class DescribeAclsRequest(KafkaMessage):
+class DescribeAclsRequest(KafkaRequest['DescribeAclsResponse']):
     __slots__ = ('host_filter', 'operation', 'pattern_type_filter', 'permission_type', 'principal_filter', 'resource_name_filter', 'resource_type_filter')
 
     def __init__(self, *, resource_type_filter: int = 0, resource_name_filter: str | None = "", pattern_type_filter: int = 3, principal_filter: str | None = "", host_filter: str | None = "", operation: int = 0, permission_type: int = 0) -> None:
@@ -83,6 +83,9 @@ class DescribeAclsResponse(KafkaMessage):
             self.acls = [] if acls is _wire.DEFAULT else acls
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+DescribeAclsRequest.RESPONSE_CLASS = DescribeAclsResponse
 
 
 def _r_DescribeAclsRequest_0(buf: Any, pos: int) -> tuple[DescribeAclsRequest, int]:

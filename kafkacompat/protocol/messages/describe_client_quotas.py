@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DescribeClientQuotasRequest', 'DescribeClientQuotasResponse']
@@ -21,7 +21,7 @@ _F_dB = struct.Struct(">dB")
 _F_ih = struct.Struct(">ih")
 
 
-class DescribeClientQuotasRequest(KafkaMessage):
+class DescribeClientQuotasRequest(KafkaRequest['DescribeClientQuotasResponse']):
     __slots__ = ('components', 'strict')
 
     def __init__(self, *, components: list[DescribeClientQuotasRequest.ComponentData] = _wire.DEFAULT, strict: bool = False) -> None:
@@ -88,6 +88,9 @@ class DescribeClientQuotasResponse(KafkaMessage):
             self.values = [] if values is _wire.DEFAULT else values
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+DescribeClientQuotasRequest.RESPONSE_CLASS = DescribeClientQuotasResponse
 
 
 def _r_DescribeClientQuotasRequest_0(buf: Any, pos: int) -> tuple[DescribeClientQuotasRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DescribeClusterRequest', 'DescribeClusterResponse']
@@ -25,7 +25,7 @@ _F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 
 
-class DescribeClusterRequest(KafkaMessage):
+class DescribeClusterRequest(KafkaRequest['DescribeClusterResponse']):
     __slots__ = ('endpoint_type', 'include_cluster_authorized_operations', 'include_fenced_brokers')
 
     def __init__(self, *, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1, include_fenced_brokers: bool = False) -> None:
@@ -73,6 +73,9 @@ class DescribeClusterResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('broker_id',)
+
+
+DescribeClusterRequest.RESPONSE_CLASS = DescribeClusterResponse
 
 
 def _r_DescribeClusterRequest_0(buf: Any, pos: int) -> tuple[DescribeClusterRequest, int]:

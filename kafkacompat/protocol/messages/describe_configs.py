@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DescribeConfigsRequest', 'DescribeConfigsResponse']
@@ -24,7 +24,7 @@ _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 
 
-class DescribeConfigsRequest(KafkaMessage):
+class DescribeConfigsRequest(KafkaRequest['DescribeConfigsResponse']):
     __slots__ = ('include_documentation', 'include_synonyms', 'resources')
 
     def __init__(self, *, resources: list[DescribeConfigsRequest.DescribeConfigsResource] = _wire.DEFAULT, include_synonyms: bool = False, include_documentation: bool = False) -> None:
@@ -108,6 +108,9 @@ class DescribeConfigsResponse(KafkaMessage):
             self.configs = [] if configs is _wire.DEFAULT else configs
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+DescribeConfigsRequest.RESPONSE_CLASS = DescribeConfigsResponse
 
 
 def _r_DescribeConfigsRequest_0(buf: Any, pos: int) -> tuple[DescribeConfigsRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DescribeDelegationTokenRequest', 'DescribeDelegationTokenResponse']
@@ -19,7 +19,7 @@ _F_iB = struct.Struct(">iB")
 _F_qqq = struct.Struct(">qqq")
 
 
-class DescribeDelegationTokenRequest(KafkaMessage):
+class DescribeDelegationTokenRequest(KafkaRequest['DescribeDelegationTokenResponse']):
     __slots__ = ('owners',)
 
     def __init__(self, *, owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None = _wire.DEFAULT) -> None:
@@ -89,6 +89,9 @@ class DescribeDelegationTokenResponse(KafkaMessage):
             self.renewers = [] if renewers is _wire.DEFAULT else renewers
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+DescribeDelegationTokenRequest.RESPONSE_CLASS = DescribeDelegationTokenResponse
 
 
 def _r_DescribeDelegationTokenRequest_0(buf: Any, pos: int) -> tuple[DescribeDelegationTokenRequest, int]:

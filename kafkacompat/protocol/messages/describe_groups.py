@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DescribeGroupsRequest', 'DescribeGroupsResponse']
@@ -20,7 +20,7 @@ _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
 
 
-class DescribeGroupsRequest(KafkaMessage):
+class DescribeGroupsRequest(KafkaRequest['DescribeGroupsResponse']):
     __slots__ = ('groups', 'include_authorized_operations')
 
     def __init__(self, *, groups: list[str] = _wire.DEFAULT, include_authorized_operations: bool = False) -> None:
@@ -76,6 +76,9 @@ class DescribeGroupsResponse(KafkaMessage):
             self.authorized_operations = authorized_operations
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+DescribeGroupsRequest.RESPONSE_CLASS = DescribeGroupsResponse
 
 
 def _r_DescribeGroupsRequest_0(buf: Any, pos: int) -> tuple[DescribeGroupsRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DescribeLogDirsRequest', 'DescribeLogDirsResponse']
@@ -24,7 +24,7 @@ _F_qqoB = struct.Struct(">qq?B")
 _F_qqB = struct.Struct(">qqB")
 
 
-class DescribeLogDirsRequest(KafkaMessage):
+class DescribeLogDirsRequest(KafkaRequest['DescribeLogDirsResponse']):
     __slots__ = ('topics',)
 
     def __init__(self, *, topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = _wire.DEFAULT) -> None:
@@ -102,6 +102,9 @@ class DescribeLogDirsResponse(KafkaMessage):
             self.is_cordoned = is_cordoned
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+DescribeLogDirsRequest.RESPONSE_CLASS = DescribeLogDirsResponse
 
 
 def _r_DescribeLogDirsRequest_0(buf: Any, pos: int) -> tuple[DescribeLogDirsRequest, int]:

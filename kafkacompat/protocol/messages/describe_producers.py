@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DescribeProducersRequest', 'DescribeProducersResponse']
@@ -19,7 +19,7 @@ _F_qiiqiq = struct.Struct(">qiiqiq")
 _F_qiiqiqB = struct.Struct(">qiiqiqB")
 
 
-class DescribeProducersRequest(KafkaMessage):
+class DescribeProducersRequest(KafkaRequest['DescribeProducersResponse']):
     __slots__ = ('topics',)
 
     def __init__(self, *, topics: list[DescribeProducersRequest.TopicRequest] = _wire.DEFAULT) -> None:
@@ -88,6 +88,9 @@ class DescribeProducersResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+DescribeProducersRequest.RESPONSE_CLASS = DescribeProducersResponse
 
 
 def _r_DescribeProducersRequest_0(buf: Any, pos: int) -> tuple[DescribeProducersRequest, int]:

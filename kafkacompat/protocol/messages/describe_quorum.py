@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DescribeQuorumRequest', 'DescribeQuorumResponse']
@@ -30,7 +30,7 @@ _F_qqq = struct.Struct(">qqq")
 _F_qqqB = struct.Struct(">qqqB")
 
 
-class DescribeQuorumRequest(KafkaMessage):
+class DescribeQuorumRequest(KafkaRequest['DescribeQuorumResponse']):
     __slots__ = ('topics',)
 
     def __init__(self, *, topics: list[DescribeQuorumRequest.TopicData] = _wire.DEFAULT) -> None:
@@ -133,6 +133,9 @@ class DescribeQuorumResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
+
+
+DescribeQuorumRequest.RESPONSE_CLASS = DescribeQuorumResponse
 
 
 def _r_DescribeQuorumRequest_0(buf: Any, pos: int) -> tuple[DescribeQuorumRequest, int]:

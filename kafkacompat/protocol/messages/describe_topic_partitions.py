@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse']
@@ -21,7 +21,7 @@ _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
 
 
-class DescribeTopicPartitionsRequest(KafkaMessage):
+class DescribeTopicPartitionsRequest(KafkaRequest['DescribeTopicPartitionsResponse']):
     __slots__ = ('cursor', 'response_partition_limit', 'topics')
 
     def __init__(self, *, topics: list[DescribeTopicPartitionsRequest.TopicRequest] = _wire.DEFAULT, response_partition_limit: int = 2000, cursor: DescribeTopicPartitionsRequest.Cursor | None = None) -> None:
@@ -107,6 +107,9 @@ class DescribeTopicPartitionsResponse(KafkaMessage):
             self.partition_index = partition_index
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+DescribeTopicPartitionsRequest.RESPONSE_CLASS = DescribeTopicPartitionsResponse
 
 
 def _r_DescribeTopicPartitionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTopicPartitionsRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DescribeTransactionsRequest', 'DescribeTransactionsResponse']
@@ -18,7 +18,7 @@ _F_i = struct.Struct(">i")
 _F_iqqh = struct.Struct(">iqqh")
 
 
-class DescribeTransactionsRequest(KafkaMessage):
+class DescribeTransactionsRequest(KafkaRequest['DescribeTransactionsResponse']):
     __slots__ = ('transactional_ids',)
 
     def __init__(self, *, transactional_ids: list[str] = _wire.DEFAULT) -> None:
@@ -70,6 +70,9 @@ class DescribeTransactionsResponse(KafkaMessage):
             self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+DescribeTransactionsRequest.RESPONSE_CLASS = DescribeTransactionsResponse
 
 
 def _r_DescribeTransactionsRequest_0(buf: Any, pos: int) -> tuple[DescribeTransactionsRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsResponse']
@@ -19,7 +19,7 @@ _F_h = struct.Struct(">h")
 _F_ih = struct.Struct(">ih")
 
 
-class DescribeUserScramCredentialsRequest(KafkaMessage):
+class DescribeUserScramCredentialsRequest(KafkaRequest['DescribeUserScramCredentialsResponse']):
     __slots__ = ('users',)
 
     def __init__(self, *, users: list[DescribeUserScramCredentialsRequest.UserName] | None = _wire.DEFAULT) -> None:
@@ -76,6 +76,9 @@ class DescribeUserScramCredentialsResponse(KafkaMessage):
             self.credential_infos = [] if credential_infos is _wire.DEFAULT else credential_infos
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+DescribeUserScramCredentialsRequest.RESPONSE_CLASS = DescribeUserScramCredentialsResponse
 
 
 def _r_DescribeUserScramCredentialsRequest_0(buf: Any, pos: int) -> tuple[DescribeUserScramCredentialsRequest, int]:

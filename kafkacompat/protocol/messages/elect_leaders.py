@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ElectLeadersRequest', 'ElectLeadersResponse']
@@ -19,7 +19,7 @@ _F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 
 
-class ElectLeadersRequest(KafkaMessage):
+class ElectLeadersRequest(KafkaRequest['ElectLeadersResponse']):
     __slots__ = ('election_type', 'timeout_ms', 'topic_partitions')
 
     def __init__(self, *, election_type: int = 0, topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None = _wire.DEFAULT, timeout_ms: int = 60000) -> None:
@@ -78,6 +78,9 @@ class ElectLeadersResponse(KafkaMessage):
             self.partition_result = [] if partition_result is _wire.DEFAULT else partition_result
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+ElectLeadersRequest.RESPONSE_CLASS = ElectLeadersResponse
 
 
 def _r_ElectLeadersRequest_0(buf: Any, pos: int) -> tuple[ElectLeadersRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['EndQuorumEpochRequest', 'EndQuorumEpochResponse']
@@ -23,7 +23,7 @@ _F_ihiiB = struct.Struct(">ihiiB")
 _F_iii = struct.Struct(">iii")
 
 
-class EndQuorumEpochRequest(KafkaMessage):
+class EndQuorumEpochRequest(KafkaRequest['EndQuorumEpochResponse']):
     __slots__ = ('cluster_id', 'leader_endpoints', 'topics')
 
     def __init__(self, *, cluster_id: str | None = None, topics: list[EndQuorumEpochRequest.TopicData] = _wire.DEFAULT, leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint] = _wire.DEFAULT) -> None:
@@ -125,6 +125,9 @@ class EndQuorumEpochResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
+
+
+EndQuorumEpochRequest.RESPONSE_CLASS = EndQuorumEpochResponse
 
 
 def _r_EndQuorumEpochRequest_0(buf: Any, pos: int) -> tuple[EndQuorumEpochRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['EndTxnRequest', 'EndTxnResponse']
@@ -21,7 +21,7 @@ _F_qho = struct.Struct(">qh?")
 _F_qhoB = struct.Struct(">qh?B")
 
 
-class EndTxnRequest(KafkaMessage):
+class EndTxnRequest(KafkaRequest['EndTxnResponse']):
     __slots__ = ('committed', 'producer_epoch', 'producer_id', 'transactional_id')
 
     def __init__(self, *, transactional_id: str = "", producer_id: int = 0, producer_epoch: int = 0, committed: bool = False) -> None:
@@ -53,6 +53,9 @@ class EndTxnResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
+
+
+EndTxnRequest.RESPONSE_CLASS = EndTxnResponse
 
 
 def _r_EndTxnRequest_0(buf: Any, pos: int) -> tuple[EndTxnRequest, int]:

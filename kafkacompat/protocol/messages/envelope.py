@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['EnvelopeRequest', 'EnvelopeResponse']
@@ -17,7 +17,7 @@ _F_h = struct.Struct(">h")
 _F_hB = struct.Struct(">hB")
 
 
-class EnvelopeRequest(KafkaMessage):
+class EnvelopeRequest(KafkaRequest['EnvelopeResponse']):
     __slots__ = ('client_host_address', 'request_data', 'request_principal')
 
     def __init__(self, *, request_data: bytes = b"", request_principal: bytes | None = b"", client_host_address: bytes = b"") -> None:
@@ -46,6 +46,9 @@ class EnvelopeResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
+
+
+EnvelopeRequest.RESPONSE_CLASS = EnvelopeResponse
 
 
 def _r_EnvelopeRequest_0(buf: Any, pos: int) -> tuple[EnvelopeRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ExpireDelegationTokenRequest', 'ExpireDelegationTokenResponse']
@@ -19,7 +19,7 @@ _F_q = struct.Struct(">q")
 _F_qB = struct.Struct(">qB")
 
 
-class ExpireDelegationTokenRequest(KafkaMessage):
+class ExpireDelegationTokenRequest(KafkaRequest['ExpireDelegationTokenResponse']):
     __slots__ = ('expiry_time_period_ms', 'hmac')
 
     def __init__(self, *, hmac: bytes = b"", expiry_time_period_ms: int = 0) -> None:
@@ -55,6 +55,9 @@ class ExpireDelegationTokenResponse(KafkaMessage):
     REMOVED_VERSIONS = VersionRange(0, 0)
     REMOVED_SINCE = '4.0'
     REMOVAL_KIND = 'kip-896'
+
+
+ExpireDelegationTokenRequest.RESPONSE_CLASS = ExpireDelegationTokenResponse
 
 
 def _r_ExpireDelegationTokenRequest_0(buf: Any, pos: int) -> tuple[ExpireDelegationTokenRequest, int]:

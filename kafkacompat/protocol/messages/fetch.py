@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['FetchRequest', 'FetchResponse']
@@ -40,7 +40,7 @@ _F_qq = struct.Struct(">qq")
 _F_qqB = struct.Struct(">qqB")
 
 
-class FetchRequest(KafkaMessage):
+class FetchRequest(KafkaRequest['FetchResponse']):
     __slots__ = ('cluster_id', 'forgotten_topics_data', 'isolation_level', 'max_bytes', 'max_wait_ms', 'min_bytes', 'rack_id', 'replica_id', 'replica_state', 'session_epoch', 'session_id', 'topics')
 
     def __init__(self, *, cluster_id: str | None = None, replica_id: int = -1, replica_state: FetchRequest.ReplicaState = _wire.DEFAULT, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, isolation_level: int = 0, session_id: int = 0, session_epoch: int = -1, topics: list[FetchRequest.FetchTopic] = _wire.DEFAULT, forgotten_topics_data: list[FetchRequest.ForgottenTopic] = _wire.DEFAULT, rack_id: str = '') -> None:
@@ -208,6 +208,9 @@ class FetchResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
+
+
+FetchRequest.RESPONSE_CLASS = FetchResponse
 
 
 def _r_FetchRequest_0(buf: Any, pos: int) -> tuple[FetchRequest, int]:

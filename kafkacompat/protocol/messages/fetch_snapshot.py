@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['FetchSnapshotRequest', 'FetchSnapshotResponse']
@@ -27,7 +27,7 @@ _F_qiB = struct.Struct(">qiB")
 _F_qq = struct.Struct(">qq")
 
 
-class FetchSnapshotRequest(KafkaMessage):
+class FetchSnapshotRequest(KafkaRequest['FetchSnapshotResponse']):
     __slots__ = ('cluster_id', 'max_bytes', 'replica_id', 'topics')
 
     def __init__(self, *, cluster_id: str | None = None, replica_id: int = -1, max_bytes: int = 2147483647, topics: list[FetchSnapshotRequest.TopicSnapshot] = _wire.DEFAULT) -> None:
@@ -141,6 +141,9 @@ class FetchSnapshotResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
+
+
+FetchSnapshotRequest.RESPONSE_CLASS = FetchSnapshotResponse
 
 
 def _r_FetchSnapshotRequest_0(buf: Any, pos: int) -> tuple[FetchSnapshotRequest, int]:

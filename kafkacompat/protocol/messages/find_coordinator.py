@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['FindCoordinatorRequest', 'FindCoordinatorResponse']
@@ -21,7 +21,7 @@ _F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 
 
-class FindCoordinatorRequest(KafkaMessage):
+class FindCoordinatorRequest(KafkaRequest['FindCoordinatorResponse']):
     __slots__ = ('coordinator_keys', 'key', 'key_type')
 
     def __init__(self, *, key: str = "", key_type: int = 0, coordinator_keys: list[str] = _wire.DEFAULT) -> None:
@@ -69,6 +69,9 @@ class FindCoordinatorResponse(KafkaMessage):
             self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+FindCoordinatorRequest.RESPONSE_CLASS = FindCoordinatorResponse
 
 
 def _r_FindCoordinatorRequest_0(buf: Any, pos: int) -> tuple[FindCoordinatorRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['GetTelemetrySubscriptionsRequest', 'GetTelemetrySubscriptionsResponse']
@@ -19,7 +19,7 @@ _F_ih = struct.Struct(">ih")
 _F_iio = struct.Struct(">ii?")
 
 
-class GetTelemetrySubscriptionsRequest(KafkaMessage):
+class GetTelemetrySubscriptionsRequest(KafkaRequest['GetTelemetrySubscriptionsResponse']):
     __slots__ = ('client_instance_id',)
 
     def __init__(self, *, client_instance_id: uuid.UUID = _wire.ZERO_UUID) -> None:
@@ -53,6 +53,9 @@ class GetTelemetrySubscriptionsResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
+
+
+GetTelemetrySubscriptionsRequest.RESPONSE_CLASS = GetTelemetrySubscriptionsResponse
 
 
 def _r_GetTelemetrySubscriptionsRequest_0(buf: Any, pos: int) -> tuple[GetTelemetrySubscriptionsRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['HeartbeatRequest', 'HeartbeatResponse']
@@ -19,7 +19,7 @@ _F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 
 
-class HeartbeatRequest(KafkaMessage):
+class HeartbeatRequest(KafkaRequest['HeartbeatResponse']):
     __slots__ = ('generation_id', 'group_id', 'group_instance_id', 'member_id')
 
     def __init__(self, *, group_id: str = "", generation_id: int = 0, member_id: str = "", group_instance_id: str | None = None) -> None:
@@ -49,6 +49,9 @@ class HeartbeatResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
+
+
+HeartbeatRequest.RESPONSE_CLASS = HeartbeatResponse
 
 
 def _r_HeartbeatRequest_0(buf: Any, pos: int) -> tuple[HeartbeatRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsResponse']
@@ -20,7 +20,7 @@ _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 
 
-class IncrementalAlterConfigsRequest(KafkaMessage):
+class IncrementalAlterConfigsRequest(KafkaRequest['IncrementalAlterConfigsResponse']):
     __slots__ = ('resources', 'validate_only')
 
     def __init__(self, *, resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource] = _wire.DEFAULT, validate_only: bool = False) -> None:
@@ -81,6 +81,9 @@ class IncrementalAlterConfigsResponse(KafkaMessage):
             self.resource_name = resource_name
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+IncrementalAlterConfigsRequest.RESPONSE_CLASS = IncrementalAlterConfigsResponse
 
 
 def _r_IncrementalAlterConfigsRequest_0(buf: Any, pos: int) -> tuple[IncrementalAlterConfigsRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['InitProducerIdRequest', 'InitProducerIdResponse']
@@ -25,7 +25,7 @@ _F_iqhooB = struct.Struct(">iqh??B")
 _F_iqhB = struct.Struct(">iqhB")
 
 
-class InitProducerIdRequest(KafkaMessage):
+class InitProducerIdRequest(KafkaRequest['InitProducerIdResponse']):
     __slots__ = ('enable2_pc', 'keep_prepared_txn', 'producer_epoch', 'producer_id', 'transaction_timeout_ms', 'transactional_id')
 
     def __init__(self, *, transactional_id: str | None = "", transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1, enable2_pc: bool = False, keep_prepared_txn: bool = False) -> None:
@@ -62,6 +62,9 @@ class InitProducerIdResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
+
+
+InitProducerIdRequest.RESPONSE_CLASS = InitProducerIdResponse
 
 
 def _r_InitProducerIdRequest_0(buf: Any, pos: int) -> tuple[InitProducerIdRequest, int]:

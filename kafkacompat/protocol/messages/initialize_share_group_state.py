@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['InitializeShareGroupStateRequest', 'InitializeShareGroupStateResponse']
@@ -19,7 +19,7 @@ _F_iiq = struct.Struct(">iiq")
 _F_iiqB = struct.Struct(">iiqB")
 
 
-class InitializeShareGroupStateRequest(KafkaMessage):
+class InitializeShareGroupStateRequest(KafkaRequest['InitializeShareGroupStateResponse']):
     __slots__ = ('group_id', 'topics')
 
     def __init__(self, *, group_id: str = "", topics: list[InitializeShareGroupStateRequest.InitializeStateData] = _wire.DEFAULT) -> None:
@@ -85,6 +85,9 @@ class InitializeShareGroupStateResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+InitializeShareGroupStateRequest.RESPONSE_CLASS = InitializeShareGroupStateResponse
 
 
 def _r_InitializeShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[InitializeShareGroupStateRequest, int]:

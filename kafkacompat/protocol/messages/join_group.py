@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['JoinGroupRequest', 'JoinGroupResponse']
@@ -20,7 +20,7 @@ _F_ihi = struct.Struct(">ihi")
 _F_ii = struct.Struct(">ii")
 
 
-class JoinGroupRequest(KafkaMessage):
+class JoinGroupRequest(KafkaRequest['JoinGroupResponse']):
     __slots__ = ('group_id', 'group_instance_id', 'member_id', 'protocol_type', 'protocols', 'reason', 'rebalance_timeout_ms', 'session_timeout_ms')
 
     def __init__(self, *, group_id: str = "", session_timeout_ms: int = 0, rebalance_timeout_ms: int = -1, member_id: str = "", group_instance_id: str | None = None, protocol_type: str = "", protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] = _wire.DEFAULT, reason: str | None = None) -> None:
@@ -82,6 +82,9 @@ class JoinGroupResponse(KafkaMessage):
             self.metadata = metadata
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+JoinGroupRequest.RESPONSE_CLASS = JoinGroupResponse
 
 
 def _r_JoinGroupRequest_0(buf: Any, pos: int) -> tuple[JoinGroupRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['LeaderAndIsrRequest', 'LeaderAndIsrResponse']
@@ -30,7 +30,7 @@ _F_iiq = struct.Struct(">iiq")
 _F_iiqb = struct.Struct(">iiqb")
 
 
-class LeaderAndIsrRequest(KafkaMessage):
+class LeaderAndIsrRequest(KafkaRequest['LeaderAndIsrResponse']):
     __slots__ = ('broker_epoch', 'controller_epoch', 'controller_id', 'is_k_raft_controller', 'live_leaders', 'topic_states', 'type', 'ungrouped_partition_states')
 
     def __init__(self, *, controller_id: int = 0, is_k_raft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, type: int = 0, ungrouped_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState] = _wire.DEFAULT, topic_states: list[LeaderAndIsrRequest.LeaderAndIsrTopicState] = _wire.DEFAULT, live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader] = _wire.DEFAULT) -> None:
@@ -130,6 +130,9 @@ class LeaderAndIsrResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('topic_id',)
+
+
+LeaderAndIsrRequest.RESPONSE_CLASS = LeaderAndIsrResponse
 
 
 def _r_LeaderAndIsrRequest_0(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['LeaveGroupRequest', 'LeaveGroupResponse']
@@ -18,7 +18,7 @@ _F_hB = struct.Struct(">hB")
 _F_ih = struct.Struct(">ih")
 
 
-class LeaveGroupRequest(KafkaMessage):
+class LeaveGroupRequest(KafkaRequest['LeaveGroupResponse']):
     __slots__ = ('group_id', 'member_id', 'members')
 
     def __init__(self, *, group_id: str = "", member_id: str = "", members: list[LeaveGroupRequest.MemberIdentity] = _wire.DEFAULT) -> None:
@@ -68,6 +68,9 @@ class LeaveGroupResponse(KafkaMessage):
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+LeaveGroupRequest.RESPONSE_CLASS = LeaveGroupResponse
 
 
 def _r_LeaveGroupRequest_0(buf: Any, pos: int) -> tuple[LeaveGroupRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldAlias, FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldAlias, FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ListClientMetricsResourcesRequest', 'ListClientMetricsResourcesResponse', 'ListConfigResourcesRequest', 'ListConfigResourcesResponse']
@@ -18,7 +18,7 @@ _F_bB = struct.Struct(">bB")
 _F_ih = struct.Struct(">ih")
 
 
-class ListConfigResourcesRequest(KafkaMessage):
+class ListConfigResourcesRequest(KafkaRequest['ListConfigResourcesResponse']):
     __slots__ = ('resource_types',)
 
     def __init__(self, *, resource_types: list[int] = _wire.DEFAULT) -> None:
@@ -64,6 +64,9 @@ class ListConfigResourcesResponse(KafkaMessage):
         name = FieldAlias('resource_name')
         _ALIASES = {'name': 'resource_name'}
     ClientMetricsResource = ConfigResource
+
+
+ListConfigResourcesRequest.RESPONSE_CLASS = ListConfigResourcesResponse
 
 ListClientMetricsResourcesRequest = ListConfigResourcesRequest  # Kafka's older name of this message
 ListClientMetricsResourcesResponse = ListConfigResourcesResponse  # Kafka's older name of this message

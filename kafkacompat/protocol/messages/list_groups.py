@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ListGroupsRequest', 'ListGroupsResponse']
@@ -17,7 +17,7 @@ _F_h = struct.Struct(">h")
 _F_ih = struct.Struct(">ih")
 
 
-class ListGroupsRequest(KafkaMessage):
+class ListGroupsRequest(KafkaRequest['ListGroupsResponse']):
     __slots__ = ('states_filter', 'types_filter')
 
     def __init__(self, *, states_filter: list[str] = _wire.DEFAULT, types_filter: list[str] = _wire.DEFAULT) -> None:
@@ -57,6 +57,9 @@ class ListGroupsResponse(KafkaMessage):
             self.group_type = group_type
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+ListGroupsRequest.RESPONSE_CLASS = ListGroupsResponse
 
 
 def _r_ListGroupsRequest_0(buf: Any, pos: int) -> tuple[ListGroupsRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ListOffsetsRequest', 'ListOffsetsResponse']
@@ -26,7 +26,7 @@ _F_iq = struct.Struct(">iq")
 _F_iqi = struct.Struct(">iqi")
 
 
-class ListOffsetsRequest(KafkaMessage):
+class ListOffsetsRequest(KafkaRequest['ListOffsetsResponse']):
     __slots__ = ('isolation_level', 'replica_id', 'timeout_ms', 'topics')
 
     def __init__(self, *, replica_id: int = 0, isolation_level: int = 0, topics: list[ListOffsetsRequest.ListOffsetsTopic] = _wire.DEFAULT, timeout_ms: int = 0) -> None:
@@ -105,6 +105,9 @@ class ListOffsetsResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+ListOffsetsRequest.RESPONSE_CLASS = ListOffsetsResponse
 
 
 def _r_ListOffsetsRequest_0(buf: Any, pos: int) -> tuple[ListOffsetsRequest, int]:

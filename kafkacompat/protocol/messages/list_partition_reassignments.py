@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse']
@@ -17,7 +17,7 @@ _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 
 
-class ListPartitionReassignmentsRequest(KafkaMessage):
+class ListPartitionReassignmentsRequest(KafkaRequest['ListPartitionReassignmentsResponse']):
     __slots__ = ('timeout_ms', 'topics')
 
     def __init__(self, *, timeout_ms: int = 60000, topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None = None) -> None:
@@ -76,6 +76,9 @@ class ListPartitionReassignmentsResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+ListPartitionReassignmentsRequest.RESPONSE_CLASS = ListPartitionReassignmentsResponse
 
 
 def _r_ListPartitionReassignmentsRequest_0(buf: Any, pos: int) -> tuple[ListPartitionReassignmentsRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ListTransactionsRequest', 'ListTransactionsResponse']
@@ -18,7 +18,7 @@ _F_q = struct.Struct(">q")
 _F_qB = struct.Struct(">qB")
 
 
-class ListTransactionsRequest(KafkaMessage):
+class ListTransactionsRequest(KafkaRequest['ListTransactionsResponse']):
     __slots__ = ('duration_filter', 'producer_id_filters', 'state_filters', 'transactional_id_pattern')
 
     def __init__(self, *, state_filters: list[str] = _wire.DEFAULT, producer_id_filters: list[int] = _wire.DEFAULT, duration_filter: int = -1, transactional_id_pattern: str | None = None) -> None:
@@ -60,6 +60,9 @@ class ListTransactionsResponse(KafkaMessage):
             self.transaction_state = transaction_state
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+ListTransactionsRequest.RESPONSE_CLASS = ListTransactionsResponse
 
 
 def _r_ListTransactionsRequest_0(buf: Any, pos: int) -> tuple[ListTransactionsRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['MetadataRequest', 'MetadataResponse']
@@ -27,7 +27,7 @@ _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
 
 
-class MetadataRequest(KafkaMessage):
+class MetadataRequest(KafkaRequest['MetadataResponse']):
     __slots__ = ('allow_auto_topic_creation', 'include_cluster_authorized_operations', 'include_topic_authorized_operations', 'topics')
 
     def __init__(self, *, topics: list[MetadataRequest.MetadataRequestTopic] | None = _wire.DEFAULT, allow_auto_topic_creation: bool = True, include_cluster_authorized_operations: bool = False, include_topic_authorized_operations: bool = False) -> None:
@@ -112,6 +112,9 @@ class MetadataResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
+
+
+MetadataRequest.RESPONSE_CLASS = MetadataResponse
 
 
 def _r_MetadataRequest_0(buf: Any, pos: int) -> tuple[MetadataRequest, int]:

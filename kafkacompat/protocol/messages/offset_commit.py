@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['OffsetCommitRequest', 'OffsetCommitResponse']
@@ -23,7 +23,7 @@ _F_iqq = struct.Struct(">iqq")
 _F_q = struct.Struct(">q")
 
 
-class OffsetCommitRequest(KafkaMessage):
+class OffsetCommitRequest(KafkaRequest['OffsetCommitResponse']):
     __slots__ = ('generation_id_or_member_epoch', 'group_id', 'group_instance_id', 'member_id', 'retention_time_ms', 'topics')
 
     def __init__(self, *, group_id: str = "", generation_id_or_member_epoch: int = -1, member_id: str = "", group_instance_id: str | None = None, retention_time_ms: int = -1, topics: list[OffsetCommitRequest.OffsetCommitRequestTopic] = _wire.DEFAULT) -> None:
@@ -103,6 +103,9 @@ class OffsetCommitResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+OffsetCommitRequest.RESPONSE_CLASS = OffsetCommitResponse
 
 
 def _r_OffsetCommitRequest_0(buf: Any, pos: int) -> tuple[OffsetCommitRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['OffsetDeleteRequest', 'OffsetDeleteResponse']
@@ -18,7 +18,7 @@ _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 
 
-class OffsetDeleteRequest(KafkaMessage):
+class OffsetDeleteRequest(KafkaRequest['OffsetDeleteResponse']):
     __slots__ = ('group_id', 'topics')
 
     def __init__(self, *, group_id: str = "", topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = _wire.DEFAULT) -> None:
@@ -85,6 +85,9 @@ class OffsetDeleteResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('name',)
+
+
+OffsetDeleteRequest.RESPONSE_CLASS = OffsetDeleteResponse
 
 
 def _r_OffsetDeleteRequest_0(buf: Any, pos: int) -> tuple[OffsetDeleteRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['OffsetFetchRequest', 'OffsetFetchResponse']
@@ -23,7 +23,7 @@ _F_iq = struct.Struct(">iq")
 _F_iqi = struct.Struct(">iqi")
 
 
-class OffsetFetchRequest(KafkaMessage):
+class OffsetFetchRequest(KafkaRequest['OffsetFetchResponse']):
     __slots__ = ('group_id', 'groups', 'require_stable', 'topics')
 
     def __init__(self, *, group_id: str = "", topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = _wire.DEFAULT, groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = _wire.DEFAULT, require_stable: bool = False) -> None:
@@ -145,6 +145,9 @@ class OffsetFetchResponse(KafkaMessage):
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+OffsetFetchRequest.RESPONSE_CLASS = OffsetFetchResponse
 
 
 def _r_OffsetFetchRequest_0(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int]:

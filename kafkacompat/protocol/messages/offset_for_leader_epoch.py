@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['OffsetForLeaderEpochRequest', 'OffsetForLeaderEpochResponse']
@@ -22,7 +22,7 @@ _F_iii = struct.Struct(">iii")
 _F_iiiB = struct.Struct(">iiiB")
 
 
-class OffsetForLeaderEpochRequest(KafkaMessage):
+class OffsetForLeaderEpochRequest(KafkaRequest['OffsetForLeaderEpochResponse']):
     __slots__ = ('replica_id', 'topics')
 
     def __init__(self, *, replica_id: int = -2, topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = _wire.DEFAULT) -> None:
@@ -98,6 +98,9 @@ class OffsetForLeaderEpochResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('topic',)
+
+
+OffsetForLeaderEpochRequest.RESPONSE_CLASS = OffsetForLeaderEpochResponse
 
 
 def _r_OffsetForLeaderEpochRequest_0(buf: Any, pos: int) -> tuple[OffsetForLeaderEpochRequest, int]:

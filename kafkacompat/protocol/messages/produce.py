@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ProduceRequest', 'ProduceResponse']
@@ -24,7 +24,7 @@ _F_ii = struct.Struct(">ii")
 _F_iiB = struct.Struct(">iiB")
 
 
-class ProduceRequest(KafkaMessage):
+class ProduceRequest(KafkaRequest['ProduceResponse']):
     __slots__ = ('acks', 'timeout_ms', 'topic_data', 'transactional_id')
 
     def __init__(self, *, transactional_id: str | None = None, acks: int = 0, timeout_ms: int = 0, topic_data: list[ProduceRequest.TopicProduceData] = _wire.DEFAULT) -> None:
@@ -138,6 +138,9 @@ class ProduceResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
+
+
+ProduceRequest.RESPONSE_CLASS = ProduceResponse
 
 
 def _r_ProduceRequest_0(buf: Any, pos: int) -> tuple[ProduceRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['PushTelemetryRequest', 'PushTelemetryResponse']
@@ -19,7 +19,7 @@ _F_ih = struct.Struct(">ih")
 _F_ihB = struct.Struct(">ihB")
 
 
-class PushTelemetryRequest(KafkaMessage):
+class PushTelemetryRequest(KafkaRequest['PushTelemetryResponse']):
     __slots__ = ('client_instance_id', 'compression_type', 'metrics', 'subscription_id', 'terminating')
 
     def __init__(self, *, client_instance_id: uuid.UUID = _wire.ZERO_UUID, subscription_id: int = 0, terminating: bool = False, compression_type: int = 0, metrics: bytes = b"") -> None:
@@ -50,6 +50,9 @@ class PushTelemetryResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
+
+
+PushTelemetryRequest.RESPONSE_CLASS = PushTelemetryResponse
 
 
 def _r_PushTelemetryRequest_0(buf: Any, pos: int) -> tuple[PushTelemetryRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ReadShareGroupStateRequest', 'ReadShareGroupStateResponse']
@@ -22,7 +22,7 @@ _F_qqbh = struct.Struct(">qqbh")
 _F_qqbhB = struct.Struct(">qqbhB")
 
 
-class ReadShareGroupStateRequest(KafkaMessage):
+class ReadShareGroupStateRequest(KafkaRequest['ReadShareGroupStateResponse']):
     __slots__ = ('group_id', 'topics')
 
     def __init__(self, *, group_id: str = "", topics: list[ReadShareGroupStateRequest.ReadStateData] = _wire.DEFAULT) -> None:
@@ -101,6 +101,9 @@ class ReadShareGroupStateResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+ReadShareGroupStateRequest.RESPONSE_CLASS = ReadShareGroupStateResponse
 
 
 def _r_ReadShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateRequest, int]:

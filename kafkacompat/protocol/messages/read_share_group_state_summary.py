@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryResponse']
@@ -21,7 +21,7 @@ _F_iq = struct.Struct(">iq")
 _F_iqB = struct.Struct(">iqB")
 
 
-class ReadShareGroupStateSummaryRequest(KafkaMessage):
+class ReadShareGroupStateSummaryRequest(KafkaRequest['ReadShareGroupStateSummaryResponse']):
     __slots__ = ('group_id', 'topics')
 
     def __init__(self, *, group_id: str = "", topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData] = _wire.DEFAULT) -> None:
@@ -88,6 +88,9 @@ class ReadShareGroupStateSummaryResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+ReadShareGroupStateSummaryRequest.RESPONSE_CLASS = ReadShareGroupStateSummaryResponse
 
 
 def _r_ReadShareGroupStateSummaryRequest_0(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['RemoveRaftVoterRequest', 'RemoveRaftVoterResponse']
@@ -18,7 +18,7 @@ _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 
 
-class RemoveRaftVoterRequest(KafkaMessage):
+class RemoveRaftVoterRequest(KafkaRequest['RemoveRaftVoterResponse']):
     __slots__ = ('cluster_id', 'voter_directory_id', 'voter_id')
 
     def __init__(self, *, cluster_id: str | None = "", voter_id: int = 0, voter_directory_id: uuid.UUID = _wire.ZERO_UUID) -> None:
@@ -48,6 +48,9 @@ class RemoveRaftVoterResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
+
+
+RemoveRaftVoterRequest.RESPONSE_CLASS = RemoveRaftVoterResponse
 
 
 def _r_RemoveRaftVoterRequest_0(buf: Any, pos: int) -> tuple[RemoveRaftVoterRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['RenewDelegationTokenRequest', 'RenewDelegationTokenResponse']
@@ -19,7 +19,7 @@ _F_q = struct.Struct(">q")
 _F_qB = struct.Struct(">qB")
 
 
-class RenewDelegationTokenRequest(KafkaMessage):
+class RenewDelegationTokenRequest(KafkaRequest['RenewDelegationTokenResponse']):
     __slots__ = ('hmac', 'renew_period_ms')
 
     def __init__(self, *, hmac: bytes = b"", renew_period_ms: int = 0) -> None:
@@ -55,6 +55,9 @@ class RenewDelegationTokenResponse(KafkaMessage):
     REMOVED_VERSIONS = VersionRange(0, 0)
     REMOVED_SINCE = '4.0'
     REMOVAL_KIND = 'kip-896'
+
+
+RenewDelegationTokenRequest.RESPONSE_CLASS = RenewDelegationTokenResponse
 
 
 def _r_RenewDelegationTokenRequest_0(buf: Any, pos: int) -> tuple[RenewDelegationTokenRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['SaslAuthenticateRequest', 'SaslAuthenticateResponse']
@@ -18,7 +18,7 @@ _F_q = struct.Struct(">q")
 _F_qB = struct.Struct(">qB")
 
 
-class SaslAuthenticateRequest(KafkaMessage):
+class SaslAuthenticateRequest(KafkaRequest['SaslAuthenticateResponse']):
     __slots__ = ('auth_bytes',)
 
     def __init__(self, *, auth_bytes: bytes = b"") -> None:
@@ -47,6 +47,9 @@ class SaslAuthenticateResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
+
+
+SaslAuthenticateRequest.RESPONSE_CLASS = SaslAuthenticateResponse
 
 
 def _r_SaslAuthenticateRequest_0(buf: Any, pos: int) -> tuple[SaslAuthenticateRequest, int]:

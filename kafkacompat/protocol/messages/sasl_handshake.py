@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['SaslHandshakeRequest', 'SaslHandshakeResponse']
@@ -16,7 +16,7 @@ _NONE = VersionRange.NONE
 _F_h = struct.Struct(">h")
 
 
-class SaslHandshakeRequest(KafkaMessage):
+class SaslHandshakeRequest(KafkaRequest['SaslHandshakeResponse']):
     __slots__ = ('mechanism',)
 
     def __init__(self, *, mechanism: str = "") -> None:
@@ -44,6 +44,9 @@ class SaslHandshakeResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(1, 0)
+
+
+SaslHandshakeRequest.RESPONSE_CLASS = SaslHandshakeResponse
 
 
 def _r_SaslHandshakeRequest_0(buf: Any, pos: int) -> tuple[SaslHandshakeRequest, int]:

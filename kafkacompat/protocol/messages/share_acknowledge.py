@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ShareAcknowledgeRequest', 'ShareAcknowledgeResponse']
@@ -21,7 +21,7 @@ _F_iiB = struct.Struct(">iiB")
 _F_qq = struct.Struct(">qq")
 
 
-class ShareAcknowledgeRequest(KafkaMessage):
+class ShareAcknowledgeRequest(KafkaRequest['ShareAcknowledgeResponse']):
     __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'topics')
 
     def __init__(self, *, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = _wire.DEFAULT) -> None:
@@ -129,6 +129,9 @@ class ShareAcknowledgeResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
+
+
+ShareAcknowledgeRequest.RESPONSE_CLASS = ShareAcknowledgeResponse
 
 
 def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ShareFetchRequest', 'ShareFetchResponse']
@@ -26,7 +26,7 @@ _F_qqh = struct.Struct(">qqh")
 _F_qqhB = struct.Struct(">qqhB")
 
 
-class ShareFetchRequest(KafkaMessage):
+class ShareFetchRequest(KafkaRequest['ShareFetchResponse']):
     __slots__ = ('batch_size', 'forgotten_topics_data', 'group_id', 'max_bytes', 'max_records', 'max_wait_ms', 'member_id', 'min_bytes', 'share_session_epoch', 'topics')
 
     def __init__(self, *, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, max_records: int = 0, batch_size: int = 0, topics: list[ShareFetchRequest.FetchTopic] = _wire.DEFAULT, forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _wire.DEFAULT) -> None:
@@ -165,6 +165,9 @@ class ShareFetchResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
+
+
+ShareFetchRequest.RESPONSE_CLASS = ShareFetchResponse
 
 
 def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:

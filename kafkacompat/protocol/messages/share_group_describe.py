@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ShareGroupDescribeRequest', 'ShareGroupDescribeResponse']
@@ -22,7 +22,7 @@ _F_iB = struct.Struct(">iB")
 _F_ii = struct.Struct(">ii")
 
 
-class ShareGroupDescribeRequest(KafkaMessage):
+class ShareGroupDescribeRequest(KafkaRequest['ShareGroupDescribeResponse']):
     __slots__ = ('group_ids', 'include_authorized_operations')
 
     def __init__(self, *, group_ids: list[str] = _wire.DEFAULT, include_authorized_operations: bool = False) -> None:
@@ -105,6 +105,9 @@ class ShareGroupDescribeResponse(KafkaMessage):
             self.authorized_operations = authorized_operations
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+ShareGroupDescribeRequest.RESPONSE_CLASS = ShareGroupDescribeResponse
 
 
 def _r_ShareGroupDescribeRequest_0(buf: Any, pos: int) -> tuple[ShareGroupDescribeRequest, int]:

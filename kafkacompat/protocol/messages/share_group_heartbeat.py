@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse']
@@ -19,7 +19,7 @@ _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
 
 
-class ShareGroupHeartbeatRequest(KafkaMessage):
+class ShareGroupHeartbeatRequest(KafkaRequest['ShareGroupHeartbeatResponse']):
     __slots__ = ('group_id', 'member_epoch', 'member_id', 'rack_id', 'subscribed_topic_names')
 
     def __init__(self, *, group_id: str = "", member_id: str = "", member_epoch: int = 0, rack_id: str | None = None, subscribed_topic_names: list[str] | None = None) -> None:
@@ -78,6 +78,9 @@ class ShareGroupHeartbeatResponse(KafkaMessage):
             self.topic_partitions = [] if topic_partitions is _wire.DEFAULT else topic_partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+ShareGroupHeartbeatRequest.RESPONSE_CLASS = ShareGroupHeartbeatResponse
 
 
 def _r_ShareGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ShareGroupHeartbeatRequest, int]:

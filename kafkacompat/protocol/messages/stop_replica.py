@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['StopReplicaRequest', 'StopReplicaResponse']
@@ -24,7 +24,7 @@ _F_iiq = struct.Struct(">iiq")
 _F_iiqo = struct.Struct(">iiq?")
 
 
-class StopReplicaRequest(KafkaMessage):
+class StopReplicaRequest(KafkaRequest['StopReplicaResponse']):
     __slots__ = ('broker_epoch', 'controller_epoch', 'controller_id', 'delete_partitions', 'is_k_raft_controller', 'topic_states', 'topics', 'ungrouped_partitions')
 
     def __init__(self, *, controller_id: int = 0, is_k_raft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, delete_partitions: bool = False, ungrouped_partitions: list[StopReplicaRequest.StopReplicaPartitionV0] = _wire.DEFAULT, topics: list[StopReplicaRequest.StopReplicaTopicV1] = _wire.DEFAULT, topic_states: list[StopReplicaRequest.StopReplicaTopicState] = _wire.DEFAULT) -> None:
@@ -111,6 +111,9 @@ class StopReplicaResponse(KafkaMessage):
             self.error_code = error_code
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+StopReplicaRequest.RESPONSE_CLASS = StopReplicaResponse
 
 
 def _r_StopReplicaRequest_0(buf: Any, pos: int) -> tuple[StopReplicaRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['SyncGroupRequest', 'SyncGroupResponse']
@@ -18,7 +18,7 @@ _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 
 
-class SyncGroupRequest(KafkaMessage):
+class SyncGroupRequest(KafkaRequest['SyncGroupResponse']):
     __slots__ = ('assignments', 'generation_id', 'group_id', 'group_instance_id', 'member_id', 'protocol_name', 'protocol_type')
 
     def __init__(self, *, group_id: str = "", generation_id: int = 0, member_id: str = "", group_instance_id: str | None = None, protocol_type: str | None = None, protocol_name: str | None = None, assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] = _wire.DEFAULT) -> None:
@@ -63,6 +63,9 @@ class SyncGroupResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(4, 32767)
+
+
+SyncGroupRequest.RESPONSE_CLASS = SyncGroupResponse
 
 
 def _r_SyncGroupRequest_0(buf: Any, pos: int) -> tuple[SyncGroupRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['TxnOffsetCommitRequest', 'TxnOffsetCommitResponse']
@@ -22,7 +22,7 @@ _F_qh = struct.Struct(">qh")
 _F_qhi = struct.Struct(">qhi")
 
 
-class TxnOffsetCommitRequest(KafkaMessage):
+class TxnOffsetCommitRequest(KafkaRequest['TxnOffsetCommitResponse']):
     __slots__ = ('generation_id', 'group_id', 'group_instance_id', 'member_id', 'producer_epoch', 'producer_id', 'topics', 'transactional_id')
 
     def __init__(self, *, transactional_id: str = "", group_id: str = "", producer_id: int = 0, producer_epoch: int = 0, generation_id: int = -1, member_id: str = '', group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = _wire.DEFAULT) -> None:
@@ -94,6 +94,9 @@ class TxnOffsetCommitResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+TxnOffsetCommitRequest.RESPONSE_CLASS = TxnOffsetCommitResponse
 
 
 def _r_TxnOffsetCommitRequest_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['UnregisterBrokerRequest', 'UnregisterBrokerResponse']
@@ -18,7 +18,7 @@ _F_iB = struct.Struct(">iB")
 _F_ih = struct.Struct(">ih")
 
 
-class UnregisterBrokerRequest(KafkaMessage):
+class UnregisterBrokerRequest(KafkaRequest['UnregisterBrokerResponse']):
     __slots__ = ('broker_id',)
 
     def __init__(self, *, broker_id: int = 0) -> None:
@@ -46,6 +46,9 @@ class UnregisterBrokerResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
+
+
+UnregisterBrokerRequest.RESPONSE_CLASS = UnregisterBrokerResponse
 
 
 def _r_UnregisterBrokerRequest_0(buf: Any, pos: int) -> tuple[UnregisterBrokerRequest, int]:

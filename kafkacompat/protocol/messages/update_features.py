@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['UpdateFeaturesRequest', 'UpdateFeaturesResponse']
@@ -24,7 +24,7 @@ _F_i = struct.Struct(">i")
 _F_ih = struct.Struct(">ih")
 
 
-class UpdateFeaturesRequest(KafkaMessage):
+class UpdateFeaturesRequest(KafkaRequest['UpdateFeaturesResponse']):
     __slots__ = ('feature_updates', 'timeout_ms', 'validate_only')
 
     def __init__(self, *, timeout_ms: int = 60000, feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey] = _wire.DEFAULT, validate_only: bool = False) -> None:
@@ -78,6 +78,9 @@ class UpdateFeaturesResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('feature',)
+
+
+UpdateFeaturesRequest.RESPONSE_CLASS = UpdateFeaturesResponse
 
 
 def _r_UpdateFeaturesRequest_0(buf: Any, pos: int) -> tuple[UpdateFeaturesRequest, int]:

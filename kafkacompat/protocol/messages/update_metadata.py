@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['UpdateMetadataRequest', 'UpdateMetadataResponse']
@@ -24,7 +24,7 @@ _F_iiii = struct.Struct(">iiii")
 _F_iiq = struct.Struct(">iiq")
 
 
-class UpdateMetadataRequest(KafkaMessage):
+class UpdateMetadataRequest(KafkaRequest['UpdateMetadataResponse']):
     __slots__ = ('broker_epoch', 'controller_epoch', 'controller_id', 'is_k_raft_controller', 'live_brokers', 'topic_states', 'type', 'ungrouped_partition_states')
 
     def __init__(self, *, controller_id: int = 0, is_k_raft_controller: bool = False, type: int = 0, controller_epoch: int = 0, broker_epoch: int = -1, ungrouped_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState] = _wire.DEFAULT, topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState] = _wire.DEFAULT, live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker] = _wire.DEFAULT) -> None:
@@ -112,6 +112,9 @@ class UpdateMetadataResponse(KafkaMessage):
     REMOVED_VERSIONS = VersionRange(0, 8)
     REMOVED_SINCE = '4.0'
     REMOVAL_KIND = 'retired'
+
+
+UpdateMetadataRequest.RESPONSE_CLASS = UpdateMetadataResponse
 
 
 def _r_UpdateMetadataRequest_0(buf: Any, pos: int) -> tuple[UpdateMetadataRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['UpdateRaftVoterRequest', 'UpdateRaftVoterResponse']
@@ -24,7 +24,7 @@ _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
 
 
-class UpdateRaftVoterRequest(KafkaMessage):
+class UpdateRaftVoterRequest(KafkaRequest['UpdateRaftVoterResponse']):
     __slots__ = ('cluster_id', 'current_leader_epoch', 'k_raft_version_feature', 'listeners', 'voter_directory_id', 'voter_id')
 
     def __init__(self, *, cluster_id: str | None = "", current_leader_epoch: int = 0, voter_id: int = 0, voter_directory_id: uuid.UUID = _wire.ZERO_UUID, listeners: list[UpdateRaftVoterRequest.Listener] = _wire.DEFAULT, k_raft_version_feature: UpdateRaftVoterRequest.KRaftVersionFeature = _wire.DEFAULT) -> None:
@@ -88,6 +88,9 @@ class UpdateRaftVoterResponse(KafkaMessage):
             self.port = port
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+UpdateRaftVoterRequest.RESPONSE_CLASS = UpdateRaftVoterResponse
 
 
 def _r_UpdateRaftVoterRequest_0(buf: Any, pos: int) -> tuple[UpdateRaftVoterRequest, int]:

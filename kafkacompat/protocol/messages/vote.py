@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['VoteRequest', 'VoteResponse']
@@ -27,7 +27,7 @@ _F_iq = struct.Struct(">iq")
 _F_iqB = struct.Struct(">iqB")
 
 
-class VoteRequest(KafkaMessage):
+class VoteRequest(KafkaRequest['VoteResponse']):
     __slots__ = ('cluster_id', 'topics', 'voter_id')
 
     def __init__(self, *, cluster_id: str | None = None, voter_id: int = -1, topics: list[VoteRequest.TopicData] = _wire.DEFAULT) -> None:
@@ -112,6 +112,9 @@ class VoteResponse(KafkaMessage):
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('node_id',)
+
+
+VoteRequest.RESPONSE_CLASS = VoteResponse
 
 
 def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['WriteShareGroupStateRequest', 'WriteShareGroupStateResponse']
@@ -20,7 +20,7 @@ _F_qqbh = struct.Struct(">qqbh")
 _F_qqbhB = struct.Struct(">qqbhB")
 
 
-class WriteShareGroupStateRequest(KafkaMessage):
+class WriteShareGroupStateRequest(KafkaRequest['WriteShareGroupStateResponse']):
     __slots__ = ('group_id', 'topics')
 
     def __init__(self, *, group_id: str = "", topics: list[WriteShareGroupStateRequest.WriteStateData] = _wire.DEFAULT) -> None:
@@ -99,6 +99,9 @@ class WriteShareGroupStateResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+WriteShareGroupStateRequest.RESPONSE_CLASS = WriteShareGroupStateResponse
 
 
 def _r_WriteShareGroupStateRequest_0(buf: Any, pos: int) -> tuple[WriteShareGroupStateRequest, int]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['WriteTxnMarkersRequest', 'WriteTxnMarkersResponse']
@@ -23,7 +23,7 @@ _F_q = struct.Struct(">q")
 _F_qho = struct.Struct(">qh?")
 
 
-class WriteTxnMarkersRequest(KafkaMessage):
+class WriteTxnMarkersRequest(KafkaRequest['WriteTxnMarkersResponse']):
     __slots__ = ('markers',)
 
     def __init__(self, *, markers: list[WriteTxnMarkersRequest.WritableTxnMarker] = _wire.DEFAULT) -> None:
@@ -104,6 +104,9 @@ class WriteTxnMarkersResponse(KafkaMessage):
             self.topics = [] if topics is _wire.DEFAULT else topics
             self._unknown_tags = _wire.EMPTY_TAGS
 
+
+
+WriteTxnMarkersRequest.RESPONSE_CLASS = WriteTxnMarkersResponse
 
 
 def _r_WriteTxnMarkersRequest_0(buf: Any, pos: int) -> tuple[WriteTxnMarkersRequest, int]:

@@ -49,6 +49,7 @@ from kafkacompat.protocol.error_codes import (
 )
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import (
+    ApiKey,
     ApiVersionsResponse,
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -80,7 +81,10 @@ from kafkacompat.testing.emulator.state import ClusterState, Node
 
 __all__ = ["Connection", "RequestRecord"]
 
-SASL_HANDSHAKE, SASL_AUTHENTICATE, PRODUCE = 17, 36, 0
+# Plain ints from the enum: compared for every emulated request.
+SASL_HANDSHAKE, SASL_AUTHENTICATE, PRODUCE = (
+    int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE), int(ApiKey.PRODUCE)
+)
 _HEAD = struct.Struct(">hhi")
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from kafkacompat.negotiation.features import METADATA_VERSION
 from kafkacompat.protocol.error_codes import BY_NAME, INVALID_REQUEST, INVALID_UPDATE_VERSION, NONE
+from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.testing.emulator.profile import EMULATOR_CATALOG
 from kafkacompat.testing.emulator.state import ClusterState, Node
 
@@ -40,7 +41,6 @@ __all__ = ["UPGRADE", "FeatureUpdate", "UpdateOutcome", "decide_updates", "updat
 
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 NOT_CONTROLLER = BY_NAME["NOT_CONTROLLER"].code
-_UPDATE_FEATURES_KEY = 57
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ class UpdateOutcome:
 
 
 def is_atomic(node: Node) -> bool:
-    versions = node.profile.apis.get(_UPDATE_FEATURES_KEY)
+    versions = node.profile.apis.get(ApiKey.UPDATE_FEATURES)
     return node.profile.at_least("4.0") or (versions is not None and versions.highest >= 2)
 
 

@@ -34,34 +34,35 @@ from kafkacompat.negotiation.feature_gates import gates_for, level_of
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.error_codes import BY_NAME
 from kafkacompat.protocol.message import KafkaMessage, KafkaStruct
+from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.testing.emulator import groups, logs
 from kafkacompat.testing.emulator.handlers import Handler, Request
 
 __all__ = ["TRAFFIC_HANDLERS", "default_answer", "fit_to_version"]
 
 _MODELLED: Mapping[int, Handler] = {
-    0: logs.produce,
-    1: logs.fetch,
-    2: logs.list_offsets,
-    8: groups.offset_commit,
-    9: groups.offset_fetch,
-    11: groups.join_group,
-    12: groups.heartbeat,
-    13: groups.leave_group,
-    14: groups.sync_group,
-    15: groups.describe_groups,
-    16: groups.list_groups,
-    19: logs.create_topics,
-    20: logs.delete_topics,
-    22: groups.init_producer_id,
-    23: logs.offset_for_leader_epoch,
-    24: groups.add_partitions_to_txn,
-    25: groups.add_offsets_to_txn,
-    26: groups.end_txn,
-    28: groups.txn_offset_commit,
-    42: groups.delete_groups,
-    68: groups.consumer_group_heartbeat,
-    69: groups.consumer_group_describe,
+    ApiKey.PRODUCE: logs.produce,
+    ApiKey.FETCH: logs.fetch,
+    ApiKey.LIST_OFFSETS: logs.list_offsets,
+    ApiKey.OFFSET_COMMIT: groups.offset_commit,
+    ApiKey.OFFSET_FETCH: groups.offset_fetch,
+    ApiKey.JOIN_GROUP: groups.join_group,
+    ApiKey.HEARTBEAT: groups.heartbeat,
+    ApiKey.LEAVE_GROUP: groups.leave_group,
+    ApiKey.SYNC_GROUP: groups.sync_group,
+    ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
+    ApiKey.LIST_GROUPS: groups.list_groups,
+    ApiKey.CREATE_TOPICS: logs.create_topics,
+    ApiKey.DELETE_TOPICS: logs.delete_topics,
+    ApiKey.INIT_PRODUCER_ID: groups.init_producer_id,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: logs.offset_for_leader_epoch,
+    ApiKey.ADD_PARTITIONS_TO_TXN: groups.add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: groups.add_offsets_to_txn,
+    ApiKey.END_TXN: groups.end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: groups.txn_offset_commit,
+    ApiKey.DELETE_GROUPS: groups.delete_groups,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: groups.consumer_group_describe,
 }
 
 

@@ -38,6 +38,7 @@ from kafkacompat.protocol.error_codes import (
 )
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import (
+    ApiKey,
     ApiVersionsRequest,
     ApiVersionsResponse,
     DescribeClusterRequest,
@@ -300,9 +301,9 @@ def update_features_handler(request: Request) -> KafkaMessage:
 
 
 BUILTIN_HANDLERS: Mapping[int, Handler] = {
-    3: metadata,
-    10: find_coordinator,
-    18: api_versions,
-    57: update_features_handler,
-    60: describe_cluster,
+    ApiKey.METADATA: metadata,
+    ApiKey.FIND_COORDINATOR: find_coordinator,
+    ApiKey.API_VERSIONS: api_versions,
+    ApiKey.UPDATE_FEATURES: update_features_handler,
+    ApiKey.DESCRIBE_CLUSTER: describe_cluster,
 }

@@ -46,8 +46,9 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal, TypeVar, cast
 
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import EmulatorConfigError
 from kafkacompat.negotiation.features import METADATA_VERSION, FeatureCatalog
+from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.features import FEATURES, FeatureLevelFact
 from kafkacompat.reference.releases import KINDS, RELEASES
@@ -69,13 +70,9 @@ __all__ = [
 ]
 
 Kind = Literal["zk-broker", "kraft-broker", "kraft-controller"]
-API_VERSIONS_KEY = 18
+API_VERSIONS_KEY = int(ApiKey.API_VERSIONS)  # a plain int: compared on every emulated request
 K = TypeVar("K")
 V = TypeVar("V")
-
-
-class EmulatorConfigError(KafkaCompatError, ValueError):
-    """An emulator configuration that cannot work (unknown release, bad range, non-loopback bind)."""
 
 
 class ApiVersionsEra(enum.StrEnum):

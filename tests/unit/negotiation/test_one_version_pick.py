@@ -1,0 +1,91 @@
+"""One function picks versions: ``version_policy.pick_version`` (on top of ``explain``).
+
+Every other spelling (a connection's, the capabilities', the blocking facade's)
+is a thin call to it: the spy below sees each of them arrive there, and a scan
+of the package finds no other function that picks a version on its own.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kafkacompat
+from kafkacompat import aio
+from kafkacompat.negotiation import version_policy
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.version_policy import VersionPolicy
+from kafkacompat.protocol.messages import ApiKey
+from kafkacompat.transport.config import ConnectionConfig
+from kafkacompat.transport.connection import BrokerConnection
+
+PACKAGE = Path(kafkacompat.__file__).parent
+_PICKS = re.compile(
+    r"pick.*version|version.*(pick|everywhere)|pick_everywhere|choose|highest_common|common_version"
+)
+#: What a thin spelling may call to get its answer: the one function, or what it is built on.
+_DELEGATES = {"pick_version", "explain", "agreement"}
+#: The one implementation.
+HOME = ("negotiation/version_policy.py", "pick_version")
+
+
+def caps() -> BrokerCapabilities:
+    return BrokerCapabilities.from_ranges("b:9092", {ApiKey.METADATA: (0, 12), ApiKey.API_VERSIONS: (0, 4)})
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    calls: list[tuple[Any, ...]] = []
+    real = version_policy.pick_version
+
+    def recording(api_key: int, capabilities: BrokerCapabilities, *args: Any, **kwargs: Any) -> int:
+        calls.append((api_key, capabilities.node, *args))
+        return real(api_key, capabilities, *args, **kwargs)
+
+    monkeypatch.setattr(version_policy, "pick_version", recording)
+    return calls
+
+
+def test_the_capabilities_and_both_drivers_ask_the_one_function(spy: list[tuple[Any, ...]]) -> None:
+    policy = VersionPolicy(caps={"Metadata": 9})
+    assert caps().pick_version(ApiKey.METADATA, policy) == 9
+    for driver in (BrokerConnection, aio.BrokerConnection):
+        conn = driver("127.0.0.1", 9092, ConnectionConfig(policy=policy))
+        conn.capabilities = caps()
+        assert conn.pick_version(ApiKey.METADATA) == 9
+    assert spy == [(ApiKey.METADATA, "b:9092", policy, None)] * 3
+
+
+def _function_calls(node: ast.AST) -> set[str]:
+    names = set()
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call):
+            func = call.func
+            names.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
+    return names
+
+
+def test_no_other_function_picks_a_version_by_itself() -> None:
+    on_their_own = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.startswith(("protocol/messages/", "reference/", "_codegen/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or not _PICKS.search(node.name):
+                continue
+            if (relative, node.name) == HOME:
+                continue
+            if not _function_calls(node) & _DELEGATES:
+                on_their_own.append(f"{relative}:{node.lineno} {node.name}")
+    assert on_their_own == []
+
+
+def test_the_scan_would_see_a_second_implementation() -> None:
+    rogue = "def choose_version(ours, theirs):\n    return min(ours.highest, theirs.highest)\n"
+    (node,) = ast.parse(rogue).body
+    assert _PICKS.search(node.name) and not _function_calls(node) & _DELEGATES
