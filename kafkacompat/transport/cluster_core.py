@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Generic
 
-from kafkacompat.errors import KafkaCompatError, TransportError
+from kafkacompat.errors import KafkaCompatError, TransportError, attach_context
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.capability_changes import CapabilityChange
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
@@ -321,8 +321,7 @@ class ClusterCore(Generic[ConnT]):
                 await conn.aclose()
                 reasons[label] = exc
                 if not isinstance(exc, RETRIABLE):
-                    if exc.transcript is None and conn.handshake is not None:
-                        exc.transcript = conn.handshake.transcript
+                    attach_context(exc, transcript=conn.handshake.transcript if conn.handshake else None)
                     fatal.append(exc)
                 log.info("bootstrap address %s failed: %s", label, exc)
                 continue

@@ -37,7 +37,13 @@ from typing import cast
 import outcome  # trio's own dependency: what wakes a task
 import trio
 
-from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, ProtocolError, TransportError
+from kafkacompat.errors import (
+    KafkaCompatError,
+    KafkaTimeoutError,
+    ProtocolError,
+    TransportError,
+    attach_context,
+)
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.capability_changes import CapabilityChange, capability_change
 from kafkacompat.negotiation.client_connection import ClientConnection
@@ -157,9 +163,7 @@ class BrokerConnection:
         try:
             stream, ready = await set_up(protocol, self.host, self.port, config)
         except KafkaCompatError as exc:
-            if exc.node is None:
-                exc.node = self.node
-            self._fail_setup(exc)
+            self._fail_setup(attach_context(exc, node=self.node))
             raise
         if ready.authenticated is not None:
             log_authenticated(self.node, config, ready.authenticated)
@@ -434,8 +438,7 @@ class BrokerConnection:
             trio.lowlevel.reschedule(call.task, outcome.Value(result))
 
     def _fail_setup(self, error: KafkaCompatError) -> None:
-        if error.node is None:
-            error.node = self.node
+        attach_context(error, node=self.node)
         if self._failure is None:
             self._failure = error
         self._ready.set()  # wake anyone waiting to send: they will see the failure

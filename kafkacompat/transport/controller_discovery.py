@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from kafkacompat.errors import KafkaCompatError, NegotiationError, WrongEndpointError
+from kafkacompat.errors import KafkaCompatError, NegotiationError, WrongEndpointError, attach_context
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.protocol.error_codes import error_for
-from kafkacompat.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
+from kafkacompat.protocol.messages import DescribeClusterRequest
 from kafkacompat.transport.cluster_backend import NodeConnection
 from kafkacompat.transport.discovery import BrokerAddress, ClusterMetadata, broker_from_reply
 
@@ -61,17 +61,14 @@ async def ask_controllers(conn: NodeConnection) -> ClusterMetadata:
     capabilities = _capabilities(conn)
     if not looks_like_controller(capabilities):
         error = WrongEndpointError(
-            f"{conn.node} is a broker, not a KRaft controller: it lists Metadata, or not the Raft APIs",
-            node=conn.node,
+            f"{conn.node} is a broker, not a KRaft controller: it lists Metadata, or not the Raft APIs"
         )
-        error.transcript = capabilities.transcript
-        raise error
+        raise attach_context(error, node=conn.node, transcript=capabilities.transcript)
     if capabilities.broker_range(DESCRIBE_CLUSTER).highest < _ENDPOINT_TYPE_SINCE:
         return _alone(conn)
     version = _pick(conn)
     request = DescribeClusterRequest(endpoint_type=CONTROLLERS_ENDPOINT)
     response = await conn.request(request, version=version)
-    assert isinstance(response, DescribeClusterResponse)
     if response.error_code:
         entry = error_for(response.error_code)
         detail = f": {response.error_message}" if response.error_message else ""
@@ -103,8 +100,7 @@ def _pick(conn: NodeConnection) -> int:
     try:
         version = conn.pick_version(DESCRIBE_CLUSTER)
     except KafkaCompatError as exc:
-        if exc.transcript is None and conn.handshake is not None:
-            exc.transcript = conn.handshake.transcript
+        attach_context(exc, transcript=conn.handshake.transcript if conn.handshake else None)
         raise
     if version < _ENDPOINT_TYPE_SINCE:  # the policy allows only v0, which cannot ask for controllers
         raise NegotiationError(

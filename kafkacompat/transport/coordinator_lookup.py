@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from kafkacompat.errors import KafkaCompatError, TransportError
+from kafkacompat.errors import ConfigError, KafkaCompatError, TransportError
 from kafkacompat.negotiation.coordinators import (
     DEFAULT_MAX_BATCH,
     CoordinatorFound,
@@ -39,7 +39,6 @@ from kafkacompat.negotiation.coordinators import (
     plan_coordinator_lookups,
     replan,
 )
-from kafkacompat.protocol.messages import FindCoordinatorResponse
 from kafkacompat.transport.cluster_backend import ClusterBackend, Job
 from kafkacompat.transport.retries import retry_on_result
 
@@ -56,12 +55,10 @@ _KEY_TYPE_NAMES = {"group": 0, "consumer": 0, "transaction": 1, "transactional":
 
 def coordinator_key_type(value: KeyTypeLike) -> CoordinatorKeyType:
     """``"group"``, ``"transaction"``, ``"share"`` (or the enum, or its int) -> ``CoordinatorKeyType``."""
-    if isinstance(value, str):
-        try:
-            return CoordinatorKeyType(_KEY_TYPE_NAMES[value.lower()])
-        except KeyError:
-            raise ValueError(f"unknown coordinator key type {value!r}: group, transaction or share") from None
-    return CoordinatorKeyType(value)
+    try:
+        return CoordinatorKeyType(_KEY_TYPE_NAMES[value.lower()] if isinstance(value, str) else value)
+    except (KeyError, ValueError):
+        raise ConfigError(f"unknown coordinator key type {value!r}: group, transaction or share") from None
 
 
 @dataclass(frozen=True)
@@ -211,5 +208,4 @@ async def _send_one(
     except KafkaCompatError as exc:
         results.read_failure(planned, f"{type(exc).__name__}: {exc}")
         return
-    assert isinstance(response, FindCoordinatorResponse)
     results.read(planned, response)

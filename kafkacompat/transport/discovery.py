@@ -20,11 +20,12 @@ from kafkacompat.errors import (
     NoBrokerReachableError,
     TransportError,
     UnknownBrokerError,
+    attach_context,
     describe_failure,
 )
 from kafkacompat.negotiation.addresses import MAX_HOST_LENGTH, check_address, display_host, split_host_port
 from kafkacompat.negotiation.node_role import NodeKind
-from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
+from kafkacompat.protocol.messages import MetadataRequest
 from kafkacompat.transport.cluster_backend import NodeConnection
 from kafkacompat.transport.config import ConfigError
 
@@ -131,11 +132,9 @@ async def ask_metadata(conn: NodeConnection) -> ClusterMetadata:
     try:
         version = conn.pick_version(METADATA)
     except KafkaCompatError as exc:
-        if exc.transcript is None and conn.handshake is not None:
-            exc.transcript = conn.handshake.transcript
+        attach_context(exc, transcript=conn.handshake.transcript if conn.handshake else None)
         raise
     response = await conn.request(MetadataRequest(topics=[]), version=version)
-    assert isinstance(response, MetadataResponse)
     brokers: dict[int, BrokerAddress] = {}
     named: dict[tuple[str, int], int] = {}  # address -> the first node named there
     for b in sorted(response.brokers, key=lambda b: b.node_id):

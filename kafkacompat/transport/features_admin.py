@@ -52,7 +52,7 @@ from kafkacompat.negotiation.features import (
 )
 from kafkacompat.negotiation.handshake_reply import first_ranges
 from kafkacompat.protocol.error_codes import BY_NAME
-from kafkacompat.protocol.messages import ApiVersionsResponse, UpdateFeaturesResponse
+from kafkacompat.protocol.messages import UpdateFeaturesResponse
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.transport.cluster_backend import ClusterBackend, Job, NodeConnection
 from kafkacompat.transport.discovery import raise_failures
@@ -193,7 +193,6 @@ async def _ask_features(node_id: int, conn: NodeConnection) -> NodeFeatures:
     version = handshake.api_versions_version
     if version is not None:
         response = await conn.request(conn.config.handshake.request(version), version=version)
-        assert isinstance(response, ApiVersionsResponse)
         if response.error_code == 0:
             return NodeFeatures(
                 node_id,
@@ -241,7 +240,6 @@ async def update_features(
             version = conn.pick_version(UPDATE_FEATURES)
             request = build_update_features(planned, version, validate_only=dry_run)
             response = await conn.request(request, version=version, request_timeout=request_timeout)
-            assert isinstance(response, UpdateFeaturesResponse)
             sent = (node_id, conn, version, response)
         outcome = attempt.retry_state.outcome
         if outcome is not None and not outcome.failed:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import trio
 
-from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError
+from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError, attach_context
 from kafkacompat.negotiation.client_connection import (
     ClientConnection,
     OpenSocket,
@@ -77,7 +77,7 @@ async def _open(
         protocol.connect_failed(str(exc))
         return None
     except KafkaCompatError as exc:  # TLS verification and the like: not a handshake matter
-        exc.transcript = protocol.transcript
+        attach_context(exc, transcript=protocol.transcript)
         raise
     protocol.connected()
     return stream
