@@ -246,6 +246,9 @@ class BlockingConnection:
 
     def _exchange(self, protocol: ClientConnection, ticket: Ticket, deadline: float, what: str) -> object:
         pipeline = protocol.pipeline
+        if time.monotonic() >= deadline:  # still queued: taken back as if never asked
+            self._settled(ticket, pipeline.abandon(ticket))
+            raise KafkaTimeoutError(f"timed out before sending {what}", node=self.node)
         try:
             self._wire.write(pipeline.bytes_to_send(), deadline)
         except KafkaTimeoutError:
