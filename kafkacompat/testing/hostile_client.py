@@ -35,7 +35,9 @@ from typing import Any
 
 __all__ = ["ENTRIES", "Measured", "main", "measure", "peak_rss_mib", "run_entry"]
 
-ENTRIES = ("probe", "connection", "aio", "blocking", "cluster", "coordinators", "sync", "inspect", "inspect-all")
+ENTRIES = (
+    "probe", "connection", "aio", "blocking", "cluster", "coordinators", "sync", "inspect", "inspect-all",
+)
 
 
 def peak_rss_mib() -> float:

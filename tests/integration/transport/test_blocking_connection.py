@@ -90,7 +90,8 @@ def test_emulated_eras(release: str) -> None:
         broker = cluster.brokers[0]
         with open_blocking_connection(broker.host, broker.port, QUICK) as conn:
             assert conn.capabilities is not None
-            assert ranges(conn.capabilities) == {k: (r.lowest, r.highest) for k, r in broker.profile.apis.items()}
+            advertised = {k: (r.lowest, r.highest) for k, r in broker.profile.apis.items()}
+            assert ranges(conn.capabilities) == advertised
             response = conn.request(messages.MetadataRequest(topics=[]))
         assert [b.node_id for b in response.brokers] == [broker.node_id]  # type: ignore[attr-defined]
 
