@@ -100,7 +100,6 @@ from kafkacompat.negotiation.handshake_types import (
 )
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.protocol.framing import encode_request, sniff_foreign_protocol
-from kafkacompat.protocol.messages import ApiVersionsResponse
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
@@ -396,14 +395,14 @@ class ApiVersionsHandshake(LegacySteps):
             )
             self._action = Fail(error, close_connection=still_open)
         elif verdict.response is not None and self._state is State.DRAIN:
-            self._answer = self._result(verdict.response, verdict.api_ranges)
+            self._answer = self._result(verdict)
         elif verdict.response is not None:
-            self._action = Done(self._result(verdict.response, verdict.api_ranges))
+            self._action = Done(self._result(verdict))
 
-    def _result(
-        self, response: ApiVersionsResponse, api_ranges: Mapping[int, VersionRange] | None
-    ) -> HandshakeResult:
-        return accepted_result(response, self._accepted_version, self.transcript, self.node, api_ranges)
+    def _result(self, verdict: Verdict) -> HandshakeResult:
+        assert verdict.response is not None and verdict.reply is not None  # an accepted verdict
+        version, ranges = self._accepted_version, verdict.api_ranges
+        return accepted_result(verdict.response, version, self.transcript, self.node, ranges, verdict.reply)
 
     def _use_fallback(self, detail: str) -> None:
         release, ranges = self.config.fallback_release, self.config.fallback_ranges

@@ -60,13 +60,39 @@ class Verdict:
     response: ApiVersionsResponse | None = None
     layout: int | None = None
     api_ranges: Mapping[int, VersionRange] | None = None  # the response's, read once
+    reply: bytes | None = None  # the accepted reply's bytes, which ``response`` was read from
     error_type: type[KafkaCompatError] | None = None
     message: str = ""
     error_fields: Mapping[str, Any] = field(default_factory=dict)
 
 
+# Accepted replies already judged, by their bytes and the version asked: a broker answers
+# every connection with the same bytes (so do the brokers of one release), and judging them
+# again would give the same verdict.  Bounded; cleared whole when full (one atomic step,
+# as threads may share it).  Only ``_accepted`` verdicts go in: they depend on nothing else.
+_JUDGED: dict[tuple[bytes, int], Verdict] = {}
+_JUDGED_MAX: Final = 64
+
+
 def judge_reply(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
-    """What the reply ``body`` (after the correlation id) to ApiVersions v``sent`` means."""
+    """What the reply ``body`` (after the correlation id) to ApiVersions v``sent`` means.
+
+    An accepted verdict's ``response`` may be shared with other connections (the memo
+    above): read it, never change it; ``reply`` holds its bytes.
+    """
+    key = (bytes(body), sent)
+    known = _JUDGED.get(key)
+    if known is not None:
+        return known
+    verdict = _judge_afresh(key[0], sent, config)
+    if verdict.outcome == "ok" and verdict.error_type is None:
+        if len(_JUDGED) >= _JUDGED_MAX:
+            _JUDGED.clear()
+        _JUDGED[key] = verdict
+    return verdict
+
+
+def _judge_afresh(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
     response, layout, problems = _read(body, sent)
     if response is None:
         if sniff_foreign_protocol(body) is not None:
@@ -88,7 +114,7 @@ def judge_reply(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
     reread = ("reread-as-v0",) if layout != sent else ()
     code = response.error_code
     if code == NONE:
-        return _accepted(response, sent, layout, reread)
+        return _accepted(response, body, sent, layout, reread)
     if code == UNSUPPORTED_VERSION:
         return _unsupported(response, sent, ())
     name, says = error_for(code).name, error_for(code).message
@@ -209,7 +235,9 @@ def _unsupported(response: ApiVersionsResponse | None, sent: int, flags: tuple[s
     )
 
 
-def _accepted(response: ApiVersionsResponse, sent: int, layout: int, flags: tuple[str, ...]) -> Verdict:
+def _accepted(
+    response: ApiVersionsResponse, body: bytes, sent: int, layout: int, flags: tuple[str, ...]
+) -> Verdict:
     epoch = response.finalized_features_epoch
     if epoch < -1:  # -1 means "unknown"; Kafka never sends less, and callers would act on it
         return Verdict(
@@ -241,7 +269,8 @@ def _accepted(response: ApiVersionsResponse, sent: int, layout: int, flags: tupl
         listed = ", ".join(str(key) for key in impossible)
         detail += f"; minimum above maximum for API keys {listed}: read as not listed"
     return Verdict(
-        "ok", detail, understood=True, flags=flags, response=response, layout=layout, api_ranges=ranges
+        "ok", detail, understood=True, flags=flags, response=response, layout=layout, api_ranges=ranges,
+        reply=body,
     )
 
 

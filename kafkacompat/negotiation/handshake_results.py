@@ -18,14 +18,17 @@ def accepted_result(
     layout: int | None,
     transcript: HandshakeTranscript,
     node: str | None,
-    api_ranges: Mapping[int, VersionRange] | None = None,
+    api_ranges: Mapping[int, VersionRange] | None,
+    reply: bytes,
 ) -> HandshakeResult:
     """What the broker answered, read at ``layout``; duplicate keys keep their first entry.
 
     ``api_ranges``: the response's, when the caller already read them (judging the reply did).
+    ``reply``: the bytes ``response`` was read from; the result decodes its own copy from
+    them when asked (``response`` may be shared: the memo of judged replies holds it).
     """
     return HandshakeResult(
-        response=response,
+        reply=reply,
         api_versions_version=layout,
         api_ranges=api_ranges if api_ranges is not None else api_ranges_of(response.api_keys),
         supported_features=first_ranges(
@@ -50,7 +53,7 @@ def stand_in_result(
 ) -> HandshakeResult:
     """No ApiVersions answer: ``release``'s table stands in (pre-0.10 brokers list no features)."""
     return HandshakeResult(
-        response=None,
+        reply=None,
         api_versions_version=None,
         api_ranges=ranges,
         supported_features=first_ranges(()),
