@@ -68,10 +68,13 @@ class Verdict:
 
 # Accepted replies already judged, by their bytes and the version asked: a broker answers
 # every connection with the same bytes (so do the brokers of one release), and judging them
-# again would give the same verdict.  Bounded; cleared whole when full (one atomic step,
-# as threads may share it).  Only ``_accepted`` verdicts go in: they depend on nothing else.
+# again would give the same verdict.  Only ``_accepted`` verdicts go in (they depend on
+# nothing else), and only replies of a real broker's size (Kafka 4.x: under 1 KiB), so that
+# a peer cannot make it hold much: at most 16 entries, cleared whole when full (one atomic
+# step, as threads may share it).
 _JUDGED: dict[tuple[bytes, int], Verdict] = {}
-_JUDGED_MAX: Final = 64
+_JUDGED_MAX: Final = 16
+_JUDGED_MAX_BYTES: Final = 4096
 
 
 def judge_reply(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
@@ -85,7 +88,7 @@ def judge_reply(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
     if known is not None:
         return known
     verdict = _judge_afresh(key[0], sent, config)
-    if verdict.outcome == "ok" and verdict.error_type is None:
+    if verdict.outcome == "ok" and verdict.error_type is None and len(body) <= _JUDGED_MAX_BYTES:
         if len(_JUDGED) >= _JUDGED_MAX:
             _JUDGED.clear()
         _JUDGED[key] = verdict

@@ -58,9 +58,12 @@ def test_a_repeated_answer_is_judged_once() -> None:
     assert judge_reply(body, 3, HandshakeConfig()) is not verdict  # another version asked: judged afresh
 
 
-def test_refusals_are_judged_every_time_and_the_memo_stays_bounded() -> None:
+def test_refusals_and_outsized_answers_are_judged_every_time_and_the_memo_stays_bounded() -> None:
     refusal = answer((18, 0, 2), error_code=UNSUPPORTED_VERSION).encode(0)
     assert judge_reply(refusal, 4, HandshakeConfig()) is not judge_reply(refusal, 4, HandshakeConfig())
+    outsized = answer((18, 0, 4), *((key, 0, 1) for key in range(1000, 1600))).encode(4)  # 4.2 KB
+    assert len(outsized) > handshake_reply._JUDGED_MAX_BYTES
+    assert judge_reply(outsized, 4, HandshakeConfig()) is not judge_reply(outsized, 4, HandshakeConfig())
     for high in range(handshake_reply._JUDGED_MAX * 2):
         judge_reply(answer((18, 0, 4), (3, 0, high)).encode(4), 4, HandshakeConfig())
         assert len(handshake_reply._JUDGED) <= handshake_reply._JUDGED_MAX
