@@ -10,7 +10,8 @@ tenacity nor asyncio, and ``ssl`` only for a TLS probe: no event loop, a small p
 
 It learns capabilities and nothing else: no SASL (Kafka answers ApiVersions
 before authentication, so ``config.sasl`` is ignored), no requests after the
-handshake, no connection kept.  Every socket operation has a timeout, the
+handshake, no connection kept.  ``kafkacompat.transport.blocking`` carries on
+past the handshake, on the same socket code (``BlockingSocket``).  Every socket operation has a timeout, the
 whole probe has an overall deadline, and only kafkacompat errors come out.
 """
 
