@@ -41,10 +41,12 @@
    import, as an editable install with ``PYTHONDONTWRITEBYTECODE=1`` does.
    Each child is started through ``sh`` (which forks it) so that it does not
    inherit this process's peak RSS across ``exec``.  Target: under 20 MiB,
-   checked for both ways kafkacompat makes that one connection: the blocking
-   probe (``probe_broker``, no trio) and ``open_connection`` in ``trio.run``
-   (``import trio`` alone is printed: it is most of that row).  Issue 14's
-   target for the trio driver: at most ``import trio`` alone + 2 MiB.
+   checked for the ways kafkacompat makes that one connection: the blocking
+   probe (``probe_broker``, no trio), the blocking connection
+   (``open_blocking_connection``, which also sends one Metadata request) and
+   ``open_connection`` in ``trio.run`` (``import trio`` alone is printed: it
+   is most of that row).  Issue 14's target for the trio driver: at most
+   ``import trio`` alone + 2 MiB.
 4. Client CPU per request of 1000 pipelined single-key requests on one trio
    connection, against the previous design of the connection taken from git
    history (``bench.transport_pipelined``).
@@ -986,6 +988,13 @@ CHILD_PROBE = """
 from kafkacompat.transport.probe import probe_broker
 APIS = len(probe_broker(HOST, PORT, timeout=10).api_ranges)
 """
+CHILD_BLOCKING = """
+from kafkacompat.protocol.messages import MetadataRequest
+from kafkacompat.transport.blocking import open_blocking_connection
+with open_blocking_connection(HOST, PORT, timeout=10) as conn:
+    conn.request(MetadataRequest(topics=[]))
+    APIS = len(conn.capabilities.api_ranges)
+"""
 
 REPO_ROOT = Path(__file__).resolve().parent.parent  # the children import kafkacompat from here
 
@@ -1043,6 +1052,7 @@ def memory_workload(host: str, port: int, plan: Plan, expected_apis: int | None)
     cases = [
         MemoryCase(f"{KAFKACOMPAT} open_connection (trio)", CHILD_KAFKACOMPAT, budget=True),
         MemoryCase(f"{KAFKACOMPAT} probe_broker (blocking)", CHILD_PROBE, budget=True),
+        MemoryCase(f"{KAFKACOMPAT} open_blocking_connection + Metadata", CHILD_BLOCKING, budget=True),
         MemoryCase(f"aiokafka {_dist_version('aiokafka')}", CHILD_AIOKAFKA, missing=aio_missing),
         MemoryCase(f"kafka-python {_dist_version('kafka-python')}", CHILD_KAFKA_PYTHON, missing=kp_missing),
         MemoryCase("bare interpreter", CHILD_BARE, handshake=False),

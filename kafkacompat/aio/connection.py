@@ -218,28 +218,50 @@ class BrokerConnection:
 
     async def _set_up(self, protocol: ClientConnection) -> Ready:
         loop = asyncio.get_running_loop()
-        deadline = 0.0
+        deadline = until = 0.0
+        action = protocol.next_action()
         try:
             while True:
-                action = protocol.next_action()
-                if isinstance(action, OpenSocket):
-                    await self._open_socket(protocol, loop.time() + self.config.connect_timeout)
-                elif isinstance(action, Write):
-                    if action.fresh_deadline:  # a request and its answer share one deadline
-                        deadline = loop.time() + self.config.request_timeout
-                    await self._setup_write(protocol, action.data, deadline)
-                elif isinstance(action, Read):
-                    await self._setup_read(protocol, action, deadline)
-                elif isinstance(action, SetupFailed):
-                    raise action.error
-                else:
-                    assert isinstance(action, Ready)
-                    return action
+                # One timeout scope for the whole setup, moved at each step (a scope per step
+                # cost a tenth of the driver's own time): a step that runs out ends the scope,
+                # the connection is told, and the next step opens a new one.
+                try:
+                    async with asyncio.timeout(None) as scope:
+                        while True:
+                            action = protocol.next_action()
+                            if isinstance(action, OpenSocket):
+                                until = loop.time() + self.config.connect_timeout
+                                scope.reschedule(until)
+                                await self._open_socket(protocol)
+                            elif isinstance(action, Write):
+                                if action.fresh_deadline:  # a request and its answer share one deadline
+                                    deadline = loop.time() + self.config.request_timeout
+                                until = deadline
+                                scope.reschedule(until)
+                                await self._setup_write(protocol, action.data)
+                            elif isinstance(action, Read):
+                                until = deadline
+                                if action.quiet_period is not None:  # quiet only while the deadline is ahead
+                                    until = min(deadline, loop.time() + action.quiet_period)
+                                scope.reschedule(until)
+                                await self._setup_read(protocol, action, deadline)
+                            elif isinstance(action, SetupFailed):
+                                raise action.error
+                            else:
+                                assert isinstance(action, Ready)
+                                return action
+                except TimeoutError:
+                    if not scope.expired():
+                        raise
+                    if isinstance(action, Read) and until < deadline:
+                        protocol.quiet()
+                    else:
+                        protocol.timed_out()
         except BaseException:
             await self._close_socket()
             raise
 
-    async def _open_socket(self, protocol: ClientConnection, deadline: float) -> None:
+    async def _open_socket(self, protocol: ClientConnection) -> None:
         await self._close_socket()
         tls = self.config.tls
         context: ssl.SSLContext | None = None
@@ -249,15 +271,14 @@ class BrokerConnection:
             context = tls_context(tls)
         doing = f"connecting{' (TLS handshake)' if tls is not None else ''} to {self.node}"
         try:
-            async with asyncio.timeout_at(deadline):
-                self._reader, self._writer = await asyncio.open_connection(
-                    self.host,
-                    self.port,
-                    ssl=context,
-                    server_hostname=(tls.server_hostname or self.host) if tls is not None else None,
-                    limit=_CHUNK,
-                )
-        except TimeoutError:
+            self._reader, self._writer = await asyncio.open_connection(
+                self.host,
+                self.port,
+                ssl=context,
+                server_hostname=(tls.server_hostname or self.host) if tls is not None else None,
+                limit=_CHUNK,
+            )
+        except TimeoutError:  # the system's own connect timeout
             protocol.timed_out()
         except (OSError, ssl.SSLError) as exc:
             error = translate_os_error(exc, self.node, doing)
@@ -268,14 +289,11 @@ class BrokerConnection:
         else:
             protocol.connected()
 
-    async def _setup_write(self, protocol: ClientConnection, data: bytes, deadline: float) -> None:
+    async def _setup_write(self, protocol: ClientConnection, data: bytes) -> None:
         assert self._writer is not None
         try:
-            async with asyncio.timeout_at(deadline):
-                self._writer.write(data)
-                await self._writer.drain()
-        except TimeoutError:
-            protocol.timed_out()
+            self._writer.write(data)
+            await self._writer.drain()
         except (OSError, ssl.SSLError):
             protocol.closed()
         else:
@@ -283,18 +301,8 @@ class BrokerConnection:
 
     async def _setup_read(self, protocol: ClientConnection, action: Read, deadline: float) -> None:
         assert self._reader is not None
-        loop = asyncio.get_running_loop()
-        until = deadline
-        if action.quiet_period is not None:  # quiet only while the request's deadline is ahead
-            until = min(deadline, loop.time() + action.quiet_period)
         try:
-            async with asyncio.timeout_at(until):
-                data = await self._reader.read(_CHUNK)
-        except TimeoutError:
-            if until < deadline:
-                protocol.quiet()
-            else:
-                protocol.timed_out()
+            data = await self._reader.read(_CHUNK)
         except (OSError, ssl.SSLError):
             protocol.closed()  # a reset is a close for the handshake's purposes
         else:
@@ -302,7 +310,7 @@ class BrokerConnection:
                 protocol.closed()
                 return
             protocol.receive_data(data)  # decodes what completed: the deadline covers that too
-            if loop.time() > deadline:
+            if asyncio.get_running_loop().time() > deadline:
                 raise KafkaTimeoutError(
                     f"timed out while reading {action.what}", node=self.node, transcript=protocol.transcript
                 )

@@ -37,6 +37,8 @@ __all__ = ["BrokerCapabilities", "RangeLike"]
 RangeLike: TypeAlias = VersionRange | tuple[int, int] | str
 
 _EMPTY: Mapping[Any, VersionRange] = MappingProxyType({})
+_INT_TYPE = frozenset({int})
+_RANGE_TYPE = frozenset({VersionRange})
 
 
 def _release_at_least(release: str, floor: tuple[int, int]) -> bool:
@@ -69,6 +71,14 @@ def as_range(value: RangeLike) -> VersionRange:
 
 
 def _frozen_api_ranges(ranges: Mapping[int, RangeLike]) -> Mapping[int, VersionRange]:
+    if type(ranges) is MappingProxyType or type(ranges) is dict:
+        # What a handshake hands over: int keys (exactly: no bools), VersionRange values,
+        # usually in key order already.  Checked by whole-table passes that run in C, once
+        # per connection; only a table that fails them takes the loop below.
+        keys = list(ranges)
+        if set(map(type, keys)) <= _INT_TYPE and set(map(type, ranges.values())) <= _RANGE_TYPE:
+            ordered = keys == sorted(keys)
+            return MappingProxyType(dict(ranges) if ordered else dict(sorted(ranges.items())))
     table: dict[int, VersionRange] = {}
     for key, value in ranges.items():
         # A handshake hands over plain ints and VersionRanges: exact-type tests first.

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafkacompat.errors import (
     DecodeError,
@@ -98,14 +98,13 @@ from kafkacompat.negotiation.handshake_types import (
     SendProbe,
     SendRequest,
 )
-from kafkacompat.negotiation.legacy_probe import (
-    LegacyCheck,
-)
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.protocol.framing import encode_request, sniff_foreign_protocol
-from kafkacompat.protocol.messages import ApiVersionsResponse
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
+
+if TYPE_CHECKING:
+    from kafkacompat.negotiation.legacy_probe import LegacyCheck
 
 __all__ = [
     "TRANSITIONS",
@@ -131,6 +130,8 @@ __all__ = [
 ]
 
 _INT32_MAX: Final = 2**31 - 1
+# Checked on every event: computed once, not per call.
+_EVENTS_WITHOUT_QUIET: Final = {state: events - {Event.QUIET} for state, events in EVENTS_BY_STATE.items()}
 
 
 class ApiVersionsHandshake(LegacySteps):
@@ -185,11 +186,10 @@ class ApiVersionsHandshake(LegacySteps):
 
     @property
     def expected_events(self) -> frozenset[Event]:
-        events = EVENTS_BY_STATE[self._state]
         action = self._action
         if isinstance(action, ReceiveReply) and action.quiet_period is not None:
-            return events
-        return events - {Event.QUIET}  # quiet only where the driver was handed a period
+            return EVENTS_BY_STATE[self._state]
+        return _EVENTS_WITHOUT_QUIET[self._state]  # quiet only where the driver was handed a period
 
     @property
     def history(self) -> tuple[Transition, ...]:
@@ -300,6 +300,8 @@ class ApiVersionsHandshake(LegacySteps):
             self._use_fallback(detail)
             return
         else:
+            from kafkacompat.negotiation.legacy_probe import LegacyCheck  # see handshake_legacy
+
             self._check = LegacyCheck()
             verdict = Verdict("closed-at-v0", detail)
         self._apply(Event.CONNECTION_CLOSED, verdict)
@@ -393,12 +395,14 @@ class ApiVersionsHandshake(LegacySteps):
             )
             self._action = Fail(error, close_connection=still_open)
         elif verdict.response is not None and self._state is State.DRAIN:
-            self._answer = self._result(verdict.response)
+            self._answer = self._result(verdict)
         elif verdict.response is not None:
-            self._action = Done(self._result(verdict.response))
+            self._action = Done(self._result(verdict))
 
-    def _result(self, response: ApiVersionsResponse) -> HandshakeResult:
-        return accepted_result(response, self._accepted_version, self.transcript, self.node)
+    def _result(self, verdict: Verdict) -> HandshakeResult:
+        assert verdict.response is not None and verdict.reply is not None  # an accepted verdict
+        version, ranges = self._accepted_version, verdict.api_ranges
+        return accepted_result(verdict.response, version, self.transcript, self.node, ranges, verdict.reply)
 
     def _use_fallback(self, detail: str) -> None:
         release, ranges = self.config.fallback_release, self.config.fallback_ranges

@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from kafkacompat.errors import BrokerTooOldError, DecodeError, KafkaCompatError, ProtocolError
 from kafkacompat.negotiation.handshake_config import (
@@ -22,16 +23,14 @@ from kafkacompat.negotiation.handshake_config import (
 from kafkacompat.negotiation.handshake_reply import Verdict
 from kafkacompat.negotiation.handshake_table import Event
 from kafkacompat.negotiation.handshake_types import Action, Done, HandshakeResult, SendProbe
-from kafkacompat.negotiation.legacy_probe import (
-    NOT_KAFKA,
-    SKIPPING_RELEASE,
-    LegacyCheck,
-    judge_probe_reply,
-    probe_frame,
-    skipped_note,
-)
 from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.versions import VersionRange
+
+# The pre-0.10 requests (and the generated Metadata, Heartbeat and OffsetFetch classes they
+# use) are imported where a silent or closing broker needs them: a broker that answers
+# ApiVersions, nearly every one, never loads them.
+if TYPE_CHECKING:
+    from kafkacompat.negotiation.legacy_probe import LegacyCheck
 
 __all__ = ["LegacySteps", "failure_verdict", "mismatch_verdict"]
 
@@ -97,6 +96,8 @@ class LegacySteps(ABC):
 
     def _judge_probe(self, body: bytes) -> None:
         """The probe's reply came first: ApiVersions was skipped (rule 9)."""
+        from kafkacompat.negotiation.legacy_probe import SKIPPING_RELEASE, judge_probe_reply, skipped_note
+
         verdict = judge_probe_reply(body, self._version, self._probe_id or 0)
         if verdict.error_type is not None:
             self._apply(Event.RECEIVED, verdict)
@@ -137,6 +138,8 @@ class LegacySteps(ABC):
         elif go_on:
             self._take(Event.CONNECTION_CLOSED, "check-closed")
         else:
+            from kafkacompat.negotiation.legacy_probe import NOT_KAFKA
+
             detail = "; ".join(self._check.evidence)
             verdict = failure_verdict("not-kafka", detail, BrokerTooOldError, NOT_KAFKA)
             self._apply(Event.CONNECTION_CLOSED, verdict)
@@ -169,6 +172,8 @@ class LegacySteps(ABC):
         self._probe_id = cid = self._take_correlation_id()
         if self._check is not None:
             return SendProbe(cid, self._check.frame(cid, self.config.client_id))
+        from kafkacompat.negotiation.legacy_probe import probe_frame
+
         return SendProbe(cid, probe_frame(cid, self.config.client_id))
 
 

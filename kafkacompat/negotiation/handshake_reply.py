@@ -9,8 +9,9 @@ Rules 2, 3, 6, 7 and 8 of ``handshake_table`` are carried out here.
 
 from __future__ import annotations
 
+import operator
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
@@ -33,10 +34,13 @@ from kafkacompat.protocol.framing import sniff_foreign_protocol
 from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
 
-__all__ = ["API_VERSIONS_KEY", "Verdict", "first_ranges", "foreign_verdict", "judge_reply"]
+__all__ = ["API_VERSIONS_KEY", "Verdict", "api_ranges_of", "first_ranges", "foreign_verdict", "judge_reply"]
 
 API_VERSIONS_KEY: Final = int(ApiKey.API_VERSIONS)  # the key of ApiVersions itself in its own answer
 K = TypeVar("K", int, str)
+_API_KEY = operator.attrgetter("api_key")
+_MIN_VERSION = operator.attrgetter("min_version")
+_MAX_VERSION = operator.attrgetter("max_version")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +59,43 @@ class Verdict:
     next_version: int | None = None
     response: ApiVersionsResponse | None = None
     layout: int | None = None
+    api_ranges: Mapping[int, VersionRange] | None = None  # the response's, read once
+    reply: bytes | None = None  # the accepted reply's bytes, which ``response`` was read from
     error_type: type[KafkaCompatError] | None = None
     message: str = ""
     error_fields: Mapping[str, Any] = field(default_factory=dict)
 
 
+# Accepted replies already judged, by their bytes and the version asked: a broker answers
+# every connection with the same bytes (so do the brokers of one release), and judging them
+# again would give the same verdict.  Only ``_accepted`` verdicts go in (they depend on
+# nothing else), and only replies of a real broker's size (Kafka 4.x: under 1 KiB), so that
+# a peer cannot make it hold much: at most 16 entries, cleared whole when full (one atomic
+# step, as threads may share it).
+_JUDGED: dict[tuple[bytes, int], Verdict] = {}
+_JUDGED_MAX: Final = 16
+_JUDGED_MAX_BYTES: Final = 4096
+
+
 def judge_reply(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
-    """What the reply ``body`` (after the correlation id) to ApiVersions v``sent`` means."""
+    """What the reply ``body`` (after the correlation id) to ApiVersions v``sent`` means.
+
+    An accepted verdict's ``response`` may be shared with other connections (the memo
+    above): read it, never change it; ``reply`` holds its bytes.
+    """
+    key = (bytes(body), sent)
+    known = _JUDGED.get(key)
+    if known is not None:
+        return known
+    verdict = _judge_afresh(key[0], sent, config)
+    if verdict.outcome == "ok" and verdict.error_type is None and len(body) <= _JUDGED_MAX_BYTES:
+        if len(_JUDGED) >= _JUDGED_MAX:
+            _JUDGED.clear()
+        _JUDGED[key] = verdict
+    return verdict
+
+
+def _judge_afresh(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
     response, layout, problems = _read(body, sent)
     if response is None:
         if sniff_foreign_protocol(body) is not None:
@@ -83,7 +117,7 @@ def judge_reply(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
     reread = ("reread-as-v0",) if layout != sent else ()
     code = response.error_code
     if code == NONE:
-        return _accepted(response, sent, layout, reread)
+        return _accepted(response, body, sent, layout, reread)
     if code == UNSUPPORTED_VERSION:
         return _unsupported(response, sent, ())
     name, says = error_for(code).name, error_for(code).message
@@ -204,7 +238,9 @@ def _unsupported(response: ApiVersionsResponse | None, sent: int, flags: tuple[s
     )
 
 
-def _accepted(response: ApiVersionsResponse, sent: int, layout: int, flags: tuple[str, ...]) -> Verdict:
+def _accepted(
+    response: ApiVersionsResponse, body: bytes, sent: int, layout: int, flags: tuple[str, ...]
+) -> Verdict:
     epoch = response.finalized_features_epoch
     if epoch < -1:  # -1 means "unknown"; Kafka never sends less, and callers would act on it
         return Verdict(
@@ -217,32 +253,53 @@ def _accepted(response: ApiVersionsResponse, sent: int, layout: int, flags: tupl
             "an epoch is -1 (unknown) or more",
             error_fields={"what": "ApiVersionsResponse", "version": layout},
         )
-    entry = _find_api(response, API_VERSIONS_KEY)
-    if entry is None or sent not in VersionRange(entry.min_version, entry.max_version):
+    rows = response.api_keys
+    ranges = api_ranges_of(rows)
+    entry = ranges.get(API_VERSIONS_KEY)  # the first ApiVersions row's range, as Kafka reads it
+    if entry is None or sent not in entry:
         flags = (*flags, "answered-unadvertised-version")
-    keys = [item.api_key for item in response.api_keys]
-    if len(set(keys)) != len(keys):
+    if len(ranges) != len(rows):
         flags = (*flags, "duplicate-api-keys")
-    advertised = "none" if entry is None else f"{entry.min_version}-{entry.max_version}"
-    detail = f"{len(set(keys))} APIs; ApiVersions {advertised}; read as v{layout}"
+    advertised = "none" if entry is None else f"{entry.lowest}-{entry.highest}"
+    detail = f"{len(ranges)} APIs; ApiVersions {advertised}; read as v{layout}"
     # A range no Kafka broker sends (minimum above maximum) promises no version: the API
-    # reads as not listed, and the transcript says why.
-    impossible = sorted({i.api_key for i in response.api_keys if i.min_version > i.max_version})
+    # reads as not listed, and the transcript says why.  Any row counts, a repeated key's too.
+    impossible: list[int] = []
+    if any(map(operator.gt, map(_MIN_VERSION, rows), map(_MAX_VERSION, rows))):
+        impossible = sorted({i.api_key for i in rows if i.min_version > i.max_version})
     if impossible:
         flags = (*flags, "impossible-ranges")
         listed = ", ".join(str(key) for key in impossible)
         detail += f"; minimum above maximum for API keys {listed}: read as not listed"
-    return Verdict("ok", detail, understood=True, flags=flags, response=response, layout=layout)
+    return Verdict(
+        "ok", detail, understood=True, flags=flags, response=response, layout=layout, api_ranges=ranges,
+        reply=body,
+    )
 
 
 def _find_api(response: ApiVersionsResponse, api_key: int) -> ApiVersionsResponse.ApiVersion | None:
     return next((item for item in response.api_keys if item.api_key == api_key), None)
 
 
+_NO_RANGES: Final[Mapping[Any, VersionRange]] = MappingProxyType({})
+
+
 def first_ranges(rows: Iterable[tuple[K, int, int]]) -> Mapping[K, VersionRange]:
     """Read-only key -> range; the first row of a repeated key wins, as in Kafka's keyed lists."""
     ranges: dict[K, VersionRange] = {}
+    shared = VersionRange.of
     for key, low, high in rows:
         if key not in ranges:
-            ranges[key] = VersionRange.of(low, high)
-    return MappingProxyType(ranges)
+            ranges[key] = shared(low, high)
+    return MappingProxyType(ranges) if ranges else _NO_RANGES
+
+
+def api_ranges_of(rows: Sequence[ApiVersionsResponse.ApiVersion]) -> Mapping[int, VersionRange]:
+    """``first_ranges`` of an ApiVersions answer's rows.  Once per connection, the
+    handshake's hottest loop: built by passes that run in C when no key repeats."""
+    keys = list(map(_API_KEY, rows))
+    ranges = map(VersionRange.of, map(_MIN_VERSION, rows), map(_MAX_VERSION, rows))
+    table = dict(zip(keys, ranges, strict=True))
+    if len(table) != len(keys):  # a repeated key: its first row wins, as in Kafka's keyed lists
+        return first_ranges((row.api_key, row.min_version, row.max_version) for row in rows)
+    return MappingProxyType(table) if table else _NO_RANGES

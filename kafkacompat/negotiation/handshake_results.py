@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kafkacompat.negotiation.handshake_reply import first_ranges
+from kafkacompat.negotiation.handshake_reply import api_ranges_of, first_ranges
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.messages import ApiVersionsResponse
@@ -14,15 +14,23 @@ __all__ = ["accepted_result", "stand_in_result"]
 
 
 def accepted_result(
-    response: ApiVersionsResponse, layout: int | None, transcript: HandshakeTranscript, node: str | None
+    response: ApiVersionsResponse,
+    layout: int | None,
+    transcript: HandshakeTranscript,
+    node: str | None,
+    api_ranges: Mapping[int, VersionRange] | None,
+    reply: bytes,
 ) -> HandshakeResult:
-    """What the broker answered, read at ``layout``; duplicate keys keep their first entry."""
+    """What the broker answered, read at ``layout``; duplicate keys keep their first entry.
+
+    ``api_ranges``: the response's, when the caller already read them (judging the reply did).
+    ``reply``: the bytes ``response`` was read from; the result decodes its own copy from
+    them when asked (``response`` may be shared: the memo of judged replies holds it).
+    """
     return HandshakeResult(
-        response=response,
+        reply=reply,
         api_versions_version=layout,
-        api_ranges=first_ranges(
-            (item.api_key, item.min_version, item.max_version) for item in response.api_keys
-        ),
+        api_ranges=api_ranges if api_ranges is not None else api_ranges_of(response.api_keys),
         supported_features=first_ranges(
             (f.name, f.min_version, f.max_version) for f in response.supported_features
         ),
@@ -45,7 +53,7 @@ def stand_in_result(
 ) -> HandshakeResult:
     """No ApiVersions answer: ``release``'s table stands in (pre-0.10 brokers list no features)."""
     return HandshakeResult(
-        response=None,
+        reply=None,
         api_versions_version=None,
         api_ranges=ranges,
         supported_features=first_ranges(()),

@@ -7,7 +7,7 @@ that builds broker capabilities can read a result without knowing the machine.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafkacompat.errors import (
     BrokerRejectedError,
@@ -77,7 +77,8 @@ class ReceiveReply:
 class HandshakeResult:
     """What the broker answered (or, with ``fallback_release``, what stands in for it).
 
-    ``response`` is None only for a fallback, where the broker sent nothing.
+    ``reply`` (and ``response``, the reply decoded) is None only for a fallback,
+    where the broker sent nothing.
     ``fallback_release`` names the release whose table stands in (configured,
     or the one ``detected_release`` names from the broker's behaviour).
     ``api_versions_version`` is the version the accepted reply was read at.
@@ -85,7 +86,7 @@ class HandshakeResult:
     (supported) or min..max level (finalized).
     """
 
-    response: ApiVersionsResponse | None
+    reply: bytes | None  # the accepted answer's body (after the correlation id)
     api_versions_version: int | None
     api_ranges: Mapping[int, VersionRange]
     supported_features: Mapping[str, VersionRange]
@@ -96,6 +97,17 @@ class HandshakeResult:
     fallback_release: str | None = None
     node: str | None = None
     detected_release: str | None = None
+    _response: list[ApiVersionsResponse] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    @property
+    def response(self) -> ApiVersionsResponse | None:
+        """The accepted answer, decoded on first use: a connection needs only the tables
+        above, which the handshake read already; the inspector and callers may want it all."""
+        if self.reply is None or self.api_versions_version is None:
+            return None
+        if not self._response:
+            self._response.append(ApiVersionsResponse.decode(self.reply, self.api_versions_version))
+        return self._response[0]
 
     @property
     def used_fallback(self) -> bool:

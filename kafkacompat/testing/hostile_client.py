@@ -9,6 +9,7 @@ high-water mark, VmHWM).  Entries:
 - ``probe``: ``probe_broker(timeout=S)``
 - ``connection``: ``open_connection``, then Metadata (no topics) within S
 - ``aio``: the same through ``kafkacompat.aio.open_connection``, in an asyncio loop
+- ``blocking``: the same through ``open_blocking_connection`` (no event loop)
 - ``cluster``: ``connect`` then ``capabilities()``
 - ``coordinators``: ``connect`` then ``find_coordinators(["g1", "g2"])``
 - ``aio-cluster``, ``aio-coordinators``: ``cluster`` and ``coordinators`` through
@@ -36,8 +37,10 @@ from typing import Any
 
 __all__ = ["ENTRIES", "Measured", "main", "measure", "peak_rss_mib", "run_entry"]
 
-ENTRIES = ("probe", "connection", "aio", "cluster", "coordinators", "aio-cluster", "aio-coordinators", "sync",
-           "inspect", "inspect-all")
+ENTRIES = (
+    "probe", "connection", "aio", "blocking", "cluster", "coordinators", "aio-cluster", "aio-coordinators",
+    "sync", "inspect", "inspect-all",
+)
 
 
 def peak_rss_mib() -> float:
@@ -98,6 +101,12 @@ def run_entry(entry: str, address: str, timeout: float, *, roomy: bool = False) 
                 return await cluster.capabilities()
 
         return asyncio.run(run_aio_cluster())
+    if entry == "blocking":
+        from kafkacompat.protocol.messages import MetadataRequest as BlockingMetadata
+        from kafkacompat.transport.blocking import open_blocking_connection
+
+        with open_blocking_connection(host, int(port_text), config) as blocking:
+            return blocking.request(BlockingMetadata(topics=[]))
     if entry == "sync":
         from kafkacompat.transport.sync import connect_sync
 

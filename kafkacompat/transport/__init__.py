@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kafkacompat.transport.blocking import BlockingConnection, open_blocking_connection
     from kafkacompat.transport.cluster import Cluster, connect
     from kafkacompat.transport.config import (
         ConnectionConfig,
@@ -40,9 +41,12 @@ _HOMES = {
     "connect_sync": "sync",
     "probe_address": "probe",
     "probe_broker": "probe",
+    "BlockingConnection": "blocking",
+    "open_blocking_connection": "blocking",
 }
 
 __all__ = [
+    "BlockingConnection",
     "BrokerConnection",
     "CapabilityChange",
     "Cluster",
@@ -55,6 +59,7 @@ __all__ = [
     "TlsConfig",
     "connect",
     "connect_sync",
+    "open_blocking_connection",
     "open_connection",
     "probe_address",
     "probe_broker",

@@ -10,7 +10,8 @@ tenacity nor asyncio, and ``ssl`` only for a TLS probe: no event loop, a small p
 
 It learns capabilities and nothing else: no SASL (Kafka answers ApiVersions
 before authentication, so ``config.sasl`` is ignored), no requests after the
-handshake, no connection kept.  Every socket operation has a timeout, the
+handshake, no connection kept.  ``kafkacompat.transport.blocking`` carries on
+past the handshake, on the same socket code (``BlockingSocket``).  Every socket operation has a timeout, the
 whole probe has an overall deadline, and only kafkacompat errors come out.
 """
 
@@ -91,93 +92,18 @@ def probe_address(
     return probe_broker(host, port, config, node_id=node_id, timeout=timeout)
 
 
-class _Probe:
-    """One probe: the deadline, and the connection the machine is on."""
+class BlockingSocket:
+    """One blocking socket (TLS where configured) at a time to ``host:port``, every call
+    bounded by a deadline, every failure a kafkacompat error.  Shared by the probe and
+    ``kafkacompat.transport.blocking``."""
 
-    def __init__(self, host: str, port: int, config: ConnectionConfig, deadline: float) -> None:
-        self.host, self.port, self.config, self.deadline = host, port, config, deadline
+    def __init__(self, host: str, port: int, config: ConnectionConfig) -> None:
+        self.host, self.port, self.config = host, port, config
         self.node = f"{host}:{port}"  # the trio transport's label, so capabilities compare equal
         self.sock: socket.socket | None = None
-        self.splitter = FrameSplitter(config.max_frame_size)
-        # Every reply the probe reads answers ApiVersions: held to that ceiling from its prefix.
-        self.context: ssl.SSLContext | None = None
-        # Every reply awaited after an ApiVersions request (the probe's too) is due by this.
-        self.reply_deadline = deadline
+        self.context: ssl.SSLContext | None = None  # built once, for every reconnect
 
-    def run(self, node_id: int | None) -> BrokerCapabilities:
-        machine = ApiVersionsHandshake(self.config.handshake, node=self.node)
-        try:
-            for _ in range(_MAX_ACTIONS):
-                action = machine.next_action()
-                if isinstance(action, Connect):
-                    self._connect(machine)
-                elif isinstance(action, SendRequest):
-                    self.reply_deadline = min(time.monotonic() + self.config.request_timeout, self.deadline)
-                    self._send(action.frame, machine)
-                elif isinstance(action, SendProbe):
-                    self._send(action.frame, machine)
-                elif isinstance(action, ReceiveReply):
-                    self._receive(action, machine)
-                elif isinstance(action, Done):
-                    # needs_new_connection (a fallback, a probe not drained) matters to a driver that goes on
-                    # to send requests; the capabilities are already known, so none is opened.
-                    return BrokerCapabilities.from_handshake(action.result, node=self.node, node_id=node_id)
-                elif isinstance(action, Fail):
-                    raise action.error  # the socket is closed below either way
-            raise NegotiationError(f"the handshake did not finish within {_MAX_ACTIONS} steps")
-        except KafkaCompatError as exc:
-            exc.node = exc.node or self.node
-            exc.transcript = exc.transcript or machine.transcript
-            raise
-        finally:
-            self._close()
-
-    def _connect(self, machine: ApiVersionsHandshake) -> None:
-        self._close()
-        try:
-            self.sock = self._open(min(time.monotonic() + self.config.connect_timeout, self.deadline))
-        except KafkaTimeoutError:
-            machine.timed_out()
-        except TransportError as exc:
-            machine.connect_failed(str(exc))
-        else:
-            machine.connected()
-
-    def _send(self, frame: bytes, machine: ApiVersionsHandshake) -> None:
-        try:
-            self._write(frame, min(time.monotonic() + self.config.request_timeout, self.deadline))
-        except KafkaTimeoutError:
-            machine.timed_out()
-        except TransportError:
-            machine.connection_closed()
-        else:
-            machine.request_sent()
-
-    def _receive(self, action: ReceiveReply, machine: ApiVersionsHandshake) -> None:
-        until = self.reply_deadline
-        if action.quiet_period is not None:
-            until = min(until, time.monotonic() + action.quiet_period)
-        limit, what = machine.reply_ceiling(self.config.reply_limits, self.config.max_frame_size)
-        try:
-            frame = self._read_frame(until, limit, what)
-        except KafkaTimeoutError:
-            # Quiet only while the request's own deadline is still ahead: past it, a timeout.
-            if until < self.reply_deadline:
-                machine.quiet()
-            else:
-                machine.timed_out()
-        except WrongProtocolError:
-            machine.foreign_bytes(self.splitter.unconsumed())
-        except TransportError:
-            machine.connection_closed()  # an EOF or a reset: a close, for the handshake
-        else:
-            machine.received_frame(frame)  # decodes it: the deadline covers that too
-            del frame
-            if time.monotonic() > self.deadline:
-                raise KafkaTimeoutError("timed out while reading the ApiVersions reply", node=self.node)
-        # ProtocolError (a bad prefix that is no other protocol), AuthenticationError: raised as is.
-
-    def _open(self, deadline: float) -> socket.socket:
+    def open_socket(self, deadline: float) -> socket.socket:
         doing, sock, tls_config = "running the TLS handshake", None, self.config.tls
         name = self.host if tls_config is None else tls_config.server_hostname or self.host
         try:
@@ -233,13 +159,118 @@ class _Probe:
                     raise
         raise ConnectionRefusedError(errno.ECONNREFUSED, "the host has no address")
 
-    def _write(self, frame: bytes, deadline: float) -> None:
+    def write(self, frame: bytes, deadline: float) -> None:
         assert self.sock is not None
         self.sock.settimeout(self._until(deadline, "sending a request"))
         try:
             self.sock.sendall(frame)  # the timeout bounds the whole sendall
         except OSError as exc:
             raise translate_os_error(exc, self.node, "sending a request") from None
+
+    def _until(self, deadline: float, doing: str) -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise KafkaTimeoutError(f"timed out while {doing}", node=self.node)
+        return left
+
+    def receive(self, deadline: float, doing: str) -> bytes:
+        """What one ``recv`` returns by ``deadline`` (``b""``: the peer closed)."""
+        assert self.sock is not None
+        self.sock.settimeout(self._until(deadline, doing))
+        try:
+            return self.sock.recv(_CHUNK)
+        except OSError as exc:
+            raise translate_os_error(exc, self.node, doing) from None
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()  # close() of a broken socket does not raise
+            self.sock = None
+
+
+class _Probe(BlockingSocket):
+    """One probe: the deadline, and the connection the machine is on."""
+
+    def __init__(self, host: str, port: int, config: ConnectionConfig, deadline: float) -> None:
+        super().__init__(host, port, config)
+        self.deadline = deadline
+        # Every reply the probe reads answers ApiVersions: held to that ceiling from its prefix.
+        self.splitter = FrameSplitter(config.max_frame_size)
+        # Every reply awaited after an ApiVersions request (the probe's too) is due by this.
+        self.reply_deadline = deadline
+
+    def run(self, node_id: int | None) -> BrokerCapabilities:
+        machine = ApiVersionsHandshake(self.config.handshake, node=self.node)
+        try:
+            for _ in range(_MAX_ACTIONS):
+                action = machine.next_action()
+                if isinstance(action, Connect):
+                    self._connect(machine)
+                elif isinstance(action, SendRequest):
+                    self.reply_deadline = min(time.monotonic() + self.config.request_timeout, self.deadline)
+                    self._send(action.frame, machine)
+                elif isinstance(action, SendProbe):
+                    self._send(action.frame, machine)
+                elif isinstance(action, ReceiveReply):
+                    self._receive(action, machine)
+                elif isinstance(action, Done):
+                    # needs_new_connection (a fallback, a probe not drained) matters to a driver that goes on
+                    # to send requests; the capabilities are already known, so none is opened.
+                    return BrokerCapabilities.from_handshake(action.result, node=self.node, node_id=node_id)
+                elif isinstance(action, Fail):
+                    raise action.error  # the socket is closed below either way
+            raise NegotiationError(f"the handshake did not finish within {_MAX_ACTIONS} steps")
+        except KafkaCompatError as exc:
+            exc.node = exc.node or self.node
+            exc.transcript = exc.transcript or machine.transcript
+            raise
+        finally:
+            self.close()
+
+    def _connect(self, machine: ApiVersionsHandshake) -> None:
+        self.close()
+        try:
+            self.sock = self.open_socket(min(time.monotonic() + self.config.connect_timeout, self.deadline))
+        except KafkaTimeoutError:
+            machine.timed_out()
+        except TransportError as exc:
+            machine.connect_failed(str(exc))
+        else:
+            machine.connected()
+
+    def _send(self, frame: bytes, machine: ApiVersionsHandshake) -> None:
+        try:
+            self.write(frame, min(time.monotonic() + self.config.request_timeout, self.deadline))
+        except KafkaTimeoutError:
+            machine.timed_out()
+        except TransportError:
+            machine.connection_closed()
+        else:
+            machine.request_sent()
+
+    def _receive(self, action: ReceiveReply, machine: ApiVersionsHandshake) -> None:
+        until = self.reply_deadline
+        if action.quiet_period is not None:
+            until = min(until, time.monotonic() + action.quiet_period)
+        limit, what = machine.reply_ceiling(self.config.reply_limits, self.config.max_frame_size)
+        try:
+            frame = self._read_frame(until, limit, what)
+        except KafkaTimeoutError:
+            # Quiet only while the request's own deadline is still ahead: past it, a timeout.
+            if until < self.reply_deadline:
+                machine.quiet()
+            else:
+                machine.timed_out()
+        except WrongProtocolError:
+            machine.foreign_bytes(self.splitter.unconsumed())
+        except TransportError:
+            machine.connection_closed()  # an EOF or a reset: a close, for the handshake
+        else:
+            machine.received_frame(frame)  # decodes it: the deadline covers that too
+            del frame
+            if time.monotonic() > self.deadline:
+                raise KafkaTimeoutError("timed out while reading the ApiVersions reply", node=self.node)
+        # ProtocolError (a bad prefix that is no other protocol), AuthenticationError: raised as is.
 
     def _read_frame(self, deadline: float, limit: int, what: str) -> bytes:
         assert self.sock is not None
@@ -267,14 +298,6 @@ class _Probe:
             splitter.push(chunk)
         return frame
 
-    def _until(self, deadline: float, doing: str) -> float:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise KafkaTimeoutError(f"timed out while {doing}", node=self.node)
-        return left
-
-    def _close(self) -> None:
-        if self.sock is not None:
-            self.sock.close()  # close() of a broken socket does not raise
-            self.sock = None
+    def close(self) -> None:
+        super().close()
         self.splitter = FrameSplitter(self.config.max_frame_size)

@@ -96,7 +96,9 @@ HUGE_REPLIES = {
 
 
 @pytest.mark.parametrize("case", list(HUGE_REPLIES))
-@pytest.mark.parametrize("entry", ["probe", "connection", "aio", "cluster", "aio-cluster", "sync", "inspect"])
+@pytest.mark.parametrize(
+    "entry", ["probe", "connection", "aio", "blocking", "cluster", "aio-cluster", "sync", "inspect"]
+)
 def test_a_huge_first_reply_is_refused_from_its_prefix(case: str, entry: str) -> None:
     with hostile(HUGE_REPLIES[case]) as broker:
         report = client(entry, broker.address)
@@ -106,8 +108,10 @@ def test_a_huge_first_reply_is_refused_from_its_prefix(case: str, entry: str) ->
 def test_a_huge_metadata_reply_is_refused_for_every_cluster_entry_point() -> None:
     script = scripted({API_VERSIONS: api_versions(), METADATA: lambda request: garbage(8 << 20)})
     with hostile(script) as broker:
-        entries = ("connection", "aio", "cluster", "coordinators", "aio-cluster", "aio-coordinators", "sync",
-                   "inspect-all")
+        entries = (
+            "connection", "aio", "blocking", "cluster", "coordinators", "aio-cluster", "aio-coordinators",
+            "sync", "inspect-all",
+        )
         for entry in entries:
             report = client(entry, broker.address)
             assert report["outcome"] in ("ReplyTooLargeError", "exit 1"), (entry, report)
@@ -125,7 +129,7 @@ def test_the_ceiling_is_configurable() -> None:
     assert capabilities.broker_range(API_VERSIONS) is not None
 
 
-@pytest.mark.parametrize("entry", ["probe", "connection", "aio"])
+@pytest.mark.parametrize("entry", ["probe", "connection", "aio", "blocking"])
 def test_with_the_ceilings_lifted_the_deadline_still_covers_decoding(entry: str) -> None:
     # 1,000,000 rows (7 MB) are within Kafka's count limit: decoding them outlasts the deadline.
     with hostile(huge_api_versions(1_000_000)) as broker:
@@ -331,7 +335,7 @@ def test_damaged_real_replies_stay_typed_and_bounded(seed: int) -> None:
                 with contextlib.suppress(KafkaCompatError):
                     probe_broker(broker.host, broker.port, QUICK, timeout=TIMEOUT)
                 assert time.monotonic() - started < TIMEOUT + 1
-            for entry in ("probe", "aio", "cluster"):
+            for entry in ("probe", "aio", "blocking", "cluster"):
                 client(entry, broker.address)
         damaged = {label for label in broker.labels if label not in ("relayed", "")}
     assert damaged, "no reply was damaged"

@@ -1,0 +1,327 @@
+"""The blocking driver: a negotiated connection on a plain socket, for scripts and threads.
+
+Every decision is made by the sans-I/O ``ClientConnection``, as for the trio and
+asyncio drivers: the handshake (with its retries and the pre-0.10 fallback),
+SASL, correlation ids continuing the handshake's, each answer held to its
+ceiling from its size prefix, acks=0, a late answer to a request given up, a
+close on a version Kafka 4.x removed (``VersionRemovedError``).  This module
+only moves bytes through a blocking socket (``probe.BlockingSocket``: the
+probe's, TLS included) and applies the deadlines.  It imports neither trio,
+tenacity nor asyncio.
+
+A blocking caller waits for its answer, so requests go one at a time: no
+pipelining.  A lock makes that hold when several threads share a connection.
+A request that times out is given up: sent whole, its late answer is read and
+dropped before the next one's; cut off while being written, the stream is
+corrupt and the connection fails.  After any failure the socket is closed and
+every later request raises what ended it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from types import TracebackType
+from typing import cast
+
+from kafkacompat.errors import (
+    KafkaCompatError,
+    KafkaTimeoutError,
+    NegotiationError,
+    ProtocolError,
+    TransportError,
+)
+from kafkacompat.negotiation.addresses import check_address
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.client_connection import (
+    ClientConnection,
+    OpenSocket,
+    Read,
+    Ready,
+    SaslLogin,
+    SetupFailed,
+    Write,
+)
+from kafkacompat.negotiation.handshake_types import HandshakeResult
+from kafkacompat.negotiation.request_pipeline import (
+    ConnectionFailed,
+    PipelineEvent,
+    RequestFailed,
+    ResponseReceived,
+    SentWithoutReply,
+    Ticket,
+)
+from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.transport.config import DEFAULT_CONFIG, ConfigError, ConnectionConfig
+from kafkacompat.transport.probe import BlockingSocket
+
+__all__ = ["BlockingConnection", "open_blocking_connection"]
+
+# Setup takes a handful of connects and writes (the machines bound themselves); reads
+# are bounded by their deadline instead, as a reply may come in many pieces.
+_MAX_SETUP_STEPS = 64
+
+
+class BlockingConnection:
+    """A connection to ``host:port`` on a blocking socket; ``open()`` negotiates it.
+
+    ``with open_blocking_connection(host, port) as conn: conn.request(...)``.
+    """
+
+    def __init__(
+        self, host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
+    ) -> None:
+        self.host, self.port = check_address(host, port, source="the caller of BlockingConnection")
+        config = DEFAULT_CONFIG if config is None else config
+        if not isinstance(config, ConnectionConfig):
+            raise ConfigError(f"config must be a ConnectionConfig, not {type(config).__name__}")
+        self.config = config
+        self.node_id = node_id
+        self.capabilities: BrokerCapabilities | None = None
+        self.handshake: HandshakeResult | None = None
+        self._wire = BlockingSocket(self.host, self.port, config)
+        self._protocol: ClientConnection | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def node(self) -> str:
+        return self._wire.node
+
+    @property
+    def is_ready(self) -> bool:
+        protocol = self._protocol
+        return protocol is not None and protocol.is_ready and self._wire.sock is not None
+
+    def __repr__(self) -> str:
+        return f"<BlockingConnection {self.node} {'ready' if self.is_ready else 'not ready'}>"
+
+    def __enter__(self) -> BlockingConnection:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def open(self, *, timeout: float | None = None) -> BrokerCapabilities:
+        """Connect, negotiate and authenticate; ``timeout`` bounds all of it (by default
+        each step has its own: connect_timeout, request_timeout)."""
+        overall = _overall_deadline(timeout)
+        with self._lock:
+            if self.is_ready:
+                raise TransportError("this connection is already open", node=self.node)
+            self._close_locked()
+            protocol = ClientConnection(
+                self.config.handshake,
+                node=self.node,
+                node_id=self.node_id,
+                sasl=_login(self.config),
+                policy=self.config.policy,
+                client_id=self.config.client_id,
+                max_in_flight=self.config.max_in_flight,
+                max_frame_size=self.config.max_frame_size,
+                reply_limits=self.config.reply_limits,
+            )
+            try:
+                ready = self._set_up(protocol, overall)
+            except KafkaCompatError as exc:
+                exc.node = exc.node or self.node
+                exc.transcript = exc.transcript or protocol.transcript
+                self._wire.close()
+                raise
+            except BaseException:
+                self._wire.close()
+                raise
+            self._protocol, self.handshake, self.capabilities = protocol, ready.handshake, ready.capabilities
+            return ready.capabilities
+
+    def close(self) -> None:
+        """Close the socket (after a request another thread is running ends)."""
+        with self._lock:
+            self._close_locked()
+
+    def _close_locked(self) -> None:
+        if self._protocol is not None:
+            self._protocol.closed()
+        self._wire.close()
+
+    # -- requests ----------------------------------------------------------------------
+
+    def pick_version(self, api_key: int) -> int:
+        if self.capabilities is None:
+            raise TransportError("the connection has not negotiated yet", node=self.node)
+        return self.capabilities.pick_version(api_key, self.config.policy)
+
+    def request(
+        self, message: KafkaMessage, *, version: int | None = None, request_timeout: float | None = None
+    ) -> KafkaMessage:
+        """Send ``message`` at the picked (or given) version; return the decoded response.
+
+        ``request_timeout`` (default: the configured one) covers writing, waiting
+        and decoding; past it the request is given up and ``KafkaTimeoutError``
+        raised.  A Produce with ``acks=0`` returns None once written.
+        """
+        if message.MESSAGE_TYPE != "request" or message.API_KEY is None:
+            raise ProtocolError(f"{message.NAME} is not a request", node=self.node)
+        limit = self.config.request_timeout if request_timeout is None else request_timeout
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < limit < math.inf:
+            raise ConfigError(f"request_timeout must be a positive number of seconds, not {limit!r}")
+        with self._lock:
+            protocol = self._protocol
+            if protocol is None:
+                raise TransportError("the connection has not negotiated yet", node=self.node)
+            if version is None:
+                version = self.pick_version(message.API_KEY)
+            deadline = time.monotonic() + limit
+            ticket = protocol.pipeline.send(message, version)  # raises what ended a failed connection
+            what = f"{message.NAME} v{version}"
+            response = self._exchange(protocol, ticket, deadline, what)
+            if time.monotonic() > deadline:  # decoding ran past it: a deadline covers the whole call
+                raise KafkaTimeoutError(f"no response to {what} within the timeout", node=self.node)
+            return cast(KafkaMessage, response)  # None only for an acks=0 Produce
+
+    # -- driving the sans-I/O connection ------------------------------------------------
+
+    def _set_up(self, protocol: ClientConnection, overall: float) -> Ready:
+        wire, config = self._wire, self.config
+        deadline = overall
+        for _ in range(_MAX_SETUP_STEPS):
+            action = protocol.next_action()
+            if isinstance(action, OpenSocket):
+                wire.close()
+                try:
+                    wire.sock = wire.open_socket(min(time.monotonic() + config.connect_timeout, overall))
+                except KafkaTimeoutError:
+                    protocol.timed_out()
+                except TransportError as exc:  # not AuthenticationError (TLS verification): raised as is
+                    protocol.connect_failed(str(exc))
+                else:
+                    protocol.connected()
+            elif isinstance(action, Write):
+                if action.fresh_deadline:  # a request and its answer share one deadline
+                    deadline = min(time.monotonic() + config.request_timeout, overall)
+                try:
+                    wire.write(action.data, deadline)
+                except KafkaTimeoutError:
+                    protocol.timed_out()
+                except TransportError:
+                    protocol.closed()
+                else:
+                    protocol.written()
+            elif isinstance(action, Read):
+                self._setup_read(protocol, action, deadline)
+            elif isinstance(action, SetupFailed):
+                raise action.error
+            else:
+                assert isinstance(action, Ready)
+                return action
+        raise NegotiationError(f"the connection was not set up within {_MAX_SETUP_STEPS} steps")
+
+    def _setup_read(self, protocol: ClientConnection, action: Read, deadline: float) -> None:
+        until = deadline
+        if action.quiet_period is not None:  # quiet only while the request's deadline is ahead
+            until = min(deadline, time.monotonic() + action.quiet_period)
+        # One Read lasts until a whole frame has come: its pieces share the deadline.
+        while protocol.next_action() is action:
+            try:
+                data = self._wire.receive(until, f"reading {action.what}")
+            except KafkaTimeoutError:
+                if until < deadline:
+                    protocol.quiet()
+                else:
+                    protocol.timed_out()
+                return
+            except TransportError:
+                protocol.closed()  # a reset is a close, for the handshake
+                return
+            if not data:
+                protocol.closed()
+                return
+            protocol.receive_data(data)  # decodes what completed: the deadline covers that too
+            if time.monotonic() > deadline:
+                raise KafkaTimeoutError(f"timed out while reading {action.what}", node=self.node)
+
+    def _exchange(self, protocol: ClientConnection, ticket: Ticket, deadline: float, what: str) -> object:
+        pipeline = protocol.pipeline
+        if time.monotonic() >= deadline:  # still queued: taken back as if never asked
+            self._settled(ticket, pipeline.abandon(ticket))
+            raise KafkaTimeoutError(f"timed out before sending {what}", node=self.node)
+        try:
+            self._wire.write(pipeline.bytes_to_send(), deadline)
+        except KafkaTimeoutError:
+            # Perhaps cut off half-way: the pipeline decides (the connection fails if so).
+            self._settled(ticket, pipeline.abandon(ticket))
+            raise KafkaTimeoutError(f"timed out sending {what}", node=self.node) from None
+        except TransportError as exc:
+            events = protocol.closed(exc)
+        else:
+            events = pipeline.write_done()
+        while True:
+            ended, response = self._settled(ticket, events)
+            if ended:
+                return response
+            try:
+                data = self._wire.receive(deadline, f"reading the answer to {what}")
+            except KafkaTimeoutError:
+                self._settled(ticket, pipeline.abandon(ticket))  # its late answer is read and dropped
+                raise KafkaTimeoutError(f"no response to {what} within the timeout", node=self.node) from None
+            except TransportError as exc:
+                events = protocol.closed(exc)
+                continue
+            events = protocol.receive_data(data) if data else protocol.closed()
+
+    def _settled(self, ticket: Ticket, events: list[PipelineEvent]) -> tuple[bool, object]:
+        """Whether ``events`` end ``ticket``, and its response; raises its error.  A failed
+        connection's socket is closed here."""
+        protocol = self._protocol
+        if protocol is not None and not protocol.is_ready:
+            self._wire.close()
+        for event in events:
+            if isinstance(event, ConnectionFailed):
+                if ticket in event.failed:
+                    raise event.error_of(ticket).with_traceback(None)
+            elif event.ticket is ticket:
+                if isinstance(event, ResponseReceived):
+                    return True, event.response
+                if isinstance(event, RequestFailed):
+                    raise event.error.with_traceback(None)
+                assert isinstance(event, SentWithoutReply)
+                return True, None
+        return False, None
+
+
+def _login(config: ConnectionConfig) -> SaslLogin | None:
+    sasl = config.sasl
+    if sasl is None:
+        return None
+    from kafkacompat.transport.sasl_mechanisms import create_mechanism
+
+    return SaslLogin(lambda: create_mechanism(sasl), sasl.username, sasl.redact)
+
+
+def _overall_deadline(timeout: float | None) -> float:
+    if timeout is None:
+        return math.inf
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
+        raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    return time.monotonic() + timeout
+
+
+def open_blocking_connection(
+    host: str,
+    port: int,
+    config: ConnectionConfig | None = None,
+    *,
+    node_id: int | None = None,
+    timeout: float | None = None,
+) -> BlockingConnection:
+    """A negotiated ``BlockingConnection``; use it as a context manager to close it.
+
+    ``timeout`` bounds connecting, negotiating and authenticating together.
+    """
+    connection = BlockingConnection(host, port, config, node_id=node_id)
+    connection.open(timeout=timeout)
+    return connection

@@ -1,0 +1,69 @@
+"""The memo of judged ApiVersions replies: the same bytes give the same verdict, nothing shared leaks.
+
+A broker answers every connection with the same bytes, so the handshake judges
+them once.  What a caller sees must not change: each result decodes its own
+``response`` from the reply's bytes, refusals are judged every time, and the
+memo stays bounded.
+"""
+
+from __future__ import annotations
+
+from kafkacompat.negotiation import handshake_reply
+from kafkacompat.negotiation.client_connection import ClientConnection, Ready
+from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake_reply import judge_reply
+from kafkacompat.negotiation.handshake_types import HandshakeResult
+from kafkacompat.protocol.error_codes import UNSUPPORTED_VERSION
+from kafkacompat.protocol.framing import decode_request, encode_response
+from kafkacompat.protocol.messages import ApiVersionsResponse
+
+Row = ApiVersionsResponse.ApiVersion
+
+
+def answer(*rows: tuple[int, int, int], error_code: int = 0) -> ApiVersionsResponse:
+    return ApiVersionsResponse(
+        error_code=error_code, api_keys=[Row(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in rows]
+    )
+
+
+def negotiate(reply: ApiVersionsResponse) -> HandshakeResult:
+    connection = ClientConnection(node="h:1")
+    connection.connected()
+    header = decode_request(connection.next_action().data[4:]).header  # type: ignore[union-attr]
+    connection.written()
+    connection.receive_data(encode_response(reply, header.request_api_version, header.correlation_id))
+    ready = connection.next_action()
+    assert isinstance(ready, Ready)
+    return ready.handshake
+
+
+def test_two_connections_with_the_same_answer_get_equal_results_and_their_own_response() -> None:
+    reply = answer((18, 0, 4), (3, 0, 12), (0, 3, 11))
+    first, second = negotiate(reply), negotiate(reply)
+    assert first.api_ranges == second.api_ranges
+    table = {key: (r.lowest, r.highest) for key, r in first.api_ranges.items()}
+    assert table == {18: (0, 4), 3: (0, 12), 0: (3, 11)}
+    assert first.reply == second.reply and first.response == second.response == reply
+    assert first.response is not second.response and first.response is first.response
+    assert first.response is not None and second.response is not None
+    first.response.api_keys.clear()  # a caller changing its copy changes nobody else's
+    assert second.response == reply and negotiate(reply).response == reply
+
+
+def test_a_repeated_answer_is_judged_once() -> None:
+    body = answer((18, 0, 4), (1, 0, 17)).encode(4)
+    verdict = judge_reply(body, 4, HandshakeConfig())
+    assert verdict.outcome == "ok" and verdict.reply == body
+    assert judge_reply(bytearray(body), 4, HandshakeConfig()) is verdict
+    assert judge_reply(body, 3, HandshakeConfig()) is not verdict  # another version asked: judged afresh
+
+
+def test_refusals_and_outsized_answers_are_judged_every_time_and_the_memo_stays_bounded() -> None:
+    refusal = answer((18, 0, 2), error_code=UNSUPPORTED_VERSION).encode(0)
+    assert judge_reply(refusal, 4, HandshakeConfig()) is not judge_reply(refusal, 4, HandshakeConfig())
+    outsized = answer((18, 0, 4), *((key, 0, 1) for key in range(1000, 1600))).encode(4)  # 4.2 KB
+    assert len(outsized) > handshake_reply._JUDGED_MAX_BYTES
+    assert judge_reply(outsized, 4, HandshakeConfig()) is not judge_reply(outsized, 4, HandshakeConfig())
+    for high in range(handshake_reply._JUDGED_MAX * 2):
+        judge_reply(answer((18, 0, 4), (3, 0, high)).encode(4), 4, HandshakeConfig())
+        assert len(handshake_reply._JUDGED) <= handshake_reply._JUDGED_MAX
