@@ -30,6 +30,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     ProtocolError,
     TransportError,
+    attach_context,
 )
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
@@ -39,7 +40,6 @@ from kafkacompat.negotiation.client_connection import (
     OpenSocket,
     Read,
     Ready,
-    SaslLogin,
     SetupFailed,
     Write,
 )
@@ -54,6 +54,7 @@ from kafkacompat.negotiation.request_pipeline import (
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.os_errors import translate_os_error
+from kafkacompat.transport.sasl import sasl_login
 
 __all__ = ["BrokerConnection", "open_connection"]
 
@@ -113,7 +114,7 @@ class BrokerConnection:
             self.config.handshake,
             node=self.node,
             node_id=self.node_id,
-            sasl=_login(self.config),
+            sasl=sasl_login(self.config),
             policy=self.config.policy,
             client_id=self.config.client_id,
             max_in_flight=self.config.max_in_flight,
@@ -283,8 +284,7 @@ class BrokerConnection:
         except (OSError, ssl.SSLError) as exc:
             error = translate_os_error(exc, self.node, doing)
             if isinstance(error, AuthenticationError):  # TLS verification: not a handshake matter
-                error.transcript = protocol.transcript
-                raise error from None
+                raise attach_context(error, transcript=protocol.transcript) from None
             protocol.connect_failed(str(error))
         else:
             protocol.connected()
@@ -398,14 +398,6 @@ class BrokerConnection:
             async with asyncio.timeout(_CLOSE_TIMEOUT):
                 await writer.wait_closed()
 
-
-def _login(config: ConnectionConfig) -> SaslLogin | None:
-    sasl = config.sasl
-    if sasl is None:
-        return None
-    from kafkacompat.transport.sasl_mechanisms import create_mechanism
-
-    return SaslLogin(lambda: create_mechanism(sasl), sasl.username, sasl.redact)
 
 
 @asynccontextmanager

@@ -31,6 +31,7 @@ from kafkacompat.errors import (
     NegotiationError,
     ProtocolError,
     TransportError,
+    attach_context,
 )
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
@@ -39,7 +40,6 @@ from kafkacompat.negotiation.client_connection import (
     OpenSocket,
     Read,
     Ready,
-    SaslLogin,
     SetupFailed,
     Write,
 )
@@ -55,6 +55,7 @@ from kafkacompat.negotiation.request_pipeline import (
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConfigError, ConnectionConfig
 from kafkacompat.transport.probe import BlockingSocket
+from kafkacompat.transport.sasl import sasl_login
 
 __all__ = ["BlockingConnection", "open_blocking_connection"]
 
@@ -118,7 +119,7 @@ class BlockingConnection:
                 self.config.handshake,
                 node=self.node,
                 node_id=self.node_id,
-                sasl=_login(self.config),
+                sasl=sasl_login(self.config),
                 policy=self.config.policy,
                 client_id=self.config.client_id,
                 max_in_flight=self.config.max_in_flight,
@@ -128,8 +129,7 @@ class BlockingConnection:
             try:
                 ready = self._set_up(protocol, overall)
             except KafkaCompatError as exc:
-                exc.node = exc.node or self.node
-                exc.transcript = exc.transcript or protocol.transcript
+                attach_context(exc, node=self.node, transcript=protocol.transcript)
                 self._wire.close()
                 raise
             except BaseException:
@@ -292,14 +292,6 @@ class BlockingConnection:
                 return True, None
         return False, None
 
-
-def _login(config: ConnectionConfig) -> SaslLogin | None:
-    sasl = config.sasl
-    if sasl is None:
-        return None
-    from kafkacompat.transport.sasl_mechanisms import create_mechanism
-
-    return SaslLogin(lambda: create_mechanism(sasl), sasl.username, sasl.redact)
 
 
 def _overall_deadline(timeout: float | None) -> float:

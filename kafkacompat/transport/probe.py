@@ -29,6 +29,7 @@ from kafkacompat.errors import (
     NegotiationError,
     TransportError,
     WrongProtocolError,
+    attach_context,
 )
 from kafkacompat.negotiation.addresses import check_address, split_host_port
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
@@ -221,8 +222,7 @@ class _Probe(BlockingSocket):
                     raise action.error  # the socket is closed below either way
             raise NegotiationError(f"the handshake did not finish within {_MAX_ACTIONS} steps")
         except KafkaCompatError as exc:
-            exc.node = exc.node or self.node
-            exc.transcript = exc.transcript or machine.transcript
+            attach_context(exc, node=self.node, transcript=machine.transcript)
             raise
         finally:
             self.close()
