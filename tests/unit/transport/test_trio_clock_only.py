@@ -4,8 +4,8 @@
 ignores the run loop's clock, so an autojump ``MockClock`` cannot drive it and
 a test has to wait in real time.  Every module under ``kafkacompat/transport``
 is scanned: those that import trio, and the loop-neutral cluster layer that
-runs inside trio tasks through its backend.  Only the blocking driver, which
-runs on no loop at all, keeps the wall clock.
+runs inside trio tasks through its backend.  Only the blocking drivers (the
+probe and the blocking connection), which run on no loop, keep the wall clock.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import kafkacompat.transport
 
 TRANSPORT = Path(kafkacompat.transport.__file__).parent
 WALL_CLOCK = {"monotonic", "monotonic_ns", "time", "time_ns", "perf_counter", "sleep"}
-#: The blocking driver: no loop, so the wall clock is its clock.
-BLOCKING = {"probe.py"}
+#: The blocking drivers: no loop, so the wall clock is their clock.
+BLOCKING = {"probe.py", "blocking.py"}
 
 
 def _imports_trio(tree: ast.Module) -> bool:
