@@ -5,8 +5,10 @@ It is built from small aggregates and capped samples collected to the driver
 (never a whole table), so it costs little at any fleet size, and it says what
 it left out ("showing 50 of 1,234").  Sections, most urgent first: the counts
 (including bad input, which must never go unnoticed), the clusters x clients
-heatmap, clients with the APIs that break them, clusters running mixed
-releases, features (safe levels and blockers), fenced brokers, stale epochs,
+heatmap, clients with the APIs that break them, the what-if view when the
+report has upgrade targets (which clusters can be upgraded today, the
+clients to upgrade first, which clients block which clusters), clusters
+running mixed releases, features (safe levels and blockers), fenced brokers, stale epochs,
 and the bad records with file and line.  One self-contained file: inline CSS
 and an inline SVG, no scripts, every value escaped.
 """
@@ -24,6 +26,7 @@ from pyspark.sql import functions as F
 from kafkacompat import __version__
 from kafkacompat.pipeline.heatmap import HeatmapCell, render_heatmap
 from kafkacompat.pipeline.report import FleetTables
+from kafkacompat.pipeline.what_if_page import render_what_if, upgrade_overview
 
 __all__ = ["MAX_HEATMAP_CLIENTS", "MAX_HEATMAP_CLUSTERS", "MAX_TABLE_ROWS", "render_report"]
 
@@ -179,6 +182,7 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
         _heatmap(report),
         "<h2>Clients</h2>",
         _clients(report),
+        render_what_if(report, upgrade_overview(report), _table, MAX_TABLE_ROWS),
         "<h2>Clusters running mixed releases</h2>",
         _mixed_releases(report),
         "<h2>Features: brokers out of line</h2>",

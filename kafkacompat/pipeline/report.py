@@ -37,8 +37,17 @@ from kafkacompat.pipeline.readers import (
     read_clients,
     scan_snapshots,
 )
+from kafkacompat.pipeline.what_if import what_if
+from kafkacompat.pipeline.what_if_core import UpgradeTarget
 
-__all__ = ["TABLES", "FleetTables", "OutputFormat", "build_fleet_report", "write_fleet_report"]
+__all__ = [
+    "TABLES",
+    "WHAT_IF_TABLES",
+    "FleetTables",
+    "OutputFormat",
+    "build_fleet_report",
+    "write_fleet_report",
+]
 
 OutputFormat = Literal["parquet", "json"]
 TABLES: tuple[str, ...] = (
@@ -50,6 +59,7 @@ TABLES: tuple[str, ...] = (
     "fenced",
     "bad_records",
 )
+WHAT_IF_TABLES: tuple[str, ...] = ("what_if", "upgrade_first")  # with targets only
 
 
 @dataclass
@@ -63,13 +73,17 @@ class FleetTables:
     features: DataFrame
     fenced: DataFrame
     bad_records: DataFrame
+    what_if: DataFrame | None = None  # with targets: per cluster, client and target release
+    upgrade_first: DataFrame | None = None  # with targets: per target and client, clusters blocked
+    targets: tuple[UpgradeTarget, ...] = ()
     valid_snapshots: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     _persisted: list[DataFrame] = field(default_factory=list, repr=False)
     _scan: SnapshotScan | None = field(default=None, repr=False)
 
     def tables(self) -> dict[str, DataFrame]:
-        return {name: getattr(self, name) for name in TABLES}
+        names = TABLES + (WHAT_IF_TABLES if self.targets else ())
+        return {name: getattr(self, name) for name in names}
 
     def unpersist(self) -> None:
         """Release what building the report cached."""
@@ -97,12 +111,15 @@ def build_fleet_report(
     *,
     snapshots_format: InputFormat = "auto",
     max_locate_bytes: int | None = None,
+    targets: Sequence[UpgradeTarget] = (),
 ) -> FleetTables:
     """Read the inputs and define every table.
 
     This runs the jobs that must run before the tables can be defined: the
     scan of the snapshots, the search for bad lines, and the latest
-    observation per broker (persisted).  The other tables are lazy.
+    observation per broker (persisted).  The other tables are lazy.  With
+    ``targets`` (``what_if_core.parse_targets``) the report also has the
+    what-if table and its "clients to upgrade first" summary.
     """
     timings: dict[str, float] = {}
     with _timed(timings, "scan+validate"):
@@ -119,6 +136,7 @@ def build_fleet_report(
     brokers = brokers_only(latest)  # clients negotiate with brokers, never with KRaft controllers
     versions = negotiated(brokers, client_rows)
     features = feature_rows(latest)
+    upgrades = what_if(latest, client_rows, targets) if targets else None
     return FleetTables(
         latest=latest.drop("observed_ts"),
         stale_epochs=stale_epochs(latest),
@@ -127,6 +145,9 @@ def build_fleet_report(
         features=feature_levels(features),
         fenced=fenced_brokers(features),
         bad_records=bad,
+        what_if=upgrades.rows if upgrades else None,
+        upgrade_first=upgrades.upgrade_first if upgrades else None,
+        targets=tuple(targets),
         valid_snapshots=valid,
         timings=timings,
         _persisted=[latest, bad, client_rows],
