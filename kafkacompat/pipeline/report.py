@@ -27,11 +27,13 @@ from typing import Literal
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from kafkacompat.pipeline.feature_table import feature_levels, feature_rows, fenced_brokers
 from kafkacompat.pipeline.latest import latest_observations, stale_epochs
 from kafkacompat.pipeline.negotiate import brokers_only, compatibility, negotiated
 from kafkacompat.pipeline.readers import (
+    BAD_RECORDS_SCHEMA,
     InputFormat,
     SnapshotScan,
     read_clients,
@@ -124,10 +126,18 @@ def build_fleet_report(
     timings: dict[str, float] = {}
     with _timed(timings, "scan+validate"):
         scan = scan_snapshots(spark, snapshots, snapshots_format, max_locate_bytes=max_locate_bytes)
-        valid = scan.valid().count()
+        # Valid and bad lines counted in one job: with no bad line, nothing is looked for.
+        tally = {
+            r["ok"]: r["n"]
+            for r in scan.rows.groupBy((F.col("reason") == "").alias("ok"))
+            .agg(F.count(F.lit(1)).alias("n"))
+            .collect()
+        }
+        valid = tally.get(True, 0)
     with _timed(timings, "bad records"):
         profiles = read_clients(spark, clients, max_locate_bytes=max_locate_bytes)
-        bad = scan.bad_records().unionByName(profiles.bad).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        bad_snapshots = scan.bad_records() if tally.get(False) else _no_bad_records(spark)
+        bad = bad_snapshots.unionByName(profiles.bad).persist(StorageLevel.MEMORY_AND_DISK_DESER)
         bad.count()
     with _timed(timings, "latest"):
         latest = latest_observations(scan).persist(StorageLevel.MEMORY_AND_DISK_DESER)
@@ -155,6 +165,10 @@ def build_fleet_report(
     )
 
 
+def _no_bad_records(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame([], BAD_RECORDS_SCHEMA)
+
+
 def write_fleet_report(
     report: FleetTables, out: str | Path, fmt: OutputFormat = "parquet", *, html: bool = True
 ) -> dict[str, int]:
@@ -167,8 +181,12 @@ def write_fleet_report(
     counts: dict[str, int] = {}
     for name, df in report.tables().items():
         with _timed(report.timings, f"write {name}"):
-            if name == "negotiated":  # compatibility is computed from it
+            # Kept once written: the count below, later tables (compatibility reads negotiated)
+            # and the page read them again, and each would otherwise be computed anew.
+            cached = df.storageLevel.useMemory or df.storageLevel.useDisk
+            if not cached and name != "latest":  # latest: a projection of a persisted frame
                 df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+                setattr(report, name, df)
                 report._persisted.append(df)
             writer = df.write.mode("overwrite")
             path = f"{target}/{name}"

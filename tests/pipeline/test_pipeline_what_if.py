@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from pyspark.sql import SparkSession
 
 from kafkacompat.errors import ConfigError
 from kafkacompat.pipeline.client_format import parse_client_line
+from kafkacompat.pipeline.html_report import render_report
 from kafkacompat.pipeline.readers import read_clients
 from kafkacompat.pipeline.snapshot_format import MALFORMED
 from kafkacompat.pipeline.what_if import what_if
@@ -243,3 +245,38 @@ def test_a_profile_with_a_mistyped_verdict_field_is_a_bad_record(spark: SparkSes
     read = read_clients(spark, [str(path)])
     assert [(r["line"], r["reason"]) for r in read.bad.collect()] == [(1, MALFORMED)]
     assert read.records.count() == 0
+
+
+def test_the_page_shows_who_can_upgrade_and_who_blocks(
+    case: WhatIfCase, fleet: BuiltFleet, spark: SparkSession
+) -> None:
+    read = read_clients(spark, [fleet.client_path, str(MEASURED_PATH)])
+    tables = what_if(fleet.report.latest, read.records, case.targets)
+    report = replace(
+        fleet.report, what_if=tables.rows, upgrade_first=tables.upgrade_first, targets=case.targets
+    )
+    page = render_report(report, {name: len(rows) for name, rows in fleet.rows.items()})
+    assert "<h2>What if: upgrading every cluster</h2>" in page and "<h2>Clients to upgrade first</h2>" in page
+    expected = [
+        r for r in case.expected.values() if (r["client"], r["client_version"]) in _fixture_and_measured(case)
+    ]
+    for target in case.targets:
+        rows = [r for r in expected if (r["target"], r["kind"]) == (target.release, target.kind)]
+        clusters = {r["cluster_id"] for r in rows}
+        blocked = {r["cluster_id"] for r in rows if r["verdict"] == "breaks"}
+        unknown = {r["cluster_id"] for r in rows if r["verdict"] == "unknown"} - blocked
+        cells = [len(clusters), len(clusters - blocked - unknown), len(blocked), len(unknown)]
+        numbers = "".join(f'<td class="num">{n:,}</td>' for n in cells)
+        assert f"<tr><td>{escape(target.label)}</td>{numbers}</tr>" in page, target.label
+        for summary in upgrade_first(rows):
+            if summary["blocked_clusters"]:
+                label = f"{summary['client']} {summary['client_version']}"
+                assert f"<td>{escape(target.label)}</td><td>{escape(label)}</td>" in page
+    for row in expected:
+        if row["verdict"] == "breaks" and row["target"] == "2.0":
+            assert f"<td>{escape(row['cluster_id'])}</td>" in page
+
+
+def _fixture_and_measured(case: WhatIfCase) -> set[tuple[str, str]]:
+    hand_made = {(p["client"], p["version"]) for p in WHAT_IF_PROFILES}
+    return {(r["client"], r["client_version"]) for r in case.expected.values()} - hand_made
