@@ -224,7 +224,7 @@ def _upgrade_first_lines(report: Any, shown: int = 5) -> list[str]:
     """Per target: clusters every client can follow, and the clients that block the most."""
     if report.upgrade_first is None:
         return []
-    from kafkacompat.pipeline.html_report import upgrade_overview
+    from kafkacompat.pipeline.what_if_page import upgrade_overview
 
     lines = []
     for target in upgrade_overview(report):

@@ -160,7 +160,7 @@ def build_fleet_report(
         targets=tuple(targets),
         valid_snapshots=valid,
         timings=timings,
-        _persisted=[latest, bad, client_rows],
+        _persisted=[latest, bad, client_rows, *(upgrades.held if upgrades else ())],
         _scan=scan,
     )
 

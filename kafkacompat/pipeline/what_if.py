@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
@@ -229,6 +230,7 @@ class WhatIf:
 
     rows: DataFrame
     upgrade_first: DataFrame
+    held: tuple[DataFrame, ...] = ()  # persisted here, read by both tables: unpersist when done
 
 
 def what_if(latest: DataFrame, profiles: DataFrame, targets: Sequence[UpgradeTarget]) -> WhatIf:
@@ -241,7 +243,9 @@ def what_if(latest: DataFrame, profiles: DataFrame, targets: Sequence[UpgradeTar
     clusters, breaking_apis.
     """
     spark = latest.sparkSession
-    clusters = _cluster_levels(latest)
+    # Both small (one row per cluster; per client, target and level combination) and read by
+    # both tables: kept, so that writing the second does not compute them again.
+    clusters = _cluster_levels(latest).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     combos = clusters.select(*_LEVELS).distinct()
     header = spark.createDataFrame(
         [(t.release, t.kind) for t in targets],
@@ -280,6 +284,7 @@ def what_if(latest: DataFrame, profiles: DataFrame, targets: Sequence[UpgradeTar
             ),
         )
     )
+    verdicts = verdicts.persist(StorageLevel.MEMORY_AND_DISK_DESER)
     rows = clusters.join(F.broadcast(verdicts), _LEVELS).select(
         "cluster_id", *_CLIENT, *_TARGET, "verdict", "breaking_apis", "findings"
     )
@@ -300,4 +305,4 @@ def what_if(latest: DataFrame, profiles: DataFrame, targets: Sequence[UpgradeTar
             F.transform("_apis", lambda a: a["n"]).alias("breaking_apis"),
         )
     )
-    return WhatIf(rows, summary)
+    return WhatIf(rows, summary, (clusters, verdicts))

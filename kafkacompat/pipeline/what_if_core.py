@@ -97,7 +97,7 @@ def parse_targets(text: str | Sequence[str]) -> tuple[UpgradeTarget, ...]:
             profile = profile_for(release, kind or None)
         except KafkaCompatError as exc:
             raise ConfigError(f"--what-if {spec}: {exc.message}") from None
-        target = UpgradeTarget(profile.release, profile.kind, dict(profile.apis))
+        target = UpgradeTarget(release, profile.kind, dict(profile.apis))
         if target in targets:
             raise ConfigError(f"--what-if names {target.label} twice")
         targets.append(target)

@@ -88,7 +88,7 @@ def upgrade_overview(report: FleetTables) -> list[TargetOverview]:
     return sorted(out, key=lambda o: (release_order(o.target), o.kind))
 
 
-def _blocked_clusters(what_if: DataFrame, limit: int) -> tuple[list[tuple[Any, ...]], int]:
+def _blocked_clusters(what_if: DataFrame, limit: int) -> list[tuple[Any, ...]]:
     blocked = what_if.where(F.col("verdict") == "breaks")
     per_cluster = blocked.groupBy("target", "kind", "cluster_id").agg(
         F.array_sort(
@@ -104,9 +104,8 @@ def _blocked_clusters(what_if: DataFrame, limit: int) -> tuple[list[tuple[Any, .
             )
         ).alias("clients")
     )
-    total = per_cluster.count()
     rows = per_cluster.orderBy("target", "kind", "cluster_id").limit(limit).collect()
-    return [(r["target"], r["kind"], r["cluster_id"], r["clients"]) for r in rows], total
+    return [(r["target"], r["kind"], r["cluster_id"], r["clients"]) for r in rows]
 
 
 def render_what_if(
@@ -141,7 +140,8 @@ def render_what_if(
         ),
         "<h2>Which clients block which clusters</h2>",
     ]
-    rows, total = _blocked_clusters(report.what_if, limit)
+    rows = _blocked_clusters(report.what_if, limit)
+    total = sum(o.blocked for o in overview)  # a (target, cluster) pair is blocked once
     parts.append(table(("target", "kind", "cluster", "blocking clients (breaking APIs)"), rows))
     if total > len(rows):
         parts.append(f'<p class="note">showing {len(rows):,} of {total:,}</p>')
