@@ -376,3 +376,9 @@ def worst(verdicts: Iterable[Verdict]) -> int:
     if 1 in codes:
         return 1
     return 2 if 2 in codes else 0
+
+
+# Read by the fleet pipeline's what-if table (``pipeline.what_if``), which restates these rules
+# as Spark columns and needs the same facts.
+CLASSIC_FALLBACKS: Mapping[int, int] = _FALLBACKS
+TRANSACTIONAL_APIS: tuple[int, ...] = _TRANSACTIONAL
