@@ -422,7 +422,7 @@ def _measured_without_api_versions(
         f"{text} ({evidence})",
     )
     # The measurement settles what the recording could not tell about that API.
-    return [f for f in judged if f.api_key != key] + [stop]
+    return sorted([f for f in judged if f.api_key != key] + [stop], key=lambda f: f.api_key)
 
 
 def _replaced(found: Finding, rule: Rule, severity: Severity, source: str, message: str) -> Finding:

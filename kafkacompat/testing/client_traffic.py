@@ -26,8 +26,9 @@ seconds): by default each library keeps the one this scenario always gave it
 librdkafka), which is what ``make profiles`` measures with.  A test against a
 broker that never answers ApiVersions (0.9) passes a short one, since every
 client then waits that long before it gives up or falls back.  With it set,
-kafka-python's ``request_timeout_ms`` (and ``api_version_auto_timeout_ms``,
-its version probe, never above its 2 s default), aiokafka's
+kafka-python's ``request_timeout_ms`` (and, before 3.0,
+``api_version_auto_timeout_ms``, its version probe, never above its 2 s
+default; from 3.0, ``bootstrap_timeout_ms``), aiokafka's
 ``request_timeout_ms`` and librdkafka's ``socket.timeout.ms`` and
 ``api.version.request.timeout.ms`` follow it.  kafka-python's consumer
 refuses a request timeout not above its session timeout (10 s), so the
@@ -138,7 +139,11 @@ def _kafka_python(t: Traffic) -> None:
     }
     if t.request_timeout_ms is not None:
         common["request_timeout_ms"] = t.request_timeout_ms
-        common["api_version_auto_timeout_ms"] = min(t.request_timeout_ms, _PROBE_TIMEOUT_MS)
+        knobs = getattr(admin_module.KafkaAdminClient, "DEFAULT_CONFIG", {})
+        if "api_version_auto_timeout_ms" in knobs:  # before 3.0
+            common["api_version_auto_timeout_ms"] = min(t.request_timeout_ms, _PROBE_TIMEOUT_MS)
+        if "bootstrap_timeout_ms" in knobs:  # 3.0 on: how long the first metadata may take
+            common["bootstrap_timeout_ms"] = t.request_timeout_ms
     consumer_common = {
         **common, "request_timeout_ms": max(common["request_timeout_ms"], _SESSION_TIMEOUT_MS + 500)
     }

@@ -59,11 +59,11 @@ def test_a_client_that_falls_back_and_stops_after_an_answer_breaks_at_that_api()
     verdict = judge(refuses, [broker("0.9.0")])
     # ApiVersions only warns; the measurement settles Metadata, which the recording could not tell.
     assert rules(refuses) == [
-        ("ApiVersions", "api-versions-fallback", "warns"),
         ("Metadata", "client-refuses-era", "breaks"),
+        ("ApiVersions", "api-versions-fallback", "warns"),
     ]
     assert verdict.status == "breaks"
-    stop = verdict.findings[1]
+    stop = verdict.findings[0]
     assert (stop.version, stop.broker_range) == (0, VersionRange(0, 0))
     assert "answered Metadata v0 by a broker of this era and sent nothing more" in stop.message
     assert "answered Metadata v0, ListGroups v0" in stop.message and "stopped in step setup" in stop.message
@@ -71,7 +71,7 @@ def test_a_client_that_falls_back_and_stops_after_an_answer_breaks_at_that_api()
 
 def test_a_request_the_broker_leaves_unanswered_after_the_fallback_is_named_as_such() -> None:
     found = rules(measured_client(run((METADATA, 0, "closed"))))
-    assert found[-1] == ("Metadata", "fallback-not-answered", "breaks")
+    assert found[0] == ("Metadata", "fallback-not-answered", "breaks")
 
 
 def test_a_client_that_falls_back_and_gets_through_is_not_broken_by_api_versions() -> None:
