@@ -253,6 +253,9 @@ def judge(client: ClientSide, brokers: Sequence[BrokerSide], target: str | None 
         measured = client.silent_broker
         if measured is not None and measured.applies_to(broker.apis, broker.release):
             found_here = _measured_without_api_versions(client, measured, broker, found_here)
+            for f in found_here:  # the version it was measured sending there, before it stopped
+                if f.rule in ("client-refuses-era", "fallback-not-answered"):
+                    chosen[f.api_key] = f.version
         findings.extend(found_here)
     return Verdict(client.label, target or ", ".join(b.label for b in brokers), tuple(findings), picks)
 

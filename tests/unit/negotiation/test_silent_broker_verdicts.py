@@ -65,6 +65,7 @@ def test_a_client_that_falls_back_and_stops_after_an_answer_breaks_at_that_api()
     assert verdict.status == "breaks"
     stop = verdict.findings[0]
     assert (stop.version, stop.broker_range) == (0, VersionRange(0, 0))
+    assert verdict.picks["Kafka 0.9.0"][METADATA] == 0  # what it sent there, not the recorded v5
     assert "answered Metadata v0 by a broker of this era and sent nothing more" in stop.message
     assert "answered Metadata v0, ListGroups v0" in stop.message and "stopped in step setup" in stop.message
 
