@@ -197,18 +197,18 @@ def merge_profiles(
         }
         for release, (report, profiles) in sorted(runs.items())
     }
-    profile: dict[str, Any] = {
+    merged: dict[str, Any] = {
         "client": client,
         "version": version,
         "api_versions": [entries[key] for key in sorted(entries)],
         "recorded": {"source": "kafkacompat.profiles.measure", "against": evidence},
     }
     if era is not None:
-        profile = with_era(profile, era)
-    problems = validate_client_profile(profile)
+        merged = with_era(merged, era)
+    problems = validate_client_profile(merged)
     if problems:
         raise ValueError(f"{client} {version}: {problems}")
-    return profile
+    return merged
 
 
 def era_evidence(report: dict[str, Any], profiles: list[Any]) -> dict[str, Any]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kafkacompat.negotiation.verdicts import client_side
 from kafkacompat.pipeline.client_format import parse_client_line
 from kafkacompat.profiles import load_measured
-from kafkacompat.negotiation.verdicts import client_side
 from kafkacompat.profiles.measure import AGAINST, ERA, MEASURED, merge_profiles
 from kafkacompat.testing.client_traffic import read_report
 
