@@ -20,7 +20,9 @@ did with each request (answered, error, closed, or left unanswered when the
 client gave up).  0.9.0.1 does not close on an API it lacks: it stays silent,
 so each client hangs on its first ApiVersions until its own request timeout,
 which the test sets short (``REQUEST_TIMEOUT_S``, the traffic harness's
-``--request-timeout``) so the file runs in about a minute, not six.
+``--request-timeout``); with the six verdicts from one ``check`` each way
+and the emulated run alongside the real one, the file runs in about a
+minute, not six and a half.
 A client that would wait without end is stopped by the test's timeout: the
 step it was in is its observed failure (``read_report`` reports it as "died in
 this step"), and the recording still shows the request left unanswered.
@@ -103,6 +105,28 @@ def stop_recorder(recorder: subprocess.Popen[str]) -> None:
         recorder.wait()
 
 
+@pytest.fixture(scope="module")
+def verdicts(
+    kafka09_behind_recorder: tuple[Kafka09Broker, int], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Per measured client, its verdict from the release table and from the live broker.
+
+    One ``check`` of every measured profile each way: the verdicts of one
+    client do not depend on the others'.
+    """
+    broker, port = kafka09_behind_recorder
+    with ThreadPoolExecutor(max_workers=1) as alongside:
+        modelled_check = alongside.submit(check, "measured", "--release", "0.9.0")
+        with recording(broker, port, tmp_path_factory.mktemp("check")):  # check probes every broker
+            real = check("measured", "--bootstrap", broker.bootstrap)
+        modelled = modelled_check.result()
+    by_client: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    for one, other in zip(modelled["verdicts"], real["verdicts"], strict=True):
+        assert one["client"] == other["client"]
+        by_client[other["client"]] = (one, other)
+    return by_client
+
+
 def check(*argv: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "kafkacompat.cli", "check", *argv, "--format", "json"],
@@ -154,8 +178,7 @@ def traffic(library: str, target: Path, bootstrap: str) -> dict[str, Any]:
     return read_report(output, library)
 
 
-def findings(document: dict[str, Any]) -> list[tuple[str, str, str, list[int] | None]]:
-    (verdict,) = document["verdicts"]
+def findings(verdict: dict[str, Any]) -> list[tuple[str, str, str, list[int] | None]]:
     return [(f["api"], f["rule"], f["severity"], f["broker_range"]) for f in verdict["findings"]]
 
 
@@ -164,6 +187,7 @@ def findings(document: dict[str, Any]) -> list[tuple[str, str, str, list[int] | 
 )
 def test_the_verdict_on_the_real_0_9_0_1_is_what_happens(
     kafka09_behind_recorder: tuple[Kafka09Broker, int],
+    verdicts: dict[str, tuple[dict[str, Any], dict[str, Any]]],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     library: str,
@@ -174,26 +198,21 @@ def test_the_verdict_on_the_real_0_9_0_1_is_what_happens(
     broker, port = kafka09_behind_recorder
     monkeypatch.setenv("KAFKACOMPAT_TRAFFIC_TIMEOUT", STEP_TIMEOUT_S)  # the emulated run's too
     target = install(pypi_name, release, DEFAULT_CACHE, pins)
-    client = ["measured", "--client", f"{library}@{release}"]
-    for directory in ("check", "traffic", "emulated"):
+    for directory in ("traffic", "emulated"):
         (tmp_path / directory).mkdir()
-    with ThreadPoolExecutor(max_workers=2) as alongside:
-        # The modelled verdict and the emulated run share nothing with the real broker: they
-        # run while the real one is probed and driven (each client waits on its own timeouts).
+    with ThreadPoolExecutor(max_workers=1) as alongside:
+        # The emulated run shares nothing with the real broker: it runs while the real one is
+        # driven (each client mostly waits on its own timeouts).
         emulated_run = alongside.submit(
             record_run, library, target, ERA, tmp_path / "emulated", REQUEST_TIMEOUT_S
         )
-        modelled_check = alongside.submit(check, *client, "--release", "0.9.0")
-        with recording(broker, port, tmp_path / "check"):  # check probes every broker it is told of
-            real = check(*client, "--bootstrap", broker.bootstrap)
         with recording(broker, port, tmp_path / "traffic") as profiles:
             report = traffic(library, target, f"127.0.0.1:{port}")
-        modelled = modelled_check.result()
         emulated, emulated_profiles = emulated_run.result()
+    modelled, verdict = verdicts[f"{library} {release}"]
     # The release table and the real broker agree, finding for finding (the real one wins if not).
-    assert findings(real) == findings(modelled)
-    assert real["verdicts"][0]["brokers"][0]["release"] == "0.9.0"
-    (verdict,) = real["verdicts"]
+    assert findings(verdict) == findings(modelled)
+    assert verdict["brokers"][0]["release"] == "0.9.0"
     assert verdict["status"] == "breaks"
     breaking = {f["api_key"]: f for f in verdict["findings"] if f["severity"] == "breaks"}
     # Breaks: the traffic does not get through; no step passes, since the first (metadata) needs
