@@ -41,6 +41,7 @@ from kafkacompat.negotiation.features import FinalizedObservation, merge_finaliz
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.negotiation.verdicts import BrokerSide, client_side, judge
 from kafkacompat.pipeline.snapshot_format import capabilities_from_snapshot
+from kafkacompat.protocol.messages.api_keys import ApiKey
 from kafkacompat.protocol.removals import release_order
 from kafkacompat.protocol.versions import VersionRange
 
@@ -51,6 +52,8 @@ __all__ = [
     "upgrade_first",
     "what_if_rows",
 ]
+
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 # The features whose finalized level a verdict reads (``feature_gates``): the only part of a
 # cluster's state, besides its having brokers, that the what-if verdict depends on.
@@ -97,6 +100,13 @@ def parse_targets(text: str | Sequence[str]) -> tuple[UpgradeTarget, ...]:
             profile = profile_for(release, kind or None)
         except KafkaCompatError as exc:
             raise ConfigError(f"--what-if {spec}: {exc.message}") from None
+        if _API_VERSIONS not in profile.apis:
+            # Before 0.10 a broker leaves ApiVersions unanswered; how each client copes with that
+            # is measured, and judged by ``kafkacompat check`` (rules the Spark job does not have).
+            raise ConfigError(
+                f"--what-if {spec}: Kafka {release} has no ApiVersions; upgrade targets start at 0.10.0 "
+                f"(judge a pre-0.10 broker with kafkacompat check --release {release})"
+            )
         target = UpgradeTarget(release, profile.kind, dict(profile.apis))
         if target in targets:
             raise ConfigError(f"--what-if names {target.label} twice")

@@ -234,6 +234,7 @@ def test_targets_are_checked() -> None:
         ("4.0/kraft-controller", "never talk to a KRaft controller"),
         ("4.0,,4.2", "RELEASE[/KIND]"),
         ("4.0,4.0", "twice"),
+        ("0.9.0", "no ApiVersions; upgrade targets start at 0.10.0"),
     ]:
         with pytest.raises(ConfigError, match=re.escape(words)):
             parse_targets(bad)
