@@ -49,7 +49,7 @@ from typing import Any, Literal
 from kafkacompat.negotiation.feature_gates import gates_for, level_of
 from kafkacompat.protocol.removals import describe_removal, follows_kip_896, refused_by
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.reference import API_NAMES
+from kafkacompat.reference.api_names import API_NAMES
 
 __all__ = [
     "BrokerSide",

@@ -41,7 +41,7 @@ from kafkacompat.errors import ConfigError, ProtocolError, UnsupportedVersionErr
 from kafkacompat.negotiation.feature_gates import gates_for, level_of
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.reference import API_NAMES
+from kafkacompat.reference.api_names import API_NAMES
 
 if TYPE_CHECKING:
     from kafkacompat.negotiation.capabilities import BrokerCapabilities
