@@ -318,11 +318,23 @@ def read_uuid(buf: Any, pos: int) -> tuple[uuid.UUID, int]:
 
 _ARRAY_FORMATS: dict[tuple[str, int], struct.Struct] = {}
 
-# Formats of 0..31 numbers per element type, for the short arrays generated
-# readers meet most (replica lists, ISRs, partition ids).
-SHORT_ARRAYS: dict[str, tuple[struct.Struct, ...]] = {
-    code: tuple(struct.Struct(f">{n}{code}") for n in range(32)) for code in "bhiqHId"
-}
+
+
+class _ShortArrayFormats(dict[str, tuple[struct.Struct, ...]]):
+    """Per element type, its 32 formats, compiled the first time a message uses that type.
+
+    Seven types times 32 formats is about 40 KiB that a connection exchanging
+    only ApiVersions never touches; after the first miss a lookup is a plain dict hit.
+    """
+
+    def __missing__(self, code: str) -> tuple[struct.Struct, ...]:
+        layouts = self[code] = tuple(struct.Struct(f">{n}{code}") for n in range(32))
+        return layouts
+
+
+# Formats of 0..31 numbers per element type ("bhiqHId"), for the short arrays
+# generated readers meet most (replica lists, ISRs, partition ids).
+SHORT_ARRAYS: dict[str, tuple[struct.Struct, ...]] = _ShortArrayFormats()
 
 
 def read_int_array(buf: Any, pos: int, count: int, code: str, width: int) -> tuple[list[Any], int]:
