@@ -17,7 +17,8 @@ from kafkacompat.negotiation import addresses
 # Parts that are, or nearly are, octets: leading zeros, 256, signs, other digits.
 PART = st.one_of(
     st.integers(min_value=0, max_value=300).map(str),
-    st.sampled_from(["", "00", "01", "010", "0255", "+1", "-1", " 1", "1 ", "\u0661", "\uff11", "0x1", "1e2"]),
+    st.sampled_from(["", "00", "01", "010", "0255", "+1", "-1", " 1", "1 "]),
+    st.sampled_from(["\u0661", "\uff11", "0x1", "1e2"]),  # other scripts' digits, other notations
     st.text(alphabet="0123456789", min_size=1, max_size=4),
 )
 CANDIDATE = st.one_of(
