@@ -1113,7 +1113,9 @@ def memory_workload(host: str, port: int, plan: Plan, expected_apis: int | None)
                 note = join(note, "compiled at import, as an editable install with PYTHONDONTWRITEBYTECODE=1")
         note = join(note, f"median of {len(case.results)}" if len(case.results) > 1 else "")
         rows.append(Row(W_MEMORY, case.impl, case.median("seconds"), ratio=ratio, target=target, note=note))
-    driver_kib, trio_alone = cases[0].median("maxrss_kib"), cases[5].median("maxrss_kib")
+    by_impl = {case.impl: case for case in cases}  # by name: an index silently picked the bare interpreter
+    driver_kib = by_impl[f"{KAFKACOMPAT} open_connection (trio)"].median("maxrss_kib")
+    trio_alone = by_impl["`import trio` alone"].median("maxrss_kib")
     if driver_kib is not None and trio_alone is not None:
         allowed = trio_alone + TRIO_RSS_ALLOWANCE_MIB * 1024
         rows.append(
@@ -1123,7 +1125,7 @@ def memory_workload(host: str, port: int, plan: Plan, expected_apis: int | None)
                 ratio=allowed / driver_kib,
                 target=1.0,
                 note=(
-                    f"{(driver_kib - trio_alone) / 1024:.1f} MiB above `import trio` alone "
+                    f"{(driver_kib - trio_alone) / 1024:.2f} MiB above `import trio` alone "
                     f"(target <= {TRIO_RSS_ALLOWANCE_MIB:g} MiB; ratio = allowed / RSS)"
                 ),
             )
