@@ -139,7 +139,15 @@ def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str
         "    return module",
         "",
         "",
+        "def _class_modules() -> dict[str, str]:",
+        '    """Every message class -> its module: built when asked for, not at import."""',
+        "    return {name: _module_of(name) for name in __all__ if name not in ALIASES and name != 'ApiKey'}",
+        "",
+        "",
         "def __getattr__(name: str) -> Any:",
+        "    if name == 'CLASS_MODULES':",
+        "        table = globals()[name] = _class_modules()",
+        "        return table",
         "    if name not in __all__:",
         '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
         "    real = ALIASES.get(name, name)",
@@ -168,6 +176,7 @@ def render_index_stub(
         lines.append(f"from kafkacompat.protocol.messages.{typed[name]} import {name} as {name}")
     lines += [
         "",
+        "CLASS_MODULES: dict[str, str]",
         "CLASS_BY_KEY: dict[tuple[int, str], str]",
         "REQUEST_VERSIONS: dict[int, tuple[int, int]]",
         "FIRST_FLEXIBLE: dict[int, int]",

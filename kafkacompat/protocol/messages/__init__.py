@@ -423,7 +423,15 @@ def _module_of(name: str) -> str:
     return module
 
 
+def _class_modules() -> dict[str, str]:
+    """Every message class -> its module: built when asked for, not at import."""
+    return {name: _module_of(name) for name in __all__ if name not in ALIASES and name != 'ApiKey'}
+
+
 def __getattr__(name: str) -> Any:
+    if name == 'CLASS_MODULES':
+        table = globals()[name] = _class_modules()
+        return table
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     real = ALIASES.get(name, name)

@@ -216,6 +216,7 @@ from kafkacompat.protocol.messages.write_txn_markers import WriteTxnMarkersReque
 from kafkacompat.protocol.messages.write_txn_markers import WriteTxnMarkersResponse as WriteTxnMarkersResponse
 from kafkacompat.protocol.messages.zk_migration_state_record import ZkMigrationStateRecord as ZkMigrationStateRecord
 
+CLASS_MODULES: dict[str, str]
 CLASS_BY_KEY: dict[tuple[int, str], str]
 REQUEST_VERSIONS: dict[int, tuple[int, int]]
 FIRST_FLEXIBLE: dict[int, int]
