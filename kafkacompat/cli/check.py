@@ -92,7 +92,10 @@ def load_clients(spec: str, wanted: Sequence[str] = ()) -> list[ClientSide]:
         profile, problems = parse_client_line(line)
         if profile is None:
             raise ConfigError(f"{path} line {number} is not a client profile: {'; '.join(problems)}")
-        clients.append(client_side(profile))
+        try:
+            clients.append(client_side(profile))
+        except ValueError as exc:
+            raise ConfigError(f"{path} line {number} is not a client profile: {exc}") from None
     chosen = [c for c in clients if not wanted or any(_matches(c, w) for w in wanted)]
     if not chosen:
         raise ConfigError(f"no client profile in {path} matches {', '.join(wanted) or 'anything'}")

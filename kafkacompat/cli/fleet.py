@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from kafkacompat.pipeline.client_format import kafkacompat_client_profile
 from kafkacompat.pipeline.generate import FleetSpec, generate_clients, write_fleet, write_fleet_files
+from kafkacompat.pipeline.what_if_core import parse_targets
 
 __all__ = ["build_report_parser", "register", "run_client_profile", "run_generate", "run_report"]
 
@@ -62,6 +63,14 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting (repeatable)"
+    )
+    parser.add_argument(
+        "--what-if",
+        action="append",
+        default=[],
+        metavar="RELEASES",
+        help="also judge upgrading every cluster to these releases, e.g. 4.0,4.2 or 3.9/kraft-broker "
+        "(repeatable): writes what_if/ and upgrade_first/",
     )
 
 
@@ -172,7 +181,8 @@ def _settings(pairs: list[str]) -> dict[str, str]:
 def run_report(args: argparse.Namespace) -> int:
     try:
         settings = _settings(args.conf)
-    except ValueError as exc:
+        targets = parse_targets(args.what_if) if args.what_if else ()
+    except ValueError as exc:  # ConfigError is a ValueError too
         print(f"kafkacompat fleet-report: {exc}", file=sys.stderr)
         return 2
     try:
@@ -195,16 +205,37 @@ def run_report(args: argparse.Namespace) -> int:
         return 1
     try:
         report = build_fleet_report(
-            spark, args.snapshots, args.clients, snapshots_format=args.snapshots_format
+            spark, args.snapshots, args.clients, snapshots_format=args.snapshots_format, targets=targets
         )
         counts = write_fleet_report(report, args.out, args.format)
+        first = _upgrade_first_lines(report)
         report.unpersist()
     finally:
         if ours:
             spark.stop()
     elapsed = time.perf_counter() - started
     _print_summary(args.out, report.valid_snapshots, counts, report.timings, elapsed)
+    for line in first:
+        print(line)
     return 0
+
+
+def _upgrade_first_lines(report: Any, shown: int = 5) -> list[str]:
+    """Per target: clusters every client can follow, and the clients that block the most."""
+    if report.upgrade_first is None:
+        return []
+    from kafkacompat.pipeline.what_if_page import upgrade_overview
+
+    lines = []
+    for target in upgrade_overview(report):
+        lines.append(
+            f"  what if {target.label}: {target.upgradable:,} of {target.clusters:,} clusters can be "
+            f"upgraded today ({target.blocked:,} blocked, {target.unknown:,} could not tell)"
+        )
+        for client in target.blockers[:shown]:
+            apis = ", ".join(client.breaking_apis)
+            lines.append(f"    upgrade first: {client.label} blocks {client.blocked:,} cluster(s): {apis}")
+    return lines
 
 
 def _print_summary(

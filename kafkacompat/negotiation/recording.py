@@ -10,6 +10,10 @@ id); from an ApiVersions request v3+ (KIP-511) the client's software name and
 version; from Produce whether acks=0 (no answer will come).  From each
 response it reads the correlation id and, when the response fits in what is
 kept, its top-level error code, and the ranges an ApiVersions answer offered.
+Per client it also keeps the last request it sent (in the order requests
+reached the recording, over all its connections) and what became of it:
+where a client stopped is told by whether it gave up waiting on that request
+or stopped after it was answered.
 Payloads and credentials are never read: SASL requests are counted by header,
 and after SaslHandshake v0 the opaque token frames are skipped unread.
 
@@ -121,8 +125,11 @@ class ClientRecord:
     below_offer: set[tuple[int, int]] = field(default_factory=set)
 
     dropped: int = 0  # requests past MAX_ENTRIES distinct (api key, version) pairs
+    last: tuple[int, int, int, str] | None = None  # (sequence, api key, version, outcome)
 
-    def note(self, api_key: int, version: int, outcome: str) -> None:
+    def note(self, api_key: int, version: int, outcome: str, sequence: int = -1) -> None:
+        if self.last is None or sequence >= self.last[0]:
+            self.last = (sequence, api_key, version, outcome)
         key = (api_key, version)
         if key not in self.outcomes and len(self.outcomes) >= MAX_ENTRIES:
             self.dropped += 1
@@ -170,6 +177,7 @@ class _Pending:
     api_key: int
     version: int
     sasl_v0: bool = False
+    sequence: int = -1  # the book's request count when it was sent
 
 
 class WireRecorder:
@@ -181,7 +189,7 @@ class WireRecorder:
         self._requests = _FrameCursor()
         self._responses = _FrameCursor()
         self._pending: dict[int, _Pending] = {}
-        self._early: list[tuple[int, int, str]] = []  # requests noted before the client was known
+        self._early: list[tuple[int, int, str, int]] = []  # noted before the client was known
         self._client: ClientRecord | None = None
         self._client_id: str | None = None
         self._offer: dict[int, tuple[int, int]] | None = None
@@ -217,11 +225,11 @@ class WireRecorder:
         self._identify_later(api_key)
         if len(self._pending) < MAX_PENDING:
             sasl_v0 = api_key == SASL_HANDSHAKE and version == 0
-            self._pending[correlation] = _Pending(api_key, version, sasl_v0)
+            self._pending[correlation] = _Pending(api_key, version, sasl_v0, self.book.requests)
         self._check_offer(api_key, version)
         if api_key == PRODUCE and _acks_zero(frame, version):
             self._pending.pop(correlation, None)
-            self._note(api_key, version, "no-response")
+            self._note(api_key, version, "no-response", self.book.requests)
 
     def _identify_later(self, api_key: int) -> None:
         """Before any ApiVersions v3+, a connection is its client id's; name it at first non-18."""
@@ -256,12 +264,12 @@ class WireRecorder:
         elif version < offered[1]:
             client.below_offer.add((api_key, version))
 
-    def _note(self, api_key: int, version: int, outcome: str) -> None:
+    def _note(self, api_key: int, version: int, outcome: str, sequence: int) -> None:
         if self._client is None:
             if len(self._early) < 64:
-                self._early.append((api_key, version, outcome))
+                self._early.append((api_key, version, outcome, sequence))
         else:
-            self._client.note(api_key, version, outcome)
+            self._client.note(api_key, version, outcome, sequence)
 
     # -- broker to client ------------------------------------------------------------------
 
@@ -292,14 +300,15 @@ class WireRecorder:
         if pending.sasl_v0 and code == 0:
             self._raw_tokens = 1  # from here tokens go bare until authenticated (one round seen)
         outcome = "answered" if not code else f"error:{error_for(code).name}"
-        self._note(pending.api_key, pending.version, outcome)
+        self._note(pending.api_key, pending.version, outcome, pending.sequence)
 
     # -- the end ---------------------------------------------------------------------------
 
     def closed(self, by_broker: bool) -> None:
         """The connection ended; what is still pending was closed on (or left by the client)."""
         for pending in self._pending.values():
-            self._note(pending.api_key, pending.version, "closed" if by_broker else "unanswered")
+            outcome = "closed" if by_broker else "unanswered"
+            self._note(pending.api_key, pending.version, outcome, pending.sequence)
         self._pending.clear()
         # Named only now when nothing else was sent: an ApiVersions a pre-0.10 broker closed on
         # is all such a client ever says, and the most telling thing to keep.
@@ -378,6 +387,13 @@ def _decoded(frame: bytes, size: int, pending: _Pending) -> KafkaMessage | None:
     return body
 
 
+def _last_request(record: ClientRecord) -> dict[str, Any] | None:
+    if record.last is None:
+        return None
+    sequence, api_key, version, outcome = record.last
+    return {"api_key": api_key, "version": version, "outcome": outcome, "sequence": sequence}
+
+
 def _profile(record: ClientRecord) -> dict[str, Any]:
     by_api: dict[int, list[int]] = {}
     for api_key, version in record.outcomes:
@@ -410,5 +426,6 @@ def _profile(record: ClientRecord) -> dict[str, Any]:
             "dropped_requests": record.dropped,
             "requests": requests,
             "offered": offered,
+            "last_request": _last_request(record),
         },
     }

@@ -24,6 +24,21 @@ use.  The rules, in the order they are tried for each API and each broker:
    fallback the client also uses (DescribeGroups for ConsumerGroupDescribe,
    JoinGroup for ConsumerGroupHeartbeat), the finding is a warning.
 
+6. A broker without ApiVersions (before KIP-35: 0.9 and older) never answers
+   it; what a client does then is its own choice, so it is read from a
+   measurement, never guessed.  A measured profile carries one
+   (``without_api_versions``: its traffic against the emulated 0.9.0, which is
+   silent on ApiVersions as the real 0.9.0.1 is); it applies to a broker of
+   that release line.  A client whose last request there was an unanswered
+   ApiVersions gave up: ``api-missing`` breaks, with that evidence.  One that
+   went on sent something else last: ApiVersions is only a warning
+   (``api-versions-fallback``), and where its traffic still failed, the
+   finding is on the API of its last request: ``client-refuses-era`` when the
+   broker answered it and the client sent nothing more (kafka-python 2.0.2's
+   admin client after Metadata v0), ``fallback-not-answered`` when the broker
+   left it unanswered, closed on it or returned an error.  Without such a
+   measurement, ApiVersions missing breaks a client that sends it.
+
 A finding on an API the profile marks required breaks the client; otherwise
 it is a warning.  A recorded profile knows only the versions it saw: its
 ``min`` is a bound (``min_exact`` false) and so, where the client sent the
@@ -47,6 +62,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kafkacompat.negotiation.feature_gates import gates_for, level_of
+from kafkacompat.negotiation.silent_broker import API_VERSIONS as _API_VERSIONS
+from kafkacompat.negotiation.silent_broker import SilentBrokerRun, silent_broker_run
 from kafkacompat.protocol.removals import describe_removal, follows_kip_896, refused_by
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.api_names import API_NAMES
@@ -56,6 +73,7 @@ __all__ = [
     "ClientEntry",
     "ClientSide",
     "Finding",
+    "SilentBrokerRun",
     "Verdict",
     "client_side",
     "judge",
@@ -70,6 +88,9 @@ Rule = Literal[
     "fixed-version-not-accepted",
     "advertised-but-refused",
     "feature-gated",
+    "api-versions-fallback",
+    "client-refuses-era",
+    "fallback-not-answered",
 ]
 Severity = Literal["breaks", "warns", "unknown"]
 Status = Literal["works", "breaks", "unknown"]
@@ -96,6 +117,7 @@ class ClientSide:
     version: str
     entries: Mapping[int, ClientEntry] = field(hash=False)
     obeys_feature_gates: bool = False
+    silent_broker: SilentBrokerRun | None = None  # measured without ApiVersions, when it was
 
     @property
     def label(self) -> str:
@@ -212,7 +234,9 @@ def client_side(profile: Mapping[str, Any]) -> ClientSide:
         str(profile["version"]),
         entries,
         bool(profile.get("obeys_feature_gates", False)),
+        silent_broker_run(profile.get("without_api_versions")),
     )
+
 
 
 def judge(client: ClientSide, brokers: Sequence[BrokerSide], target: str | None = None) -> Verdict:
@@ -221,10 +245,18 @@ def judge(client: ClientSide, brokers: Sequence[BrokerSide], target: str | None 
     picks: dict[str, dict[int, int | None]] = {}
     for broker in brokers:
         chosen = picks.setdefault(broker.label, {})
+        found_here: list[Finding] = []
         for key, entry in sorted(client.entries.items()):
             version, found = _judge_api(client, entry, broker)
             chosen[key] = version
-            findings.extend(found)
+            found_here.extend(found)
+        measured = client.silent_broker
+        if measured is not None and measured.applies_to(broker.apis, broker.release):
+            found_here = _measured_without_api_versions(client, measured, broker, found_here)
+            for f in found_here:  # the version it was measured sending there, before it stopped
+                if f.rule in ("client-refuses-era", "fallback-not-answered"):
+                    chosen[f.api_key] = f.version
+        findings.extend(found_here)
     return Verdict(client.label, target or ", ".join(b.label for b in brokers), tuple(findings), picks)
 
 
@@ -353,6 +385,64 @@ def _gated(
     return version, []
 
 
+def _measured_without_api_versions(
+    client: ClientSide, measured: SilentBrokerRun, broker: BrokerSide, found: list[Finding]
+) -> list[Finding]:
+    """The findings on a broker without ApiVersions, settled by what the client was measured doing."""
+    source = f"KIP-35; measured against emulated {measured.measured_against}"
+    evidence = measured.evidence()
+    judged: list[Finding] = []
+    for f in found:
+        if f.api_key != _API_VERSIONS:
+            judged.append(f)
+        elif measured.falls_back:
+            text = f"{broker.label} does not have ApiVersions; the client goes on without it ({evidence})"
+            judged.append(_replaced(f, "api-versions-fallback", "warns", source, text))
+        else:
+            text = f"{broker.label} does not have ApiVersions and the client gives up ({evidence})"
+            judged.append(_replaced(f, "api-missing", "breaks", source, text))
+    if measured.ok or not measured.falls_back or measured.last_request is None:
+        return judged
+    key, version, outcome = measured.last_request
+    name = API_NAMES.get(key, f"api key {key}")
+    if outcome == "answered":
+        rule: Rule = "client-refuses-era"
+        text = f"the client was answered {name} v{version} by a broker of this era and sent nothing more"
+    else:
+        rule = "fallback-not-answered"
+        text = f"{name} v{version}, sent after the ApiVersions fallback, was {outcome}"
+    entry = client.entries.get(key)
+    stop = Finding(
+        key,
+        API_NAMES.get(key, f"UnknownApi{key}"),
+        broker.label,
+        entry.versions if entry is not None else VersionRange(version, version),
+        broker.apis.get(key),
+        version,
+        rule,
+        "breaks",
+        source,
+        f"{text} ({evidence})",
+    )
+    # The measurement settles what the recording could not tell about that API.
+    return sorted([f for f in judged if f.api_key != key] + [stop], key=lambda f: f.api_key)
+
+
+def _replaced(found: Finding, rule: Rule, severity: Severity, source: str, message: str) -> Finding:
+    return Finding(
+        found.api_key,
+        found.api_name,
+        found.broker,
+        found.client_range,
+        found.broker_range,
+        found.version,
+        rule,
+        severity,
+        source,
+        message,
+    )
+
+
 def _as_unknown(found: Finding) -> Finding:
     if found.severity != "breaks":
         return found
@@ -376,3 +466,9 @@ def worst(verdicts: Iterable[Verdict]) -> int:
     if 1 in codes:
         return 1
     return 2 if 2 in codes else 0
+
+
+# Read by the fleet pipeline's what-if table (``pipeline.what_if``), which restates these rules
+# as Spark columns and needs the same facts.
+CLASSIC_FALLBACKS: Mapping[int, int] = _FALLBACKS
+TRANSACTIONAL_APIS: tuple[int, ...] = _TRANSACTIONAL

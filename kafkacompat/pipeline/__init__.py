@@ -14,8 +14,10 @@ lines, no Spark), ``snapshot_schema`` (their Spark schemas and checks),
 ``readers`` (reading, bad records with file and line), ``latest`` (latest
 observation per broker, stale epochs), ``negotiate`` (versions, compatibility),
 ``feature_table`` (finalized, safe and blocked levels, fenced brokers),
-``report`` (building and writing all tables), ``html_report``/``heatmap`` (the
-page), ``session`` (the Spark session), ``generate`` (synthetic fleets).
+``what_if_core``/``what_if`` (the verdict of upgrading every cluster to a
+target release, in Python and in Spark), ``report`` (building and writing all
+tables), ``html_report``/``heatmap``/``what_if_page`` (the page), ``session``
+(the Spark session), ``generate`` (synthetic fleets).
 
 The plain-Python names below import without Spark; the Spark ones are loaded
 on first use, so ``import kafkacompat.pipeline`` works without the
@@ -41,6 +43,7 @@ from kafkacompat.pipeline.snapshot_format import (
     snapshot_line,
     validate_snapshot,
 )
+from kafkacompat.pipeline.what_if_core import UpgradeTarget, parse_targets, upgrade_first, what_if_rows
 
 if TYPE_CHECKING:
     from kafkacompat.pipeline.feature_table import feature_levels, feature_rows, fenced_brokers
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
     from kafkacompat.pipeline.report import TABLES, FleetTables, build_fleet_report, write_fleet_report
     from kafkacompat.pipeline.session import DEFAULT_MASTER, fleet_session, resolve_master
     from kafkacompat.pipeline.snapshot_schema import CLIENT_SCHEMA, SNAPSHOT_SCHEMA
+    from kafkacompat.pipeline.what_if import what_if
 
 __all__ = [
     "CLIENT_SCHEMA",
@@ -60,6 +64,7 @@ __all__ = [
     "TABLES",
     "FleetSpec",
     "FleetTables",
+    "UpgradeTarget",
     "build_fleet_report",
     "capabilities_from_snapshot",
     "client_profile",
@@ -73,14 +78,18 @@ __all__ = [
     "kafkacompat_client_profile",
     "latest_observations",
     "negotiated",
+    "parse_targets",
     "read_clients",
     "resolve_master",
     "scan_snapshots",
     "snapshot_json",
     "snapshot_line",
     "stale_epochs",
+    "upgrade_first",
     "validate_client_profile",
     "validate_snapshot",
+    "what_if",
+    "what_if_rows",
     "write_fleet",
     "write_fleet_report",
 ]
@@ -105,6 +114,7 @@ _LAZY = {
     "resolve_master": "session",
     "CLIENT_SCHEMA": "snapshot_schema",
     "SNAPSHOT_SCHEMA": "snapshot_schema",
+    "what_if": "what_if",
 }
 
 

@@ -13,6 +13,11 @@ sends.  ``required`` (default false) marks the APIs without which the client
 cannot work: the fleet report calls a cluster *compatible* with a client when
 every required API has a version every broker of the cluster accepts.  The
 pair (client, version) names a profile and must be unique across the inputs.
+Recorded and measured profiles (``kafkacompat record``,
+``kafkacompat.profiles``) are read unchanged: their optional ``pick``
+("highest" or "fixed"), ``min_exact``/``max_exact`` per API and
+``obeys_feature_gates`` are what ``negotiation.verdicts.client_side`` reads
+for the what-if table; other fields (``recorded``) are ignored.
 
 kafkacompat's own profile comes from its generated codec
 (``kafkacompat.protocol.messages.REQUEST_VERSIONS``).  Its required APIs are
@@ -57,7 +62,18 @@ CLIENT_ENTRY_FIELDS: tuple[str, ...] = ("api_key", "min", "max")
 _CLIENT_TYPES: Mapping[str, Any] = {
     "client": "str",
     "version": "str",
-    "api_versions": [{"api_key": "int", "min": "int", "max": "int", "required": "bool"}],
+    "obeys_feature_gates": "bool",
+    "api_versions": [
+        {
+            "api_key": "int",
+            "min": "int",
+            "max": "int",
+            "required": "bool",
+            "pick": "str",
+            "min_exact": "bool",
+            "max_exact": "bool",
+        }
+    ],
 }
 
 

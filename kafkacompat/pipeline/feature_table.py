@@ -42,7 +42,13 @@ from pyspark.sql import functions as F
 from kafkacompat.negotiation.features import CATALOG, METADATA_VERSION, FeatureCatalog
 from kafkacompat.reference import FEATURES
 
-__all__ = ["catalog_dependencies", "feature_levels", "feature_rows", "fenced_brokers"]
+__all__ = [
+    "catalog_dependencies",
+    "feature_levels",
+    "feature_rows",
+    "fenced_brokers",
+    "newest_finalized_state",
+]
 
 _DEPENDENCY_TYPE = "array<struct<feature:string,level:int,needed:string,minimum:int>>"
 
@@ -58,6 +64,19 @@ def catalog_dependencies(catalog: FeatureCatalog = CATALOG) -> Column:
     return F.from_json(F.lit(json.dumps(rows)), _DEPENDENCY_TYPE)
 
 
+def newest_finalized_state() -> Column:
+    """An aggregate over a cluster's latest observations: struct(epoch, finalized) of the newest state.
+
+    The highest epoch wins, ties broken by the sorted (name, min, max) contents,
+    as ``merge_finalized`` does.
+    """
+    answer = F.struct(
+        F.col("finalized_features_epoch").alias("epoch"),
+        F.array_sort("finalized_features").alias("finalized"),
+    )
+    return F.max(answer)
+
+
 def _names(entries: Column) -> Column:
     return F.transform(entries, lambda e: e["name"])
 
@@ -70,12 +89,8 @@ def feature_rows(latest: DataFrame, dependencies: Column | None = None) -> DataF
     next_level.
     """
     deps = catalog_dependencies() if dependencies is None else dependencies
-    answer = F.struct(
-        F.col("finalized_features_epoch").alias("epoch"),
-        F.array_sort("finalized_features").alias("finalized"),
-    )
     clusters = latest.groupBy("cluster_id").agg(
-        F.max(answer).alias("state"),
+        newest_finalized_state().alias("state"),
         F.collect_list(F.struct("node_id", "supported_features")).alias("brokers"),
     )
     finalized = F.col("state.finalized")

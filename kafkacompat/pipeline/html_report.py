@@ -5,8 +5,10 @@ It is built from small aggregates and capped samples collected to the driver
 (never a whole table), so it costs little at any fleet size, and it says what
 it left out ("showing 50 of 1,234").  Sections, most urgent first: the counts
 (including bad input, which must never go unnoticed), the clusters x clients
-heatmap, clients with the APIs that break them, clusters running mixed
-releases, features (safe levels and blockers), fenced brokers, stale epochs,
+heatmap, clients with the APIs that break them, the what-if view when the
+report has upgrade targets (which clusters can be upgraded today, the
+clients to upgrade first, which clients block which clusters), clusters
+running mixed releases, features (safe levels and blockers), fenced brokers, stale epochs,
 and the bad records with file and line.  One self-contained file: inline CSS
 and an inline SVG, no scripts, every value escaped.
 """
@@ -24,6 +26,7 @@ from pyspark.sql import functions as F
 from kafkacompat import __version__
 from kafkacompat.pipeline.heatmap import HeatmapCell, render_heatmap
 from kafkacompat.pipeline.report import FleetTables
+from kafkacompat.pipeline.what_if_page import render_what_if, upgrade_overview
 
 __all__ = ["MAX_HEATMAP_CLIENTS", "MAX_HEATMAP_CLUSTERS", "MAX_TABLE_ROWS", "render_report"]
 
@@ -70,7 +73,7 @@ def _sample(df: DataFrame, total: int, headers: Sequence[str], order: Sequence[s
     return _table(headers, rows) + note
 
 
-def _heatmap(report: FleetTables) -> str:
+def _heatmap(report: FleetTables, total_clusters: int) -> str:
     compat = report.compatibility.withColumn("label", F.concat_ws(" ", "client", "client_version"))
     clients = [
         r["label"]
@@ -84,7 +87,6 @@ def _heatmap(report: FleetTables) -> str:
         (r["cluster_id"], r["label"]): HeatmapCell(r["compatible"], tuple(r["broken_apis"]))
         for r in compat.join(chosen.select("cluster_id"), "cluster_id").collect()
     }
-    total_clusters = per_cluster.count()
     svg = render_heatmap(clusters, clients, cells)
     note = (
         f'<p class="note">{len(clusters):,} of {total_clusters:,} clusters shown, those with the most '
@@ -139,21 +141,34 @@ _FEATURE_COLUMNS = (
 _FEATURE_HEADERS = ("cluster", "feature", "finalized", "epoch", "max safe", "next level", "blocking brokers")
 
 
-def _features(report: FleetTables, rows: DataFrame) -> str:
-    return _sample(rows.select(*_FEATURE_COLUMNS), rows.count(), _FEATURE_HEADERS, ["cluster_id", "feature"])
+def _features(rows: DataFrame, total: int) -> str:
+    return _sample(rows.select(*_FEATURE_COLUMNS), total, _FEATURE_HEADERS, ["cluster_id", "feature"])
 
 
 def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
     """The whole page as a string (runs a few small Spark jobs)."""
     bad_by_source = {r["source"]: r["count"] for r in report.bad_records.groupBy("source").count().collect()}
-    incompatible = report.compatibility.where(~F.col("compatible")).count()
+    # Small totals in one job each, rather than one job per number (each job has a fixed cost).
+    pairs = report.compatibility.agg(
+        F.count_if(~F.col("compatible")).alias("incompatible"),
+        F.count_distinct("cluster_id").alias("clusters"),
+    ).first()
+    incompatible, clusters = (pairs["incompatible"], pairs["clusters"]) if pairs else (0, 0)
     sizes = report.latest.groupBy("cluster_id").agg(F.count(F.lit(1)).alias("_brokers"))
     features = report.features.join(sizes, "cluster_id")
     blocking = F.size("blocking_brokers")
     attention = features.where(
         ((blocking > 0) & (blocking < F.col("_brokers"))) | F.col("max_safe_level").isNull()
     )
-    raisable = features.where(F.col("max_safe_level") > F.col("finalized_level"))
+    raising = F.col("max_safe_level") > F.col("finalized_level")
+    raisable = features.where(raising)
+    flagged = features.agg(
+        F.count_if(
+            ((blocking > 0) & (blocking < F.col("_brokers"))) | F.col("max_safe_level").isNull()
+        ).alias("attention"),
+        F.count_if(raising).alias("raisable"),
+    ).first()
+    attention_total, raisable_total = (flagged["attention"], flagged["raisable"]) if flagged else (0, 0)
     summary = [
         ("valid snapshot lines", report.valid_snapshots),
         ("bad snapshot lines", bad_by_source.get("snapshots", 0)),
@@ -176,21 +191,20 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
         + "".join(f"<tr><td>{escape(k)}</td>{_cell(v)}</tr>" for k, v in summary)
         + "</table>",
         "<h2>Clusters x clients</h2>",
-        _heatmap(report),
+        _heatmap(report, clusters),
         "<h2>Clients</h2>",
         _clients(report),
+        render_what_if(report, upgrade_overview(report), _table, MAX_TABLE_ROWS),
         "<h2>Clusters running mixed releases</h2>",
         _mixed_releases(report),
         "<h2>Features: brokers out of line</h2>",
         '<p class="note">Some brokers support the next level and others do not (those are listed), or '
         "no level is safe at all (max safe: none). Max safe level: the highest level every broker "
         "supports with its dependencies met.</p>",
-        _features(report, attention),
+        _features(attention, attention_total),
         "<h2>Features that can be raised now</h2>",
         '<p class="note">The finalized level is below the highest safe level.</p>',
-        _sample(
-            raisable.select(*_FEATURE_COLUMNS), raisable.count(), _FEATURE_HEADERS, ["cluster_id", "feature"]
-        ),
+        _features(raisable, raisable_total),
         "<h2>Fenced brokers</h2>",
         '<p class="note">brokers whose supported range no longer holds the finalized level '
         "(none: the broker does not list the feature).</p>",

@@ -27,18 +27,29 @@ from typing import Literal
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from kafkacompat.pipeline.feature_table import feature_levels, feature_rows, fenced_brokers
 from kafkacompat.pipeline.latest import latest_observations, stale_epochs
 from kafkacompat.pipeline.negotiate import brokers_only, compatibility, negotiated
 from kafkacompat.pipeline.readers import (
+    BAD_RECORDS_SCHEMA,
     InputFormat,
     SnapshotScan,
     read_clients,
     scan_snapshots,
 )
+from kafkacompat.pipeline.what_if import what_if
+from kafkacompat.pipeline.what_if_core import UpgradeTarget
 
-__all__ = ["TABLES", "FleetTables", "OutputFormat", "build_fleet_report", "write_fleet_report"]
+__all__ = [
+    "TABLES",
+    "WHAT_IF_TABLES",
+    "FleetTables",
+    "OutputFormat",
+    "build_fleet_report",
+    "write_fleet_report",
+]
 
 OutputFormat = Literal["parquet", "json"]
 TABLES: tuple[str, ...] = (
@@ -50,6 +61,7 @@ TABLES: tuple[str, ...] = (
     "fenced",
     "bad_records",
 )
+WHAT_IF_TABLES: tuple[str, ...] = ("what_if", "upgrade_first")  # with targets only
 
 
 @dataclass
@@ -63,13 +75,17 @@ class FleetTables:
     features: DataFrame
     fenced: DataFrame
     bad_records: DataFrame
+    what_if: DataFrame | None = None  # with targets: per cluster, client and target release
+    upgrade_first: DataFrame | None = None  # with targets: per target and client, clusters blocked
+    targets: tuple[UpgradeTarget, ...] = ()
     valid_snapshots: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     _persisted: list[DataFrame] = field(default_factory=list, repr=False)
     _scan: SnapshotScan | None = field(default=None, repr=False)
 
     def tables(self) -> dict[str, DataFrame]:
-        return {name: getattr(self, name) for name in TABLES}
+        names = TABLES + (WHAT_IF_TABLES if self.targets else ())
+        return {name: getattr(self, name) for name in names}
 
     def unpersist(self) -> None:
         """Release what building the report cached."""
@@ -97,20 +113,31 @@ def build_fleet_report(
     *,
     snapshots_format: InputFormat = "auto",
     max_locate_bytes: int | None = None,
+    targets: Sequence[UpgradeTarget] = (),
 ) -> FleetTables:
     """Read the inputs and define every table.
 
     This runs the jobs that must run before the tables can be defined: the
     scan of the snapshots, the search for bad lines, and the latest
-    observation per broker (persisted).  The other tables are lazy.
+    observation per broker (persisted).  The other tables are lazy.  With
+    ``targets`` (``what_if_core.parse_targets``) the report also has the
+    what-if table and its "clients to upgrade first" summary.
     """
     timings: dict[str, float] = {}
     with _timed(timings, "scan+validate"):
         scan = scan_snapshots(spark, snapshots, snapshots_format, max_locate_bytes=max_locate_bytes)
-        valid = scan.valid().count()
+        # Valid and bad lines counted in one job: with no bad line, nothing is looked for.
+        tally = {
+            r["ok"]: r["n"]
+            for r in scan.rows.groupBy((F.col("reason") == "").alias("ok"))
+            .agg(F.count(F.lit(1)).alias("n"))
+            .collect()
+        }
+        valid = tally.get(True, 0)
     with _timed(timings, "bad records"):
         profiles = read_clients(spark, clients, max_locate_bytes=max_locate_bytes)
-        bad = scan.bad_records().unionByName(profiles.bad).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        bad_snapshots = scan.bad_records() if tally.get(False) else _no_bad_records(spark)
+        bad = bad_snapshots.unionByName(profiles.bad).persist(StorageLevel.MEMORY_AND_DISK_DESER)
         bad.count()
     with _timed(timings, "latest"):
         latest = latest_observations(scan).persist(StorageLevel.MEMORY_AND_DISK_DESER)
@@ -119,6 +146,7 @@ def build_fleet_report(
     brokers = brokers_only(latest)  # clients negotiate with brokers, never with KRaft controllers
     versions = negotiated(brokers, client_rows)
     features = feature_rows(latest)
+    upgrades = what_if(latest, client_rows, targets) if targets else None
     return FleetTables(
         latest=latest.drop("observed_ts"),
         stale_epochs=stale_epochs(latest),
@@ -127,11 +155,18 @@ def build_fleet_report(
         features=feature_levels(features),
         fenced=fenced_brokers(features),
         bad_records=bad,
+        what_if=upgrades.rows if upgrades else None,
+        upgrade_first=upgrades.upgrade_first if upgrades else None,
+        targets=tuple(targets),
         valid_snapshots=valid,
         timings=timings,
-        _persisted=[latest, bad, client_rows],
+        _persisted=[latest, bad, client_rows, *(upgrades.held if upgrades else ())],
         _scan=scan,
     )
+
+
+def _no_bad_records(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame([], BAD_RECORDS_SCHEMA)
 
 
 def write_fleet_report(
@@ -146,8 +181,12 @@ def write_fleet_report(
     counts: dict[str, int] = {}
     for name, df in report.tables().items():
         with _timed(report.timings, f"write {name}"):
-            if name == "negotiated":  # compatibility is computed from it
+            # Kept once written: the count below, later tables (compatibility reads negotiated)
+            # and the page read them again, and each would otherwise be computed anew.
+            cached = df.storageLevel.useMemory or df.storageLevel.useDisk
+            if not cached and name != "latest":  # latest: a projection of a persisted frame
                 df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+                setattr(report, name, df)
                 report._persisted.append(df)
             writer = df.write.mode("overwrite")
             path = f"{target}/{name}"

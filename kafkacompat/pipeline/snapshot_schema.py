@@ -141,10 +141,14 @@ CLIENT_SCHEMA = StructType(
                         _field("min", IntegerType()),
                         _field("max", IntegerType()),
                         _field("required", BooleanType()),
+                        _field("pick", StringType()),
+                        _field("min_exact", BooleanType()),
+                        _field("max_exact", BooleanType()),
                     ]
                 )
             ),
         ),
+        _field("obeys_feature_gates", BooleanType()),
     ]
 )
 

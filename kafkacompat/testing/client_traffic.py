@@ -20,13 +20,29 @@ it; the report names the step, which is what a verdict of
 "breaks at API x" is checked against.  Nothing here needs kafkacompat beyond
 the standard library.
 
-Run: ``python -m kafkacompat.testing.client_traffic LIBRARY HOST:PORT [TOPIC]``;
-it prints the step lines and then the report (``{"report": {library, version,
-ok, steps}}``) and exits 0 when every step passed, 1 otherwise.
+The clients' own request timeout is a parameter (``--request-timeout``,
+seconds): by default each library keeps the one this scenario always gave it
+(30 s for kafka-python and aiokafka, ``socket.timeout.ms`` 10 s for
+librdkafka), which is what ``make profiles`` measures with.  A test against a
+broker that never answers ApiVersions (0.9) passes a short one, since every
+client then waits that long before it gives up or falls back.  With it set,
+kafka-python's ``request_timeout_ms`` (and, before 3.0,
+``api_version_auto_timeout_ms``, its version probe, never above its 2 s
+default; from 3.0, ``bootstrap_timeout_ms``), aiokafka's
+``request_timeout_ms`` and librdkafka's ``socket.timeout.ms`` and
+``api.version.request.timeout.ms`` follow it.  kafka-python's consumer
+refuses a request timeout not above its session timeout (10 s), so the
+consumer keeps at least that much.
+
+Run: ``python -m kafkacompat.testing.client_traffic [--request-timeout S]
+LIBRARY HOST:PORT [TOPIC]``; it prints the step lines and then the report
+(``{"report": {library, version, ok, steps}}``) and exits 0 when every step
+passed, 1 otherwise.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import importlib
 import json
@@ -45,6 +61,10 @@ LIBRARIES = ("kafka-python", "aiokafka", "confluent-kafka")
 # How long a step may wait for the broker; KAFKACOMPAT_TRAFFIC_TIMEOUT overrides it.
 TIMEOUT_S = float(os.environ.get("KAFKACOMPAT_TRAFFIC_TIMEOUT", "20"))
 PAYLOAD = b"kafkacompat traffic " * 8  # long enough for gzip to matter
+DEFAULT_REQUEST_TIMEOUT_MS = 30000  # kafka-python and aiokafka, unless told otherwise
+DEFAULT_SOCKET_TIMEOUT_MS = 10000  # librdkafka, unless told otherwise
+_PROBE_TIMEOUT_MS = 2000  # kafka-python's own api_version_auto_timeout_ms
+_SESSION_TIMEOUT_MS = 10000  # kafka-python's consumer default, which its request timeout must exceed
 
 
 class _StepFailed(Exception):
@@ -54,8 +74,16 @@ class _StepFailed(Exception):
 class Traffic:
     """The steps of one run, in order, and where it stopped."""
 
-    def __init__(self, library: str, bootstrap: str, topic: str, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        library: str,
+        bootstrap: str,
+        topic: str,
+        stream: TextIO | None = None,
+        request_timeout_s: float | None = None,
+    ) -> None:
         self.library, self.bootstrap, self.topic, self.stream = library, bootstrap, topic, stream
+        self.request_timeout_ms = None if request_timeout_s is None else max(1, int(request_timeout_s * 1000))
         self.group = f"kafkacompat-traffic-{uuid.uuid4().hex[:8]}"
         self.steps: list[dict[str, Any]] = []
         self.version = "unknown"
@@ -105,11 +133,24 @@ def _kafka_python(t: Traffic) -> None:
     kafka = importlib.import_module("kafka")
     admin_module = importlib.import_module("kafka.admin")
     t.version = kafka.__version__
-    common = {"bootstrap_servers": t.bootstrap, "request_timeout_ms": 30000}
+    common: dict[str, Any] = {
+        "bootstrap_servers": t.bootstrap,
+        "request_timeout_ms": DEFAULT_REQUEST_TIMEOUT_MS,
+    }
+    if t.request_timeout_ms is not None:
+        common["request_timeout_ms"] = t.request_timeout_ms
+        knobs = getattr(admin_module.KafkaAdminClient, "DEFAULT_CONFIG", {})
+        if "api_version_auto_timeout_ms" in knobs:  # before 3.0
+            common["api_version_auto_timeout_ms"] = min(t.request_timeout_ms, _PROBE_TIMEOUT_MS)
+        if "bootstrap_timeout_ms" in knobs:  # 3.0 on: how long the first metadata may take
+            common["bootstrap_timeout_ms"] = t.request_timeout_ms
+    consumer_common = {
+        **common, "request_timeout_ms": max(common["request_timeout_ms"], _SESSION_TIMEOUT_MS + 500)
+    }
     admin = admin_module.KafkaAdminClient(**common)
     try:
         # kafka-python before 2.0 has no admin list_topics: a consumer lists them (Metadata too).
-        lister = kafka.KafkaConsumer(**common) if not hasattr(admin, "list_topics") else None
+        lister = kafka.KafkaConsumer(**consumer_common) if not hasattr(admin, "list_topics") else None
         topics = admin.list_topics if lister is None else lister.topics
         with t.step("metadata"):
             if t.topic not in topics():
@@ -123,7 +164,7 @@ def _kafka_python(t: Traffic) -> None:
             producer.close()
         consumer = kafka.KafkaConsumer(
             group_id=t.group, auto_offset_reset="earliest", enable_auto_commit=False,
-            consumer_timeout_ms=int(TIMEOUT_S * 1000), **common,
+            consumer_timeout_ms=int(TIMEOUT_S * 1000), **consumer_common,
         )
         try:
             with t.step("consume"):
@@ -172,7 +213,10 @@ def _aiokafka(t: Traffic) -> None:
 
 
 async def _aiokafka_async(t: Traffic, aiokafka: Any) -> None:
-    common = {"bootstrap_servers": t.bootstrap, "request_timeout_ms": 30000}
+    common = {
+        "bootstrap_servers": t.bootstrap,
+        "request_timeout_ms": t.request_timeout_ms or DEFAULT_REQUEST_TIMEOUT_MS,
+    }
     admin_module = importlib.import_module("aiokafka.admin")
     admin = admin_module.AIOKafkaAdminClient(**common)
     with t.step("metadata"):
@@ -236,7 +280,13 @@ def _confluent(t: Traffic) -> None:
     ck = importlib.import_module("confluent_kafka")
     admin_module = importlib.import_module("confluent_kafka.admin")
     t.version = f"{ck.version()} (librdkafka {ck.libversion()[0]})"
-    common = {"bootstrap.servers": t.bootstrap, "socket.timeout.ms": 10000}
+    common: dict[str, Any] = {
+        "bootstrap.servers": t.bootstrap,
+        "socket.timeout.ms": DEFAULT_SOCKET_TIMEOUT_MS,
+    }
+    if t.request_timeout_ms is not None:
+        common["socket.timeout.ms"] = max(10, t.request_timeout_ms)  # librdkafka's minimum
+        common["api.version.request.timeout.ms"] = max(10, t.request_timeout_ms)
     admin = admin_module.AdminClient(common)
     with t.step("metadata"):
         if t.topic not in admin.list_topics(timeout=TIMEOUT_S).topics:
@@ -287,13 +337,20 @@ _SCENARIOS: dict[str, Callable[[Traffic], None]] = {
 }
 
 
-def run(library: str, bootstrap: str, topic: str = "traffic", stream: TextIO | None = None) -> dict[str, Any]:
+def run(
+    library: str,
+    bootstrap: str,
+    topic: str = "traffic",
+    stream: TextIO | None = None,
+    request_timeout_s: float | None = None,
+) -> dict[str, Any]:
     """Run ``library``'s scenario against ``bootstrap``; the report (never raises for a failed step).
 
     With ``stream``, every step is also written there as one JSON line when it
-    starts and when it ends, and the report last.
+    starts and when it ends, and the report last.  ``request_timeout_s`` sets
+    the clients' own request timeouts (see the module's docs); None keeps the defaults.
     """
-    traffic = Traffic(library, bootstrap, topic, stream)
+    traffic = Traffic(library, bootstrap, topic, stream, request_timeout_s)
     try:
         _SCENARIOS[library](traffic)
     except _StepFailed:
@@ -329,10 +386,21 @@ def read_report(output: str, library: str) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (2, 3) or argv[0] not in _SCENARIOS:
-        print(f"usage: client_traffic {{{'|'.join(LIBRARIES)}}} HOST:PORT [TOPIC]", file=sys.stderr)
+    parser = argparse.ArgumentParser(prog="python -m kafkacompat.testing.client_traffic")
+    parser.add_argument(
+        "--request-timeout", type=float, metavar="SECONDS", help="the clients' own request timeout"
+    )
+    parser.add_argument("library", choices=LIBRARIES)
+    parser.add_argument("bootstrap", metavar="HOST:PORT")
+    parser.add_argument("topic", nargs="?", default="traffic")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse printed the usage
+        return 2 if exc.code else 0
+    if args.request_timeout is not None and not 0 < args.request_timeout <= 3600:
+        print("client_traffic: --request-timeout must be in (0, 3600] seconds", file=sys.stderr)
         return 2
-    report = run(argv[0], argv[1], argv[2] if len(argv) == 3 else "traffic", stream=sys.stdout)
+    report = run(args.library, args.bootstrap, args.topic, sys.stdout, args.request_timeout)
     return 0 if report["ok"] else 1
 
 

@@ -5,8 +5,8 @@ asyncio drivers: the handshake (with its retries and the pre-0.10 fallback),
 SASL, correlation ids continuing the handshake's, each answer held to its
 ceiling from its size prefix, acks=0, a late answer to a request given up, a
 close on a version Kafka 4.x removed (``VersionRemovedError``).  This module
-only moves bytes through a blocking socket (``probe.BlockingSocket``: the
-probe's, TLS included) and applies the deadlines.  It imports neither trio,
+only moves bytes through a blocking socket (``blocking_socket.BlockingSocket``, TLS
+included) and applies the deadlines.  It imports neither trio,
 tenacity nor asyncio.
 
 A blocking caller waits for its answer, so requests go one at a time: no
@@ -53,8 +53,8 @@ from kafkacompat.negotiation.request_pipeline import (
     Ticket,
 )
 from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.transport.blocking_socket import BlockingSocket
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConfigError, ConnectionConfig
-from kafkacompat.transport.probe import BlockingSocket
 from kafkacompat.transport.sasl import sasl_login
 
 __all__ = ["BlockingConnection", "open_blocking_connection"]

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from kafkacompat.cli import main
 from kafkacompat.cli.fleet import SPARK_MISSING
 from kafkacompat.pipeline.client_format import validate_client_profile
-from kafkacompat.pipeline.report import TABLES
+from kafkacompat.pipeline.report import TABLES, WHAT_IF_TABLES
 from kafkacompat.pipeline.snapshot_format import parse_snapshot_line
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,13 +88,25 @@ def test_fleet_report_end_to_end(
             str(out),
             "--format",
             "json",
+            "--what-if",
+            "4.0,2.0",
         ]
     )
     assert code == 0
     printed = capsys.readouterr().out
     assert "bad input line(s)" in printed and "report.html" in printed
-    for table in TABLES:
+    for table in (*TABLES, *WHAT_IF_TABLES):
         assert list((out / table).glob("part-*.json")), table
+    verdicts = [
+        json.loads(line) for f in (out / "what_if").glob("part-*.json") for line in f.read_text().splitlines()
+    ]
+    assert len(verdicts) == 5 * 3 * 2  # clusters x clients x targets
+    for release in ("4.0", "2.0"):
+        rows = [v for v in verdicts if v["target"] == release]
+        kind = rows[0]["kind"]
+        fine = {v["cluster_id"] for v in rows} - {v["cluster_id"] for v in rows if v["verdict"] != "works"}
+        assert f"what if Kafka {release} ({kind}): {len(fine)} of 5 clusters can be upgraded today" in printed
+    assert "What if: upgrading every cluster" in (out / "report.html").read_text()
     assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
     bad = [
         json.loads(line)
@@ -103,6 +115,13 @@ def test_fleet_report_end_to_end(
     ]
     assert sorted(b["line"] for b in bad) == [20, 40]
     assert SparkSession.getActiveSession() is not None  # the test's own session was not stopped
+
+
+def test_a_bad_what_if_target_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["fleet-report", "--snapshots", "x", "--clients", "y", "--out", "z", "--what-if", "4.0,9.9"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kafkacompat fleet-report: --what-if 9.9: no Kafka 9.9")
 
 
 def test_fleet_report_without_pyspark_says_so() -> None:

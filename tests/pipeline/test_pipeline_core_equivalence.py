@@ -9,11 +9,7 @@ features.  Every row of every table is compared.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
-
-import pytest
 
 from kafkacompat.errors import UnsupportedVersionError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
@@ -24,68 +20,11 @@ from kafkacompat.negotiation.features import (
     max_safe_level,
     merge_finalized,
 )
-from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.negotiation.version_policy import api_name, explain, pick_version
-from kafkacompat.pipeline.client_format import client_ranges, parse_client_line, required_apis
-from kafkacompat.pipeline.snapshot_format import (
-    capabilities_from_snapshot,
-    diagnostics,
-    observed_instant,
-    parse_snapshot_line,
-)
+from kafkacompat.pipeline.client_format import client_ranges, required_apis
+from kafkacompat.pipeline.snapshot_format import diagnostics
 from kafkacompat.protocol.versions import VersionRange
-from tests.pipeline.conftest import BuiltFleet
-
-
-@dataclass
-class Oracle:
-    valid_lines: int
-    latest: dict[tuple[str, int], dict[str, Any]]
-    clusters: dict[str, list[BrokerCapabilities]]  # every node: brokers and KRaft controllers
-    profiles: list[dict[str, Any]]
-
-    @property
-    def brokers(self) -> dict[str, list[BrokerCapabilities]]:
-        """What a client negotiates with: the brokers, without the controllers."""
-        kept = {c: [b for b in nodes if not looks_like_controller(b)] for c, nodes in self.clusters.items()}
-        return {cluster: nodes for cluster, nodes in kept.items() if nodes}
-
-
-@pytest.fixture(scope="module")
-def oracle(fleet: BuiltFleet) -> Oracle:
-    best: dict[tuple[str, int], tuple[Any, dict[str, Any]]] = {}
-    valid = 0
-    for path in fleet.snapshot_paths:
-        name = path.rsplit("/", 1)[-1]
-        for text in fleet.fixture.files[name]:
-            if not text.strip():
-                continue
-            obj, _ = parse_snapshot_line(text)
-            if obj is None:
-                continue
-            valid += 1
-            key = (obj["cluster_id"], obj["node_id"])
-            order = (
-                observed_instant(obj["observed_at"]),
-                obj["finalized_features_epoch"],
-                obj["endpoint"],
-                name,
-            )
-            if key not in best or order > best[key][0]:
-                best[key] = (order, obj)
-    latest = {key: obj for key, (_, obj) in best.items()}
-    clusters: dict[str, list[BrokerCapabilities]] = defaultdict(list)
-    for (cluster, _), obj in sorted(latest.items()):
-        clusters[cluster].append(capabilities_from_snapshot(obj))
-    seen: dict[tuple[str, str], int] = defaultdict(int)
-    parsed = []
-    for text in fleet.fixture.clients:
-        profile, _ = parse_client_line(text)
-        if profile is not None:
-            parsed.append(profile)
-            seen[(profile["client"], profile["version"])] += 1
-    profiles = [p for p in parsed if seen[(p["client"], p["version"])] == 1]
-    return Oracle(valid, latest, dict(clusters), profiles)
+from tests.pipeline.conftest import BuiltFleet, Oracle
 
 
 def _by(rows: list[dict[str, Any]], *keys: str) -> dict[tuple[Any, ...], dict[str, Any]]:

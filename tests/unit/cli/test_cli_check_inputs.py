@@ -30,6 +30,10 @@ def test_a_bad_profile_line_is_named(tmp_path: Path) -> None:
     path.write_text('{"client": "a", "version": "1", "api_versions": []}\n\n{"client": 3}\n')
     with pytest.raises(ConfigError, match="line 3 is not a client profile"):
         load_clients(str(path))
+    # A measured run without ApiVersions that cannot be read is named too, not a KeyError.
+    path.write_text('{"client": "a", "version": "1", "api_versions": [], "without_api_versions": []}\n')
+    with pytest.raises(ConfigError, match="line 1 is not a client profile: without_api_versions"):
+        load_clients(str(path))
 
 
 def test_a_release_gets_a_fresh_clusters_features_unless_told() -> None:

@@ -182,3 +182,24 @@ def test_the_entries_of_one_client_are_bounded_whatever_keys_it_sends() -> None:
     recorder.closed(by_broker=True)
     (profile,) = book.profiles()
     assert profile["recorded"]["dropped_requests"] == 50  # closed on, past the bound
+
+
+def test_the_last_request_over_all_connections_is_kept_with_its_fate() -> None:
+    # As against a silent 0.9: ApiVersions left unanswered on one connection, then the client
+    # goes on over another and its last request (Metadata v0) is answered.
+    book = ProfileBook()
+    silent = WireRecorder(book)
+    silent.from_client(framing.encode_request(ApiVersionsRequest(), 0, 1, "lib"))
+    later = Pair("2.3", book)
+    later.send(MetadataRequest(topics=[]), 0, client_id="lib")
+    silent.closed(by_broker=False)  # noted last, but it was sent first
+    assert later.profile()["recorded"]["last_request"] == {
+        "api_key": 3, "version": 0, "outcome": "answered", "sequence": 2
+    }
+    # Left waiting on its last request: that one, unanswered.
+    waiting = Pair("2.3")
+    waiting.send(MetadataRequest(topics=[]), 0, client_id="lib")
+    waiting.recorder.from_client(framing.encode_request(ApiVersionsRequest(), 0, 9, "lib"))
+    waiting.recorder.closed(by_broker=False)
+    last = waiting.profile()["recorded"]["last_request"]
+    assert (last["api_key"], last["outcome"]) == (18, "unanswered")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kafkacompat.negotiation.verdicts import client_side
 from kafkacompat.pipeline.client_format import parse_client_line
 from kafkacompat.profiles import load_measured
-from kafkacompat.profiles.measure import MEASURED, merge_profiles
+from kafkacompat.profiles.measure import AGAINST, ERA, MEASURED, merge_profiles
 from kafkacompat.testing.client_traffic import read_report
 
 
@@ -81,5 +82,38 @@ def test_the_committed_profiles_are_the_pipelines_format_and_cover_every_release
     for profile in profiles:
         parsed, problems = parse_client_line(json.dumps(profile))
         assert problems == [] and parsed is not None
-        assert set(profile["recorded"]["against"]) == {"1.0", "2.3", "3.9", "4.0/kraft-broker"}
+        assert set(profile["recorded"]["against"]) == {*AGAINST, ERA}
         assert {18, 3, 0, 1} <= {e["api_key"] for e in profile["api_versions"]}
+        # Every release was measured against a broker that never answers ApiVersions.
+        measured = client_side(profile).silent_broker
+        assert measured is not None and measured.measured_against == ERA
+        assert measured.last_request is not None
+
+
+def test_the_run_against_a_silent_broker_is_evidence_apart_from_the_versions() -> None:
+    ok = {"ok": True, "steps": [{"step": "metadata", "ok": True}]}
+    runs = {"2.3": (ok, [recorded("lib", [entry(3, 8, 8)], [])])}
+
+    def last(api_key: int, outcome: str, sequence: int) -> dict[str, Any]:
+        return {"api_key": api_key, "version": 0, "outcome": outcome, "sequence": sequence}
+
+    probe = recorded("lib", [entry(3, 0, 0, pick="fixed"), entry(16, 0, 0, pick="fixed")], [
+        {"api_key": 3, "version": 0, "outcomes": {"answered": 2}},
+        {"api_key": 18, "version": 0, "outcomes": {"unanswered": 1}},
+    ])
+    probe["recorded"]["last_request"] = last(3, "answered", 5)
+    waiting = recorded("lib-admin", [entry(18, 0, 0)], [])
+    waiting["recorded"]["last_request"] = last(18, "unanswered", 2)  # sent earlier
+    failed = {"ok": False, "steps": [{"step": "setup", "ok": False, "error": "refused"}]}
+    merged = merge_profiles("lib", "1.0", runs, (failed, [probe, waiting]))
+    # The probe's Metadata v0 and ListGroups are not the client's traffic: not in its versions.
+    assert [(e["api_key"], e["min"]) for e in merged["api_versions"]] == [(3, 8)]
+    assert merged["without_api_versions"] == {
+        "measured_against": ERA,
+        "ok": False,
+        "stopped_in": "setup",
+        "last_request": {"api_key": 3, "version": 0, "outcome": "answered"},
+        "answered": [[3, 0]],
+    }
+    assert merged["recorded"]["against"][ERA]["steps"] == failed["steps"]
+    assert client_side(merged).silent_broker is not None

@@ -38,7 +38,7 @@ from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.framing import RequestFrame, decode_request, encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.transport import probe as probe_module
+from kafkacompat.transport import blocking as blocking_module
 from kafkacompat.transport.config import ConfigError, ConnectionConfig, TlsConfig
 from kafkacompat.transport.os_errors import translate_os_error
 from kafkacompat.transport.probe import probe_address, probe_broker
@@ -310,7 +310,7 @@ def test_a_host_name_that_cannot_be_encoded_is_refused_before_any_socket_call(ho
 
 
 def test_a_runaway_machine_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(probe_module, "_MAX_ACTIONS", 2)  # connect, send: never the reply
+    monkeypatch.setattr(blocking_module, "_MAX_SETUP_STEPS", 2)  # connect, send: never the reply
 
     def script(conn: socket.socket, index: int, peer: Peer) -> None:
         read_request(conn, peer)

@@ -18,7 +18,7 @@ import kafkacompat.transport
 TRANSPORT = Path(kafkacompat.transport.__file__).parent
 WALL_CLOCK = {"monotonic", "monotonic_ns", "time", "time_ns", "perf_counter", "sleep"}
 #: The blocking drivers: no loop, so the wall clock is their clock.
-BLOCKING = {"probe.py", "blocking.py"}
+BLOCKING = {"probe.py", "blocking.py", "blocking_socket.py"}
 
 
 def _imports_trio(tree: ast.Module) -> bool:
