@@ -26,6 +26,7 @@ from kafkacompat._codegen.render_index import (
     render_alias_module,
     render_api_keys,
     render_index,
+    render_index_stub,
 )
 from kafkacompat._codegen.render_messages import render_module
 from kafkacompat._codegen.spec import SpecError, module_groups, module_name
@@ -52,6 +53,7 @@ def render_messages(inputs: Path, merged: MergedSpecs | None = None) -> dict[str
             olds = sorted(o for o, n in merged.message_aliases.items() if o.startswith(base))
             files[f"{old_module}.py"] = render_alias_module(new_module, olds)
     files["__init__.py"] = render_index(groups, merged.message_aliases)
+    files["__init__.pyi"] = render_index_stub(groups, merged.message_aliases)
     files[f"{API_KEY_MODULE}.py"] = render_api_keys(groups)
     return files
 
@@ -84,7 +86,7 @@ def _shown(path: Path) -> str:
 def sync(folder: Path, files: dict[str, str], check: bool) -> list[str]:
     """Make ``folder`` hold exactly ``files``; return the differences found."""
     problems: list[str] = []
-    existing = {p.name for p in folder.glob("*.py")} if folder.is_dir() else set()
+    existing = {p.name for p in [*folder.glob("*.py"), *folder.glob("*.pyi")]} if folder.is_dir() else set()
     for name, text in sorted(files.items()):
         path = folder / name
         current = path.read_text(encoding="utf-8") if path.exists() else None

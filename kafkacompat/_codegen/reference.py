@@ -40,7 +40,8 @@ def render_reference(shared_dir: Path) -> dict[str, str]:
     return {
         "__init__.py": _render_init(),
         "features.py": _render_features(features),
-        "releases.py": _render_releases(releases, names),
+        "api_names.py": _render_api_names(releases, names),
+        "releases.py": _render_releases(releases),
         "removals.py": render_removals(load_removals(shared_dir), names),
     }
 
@@ -109,33 +110,91 @@ def _wrapped(items: Iterable[str], indent: str) -> list[str]:
     return lines
 
 
+def _isort_key(name: str) -> tuple[bool, str]:
+    """Constants first, then classes, ``_`` before letters: the order ruff's isort wants."""
+    return not name.isupper(), name.replace("_", " ")
+
+
 def _render_init() -> str:
+    homes = {
+        "API_NAMES": "api_names",
+        "FEATURES": "features",
+        "FeatureLevelFact": "features",
+        "KINDS": "releases",
+        "RELEASES": "releases",
+        "REMOVALS": "removals",
+        "REMOVAL_KINDS": "removals",
+        "ReleaseProfile": "releases",
+        "RemovalFact": "removals",
+    }
+    by_module: dict[str, list[str]] = {}
+    for name, module in homes.items():
+        by_module.setdefault(module, []).append(name)
+    # The package imports nothing eagerly: a module that needs one table (the
+    # removal facts, say) must not pay for the release table by importing it.
     return "\n".join(
         [
             BANNER,
-            '"""Facts about Kafka releases and KIP-584 features (generated; facts only)."""',
+            '"""Facts about Kafka releases and KIP-584 features (generated; facts only).',
             "",
-            "from kafkacompat.reference.features import FEATURES, FeatureLevelFact",
-            "from kafkacompat.reference.releases import API_NAMES, KINDS, RELEASES, ReleaseProfile",
-            "from kafkacompat.reference.removals import REMOVAL_KINDS, REMOVALS, RemovalFact",
+            "Each table is loaded on first use, so that importing one does not load the others.",
+            '"""',
+            "",
+            "from __future__ import annotations",
+            "",
+            "import importlib",
+            "from typing import TYPE_CHECKING, Any",
+            "",
+            "if TYPE_CHECKING:",
+            *(
+                f"    from kafkacompat.reference.{module} import {', '.join(sorted(names, key=_isort_key))}"
+                for module, names in sorted(by_module.items())
+            ),
+            "",
+            "_HOMES = {",
+            *(f'    "{name}": "{module}",' for name, module in sorted(homes.items())),
+            "}",
             "",
             "__all__ = [",
-            '    "API_NAMES",',
-            '    "FEATURES",',
-            '    "KINDS",',
-            '    "RELEASES",',
-            '    "REMOVALS",',
-            '    "REMOVAL_KINDS",',
-            '    "FeatureLevelFact",',
-            '    "ReleaseProfile",',
-            '    "RemovalFact",',
+            *(f'    "{name}",' for name in sorted(homes, key=lambda name: (not name.isupper(), name))),
             "]",
+            "",
+            "",
+            "def __getattr__(name: str) -> Any:",
+            "    home = _HOMES.get(name)",
+            "    if home is None:",
+            '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
+            '    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)',
+            "    globals()[name] = value",
+            "    return value",
             "",
         ]
     )
 
 
-def _render_releases(data: Mapping[str, Any], names: Mapping[int, str]) -> str:
+def _render_api_names(data: Mapping[str, Any], names: Mapping[int, str]) -> str:
+    # Its own module: naming an API (every version-picking message does) must not
+    # load the release table beside it.
+    try:
+        used_keys = {int(key) for entry in data.get("releases", []) for key in entry["apis"]}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReferenceDataError("releases.json: malformed entry") from exc
+    lines = [
+        BANNER,
+        '"""The name of every API a Kafka release answers for (facts only)."""',
+        "",
+        "from collections.abc import Mapping",
+        "from typing import Final",
+        "",
+        "# api key -> the API's name (Kafka's request name without 'Request')",
+        "API_NAMES: Final[Mapping[int, str]] = {",
+    ]
+    lines += [f"    {key}: {_literal(names[key])}," for key in sorted(used_keys) if key in names]
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+def _render_releases(data: Mapping[str, Any]) -> str:
     profiles: list[tuple[str, str, dict[int, tuple[int, int]]]] = []
     for entry in data.get("releases", []):
         try:
@@ -150,13 +209,14 @@ def _render_releases(data: Mapping[str, Any], names: Mapping[int, str]) -> str:
     seen = [(kind, release) for release, kind, _ in profiles]
     if len(set(seen)) != len(seen):
         raise ReferenceDataError("releases.json lists a (release, kind) twice")
-    used_keys = {key for _, _, apis in profiles for key in apis}
     lines = [
         BANNER,
         '"""The ApiVersions answer of every Apache Kafka release, per broker kind (facts only)."""',
         "",
         "from collections.abc import Mapping",
         "from typing import Final, NamedTuple",
+        "",
+        "from kafkacompat.reference.api_names import API_NAMES as API_NAMES",
         "",
         "",
         "class ReleaseProfile(NamedTuple):",
@@ -168,13 +228,6 @@ def _render_releases(data: Mapping[str, Any], names: Mapping[int, str]) -> str:
         "",
         "",
         f"KINDS: Final[tuple[str, ...]] = ({_tuple_items(kinds)})",
-        "",
-        "# api key -> the API's name (Kafka's request name without 'Request')",
-        "API_NAMES: Final[Mapping[int, str]] = {",
-    ]
-    lines += [f"    {key}: {_literal(names[key])}," for key in sorted(used_keys) if key in names]
-    lines += [
-        "}",
         "",
         "# sorted by kind, then by release",
         "RELEASES: Final[tuple[ReleaseProfile, ...]] = (",

@@ -8,7 +8,7 @@ pays for the few modules it uses.
 from __future__ import annotations
 
 from kafkacompat._codegen.render_messages import BANNER
-from kafkacompat._codegen.spec import MessageSpec, module_name
+from kafkacompat._codegen.spec import WORD_BOUNDARY, MessageSpec, module_name, snake_case
 
 #: The module holding the ``ApiKey`` enum, beside the message modules.
 API_KEY_MODULE = "api_keys"
@@ -54,31 +54,51 @@ def render_api_keys(groups: dict[str, list[MessageSpec]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str, str] | None = None) -> str:
+def _module_by_rule(name: str) -> str:
+    """The module the index finds for ``name`` without a table: the rule its ``_module_of`` applies."""
+    return snake_case(name.removesuffix("Request").removesuffix("Response"))
+
+
+def _exported(
+    groups: dict[str, list[MessageSpec]], message_aliases: dict[str, str] | None
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """(class -> module, old name -> new name, every exported name -> the module that holds it)."""
     class_modules = {s.name: module for module, specs in groups.items() for s in specs}
     aliases = dict(sorted((message_aliases or {}).items()))
+    typed = {
+        **class_modules,
+        **{old: class_modules[new] for old, new in aliases.items()},
+        "ApiKey": API_KEY_MODULE,  # not a message: kept out of CLASS_BY_KEY, which lists messages
+    }
+    return class_modules, aliases, typed
+
+
+def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str, str] | None = None) -> str:
+    class_modules, aliases, typed = _exported(groups, message_aliases)
     all_specs = [s for specs in groups.values() for s in specs]
     requests = sorted((s for s in all_specs if s.type == "request"), key=lambda s: s.api_key or 0)
+    # Only the classes the naming rule misses are listed: a table of every class would
+    # cost each connection about 27 KiB for what one regular expression says.
+    irregular = {name: module for name, module in class_modules.items() if _module_by_rule(name) != module}
+    irregular["ApiKey"] = API_KEY_MODULE
     lines = [
         BANNER,
-        '"""Every Kafka message, header, data spec and metadata record, and ApiKey, loaded on first use."""',
+        '"""Every Kafka message, header, data spec and metadata record, and ApiKey, loaded on first use.',
+        "",
+        "The names' types are in ``__init__.pyi``: this module holds only what a lookup needs.",
+        '"""',
         "",
         "from __future__ import annotations",
         "",
         "import importlib",
-        "from typing import TYPE_CHECKING, Any",
+        "import re",
+        "from typing import Any",
         "",
-        "if TYPE_CHECKING:",
+        "# A class lives in the module named after it, without Request or Response",
+        "# (FetchRequest -> fetch); these are the exceptions.",
+        "_IRREGULAR_MODULES: dict[str, str] = {",
     ]
-    typed = {
-        **class_modules,
-        **{old: class_modules[new] for old, new in aliases.items()},
-        "ApiKey": API_KEY_MODULE,  # not a message: kept out of CLASS_MODULES, which lists messages
-    }
-    for name in sorted(typed, key=lambda n: (typed[n], n)):
-        lines.append(f"    from kafkacompat.protocol.messages.{typed[name]} import {name} as {name}")
-    lines += ["", "CLASS_MODULES: dict[str, str] = {"]
-    lines += [f"    {name!r}: {class_modules[name]!r}," for name in sorted(class_modules)]
+    lines += [f"    {name!r}: {irregular[name]!r}," for name in sorted(irregular)]
     lines += ["}", "", "CLASS_BY_KEY: dict[tuple[int, str], str] = {"]
     keyed = sorted(
         ((s.api_key, s.type, s.name) for s in all_specs if s.api_key is not None),
@@ -108,19 +128,62 @@ def render_index(groups: dict[str, list[MessageSpec]], message_aliases: dict[str
     lines += [f"    {old!r}: {new!r}," for old, new in aliases.items()]
     lines += ["}", "", f"__all__ = {sorted(typed)!r}", ""]
     lines += [
+        f"_WORD_BOUNDARY = re.compile({WORD_BOUNDARY!r})  # the generator's snake_case",
+        "",
+        "",
+        "def _module_of(name: str) -> str:",
+        "    module = _IRREGULAR_MODULES.get(name)",
+        "    if module is None:",
+        '        base = name.removesuffix("Request").removesuffix("Response")',
+        '        module = _WORD_BOUNDARY.sub("_", base).lower()',
+        "    return module",
+        "",
+        "",
+        "def _class_modules() -> dict[str, str]:",
+        '    """Every message class -> its module: built when asked for, not at import."""',
+        "    return {name: _module_of(name) for name in __all__ if name not in ALIASES and name != 'ApiKey'}",
+        "",
         "",
         "def __getattr__(name: str) -> Any:",
-        "    module = CLASS_MODULES.get(ALIASES.get(name, name))",
-        "    if module is None and name == 'ApiKey':",
-        f"        module = {API_KEY_MODULE!r}",
-        "    if module is None:",
+        "    if name == 'CLASS_MODULES':",
+        "        table = globals()[name] = _class_modules()",
+        "        return table",
+        "    if name not in __all__:",
         '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
-        '    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)',
+        "    real = ALIASES.get(name, name)",
+        '    value = getattr(importlib.import_module(f"{__name__}.{_module_of(real)}"), real)',
         "    globals()[name] = value",
         "    return value",
         "",
         "",
         "def __dir__() -> list[str]:",
-        "    return sorted([*globals(), *CLASS_MODULES, *ALIASES, 'ApiKey'])",
+        "    return sorted({*globals(), *__all__})",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def render_index_stub(
+    groups: dict[str, list[MessageSpec]], message_aliases: dict[str, str] | None = None
+) -> str:
+    """``__init__.pyi``: every lazily loaded name with its type, for type checkers only."""
+    _, _, typed = _exported(groups, message_aliases)
+    lines = [
+        BANNER,
+        '"""The types of ``kafkacompat.protocol.messages``, whose names load on first use."""',
+        "",
+    ]
+    for name in sorted(typed, key=lambda n: (typed[n], n)):
+        lines.append(f"from kafkacompat.protocol.messages.{typed[name]} import {name} as {name}")
+    lines += [
+        "",
+        "CLASS_MODULES: dict[str, str]",
+        "CLASS_BY_KEY: dict[tuple[int, str], str]",
+        "REQUEST_VERSIONS: dict[int, tuple[int, int]]",
+        "FIRST_FLEXIBLE: dict[int, int]",
+        "ALIASES: dict[str, str]",
+        "",
+        f"__all__ = {sorted(typed)!r}",
+        "",
+        "def __dir__() -> list[str]: ...",
     ]
     return "\n".join(lines) + "\n"

@@ -34,10 +34,14 @@ PRIMITIVES = {
 }
 
 
+# Where snake_case puts an underscore; the messages index uses the same pattern at
+# run time to find a class's module from its name.
+WORD_BOUNDARY = r"(?<=[A-Z])(?=[A-Z][a-z])|(?<=[a-z0-9])(?=[A-Z])"
+
+
 def snake_case(name: str) -> str:
     """``ThrottleTimeMs`` -> ``throttle_time_ms``; ``IsrUUIDs`` -> ``isr_uuids``."""
-    text = re.sub(r"(?<=[A-Z])(?=[A-Z][a-z])|(?<=[a-z0-9])(?=[A-Z])", "_", name)
-    return text.lower()
+    return re.sub(WORD_BOUNDARY, "_", name).lower()
 
 
 def module_name(name: str) -> str:

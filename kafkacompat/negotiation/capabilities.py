@@ -22,12 +22,12 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kafkacompat.errors import ConfigError, ProtocolError
-from kafkacompat.negotiation.release_guess import ReleaseGuess, behaviour_guess, guess_release
 from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.protocol.versions import VersionRange
 
 if TYPE_CHECKING:
+    from kafkacompat.negotiation.release_guess import ReleaseGuess
     from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy
 
 __all__ = ["BrokerCapabilities", "RangeLike"]
@@ -209,6 +209,10 @@ class BrokerCapabilities:
         A broker that skipped ApiVersions is named by that behaviour (its ranges
         are a release table's, not its answer).
         """
+        # On first use: the guess reads the release table, which a connection that only
+        # negotiates never needs.
+        from kafkacompat.negotiation.release_guess import behaviour_guess, guess_release
+
         transcript = self.transcript
         if transcript is not None and transcript.detected_release is not None:
             skipped = [a.version for a in transcript.attempts if a.outcome == "skipped-api-versions"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.reference import API_NAMES
+from kafkacompat.reference.api_names import API_NAMES
 
 __all__ = ["CapabilityChange", "capability_change"]
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, StrEnum
+from typing import TYPE_CHECKING
 
 from kafkacompat.errors import (
     ConfigError,
@@ -73,22 +74,14 @@ from kafkacompat.negotiation.request_pipeline import (
     RequestPipeline,
     Ticket,
 )
-from kafkacompat.negotiation.sasl_exchange import (
-    SASL_AUTHENTICATE,
-    SASL_HANDSHAKE,
-    Authenticated,
-    AwaitReply,
-    SaslExchange,
-    SaslFailed,
-    SaslMechanism,
-    SendBytes,
-    sasl_versions,
-)
 from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.reply_limits import ReplyLimits
+
+if TYPE_CHECKING:  # the exchange and its messages load when a connection logs in, not before
+    from kafkacompat.negotiation.sasl_exchange import Authenticated, SaslExchange, SaslMechanism
 
 __all__ = [
     "ClientConnection",
@@ -305,6 +298,8 @@ class ClientConnection:
     def _setup_ceiling(self) -> tuple[int, str]:
         if self._sasl is None:
             return self._handshake.reply_ceiling(self.reply_limits, self.max_frame_size)
+        from kafkacompat.negotiation.sasl_exchange import SASL_AUTHENTICATE, SASL_HANDSHAKE
+
         key = SASL_AUTHENTICATE if self._sasl.authenticating else SASL_HANDSHAKE
         name = "SaslAuthenticate" if key == SASL_AUTHENTICATE else "SaslHandshake"
         return self.reply_limits.limit_for(key, self.max_frame_size), name
@@ -399,6 +394,8 @@ class ClientConnection:
         assert self._capabilities is not None
         if self._sasl_login is None:
             return self._ready(None)
+        from kafkacompat.negotiation.sasl_exchange import SaslExchange, sasl_versions
+
         try:
             handshake_version, authenticate_version = sasl_versions(self._capabilities, self.policy)
             mechanism = self._sasl_login.new_mechanism()
@@ -417,6 +414,8 @@ class ClientConnection:
         return self._from_sasl()
 
     def _from_sasl(self) -> SetupAction:
+        from kafkacompat.negotiation.sasl_exchange import AwaitReply, SaslFailed, SendBytes
+
         assert self._sasl is not None
         action = self._sasl.next_action()
         if isinstance(action, SendBytes):

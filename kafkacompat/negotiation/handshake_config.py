@@ -19,7 +19,6 @@ from typing import Final
 
 from kafkacompat import __version__
 from kafkacompat.errors import ClientSoftwareWarning, EncodeError, HandshakeConfigError, NegotiationError
-from kafkacompat.negotiation.release_guess import known_api_ranges
 from kafkacompat.protocol.framing import encode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
@@ -58,6 +57,8 @@ _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 def release_ranges(release: str, kind: str = "zk-broker") -> Mapping[int, VersionRange]:
     """The API ranges Kafka ``release`` answers as a ``kind`` broker, as a config error if unknown."""
+    from kafkacompat.negotiation.release_guess import known_api_ranges  # the release table, on first use
+
     try:
         return known_api_ranges(release, kind)
     except NegotiationError as exc:

@@ -56,7 +56,6 @@ from kafkacompat.protocol import _wire, framing, messages
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import RequestHeader
-from kafkacompat.protocol.removals import removed_version_error
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
@@ -435,6 +434,8 @@ class RequestPipeline:
         precise: dict[int, KafkaCompatError] = {}
         for ticket in self._live.values():
             if ticket.stage is Stage.WRITTEN:  # sent: the close may be the broker refusing its version
+                from kafkacompat.protocol.removals import removed_version_error  # KIP-896 facts: only here
+
                 removed = removed_version_error(error, ticket.api_key, ticket.version, self._ranges)
                 if removed is not None:
                     precise[id(ticket)] = removed

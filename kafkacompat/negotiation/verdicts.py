@@ -66,7 +66,7 @@ from kafkacompat.negotiation.silent_broker import API_VERSIONS as _API_VERSIONS
 from kafkacompat.negotiation.silent_broker import SilentBrokerRun, silent_broker_run
 from kafkacompat.protocol.removals import describe_removal, follows_kip_896, refused_by
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.reference import API_NAMES
+from kafkacompat.reference.api_names import API_NAMES
 
 __all__ = [
     "BrokerSide",

@@ -38,10 +38,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from kafkacompat.errors import ConfigError, ProtocolError, UnsupportedVersionError
-from kafkacompat.negotiation.feature_gates import gates_for, level_of
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.reference import API_NAMES
+from kafkacompat.reference.api_names import API_NAMES
 
 if TYPE_CHECKING:
     from kafkacompat.negotiation.capabilities import BrokerCapabilities
@@ -358,6 +357,8 @@ def _gate_rules(
     api_key: int, capabilities: BrokerCapabilities, in_transaction: bool
 ) -> Iterator[tuple[StepKind, str, _Apply]]:
     """The feature gates on ``api_key`` that the cluster's finalized levels do not open."""
+    from kafkacompat.negotiation.feature_gates import gates_for, level_of  # on the first gated pick
+
     for gate in gates_for(api_key, in_transaction=in_transaction):
         level = level_of(capabilities.finalized_features, gate.feature)
         if level < gate.min_level:

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import base64
 import struct
-import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafkacompat.errors import DecodeError, EncodeError
+
+if TYPE_CHECKING:
+    import uuid
 
 # Failures of the standard library that mean "these bytes are not what the
 # schema says"; generated code catches exactly these and reports an offset.
@@ -41,10 +43,20 @@ UINT32 = struct.Struct(">I")
 FLOAT64 = struct.Struct(">d")
 BOOL = struct.Struct(">?")
 
-ZERO_UUID = uuid.UUID(int=0)
+# ``uuid`` imports ``platform`` (together about 80 kB of bytecode) and no message a
+# plain handshake exchanges has a UUID field, so both are loaded on first use:
+# ``ZERO_UUID`` through the module ``__getattr__`` below, the class in ``read_uuid``.
+ZERO_UUID: uuid.UUID
 EMPTY_TAGS: tuple[tuple[int, bytes], ...] = ()
 
-_UUID_FROM_BYTES = uuid.UUID
+
+def __getattr__(name: str) -> Any:
+    if name != "ZERO_UUID":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from uuid import UUID
+
+    value = globals()["ZERO_UUID"] = UUID(int=0)
+    return value
 
 
 class _Default:
@@ -299,16 +311,30 @@ def read_uuid(buf: Any, pos: int) -> tuple[uuid.UUID, int]:
     end = pos + 16
     if end > len(buf):
         raise DecodeError("uuid runs past the end of the data", offset=pos)
-    return _UUID_FROM_BYTES(bytes=bytes(buf[pos:end])), end
+    from uuid import UUID
+
+    return UUID(bytes=bytes(buf[pos:end])), end
 
 
 _ARRAY_FORMATS: dict[tuple[str, int], struct.Struct] = {}
 
-# Formats of 0..31 numbers per element type, for the short arrays generated
-# readers meet most (replica lists, ISRs, partition ids).
-SHORT_ARRAYS: dict[str, tuple[struct.Struct, ...]] = {
-    code: tuple(struct.Struct(f">{n}{code}") for n in range(32)) for code in "bhiqHId"
-}
+
+
+class _ShortArrayFormats(dict[str, tuple[struct.Struct, ...]]):
+    """Per element type, its 32 formats, compiled the first time a message uses that type.
+
+    Seven types times 32 formats is about 40 KiB that a connection exchanging
+    only ApiVersions never touches; after the first miss a lookup is a plain dict hit.
+    """
+
+    def __missing__(self, code: str) -> tuple[struct.Struct, ...]:
+        layouts = self[code] = tuple(struct.Struct(f">{n}{code}") for n in range(32))
+        return layouts
+
+
+# Formats of 0..31 numbers per element type ("bhiqHId"), for the short arrays
+# generated readers meet most (replica lists, ISRs, partition ids).
+SHORT_ARRAYS: dict[str, tuple[struct.Struct, ...]] = _ShortArrayFormats()
 
 
 def read_int_array(buf: Any, pos: int, count: int, code: str, width: int) -> tuple[list[Any], int]:
@@ -415,9 +441,11 @@ def uuid_to_text(value: uuid.UUID) -> str:
 
 
 def uuid_from_text(text: str) -> uuid.UUID:
+    from uuid import UUID
+
     if len(text) == 22:
-        return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
-    return uuid.UUID(text)
+        return UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+    return UUID(text)
 
 
 def bytes_to_text(value: bytes) -> str:

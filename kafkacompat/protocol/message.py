@@ -9,7 +9,6 @@ here once, driven by the ``_FIELDS`` table each class declares.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Generic, Literal, NamedTuple, Self, TypeVar
 
@@ -151,7 +150,9 @@ def _from_plain(value: Any, kind: str, struct: type[KafkaStruct] | None) -> Any:
     if struct is not None:
         return struct.from_dict(value)
     if kind == "uuid":
-        return value if isinstance(value, uuid.UUID) else _wire.uuid_from_text(value)
+        from uuid import UUID  # on first use: uuid imports platform
+
+        return value if isinstance(value, UUID) else _wire.uuid_from_text(value)
     if kind in ("bytes", "records"):
         return value if isinstance(value, bytes | bytearray) else _wire.bytes_from_text(value)
     return value

@@ -7,13 +7,16 @@ repr and str never show the value, so a config can be logged or printed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
 from kafkacompat.protocol.reply_limits import ReplyLimits
+
+if TYPE_CHECKING:
+    from pathlib import Path  # annotations only: a plaintext connection does not import pathlib
 
 __all__ = [
     "DEFAULT_CONFIG",

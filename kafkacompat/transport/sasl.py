@@ -11,17 +11,15 @@ that says it worked: the password never appears in either.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from kafkacompat.negotiation.client_connection import SaslLogin
-from kafkacompat.negotiation.sasl_exchange import (
-    MAX_ROUND_TRIPS,
-    SASL_AUTHENTICATE,
-    SASL_HANDSHAKE,
-    Authenticated,
-)
 from kafkacompat.transport.config import ConnectionConfig
 
-__all__ = ["MAX_ROUND_TRIPS", "SASL_AUTHENTICATE", "SASL_HANDSHAKE", "log_authenticated", "sasl_login"]
+if TYPE_CHECKING:  # the exchange loads when a connection logs in: every driver imports this module
+    from kafkacompat.negotiation.sasl_exchange import Authenticated
+
+__all__ = ["log_authenticated", "sasl_login"]
 
 log = logging.getLogger("kafkacompat.transport.sasl")
 

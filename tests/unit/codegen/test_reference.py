@@ -21,7 +21,7 @@ def test_render_is_deterministic() -> None:
 
 def test_committed_files_equal_the_rendering() -> None:
     rendered = render_reference(SHARED)
-    assert sorted(rendered) == ["__init__.py", "features.py", "releases.py", "removals.py"]
+    assert sorted(rendered) == ["__init__.py", "api_names.py", "features.py", "releases.py", "removals.py"]
     assert {p.name for p in COMMITTED.glob("*.py")} == set(rendered)
     for name, text in rendered.items():
         assert (COMMITTED / name).read_text(encoding="utf-8") == text, (

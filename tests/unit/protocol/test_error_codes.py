@@ -8,8 +8,9 @@ import pytest
 
 from kafkacompat.protocol import error_codes
 from kafkacompat.protocol.error_codes import BY_CODE, BY_NAME, KafkaErrorCode, error_for
+from kafkacompat.protocol.error_table import ERROR_TABLE
 
-_TABLE = error_codes._TABLE
+_TABLE = ERROR_TABLE
 
 
 def test_codes_are_unique() -> None:

@@ -1,0 +1,27 @@
+"""What one plaintext connection of the asyncio driver imports, against a real broker.
+
+The asyncio counterpart of tests/integration/transport/test_connection_footprint.py:
+``import asyncio`` is the floor (it loads ssl), and kafkacompat adds its
+negotiation core, its codec and three small standard-library modules, nothing
+that only SASL, errors, KIP-896 closes, feature gates or the release guess need.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkacompat.testing.tansu import TansuBroker
+from tests.support.connection_footprint import NOT_FOR_A_PLAIN_CONNECTION, added_modules, ours
+
+BUDGET = 37  # kafkacompat modules loaded when the RSS target was met (issue 14)
+
+
+@pytest.mark.broker
+def test_a_plaintext_asyncio_connection_loads_nothing_it_does_not_use(tansu: TansuBroker) -> None:
+    added = added_modules("asyncio", tansu.host, tansu.port)
+    assert sorted(added & NOT_FOR_A_PLAIN_CONNECTION) == []
+    loaded = ours(added)
+    assert len(loaded) <= BUDGET, loaded
+    assert "kafkacompat.protocol.messages.api_versions" in loaded
+    standard_library = sorted(m for m in added if m.partition(".")[0] != "kafkacompat")
+    assert standard_library == ["__future__", "copy", "dataclasses"]

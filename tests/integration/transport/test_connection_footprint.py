@@ -1,0 +1,35 @@
+"""What one plaintext connection of the trio and blocking drivers imports, against a real broker.
+
+Peak RSS of import + one negotiated connection is issue 14's memory target
+(``make bench``); these tests keep the modules behind it from creeping back:
+none of the modules only SASL, errors, KIP-896 closes, feature gates or the
+release guess need, and at most the kafkacompat modules counted when the
+target was met.  A new module on the path must be worth its weight: raise the
+budget only with a bench run that shows the target still holds.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkacompat.testing.tansu import TansuBroker
+from tests.support.connection_footprint import NOT_FOR_A_PLAIN_CONNECTION, added_modules, ours
+
+# kafkacompat modules each driver loaded when the RSS targets were met (issue 14).
+BUDGET = {"trio": 41, "blocking": 36, "probe": 37}
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("driver", sorted(BUDGET))
+def test_a_plaintext_connection_loads_nothing_it_does_not_use(tansu: TansuBroker, driver: str) -> None:
+    added = added_modules(driver, tansu.host, tansu.port)
+    assert sorted(added & NOT_FOR_A_PLAIN_CONNECTION) == []
+    loaded = ours(added)
+    assert len(loaded) <= BUDGET[driver], loaded
+    assert "kafkacompat.protocol.messages.api_versions" in loaded  # it did negotiate
+
+
+@pytest.mark.broker
+def test_the_trio_driver_adds_only_dataclasses_to_what_trio_loads(tansu: TansuBroker) -> None:
+    added = added_modules("trio", tansu.host, tansu.port)
+    assert sorted(m for m in added if m.partition(".")[0] != "kafkacompat") == ["dataclasses"]
