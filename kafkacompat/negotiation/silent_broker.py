@@ -20,12 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkacompat.protocol.messages.api_keys import ApiKey
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import API_NAMES
 
 __all__ = ["API_VERSIONS", "SilentBrokerRun", "silent_broker_run"]
 
-API_VERSIONS = 18
+API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 
 @dataclass(frozen=True, slots=True)
