@@ -68,11 +68,24 @@ class ByteStream:
         """Whether ``receive_into`` can fill a caller's buffer directly (plain TCP)."""
         return self._sock is not None
 
-    async def send_all(self, data: bytes) -> None:
+    def send_now(self, data: bytes) -> memoryview | None:
+        """Send what the kernel takes at once, without waiting; what is left to send with
+        ``send_all`` (empty: all sent), or None when this stream cannot send without waiting."""
+        if self._raw is None:
+            return None
+        view = memoryview(data)
+        try:
+            return view[self._raw.send(view) :]
+        except BlockingIOError:
+            return view
+        except OSError as exc:
+            raise translate(exc, self.node, "sending a request") from None
+
+    async def send_all(self, data: bytes | memoryview) -> None:
         try:
             if self._sock is not None:
                 view = memoryview(data)
-                if self._raw is not None:
+                if self._raw is not None and view:
                     await trio.lowlevel.checkpoint_if_cancelled()  # never yields unless cancelled
                     with contextlib.suppress(BlockingIOError):
                         view = view[self._raw.send(view) :]
