@@ -10,6 +10,7 @@ through ``translate``; end of stream is an empty read.
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import socket
 import ssl
@@ -137,9 +138,8 @@ async def _open_tcp(host: str, port: int) -> tuple[trio.socket.SocketType, socke
 
     A numeric address skips name resolution and happy eyeballs.
     """
-    try:
-        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
-    except ValueError:
+    family = _literal_family(host)
+    if family is None:
         return (await trio.open_tcp_stream(host, port)).socket, None  # TCP_NODELAY already set
     raw = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -151,6 +151,15 @@ async def _open_tcp(host: str, port: int) -> tuple[trio.socket.SocketType, socke
         raw.close()
         raise
     return sock, raw
+
+
+@functools.lru_cache(maxsize=256)
+def _literal_family(host: str) -> socket.AddressFamily | None:
+    """The family of an address literal; None for a name.  Remembered, like the address checks."""
+    try:
+        return socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        return None
 
 
 async def open_byte_stream(host: str, port: int, config: ConnectionConfig, deadline: float) -> ByteStream:
