@@ -1113,7 +1113,8 @@ def memory_workload(host: str, port: int, plan: Plan, expected_apis: int | None)
                 note = join(note, "compiled at import, as an editable install with PYTHONDONTWRITEBYTECODE=1")
         note = join(note, f"median of {len(case.results)}" if len(case.results) > 1 else "")
         rows.append(Row(W_MEMORY, case.impl, case.median("seconds"), ratio=ratio, target=target, note=note))
-    driver_kib, trio_alone = cases[0].median("maxrss_kib"), cases[5].median("maxrss_kib")
+    trio_case = next(case for case in cases if case.impl == "`import trio` alone")  # not the bare interpreter
+    driver_kib, trio_alone = cases[0].median("maxrss_kib"), trio_case.median("maxrss_kib")
     if driver_kib is not None and trio_alone is not None:
         allowed = trio_alone + TRIO_RSS_ALLOWANCE_MIB * 1024
         rows.append(
