@@ -23,6 +23,7 @@ names cut, so a hostile name can neither flood nor drive a terminal.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from kafkacompat.errors import InvalidAddressError
@@ -63,7 +64,7 @@ def check_address(
     list", "Metadata v12 from localhost:9092"); ``node`` is the broker that
     named it, when one did.  IPv6 brackets are removed from the host returned.
     """
-    problem = _port_problem(port) or _host_problem(host)
+    problem = _port_problem(port) or (_str_host_problem(host) if type(host) is str else _host_problem(host))
     if problem is not None:
         given = f"{display_host(host)}:{port!r}" if isinstance(port, int) else display_host(host)
         where = f" given by {source}" if source else ""
@@ -109,6 +110,13 @@ def _port_problem(port: object) -> str | None:
     if not 0 < port < 65536:
         return f"port {port} is outside 1-65535"
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _str_host_problem(host: str) -> str | None:
+    """``_host_problem`` of a str, remembered: a client connects to the same few brokers again
+    and again, and parsing an address literal is a tenth of a loopback connect's own work."""
+    return _host_problem(host)
 
 
 def _host_problem(host: object) -> str | None:

@@ -461,7 +461,8 @@ async def open_connection(
                 yield connection
             finally:
                 await connection.aclose()
-                nursery.cancel_scope.cancel()
+                if nursery.child_tasks:  # the reader, writer, deadline keeper: not on a bare connect
+                    nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         raise_lone(group)
 

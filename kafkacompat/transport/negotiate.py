@@ -85,10 +85,15 @@ async def _open(
 
 async def _write(protocol: ClientConnection, stream: ByteStream, action: Write, deadline: float) -> None:
     # Bare cancel scopes: fail_at's context manager and exception cost a loopback
-    # handshake a few percent, twice per request.
+    # handshake a few percent, twice per request.  A request the kernel takes at once
+    # (nearly always) needs no scope at all: nothing in it can wait, or time out.
     try:
+        left = stream.send_now(action.data)
+        if left is not None and not left:
+            protocol.written()
+            return
         with trio.CancelScope(deadline=deadline) as scope:
-            await stream.send_all(action.data)
+            await stream.send_all(action.data if left is None else left)
     except TransportError:
         protocol.closed()  # a reset is a close for the handshake's purposes
         return

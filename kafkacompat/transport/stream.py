@@ -10,6 +10,7 @@ through ``translate``; end of stream is an empty read.
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import socket
 import ssl
@@ -35,14 +36,30 @@ class ByteStream:
     conflict detector per call, a second socket option and a scheduling
     round trip on close, which together cost a loopback handshake about a
     tenth of its time.  TLS goes through ``trio.SSLStream``.
+
+    Given the standard-library socket under the trio one (``raw``), a send is
+    first tried on it directly: a request fits the kernel's send buffer
+    almost always, and trio's own ``send`` would spend a scheduling round
+    trip on that success (a checkpoint after the call), a quarter of a
+    loopback handshake's task steps.  The read that follows a request always
+    waits, so the task still yields once per exchange; only a send the
+    kernel cannot take at once falls back to trio's waiting ``send``.
     """
 
     def __init__(
-        self, node: str, *, sock: trio.socket.SocketType | None = None, stream: trio.abc.Stream | None = None
+        self,
+        node: str,
+        *,
+        sock: trio.socket.SocketType | None = None,
+        stream: trio.abc.Stream | None = None,
+        raw: socket.socket | None = None,
     ) -> None:
         if (sock is None) == (stream is None):
             raise ValueError("a ByteStream wraps either a socket or a stream")
+        if raw is not None and (sock is None or raw.fileno() != sock.fileno()):
+            raise ValueError("raw must be the standard-library socket under sock")
         self._sock = sock
+        self._raw = raw
         self._stream = stream
         self.node = node
         self.closed = False
@@ -52,10 +69,27 @@ class ByteStream:
         """Whether ``receive_into`` can fill a caller's buffer directly (plain TCP)."""
         return self._sock is not None
 
-    async def send_all(self, data: bytes) -> None:
+    def send_now(self, data: bytes) -> memoryview | None:
+        """Send what the kernel takes at once, without waiting; what is left to send with
+        ``send_all`` (empty: all sent), or None when this stream cannot send without waiting."""
+        if self._raw is None:
+            return None
+        view = memoryview(data)
+        try:
+            return view[self._raw.send(view) :]
+        except BlockingIOError:
+            return view
+        except OSError as exc:
+            raise translate(exc, self.node, "sending a request") from None
+
+    async def send_all(self, data: bytes | memoryview) -> None:
         try:
             if self._sock is not None:
                 view = memoryview(data)
+                if self._raw is not None and view:
+                    await trio.lowlevel.checkpoint_if_cancelled()  # never yields unless cancelled
+                    with contextlib.suppress(BlockingIOError):
+                        view = view[self._raw.send(view) :]
                 while view:  # each send takes at least one byte, or raises
                     view = view[await self._sock.send(view) :]
             else:
@@ -99,21 +133,33 @@ class ByteStream:
                 await self._stream.aclose()
 
 
-async def _open_tcp(host: str, port: int) -> trio.socket.SocketType:
-    """A connected TCP socket; a numeric address skips name resolution and happy eyeballs."""
+async def _open_tcp(host: str, port: int) -> tuple[trio.socket.SocketType, socket.socket | None]:
+    """A connected TCP socket, and the standard-library one under it when this module made it.
+
+    A numeric address skips name resolution and happy eyeballs.
+    """
+    family = _literal_family(host)
+    if family is None:
+        return (await trio.open_tcp_stream(host, port)).socket, None  # TCP_NODELAY already set
+    raw = socket.socket(family, socket.SOCK_STREAM)
     try:
-        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
-    except ValueError:
-        return (await trio.open_tcp_stream(host, port)).socket  # TCP_NODELAY already set
-    sock = trio.socket.socket(family, socket.SOCK_STREAM)
-    try:
+        sock = trio.socket.from_stdlib_socket(raw)  # makes it non-blocking
         await sock.connect((host, port))
         # Requests are small and answered one by one: Nagle would hold them back.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except BaseException:
-        sock.close()
+        raw.close()
         raise
-    return sock
+    return sock, raw
+
+
+@functools.lru_cache(maxsize=256)
+def _literal_family(host: str) -> socket.AddressFamily | None:
+    """The family of an address literal; None for a name.  Remembered, like the address checks."""
+    try:
+        return socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        return None
 
 
 async def open_byte_stream(host: str, port: int, config: ConnectionConfig, deadline: float) -> ByteStream:
@@ -123,9 +169,9 @@ async def open_byte_stream(host: str, port: int, config: ConnectionConfig, deadl
     doing = "connecting"
     try:
         with trio.CancelScope(deadline=deadline):  # bare: a third of fail_at's cost
-            sock = await _open_tcp(host, port)
+            sock, raw = await _open_tcp(host, port)
             if config.tls is None:
-                return ByteStream(node, sock=sock)
+                return ByteStream(node, sock=sock, raw=raw)
             doing = "running the TLS handshake"
             tcp = trio.SocketStream(sock)
             ssl_stream = trio.SSLStream(
