@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkacompat import __version__
@@ -73,19 +73,27 @@ def _sample(df: DataFrame, total: int, headers: Sequence[str], order: Sequence[s
     return _table(headers, rows) + note
 
 
-def _heatmap(report: FleetTables, total_clusters: int) -> str:
+def _heatmap(report: FleetTables) -> str:
+    """The SVG and its note; the number of clusters comes with the chosen ones (no job of its own)."""
     compat = report.compatibility.withColumn("label", F.concat_ws(" ", "client", "client_version"))
     clients = [
         r["label"]
         for r in compat.select("label").distinct().orderBy("label").limit(MAX_HEATMAP_CLIENTS).collect()
     ]
     per_cluster = compat.groupBy("cluster_id").agg(F.count_if(~F.col("compatible")).alias("broken"))
-    chosen = per_cluster.orderBy(F.desc("broken"), "cluster_id").limit(MAX_HEATMAP_CLUSTERS)
-    rows = [(r["cluster_id"], r["broken"]) for r in chosen.collect()]
+    total = F.count(F.lit(1)).over(Window.partitionBy())  # one row per cluster: a small window
+    chosen = (
+        per_cluster.withColumn("_clusters", total)
+        .orderBy(F.desc("broken"), "cluster_id")
+        .limit(MAX_HEATMAP_CLUSTERS)
+    )
+    picked = chosen.collect()
+    total_clusters = picked[0]["_clusters"] if picked else 0
+    rows = [(r["cluster_id"], r["broken"]) for r in picked]
     clusters = [cluster for cluster, _ in rows]
     cells = {
         (r["cluster_id"], r["label"]): HeatmapCell(r["compatible"], tuple(r["broken_apis"]))
-        for r in compat.join(chosen.select("cluster_id"), "cluster_id").collect()
+        for r in compat.where(F.col("cluster_id").isin(clusters)).collect()
     }
     svg = render_heatmap(clusters, clients, cells)
     note = (
@@ -126,7 +134,17 @@ def _mixed_releases(report: FleetTables) -> str:
         F.array_sort(F.collect_set(F.col("release_guess.text"))).alias("releases"),
     )
     mixed = per_cluster.where(F.size("releases") > 1)
-    return _sample(mixed, mixed.count(), ("cluster", "brokers", "releases (guessed)"), ["cluster_id"])
+    # The total comes with the sample (a window over the few mixed clusters), not from a count job.
+    rows = (
+        mixed.withColumn("_total", F.count(F.lit(1)).over(Window.partitionBy()))
+        .orderBy("cluster_id")
+        .limit(MAX_TABLE_ROWS)
+        .collect()
+    )
+    total = rows[0]["_total"] if rows else 0
+    note = f'<p class="note">showing {len(rows):,} of {total:,}</p>' if total > len(rows) else ""
+    headers = ("cluster", "brokers", "releases (guessed)")
+    return _table(headers, [(r["cluster_id"], r["brokers"], r["releases"]) for r in rows]) + note
 
 
 _FEATURE_COLUMNS = (
@@ -147,13 +165,19 @@ def _features(rows: DataFrame, total: int) -> str:
 
 def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
     """The whole page as a string (runs a few small Spark jobs)."""
-    bad_by_source = {r["source"]: r["count"] for r in report.bad_records.groupBy("source").count().collect()}
-    # Small totals in one job each, rather than one job per number (each job has a fixed cost).
-    pairs = report.compatibility.agg(
-        F.count_if(~F.col("compatible")).alias("incompatible"),
-        F.count_distinct("cluster_id").alias("clusters"),
-    ).first()
-    incompatible, clusters = (pairs["incompatible"], pairs["clusters"]) if pairs else (0, 0)
+    # Totals observed while the tables were written (``report.observed``) cost no job here.
+    observed = report.observed
+    if "bad_records.from_snapshots" in observed and "bad_records" in counts:
+        from_snapshots = observed["bad_records.from_snapshots"]
+        bad_by_source = {"snapshots": from_snapshots, "clients": counts["bad_records"] - from_snapshots}
+    else:
+        bad_by_source = {
+            r["source"]: r["count"] for r in report.bad_records.groupBy("source").count().collect()
+        }
+    if "compatibility.incompatible" in observed:
+        incompatible = observed["compatibility.incompatible"]
+    else:
+        incompatible = report.compatibility.where(~F.col("compatible")).count()
     sizes = report.latest.groupBy("cluster_id").agg(F.count(F.lit(1)).alias("_brokers"))
     features = report.features.join(sizes, "cluster_id")
     blocking = F.size("blocking_brokers")
@@ -191,7 +215,7 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
         + "".join(f"<tr><td>{escape(k)}</td>{_cell(v)}</tr>" for k, v in summary)
         + "</table>",
         "<h2>Clusters x clients</h2>",
-        _heatmap(report, clusters),
+        _heatmap(report),
         "<h2>Clients</h2>",
         _clients(report),
         render_what_if(report, upgrade_overview(report), _table, MAX_TABLE_ROWS),
