@@ -67,8 +67,15 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>" if body else '<p class="note">none</p>'
 
 
-def _sample(df: DataFrame, total: int, headers: Sequence[str], order: Sequence[str]) -> str:
-    rows = [tuple(r) for r in df.orderBy(*order).limit(MAX_TABLE_ROWS).collect()]
+def _sample(df: DataFrame, total: int | None, headers: Sequence[str], order: Sequence[str]) -> str:
+    """Up to MAX_TABLE_ROWS rows; a total of None is counted by the same query (a window)."""
+    if total is None:
+        counted = df.withColumn("_total", F.count(F.lit(1)).over(Window.partitionBy()))
+        picked = counted.orderBy(*order).limit(MAX_TABLE_ROWS).collect()
+        total = picked[0]["_total"] if picked else 0
+        rows = [tuple(r)[:-1] for r in picked]
+    else:
+        rows = [tuple(r) for r in df.orderBy(*order).limit(MAX_TABLE_ROWS).collect()]
     note = f'<p class="note">showing {len(rows):,} of {total:,}</p>' if total > len(rows) else ""
     return _table(headers, rows) + note
 
@@ -134,17 +141,7 @@ def _mixed_releases(report: FleetTables) -> str:
         F.array_sort(F.collect_set(F.col("release_guess.text"))).alias("releases"),
     )
     mixed = per_cluster.where(F.size("releases") > 1)
-    # The total comes with the sample (a window over the few mixed clusters), not from a count job.
-    rows = (
-        mixed.withColumn("_total", F.count(F.lit(1)).over(Window.partitionBy()))
-        .orderBy("cluster_id")
-        .limit(MAX_TABLE_ROWS)
-        .collect()
-    )
-    total = rows[0]["_total"] if rows else 0
-    note = f'<p class="note">showing {len(rows):,} of {total:,}</p>' if total > len(rows) else ""
-    headers = ("cluster", "brokers", "releases (guessed)")
-    return _table(headers, [(r["cluster_id"], r["brokers"], r["releases"]) for r in rows]) + note
+    return _sample(mixed, None, ("cluster", "brokers", "releases (guessed)"), ["cluster_id"])
 
 
 _FEATURE_COLUMNS = (
@@ -159,7 +156,7 @@ _FEATURE_COLUMNS = (
 _FEATURE_HEADERS = ("cluster", "feature", "finalized", "epoch", "max safe", "next level", "blocking brokers")
 
 
-def _features(rows: DataFrame, total: int) -> str:
+def _features(rows: DataFrame, total: int | None) -> str:
     return _sample(rows.select(*_FEATURE_COLUMNS), total, _FEATURE_HEADERS, ["cluster_id", "feature"])
 
 
@@ -184,15 +181,7 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
     attention = features.where(
         ((blocking > 0) & (blocking < F.col("_brokers"))) | F.col("max_safe_level").isNull()
     )
-    raising = F.col("max_safe_level") > F.col("finalized_level")
-    raisable = features.where(raising)
-    flagged = features.agg(
-        F.count_if(
-            ((blocking > 0) & (blocking < F.col("_brokers"))) | F.col("max_safe_level").isNull()
-        ).alias("attention"),
-        F.count_if(raising).alias("raisable"),
-    ).first()
-    attention_total, raisable_total = (flagged["attention"], flagged["raisable"]) if flagged else (0, 0)
+    raisable = features.where(F.col("max_safe_level") > F.col("finalized_level"))
     summary = [
         ("valid snapshot lines", report.valid_snapshots),
         ("bad snapshot lines", bad_by_source.get("snapshots", 0)),
@@ -225,10 +214,10 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
         '<p class="note">Some brokers support the next level and others do not (those are listed), or '
         "no level is safe at all (max safe: none). Max safe level: the highest level every broker "
         "supports with its dependencies met.</p>",
-        _features(attention, attention_total),
+        _features(attention, None),
         "<h2>Features that can be raised now</h2>",
         '<p class="note">The finalized level is below the highest safe level.</p>',
-        _features(raisable, raisable_total),
+        _features(raisable, None),
         "<h2>Fenced brokers</h2>",
         '<p class="note">brokers whose supported range no longer holds the finalized level '
         "(none: the broker does not list the feature).</p>",
