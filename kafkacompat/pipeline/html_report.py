@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkacompat import __version__
@@ -67,25 +67,40 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>" if body else '<p class="note">none</p>'
 
 
-def _sample(df: DataFrame, total: int, headers: Sequence[str], order: Sequence[str]) -> str:
-    rows = [tuple(r) for r in df.orderBy(*order).limit(MAX_TABLE_ROWS).collect()]
+def _sample(df: DataFrame, total: int | None, headers: Sequence[str], order: Sequence[str]) -> str:
+    """Up to MAX_TABLE_ROWS rows; a total of None is counted by the same query (a window)."""
+    if total is None:
+        counted = df.withColumn("_total", F.count(F.lit(1)).over(Window.partitionBy()))
+        picked = counted.orderBy(*order).limit(MAX_TABLE_ROWS).collect()
+        total = picked[0]["_total"] if picked else 0
+        rows = [tuple(r)[:-1] for r in picked]
+    else:
+        rows = [tuple(r) for r in df.orderBy(*order).limit(MAX_TABLE_ROWS).collect()]
     note = f'<p class="note">showing {len(rows):,} of {total:,}</p>' if total > len(rows) else ""
     return _table(headers, rows) + note
 
 
-def _heatmap(report: FleetTables, total_clusters: int) -> str:
+def _heatmap(report: FleetTables) -> str:
+    """The SVG and its note; the number of clusters comes with the chosen ones (no job of its own)."""
     compat = report.compatibility.withColumn("label", F.concat_ws(" ", "client", "client_version"))
     clients = [
         r["label"]
         for r in compat.select("label").distinct().orderBy("label").limit(MAX_HEATMAP_CLIENTS).collect()
     ]
     per_cluster = compat.groupBy("cluster_id").agg(F.count_if(~F.col("compatible")).alias("broken"))
-    chosen = per_cluster.orderBy(F.desc("broken"), "cluster_id").limit(MAX_HEATMAP_CLUSTERS)
-    rows = [(r["cluster_id"], r["broken"]) for r in chosen.collect()]
+    total = F.count(F.lit(1)).over(Window.partitionBy())  # one row per cluster: a small window
+    chosen = (
+        per_cluster.withColumn("_clusters", total)
+        .orderBy(F.desc("broken"), "cluster_id")
+        .limit(MAX_HEATMAP_CLUSTERS)
+    )
+    picked = chosen.collect()
+    total_clusters = picked[0]["_clusters"] if picked else 0
+    rows = [(r["cluster_id"], r["broken"]) for r in picked]
     clusters = [cluster for cluster, _ in rows]
     cells = {
         (r["cluster_id"], r["label"]): HeatmapCell(r["compatible"], tuple(r["broken_apis"]))
-        for r in compat.join(chosen.select("cluster_id"), "cluster_id").collect()
+        for r in compat.where(F.col("cluster_id").isin(clusters)).collect()
     }
     svg = render_heatmap(clusters, clients, cells)
     note = (
@@ -126,7 +141,7 @@ def _mixed_releases(report: FleetTables) -> str:
         F.array_sort(F.collect_set(F.col("release_guess.text"))).alias("releases"),
     )
     mixed = per_cluster.where(F.size("releases") > 1)
-    return _sample(mixed, mixed.count(), ("cluster", "brokers", "releases (guessed)"), ["cluster_id"])
+    return _sample(mixed, None, ("cluster", "brokers", "releases (guessed)"), ["cluster_id"])
 
 
 _FEATURE_COLUMNS = (
@@ -141,34 +156,32 @@ _FEATURE_COLUMNS = (
 _FEATURE_HEADERS = ("cluster", "feature", "finalized", "epoch", "max safe", "next level", "blocking brokers")
 
 
-def _features(rows: DataFrame, total: int) -> str:
+def _features(rows: DataFrame, total: int | None) -> str:
     return _sample(rows.select(*_FEATURE_COLUMNS), total, _FEATURE_HEADERS, ["cluster_id", "feature"])
 
 
 def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
     """The whole page as a string (runs a few small Spark jobs)."""
-    bad_by_source = {r["source"]: r["count"] for r in report.bad_records.groupBy("source").count().collect()}
-    # Small totals in one job each, rather than one job per number (each job has a fixed cost).
-    pairs = report.compatibility.agg(
-        F.count_if(~F.col("compatible")).alias("incompatible"),
-        F.count_distinct("cluster_id").alias("clusters"),
-    ).first()
-    incompatible, clusters = (pairs["incompatible"], pairs["clusters"]) if pairs else (0, 0)
+    # Totals observed while the tables were written (``report.observed``) cost no job here.
+    observed = report.observed
+    if "bad_records.from_snapshots" in observed and "bad_records" in counts:
+        from_snapshots = observed["bad_records.from_snapshots"]
+        bad_by_source = {"snapshots": from_snapshots, "clients": counts["bad_records"] - from_snapshots}
+    else:
+        bad_by_source = {
+            r["source"]: r["count"] for r in report.bad_records.groupBy("source").count().collect()
+        }
+    if "compatibility.incompatible" in observed:
+        incompatible = observed["compatibility.incompatible"]
+    else:
+        incompatible = report.compatibility.where(~F.col("compatible")).count()
     sizes = report.latest.groupBy("cluster_id").agg(F.count(F.lit(1)).alias("_brokers"))
     features = report.features.join(sizes, "cluster_id")
     blocking = F.size("blocking_brokers")
     attention = features.where(
         ((blocking > 0) & (blocking < F.col("_brokers"))) | F.col("max_safe_level").isNull()
     )
-    raising = F.col("max_safe_level") > F.col("finalized_level")
-    raisable = features.where(raising)
-    flagged = features.agg(
-        F.count_if(
-            ((blocking > 0) & (blocking < F.col("_brokers"))) | F.col("max_safe_level").isNull()
-        ).alias("attention"),
-        F.count_if(raising).alias("raisable"),
-    ).first()
-    attention_total, raisable_total = (flagged["attention"], flagged["raisable"]) if flagged else (0, 0)
+    raisable = features.where(F.col("max_safe_level") > F.col("finalized_level"))
     summary = [
         ("valid snapshot lines", report.valid_snapshots),
         ("bad snapshot lines", bad_by_source.get("snapshots", 0)),
@@ -191,7 +204,7 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
         + "".join(f"<tr><td>{escape(k)}</td>{_cell(v)}</tr>" for k, v in summary)
         + "</table>",
         "<h2>Clusters x clients</h2>",
-        _heatmap(report, clusters),
+        _heatmap(report),
         "<h2>Clients</h2>",
         _clients(report),
         render_what_if(report, upgrade_overview(report), _table, MAX_TABLE_ROWS),
@@ -201,10 +214,10 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
         '<p class="note">Some brokers support the next level and others do not (those are listed), or '
         "no level is safe at all (max safe: none). Max safe level: the highest level every broker "
         "supports with its dependencies met.</p>",
-        _features(attention, attention_total),
+        _features(attention, None),
         "<h2>Features that can be raised now</h2>",
         '<p class="note">The finalized level is below the highest safe level.</p>',
-        _features(raisable, raisable_total),
+        _features(raisable, None),
         "<h2>Fenced brokers</h2>",
         '<p class="note">brokers whose supported range no longer holds the finalized level '
         "(none: the broker does not list the feature).</p>",
