@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 # Every exception class, at the top level: ``except kafkacompat.KafkaCompatError``.
@@ -99,12 +101,26 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kafkacompat' has no attribute {name!r}")
-    import importlib
+def _lazy_exports(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """The module ``__getattr__`` of ``package``, which imports its exports on first use.
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    ``homes`` maps each lazy name to the module that defines it (a home without
+    a dot is a submodule of ``package``).  The value is kept in the package, so
+    each name is looked up once.  Every lazily exporting package uses this one.
+    """
+    namespace = sys.modules[package].__dict__
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(home if "." in home else f"{package}.{home}"), name)
+        namespace[name] = value
+        return value
+
+    return __getattr__
+
+
+__getattr__ = _lazy_exports(__name__, _LAZY)

@@ -142,8 +142,9 @@ def _render_init() -> str:
             "",
             "from __future__ import annotations",
             "",
-            "import importlib",
-            "from typing import TYPE_CHECKING, Any",
+            "from typing import TYPE_CHECKING",
+            "",
+            "from kafkacompat import _lazy_exports",
             "",
             "if TYPE_CHECKING:",
             *(
@@ -160,13 +161,7 @@ def _render_init() -> str:
             "]",
             "",
             "",
-            "def __getattr__(name: str) -> Any:",
-            "    home = _HOMES.get(name)",
-            "    if home is None:",
-            '        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")',
-            '    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)',
-            "    globals()[name] = value",
-            "    return value",
+            "__getattr__ = _lazy_exports(__name__, _HOMES)",
             "",
         ]
     )

@@ -9,9 +9,9 @@ one connection does not import the cluster layer or tenacity.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kafkacompat import _lazy_exports
 from kafkacompat.aio.connection import BrokerConnection, open_connection
 
 if TYPE_CHECKING:
@@ -22,10 +22,4 @@ __all__ = ["BrokerConnection", "Cluster", "connect", "open_connection"]
 _LAZY = {"Cluster": "kafkacompat.aio.cluster", "connect": "kafkacompat.aio.cluster"}
 
 
-def __getattr__(name: str) -> Any:
-    home = _LAZY.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(__name__, _LAZY)

@@ -9,8 +9,9 @@ does not import the coordinator planner, the feature logic or the release table.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kafkacompat import _lazy_exports
 
 if TYPE_CHECKING:
     from kafkacompat.negotiation.capabilities import BrokerCapabilities
@@ -112,10 +113,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(__name__, _HOMES)

@@ -26,9 +26,9 @@ on first use, so ``import kafkacompat.pipeline`` works without the
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kafkacompat import _lazy_exports
 from kafkacompat.pipeline.client_format import (
     KAFKACOMPAT_REQUIRED_APIS,
     client_profile,
@@ -118,10 +118,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(__name__, _LAZY)

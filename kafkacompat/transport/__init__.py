@@ -7,8 +7,9 @@ cluster layer, tenacity or the blocking facade.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kafkacompat import _lazy_exports
 
 if TYPE_CHECKING:
     from kafkacompat.transport.blocking import BlockingConnection, open_blocking_connection
@@ -66,10 +67,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_exports(__name__, _HOMES)
