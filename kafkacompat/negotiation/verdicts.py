@@ -57,6 +57,7 @@ Share APIs' early-access v0 dropped in 4.1 (KAFKA-19057).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -429,35 +430,11 @@ def _measured_without_api_versions(
 
 
 def _replaced(found: Finding, rule: Rule, severity: Severity, source: str, message: str) -> Finding:
-    return Finding(
-        found.api_key,
-        found.api_name,
-        found.broker,
-        found.client_range,
-        found.broker_range,
-        found.version,
-        rule,
-        severity,
-        source,
-        message,
-    )
+    return dataclasses.replace(found, rule=rule, severity=severity, source=source, message=message)
 
 
 def _as_unknown(found: Finding) -> Finding:
-    if found.severity != "breaks":
-        return found
-    return Finding(
-        found.api_key,
-        found.api_name,
-        found.broker,
-        found.client_range,
-        found.broker_range,
-        found.version,
-        found.rule,
-        "unknown",
-        found.source,
-        found.message,
-    )
+    return found if found.severity != "breaks" else dataclasses.replace(found, severity="unknown")
 
 
 def worst(verdicts: Iterable[Verdict]) -> int:
