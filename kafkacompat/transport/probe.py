@@ -14,7 +14,6 @@ come out.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation.addresses import check_address, split_host_port
@@ -42,10 +41,8 @@ def probe_broker(
     config = DEFAULT_CONFIG if config is None else config
     if not isinstance(config, ConnectionConfig):
         raise ConfigError(f"config must be a ConnectionConfig, not {type(config).__name__}")
-    if timeout is None:
+    if timeout is None:  # a given one is checked by open()
         timeout = config.handshake.max_connections * (config.connect_timeout + config.request_timeout)
-    elif isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < math.inf:
-        raise ConfigError(f"timeout must be a positive number of seconds, not {timeout!r}")
     if config.sasl is not None:  # ApiVersions comes before authentication: no login needed
         config = dataclasses.replace(config, sasl=None)
     with BlockingConnection(host, port, config, node_id=node_id) as conn:
