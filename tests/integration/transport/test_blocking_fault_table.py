@@ -8,7 +8,6 @@ connection, so they must end every case the same way.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -20,14 +19,10 @@ from kafkacompat.transport.blocking import open_blocking_connection
 from tests.integration.transport.test_connection_faults import (
     CONFIG,
     KEY,
-    MAX_PROXY_CONNECTIONS,
-    REQUEST_TIMEOUT,
     TABLE,
     Case,
-    _check,
+    check_case_from_another_loop,
 )
-from tests.support.fault_proxy import fault_proxy
-from tests.support.trio_thread import in_trio_thread
 
 pytestmark = pytest.mark.broker
 
@@ -51,20 +46,4 @@ def _exchange(address: tuple[str, int]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("case", TABLE, ids=[c.id for c in TABLE])
 def test_fault_table_through_the_blocking_driver(tansu: TansuBroker, case: Case) -> None:
-    server = lambda: fault_proxy(  # noqa: E731
-        (tansu.host, tansu.port), to_client=case.to_client, to_broker=case.to_broker
-    )
-    with in_trio_thread(server) as running:
-        proxy = running.value
-        started = time.monotonic()
-        result = _exchange(proxy.address)  # every socket call of the driver has a deadline
-        elapsed = time.monotonic() - started
-        # Nothing left open: the proxy saw every client socket closed.
-        running.call(proxy.release)
-        give_up = time.monotonic() + 3.0
-        while not running.call(lambda: all(r.finished.is_set() for r in proxy.connections)):
-            assert time.monotonic() < give_up, "a client socket was left open"
-            time.sleep(0.01)
-    _check(case, result)
-    assert elapsed < 2 * REQUEST_TIMEOUT + 2.0, elapsed
-    assert len(proxy.connections) <= MAX_PROXY_CONNECTIONS
+    check_case_from_another_loop(tansu, case, _exchange)  # every socket call has a deadline

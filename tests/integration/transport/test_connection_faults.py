@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import gc
 import itertools
+import time
 import tracemalloc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,7 @@ from tests.support.fault_proxy import (
     fault_proxy,
     rewrite_offline,
 )
+from tests.support.trio_thread import in_trio_thread
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.broker
@@ -224,6 +226,34 @@ def _check(case: Case, result: dict[str, Any]) -> None:
     if case.hint is not None:
         assert case.hint in str(error), str(error)
     assert error.node is not None  # every error names the broker concerned
+
+
+def check_case_from_another_loop(
+    tansu: TansuBroker, case: Case, exchange: Callable[[tuple[str, int]], dict[str, Any]]
+) -> None:
+    """One case for a driver that is not trio's: the proxy runs on a trio thread, ``exchange``
+    (open, Metadata, FindCoordinator through the proxy's address) in this one.
+
+    Besides the outcome (``_check``): every client socket closed, within the deadline
+    bound and the connection bound.
+    """
+    server = lambda: fault_proxy(  # noqa: E731
+        (tansu.host, tansu.port), to_client=case.to_client, to_broker=case.to_broker
+    )
+    with in_trio_thread(server) as running:
+        proxy = running.value
+        started = time.monotonic()
+        result = exchange(proxy.address)
+        elapsed = time.monotonic() - started
+        # Nothing left open: the proxy saw every client socket closed.
+        running.call(proxy.release)
+        give_up = time.monotonic() + 3.0
+        while not running.call(lambda: all(r.finished.is_set() for r in proxy.connections)):
+            assert time.monotonic() < give_up, "a client socket was left open"
+            time.sleep(0.01)
+    _check(case, result)
+    assert elapsed < 2 * REQUEST_TIMEOUT + 2.0, elapsed
+    assert len(proxy.connections) <= MAX_PROXY_CONNECTIONS
 
 
 @pytest.mark.parametrize("case", TABLE, ids=[c.id for c in TABLE])
