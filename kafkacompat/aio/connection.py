@@ -116,7 +116,6 @@ class BrokerConnection:
             node_id=self.node_id,
             sasl=sasl_login(self.config),
             policy=self.config.policy,
-            client_id=self.config.client_id,
             max_in_flight=self.config.max_in_flight,
             max_frame_size=self.config.max_frame_size,
             reply_limits=self.config.reply_limits,

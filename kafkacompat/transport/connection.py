@@ -155,7 +155,6 @@ class BrokerConnection:
             node_id=self.node_id,
             sasl=sasl_login(config),
             policy=config.policy,
-            client_id=config.client_id,
             max_in_flight=config.max_in_flight,
             max_frame_size=config.max_frame_size,
             reply_limits=config.reply_limits,
