@@ -75,13 +75,13 @@ from kafkacompat.negotiation.request_pipeline import (
     Ticket,
 )
 from kafkacompat.negotiation.transcript import HandshakeTranscript
-from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.reply_limits import ReplyLimits
 
 if TYPE_CHECKING:  # the exchange and its messages load when a connection logs in, not before
     from kafkacompat.negotiation.sasl_exchange import Authenticated, SaslExchange, SaslMechanism
+    from kafkacompat.negotiation.version_policy import VersionPolicy  # loaded by the first pick
 
 __all__ = [
     "ClientConnection",

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING
 
 from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
-from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
 from kafkacompat.protocol.reply_limits import ReplyLimits
 
 if TYPE_CHECKING:
     from pathlib import Path  # annotations only: a plaintext connection does not import pathlib
+
+    # Annotations only: a connection that picks no version (a bare handshake) does not load the picker.
+    from kafkacompat.negotiation.version_policy import VersionPolicy
 
 __all__ = [
     "DEFAULT_CONFIG",

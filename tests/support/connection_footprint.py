@@ -58,6 +58,7 @@ NOT_FOR_A_PLAIN_CONNECTION = frozenset(
         "kafkacompat.protocol.messages.sasl_authenticate",
         "kafkacompat.transport.sasl_mechanisms",
         "kafkacompat.negotiation.feature_gates",  # read on the first gated version pick
+        "kafkacompat.negotiation.version_policy",  # read on the first version pick: a handshake makes none
         "kafkacompat.negotiation.legacy_probe",  # pre-0.10 brokers only
         "kafkacompat.negotiation.features",
         "kafkacompat.negotiation.coordinators",
