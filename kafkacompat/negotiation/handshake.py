@@ -402,7 +402,16 @@ class ApiVersionsHandshake(LegacySteps):
     def _result(self, verdict: Verdict) -> HandshakeResult:
         assert verdict.response is not None and verdict.reply is not None  # an accepted verdict
         version, ranges = self._accepted_version, verdict.api_ranges
-        return accepted_result(verdict.response, version, self.transcript, self.node, ranges, verdict.reply)
+        return accepted_result(
+            verdict.response,
+            version,
+            self.transcript,
+            self.node,
+            ranges,
+            verdict.reply,
+            supported_features=verdict.supported_features,
+            finalized_features=verdict.finalized_features,
+        )
 
     def _use_fallback(self, detail: str) -> None:
         release, ranges = self.config.fallback_release, self.config.fallback_ranges
