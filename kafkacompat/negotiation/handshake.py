@@ -99,7 +99,7 @@ from kafkacompat.negotiation.handshake_types import (
     SendRequest,
 )
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
-from kafkacompat.protocol.framing import encode_request, sniff_foreign_protocol
+from kafkacompat.protocol.framing import sniff_foreign_protocol
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
@@ -493,7 +493,7 @@ class ApiVersionsHandshake(LegacySteps):
     def _send_request(self) -> SendRequest:
         request = self.config.request(self._version)
         self._correlation_id = cid = self._take_correlation_id()
-        frame = encode_request(request, self._version, cid, self.config.client_id)
+        frame = self.config.request_frame(self._version, cid)
         return SendRequest(self._version, cid, request, frame)
 
     def _take_correlation_id(self) -> int:
