@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kafkacompat.errors import (
     ConfigError,
@@ -58,7 +58,7 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION, HandshakeConfig
 from kafkacompat.negotiation.handshake_types import (
     Connect,
     Done,
@@ -154,6 +154,11 @@ class SaslLogin:
     redact: Callable[[str], str] = str
 
 
+# What a Write and a Read say, per ApiVersions version: made once, not per connection.
+_API_VERSIONS_NAMES: Final = tuple(f"ApiVersions v{version}" for version in range(CODEC_MAX_VERSION + 1))
+_API_VERSIONS_ANSWERS: Final = tuple(f"the answer to {name}" for name in _API_VERSIONS_NAMES)
+
+
 class ClientConnection:
     """A connection from its first byte to its last response; see the module docstring."""
 
@@ -188,8 +193,12 @@ class ClientConnection:
         self._sasl_login = sasl
         self._handshake = ApiVersionsHandshake(self.handshake_config, node=node)
         self._frames = FrameSplitter(max_frame_size)
+        self._sockets = 0  # sockets opened: the first one reads into the splitter made here
         self._sasl: SaslExchange | None = None
         self._pipeline: RequestPipeline | None = None
+        # Once ready: the correlation id the requests start at.  The pipeline is made when
+        # first used, as a connection only negotiated (a probe, a benchmark) never needs it.
+        self._first_request_id: int | None = None
         self._result: HandshakeResult | None = None
         self._capabilities: BrokerCapabilities | None = None
         self._phase = Phase.SETUP
@@ -208,8 +217,10 @@ class ClientConnection:
     @property
     def is_ready(self) -> bool:
         """Ready and not failed: requests can be sent and answers read."""
+        if self._phase is not Phase.READY:
+            return False
         pipeline = self._pipeline
-        return self._phase is Phase.READY and pipeline is not None and pipeline.failure is None
+        return pipeline is None or pipeline.failure is None  # a pipeline not made yet has not failed
 
     @property
     def capabilities(self) -> BrokerCapabilities | None:
@@ -226,15 +237,30 @@ class ClientConnection:
     @property
     def pipeline(self) -> RequestPipeline:
         """The request side; only once the connection is ready."""
-        if self._pipeline is None:
+        pipeline = self._pipeline
+        if pipeline is not None:
+            return pipeline
+        if self._first_request_id is None:
             raise PipelineStateError(f"the connection is not ready (phase {self._phase})", node=self.node)
-        return self._pipeline
+        assert self._capabilities is not None
+        self._pipeline = pipeline = RequestPipeline(
+            node=self.node,
+            client_id=self.client_id,
+            first_correlation_id=self._first_request_id,
+            max_in_flight=self.max_in_flight,
+            frames=self._frames,
+            reply_limits=self.reply_limits,
+            api_ranges=self._capabilities.api_ranges,
+        )
+        return pipeline
 
     # -- setup events -------------------------------------------------------------------
 
     def connected(self) -> None:
         self._expect(OpenSocket)
-        self._frames = FrameSplitter(self.max_frame_size)  # a new socket starts a new stream
+        if self._sockets:  # a new socket starts a new stream
+            self._frames = FrameSplitter(self.max_frame_size)
+        self._sockets += 1
         if self._result is not None:  # the fallback's fresh connection: nothing to negotiate on it
             self._after_handshake()
             return
@@ -289,10 +315,10 @@ class ClientConnection:
             else:
                 self._handshake.received_frame(frame)
                 self._action = self._from_handshake()
-        if self._pipeline is not None:
+        if self._first_request_id is not None and self._frames.pending:
             # Setup ended on a frame of this read; any frame after it answers nothing asked
             # yet, and the pipeline fails the connection for it.
-            return self._watch(self._pipeline.read_frames())
+            return self._watch(self.pipeline.read_frames())
         return []
 
     def _setup_ceiling(self) -> tuple[int, str]:
@@ -367,15 +393,16 @@ class ClientConnection:
 
     def _from_handshake(self) -> SetupAction:
         action = self._handshake.next_action()
-        if isinstance(action, Connect):
+        # The handshake makes these exact classes: compared by type, no isinstance chain.
+        if type(action) is SendRequest:
+            return Write(action.frame, _API_VERSIONS_NAMES[action.version])
+        if type(action) is ReceiveReply:
+            return Read(_API_VERSIONS_ANSWERS[action.version], action.quiet_period)
+        if type(action) is Connect:
             return OpenSocket(action.connection)
-        if isinstance(action, SendRequest):
-            return Write(action.frame, f"ApiVersions v{action.version}")
-        if isinstance(action, SendProbe):
+        if type(action) is SendProbe:
             return Write(action.frame, "the Metadata v0 probe", fresh_deadline=False)
-        if isinstance(action, ReceiveReply):
-            return Read(f"the answer to ApiVersions v{action.version}", action.quiet_period)
-        if isinstance(action, Fail):
+        if type(action) is Fail:
             self._phase = Phase.FAILED
             return SetupFailed(action.error)
         assert isinstance(action, Done)
@@ -429,15 +456,7 @@ class ClientConnection:
     def _ready(self, authenticated: Authenticated | None) -> Ready:
         assert self._result is not None and self._capabilities is not None
         counter = self._sasl if self._sasl is not None else self._handshake  # one counter, no gap
-        self._pipeline = RequestPipeline(
-            node=self.node,
-            client_id=self.client_id,
-            first_correlation_id=counter.next_correlation_id,
-            max_in_flight=self.max_in_flight,
-            frames=self._frames,
-            reply_limits=self.reply_limits,
-            api_ranges=self._capabilities.api_ranges,
-        )
+        self._first_request_id = counter.next_correlation_id
         self._phase = Phase.READY
         return Ready(self._capabilities, self._result, authenticated)
 
@@ -454,7 +473,7 @@ class ClientConnection:
         self._action = self._failed_action(error)
 
     def _expect(self, *kinds: type[SetupAction]) -> None:
-        if self._phase is not Phase.SETUP or not isinstance(self._action, kinds):
+        if self._phase is not Phase.SETUP or type(self._action) not in kinds:  # exact classes, made here
             expected = type(self._action).__name__ if self._phase is Phase.SETUP else f"phase {self._phase}"
             raise PipelineStateError(
                 f"the connection did not expect that now (its next step: {expected})", node=self.node
