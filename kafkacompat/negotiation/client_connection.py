@@ -68,6 +68,7 @@ from kafkacompat.negotiation.handshake_types import (
     SendProbe,
     SendRequest,
 )
+from kafkacompat.negotiation.quick_frozen import quick
 from kafkacompat.negotiation.request_pipeline import (
     PipelineEvent,
     PipelineStateError,
@@ -154,6 +155,11 @@ class SaslLogin:
     redact: Callable[[str], str] = str
 
 
+# The actions of every connect, built by their quick twins (``quick_frozen``).
+_OpenSocket: Final = quick(OpenSocket)
+_Write: Final = quick(Write)
+_Read: Final = quick(Read)
+_Ready: Final = quick(Ready)
 # What a Write and a Read say, per ApiVersions version: made once, not per connection.
 _API_VERSIONS_NAMES: Final = tuple(f"ApiVersions v{version}" for version in range(CODEC_MAX_VERSION + 1))
 _API_VERSIONS_ANSWERS: Final = tuple(f"the answer to {name}" for name in _API_VERSIONS_NAMES)
@@ -395,11 +401,11 @@ class ClientConnection:
         action = self._handshake.next_action()
         # The handshake makes these exact classes: compared by type, no isinstance chain.
         if type(action) is SendRequest:
-            return Write(action.frame, _API_VERSIONS_NAMES[action.version])
+            return _Write(action.frame, _API_VERSIONS_NAMES[action.version])
         if type(action) is ReceiveReply:
-            return Read(_API_VERSIONS_ANSWERS[action.version], action.quiet_period)
+            return _Read(_API_VERSIONS_ANSWERS[action.version], action.quiet_period)
         if type(action) is Connect:
-            return OpenSocket(action.connection)
+            return _OpenSocket(action.connection)
         if type(action) is SendProbe:
             return Write(action.frame, "the Metadata v0 probe", fresh_deadline=False)
         if type(action) is Fail:
@@ -458,7 +464,7 @@ class ClientConnection:
         counter = self._sasl if self._sasl is not None else self._handshake  # one counter, no gap
         self._first_request_id = counter.next_correlation_id
         self._phase = Phase.READY
-        return Ready(self._capabilities, self._result, authenticated)
+        return _Ready(self._capabilities, self._result, authenticated)
 
     def _failed_action(self, error: KafkaCompatError) -> SetupFailed:
         self._phase = Phase.FAILED

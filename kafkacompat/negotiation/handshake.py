@@ -98,6 +98,7 @@ from kafkacompat.negotiation.handshake_types import (
     SendProbe,
     SendRequest,
 )
+from kafkacompat.negotiation.quick_frozen import quick
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.protocol.framing import sniff_foreign_protocol
 from kafkacompat.protocol.reply_limits import ReplyLimits
@@ -130,6 +131,13 @@ __all__ = [
 ]
 
 _INT32_MAX: Final = 2**31 - 1
+# The objects of every connect, built by their quick twins (``quick_frozen``).
+_Attempt: Final = quick(HandshakeAttempt)
+_Transcript: Final = quick(HandshakeTranscript)
+_Connect: Final = quick(Connect)
+_SendRequest: Final = quick(SendRequest)
+_ReceiveReply: Final = quick(ReceiveReply)
+_Done: Final = quick(Done)
 # Checked on every event: computed once, not per call.
 _EVENTS_WITHOUT_QUIET: Final = {state: events - {Event.QUIET} for state, events in EVENTS_BY_STATE.items()}
 
@@ -167,7 +175,7 @@ class ApiVersionsHandshake(LegacySteps):
         self._probe_flags: tuple[str, ...] = ()
         self._answer: HandshakeResult | None = None  # accepted, kept while the probe drains
         self._check: LegacyCheck | None = None  # rule 10, after a close at v0
-        self._action: Action = Connect(self._version, 1)
+        self._action: Action = _Connect(self._version, 1)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -215,7 +223,7 @@ class ApiVersionsHandshake(LegacySteps):
 
     @property
     def transcript(self) -> HandshakeTranscript:
-        return HandshakeTranscript(
+        return _Transcript(
             attempts=tuple(self._attempts),
             round_trips=self._round_trips,
             connections=self._connections,
@@ -397,7 +405,7 @@ class ApiVersionsHandshake(LegacySteps):
         elif verdict.response is not None and self._state is State.DRAIN:
             self._answer = self._result(verdict)
         elif verdict.response is not None:
-            self._action = Done(self._result(verdict))
+            self._action = _Done(self._result(verdict))
 
     def _result(self, verdict: Verdict) -> HandshakeResult:
         assert verdict.response is not None and verdict.reply is not None  # an accepted verdict
@@ -463,7 +471,7 @@ class ApiVersionsHandshake(LegacySteps):
             # A connection that failed to open is numbered as the one being tried.
             connection = self._connections + (self._state is State.CONNECT)
             self._attempts.append(
-                HandshakeAttempt(
+                _Attempt(
                     version=self._version,
                     connection=connection,
                     outcome=outcome,
@@ -477,7 +485,7 @@ class ApiVersionsHandshake(LegacySteps):
         if next_version is not None:
             self._version = next_version
         if self._state is State.CONNECT:
-            self._action = Connect(self._version, self._connections + 1)
+            self._action = _Connect(self._version, self._connections + 1)
         elif self._state is State.SEND:
             self._action = self._send_request()
         elif self._state is State.PROBE:
@@ -485,16 +493,16 @@ class ApiVersionsHandshake(LegacySteps):
         elif self._state is State.RECEIVE:
             unprobed = self._probed_connection != self._connections and self._check is None
             quiet = self.config.quiet_period if unprobed else None
-            self._action = ReceiveReply(self._version, self._correlation_id, quiet)
+            self._action = _ReceiveReply(self._version, self._correlation_id, quiet)
         elif self._state is State.DRAIN:
             assert self._probe_id is not None
-            self._action = ReceiveReply(self._version, self._probe_id)
+            self._action = _ReceiveReply(self._version, self._probe_id)
 
     def _send_request(self) -> SendRequest:
         request = self.config.request(self._version)
         self._correlation_id = cid = self._take_correlation_id()
         frame = self.config.request_frame(self._version, cid)
-        return SendRequest(self._version, cid, request, frame)
+        return _SendRequest(self._version, cid, request, frame)
 
     def _take_correlation_id(self) -> int:
         cid = self._next_correlation_id

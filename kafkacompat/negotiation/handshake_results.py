@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from kafkacompat.negotiation.handshake_reply import api_ranges_of, first_ranges
 from kafkacompat.negotiation.handshake_types import HandshakeResult
+from kafkacompat.negotiation.quick_frozen import quick
 from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.messages import ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ["accepted_result", "stand_in_result"]
+
+_Result: Final = quick(HandshakeResult)  # once per connect: its quick twin builds it
 
 
 def accepted_result(
@@ -31,7 +35,7 @@ def accepted_result(
     ``reply``: the bytes ``response`` was read from; the result decodes its own copy from
     them when asked (``response`` may be shared: the memo of judged replies holds it).
     """
-    return HandshakeResult(
+    return _Result(
         reply=reply,
         api_versions_version=layout,
         api_ranges=api_ranges if api_ranges is not None else api_ranges_of(response.api_keys),
