@@ -213,17 +213,40 @@ class BrokerCapabilities:
         label = node if node is not None else getattr(result, "node", None)
         if label is None:
             raise ConfigError("the handshake result names no node: pass node='host:port'")
-        return cls(
+        supported = getattr(result, "supported_features", None) or _EMPTY
+        finalized = getattr(result, "finalized_features", None) or _EMPTY
+        epoch = getattr(result, "finalized_features_epoch", None)
+        throttle = getattr(result, "throttle_time_ms", 0) or 0
+        transcript = getattr(result, "transcript", None)
+        fallback = getattr(result, "fallback_release", None)
+        if cls is not BrokerCapabilities or type(label) is not str or not label:
+            return cls(
+                node=label,
+                node_id=node_id,
+                api_ranges=api_ranges,
+                supported_features=supported,
+                finalized_features=finalized,
+                finalized_features_epoch=epoch,
+                throttle_time_ms=throttle,
+                transcript=transcript,
+                fallback_release=fallback,
+            )
+        # Once per connection: the fields __init__ and __post_init__ would set (the node
+        # is a label, the tables in their kept form), stored at once, as a frozen
+        # dataclass's __init__ costs five times a plain store per field.
+        capabilities = object.__new__(cls)
+        capabilities.__dict__.update(
             node=label,
+            api_ranges=frozen_api_ranges(api_ranges),
             node_id=node_id,
-            api_ranges=api_ranges,
-            supported_features=getattr(result, "supported_features", None) or _EMPTY,
-            finalized_features=getattr(result, "finalized_features", None) or _EMPTY,
-            finalized_features_epoch=getattr(result, "finalized_features_epoch", None),
-            throttle_time_ms=getattr(result, "throttle_time_ms", 0) or 0,
-            transcript=getattr(result, "transcript", None),
-            fallback_release=getattr(result, "fallback_release", None),
+            supported_features=frozen_features(supported),
+            finalized_features=frozen_features(finalized),
+            finalized_features_epoch=epoch,
+            throttle_time_ms=throttle,
+            transcript=transcript,
+            fallback_release=fallback,
         )
+        return capabilities
 
     @classmethod
     def from_ranges(

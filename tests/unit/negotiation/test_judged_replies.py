@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation import capabilities, handshake_reply
 from kafkacompat.negotiation.capabilities import BrokerCapabilities, sealed
 from kafkacompat.negotiation.client_connection import ClientConnection, Ready
@@ -111,3 +112,25 @@ def test_the_remembered_tables_stay_bounded_and_the_oldest_leave_first() -> None
         BrokerCapabilities.from_ranges("x:1", {2: (0, high)})
         assert len(capabilities._SEALED) <= capabilities._SEALED_MAX
     assert capabilities._SEALED.get(id(kept), [None])[0] is kept
+
+
+def test_capabilities_from_a_result_are_what_the_constructor_makes_of_its_fields() -> None:
+    result = negotiate(answer((18, 0, 4), (3, 0, 12), (0, 3, 11)))
+    for node, node_id in ((None, None), ("other:2", 7)):
+        made = BrokerCapabilities.from_handshake(result, node=node, node_id=node_id)
+        expected = BrokerCapabilities(
+            node=node or "h:1",
+            node_id=node_id,
+            api_ranges=dict(result.api_ranges),
+            supported_features=dict(result.supported_features),
+            finalized_features=dict(result.finalized_features),
+            finalized_features_epoch=result.finalized_features_epoch,
+            throttle_time_ms=result.throttle_time_ms,
+            transcript=result.transcript,
+            fallback_release=result.fallback_release,
+        )
+        assert type(made) is BrokerCapabilities and made == expected and hash(made) == hash(expected)
+        assert list(vars(made).items()) == list(vars(expected).items())
+        assert made.release_guess == expected.release_guess and "release_guess" in vars(made)
+    with pytest.raises(ConfigError):
+        BrokerCapabilities.from_handshake(result, node="")
