@@ -144,6 +144,8 @@ class SetupFailed:
 
 
 SetupAction = OpenSocket | Write | Read | Ready | SetupFailed
+# Phase members as plain names: reading one through its class costs ~0.1 us on CPython 3.11.
+_SETUP, _READY, _FAILED, _CLOSED = Phase.SETUP, Phase.READY, Phase.FAILED, Phase.CLOSED
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +209,7 @@ class ClientConnection:
         self._first_request_id: int | None = None
         self._result: HandshakeResult | None = None
         self._capabilities: BrokerCapabilities | None = None
-        self._phase = Phase.SETUP
+        self._phase = _SETUP
         self._action: SetupAction = self._from_handshake()
 
     # -- queries ------------------------------------------------------------------------
@@ -223,7 +225,7 @@ class ClientConnection:
     @property
     def is_ready(self) -> bool:
         """Ready and not failed: requests can be sent and answers read."""
-        if self._phase is not Phase.READY:
+        if self._phase is not _READY:
             return False
         pipeline = self._pipeline
         return pipeline is None or pipeline.failure is None  # a pipeline not made yet has not failed
@@ -292,7 +294,7 @@ class ClientConnection:
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> list[PipelineEvent]:
         """Bytes read from the socket: setup moves on, or responses come out (once ready)."""
-        if self._phase is Phase.READY:
+        if self._phase is _READY:
             return self._watch(self.pipeline.receive_data(data))
         self._expect(Read)
         self._frames.push(data)
@@ -342,10 +344,10 @@ class ClientConnection:
         Once ready, every pending request fails with ``error`` (by default, a
         ``TransportError`` saying the connection closed).
         """
-        if self._phase is Phase.READY:
-            self._phase = Phase.CLOSED
+        if self._phase is _READY:
+            self._phase = _CLOSED
             return self.pipeline.connection_lost(error)
-        if self._phase is not Phase.SETUP:
+        if self._phase is not _SETUP:
             return []
         if self._sasl is not None:
             self._sasl.connection_closed()
@@ -354,7 +356,7 @@ class ClientConnection:
             self._handshake.connection_closed()
             self._action = self._from_handshake()
         else:
-            self._phase = Phase.CLOSED
+            self._phase = _CLOSED
         return []
 
     def quiet(self) -> None:
@@ -388,7 +390,7 @@ class ClientConnection:
     def body_room(self) -> memoryview | None:
         """Once ready: the unfilled part of the reply body being read, for a driver that
         reads into it (``recv_into``) instead of handing over bytes; None between frames."""
-        return self._frames.body_room() if self._phase is Phase.READY else None
+        return self._frames.body_room() if self._phase is _READY else None
 
     def body_filled(self, count: int) -> list[PipelineEvent]:
         """``count`` bytes were read into ``body_room()``: the events of what completed."""
@@ -409,7 +411,7 @@ class ClientConnection:
         if type(action) is SendProbe:
             return Write(action.frame, "the Metadata v0 probe", fresh_deadline=False)
         if type(action) is Fail:
-            self._phase = Phase.FAILED
+            self._phase = _FAILED
             return SetupFailed(action.error)
         assert isinstance(action, Done)
         self._result = action.result
@@ -463,24 +465,24 @@ class ClientConnection:
         assert self._result is not None and self._capabilities is not None
         counter = self._sasl if self._sasl is not None else self._handshake  # one counter, no gap
         self._first_request_id = counter.next_correlation_id
-        self._phase = Phase.READY
+        self._phase = _READY
         return _Ready(self._capabilities, self._result, authenticated)
 
     def _failed_action(self, error: KafkaCompatError) -> SetupFailed:
-        self._phase = Phase.FAILED
+        self._phase = _FAILED
         return SetupFailed(attach_context(error, node=self.node, transcript=self._handshake.transcript))
 
     def _watch(self, events: list[PipelineEvent]) -> list[PipelineEvent]:
         if self._pipeline is not None and self._pipeline.failure is not None:
-            self._phase = Phase.FAILED
+            self._phase = _FAILED
         return events
 
     def _setup_failed(self, error: KafkaCompatError) -> None:
         self._action = self._failed_action(error)
 
     def _expect(self, *kinds: type[SetupAction]) -> None:
-        if self._phase is not Phase.SETUP or type(self._action) not in kinds:  # exact classes, made here
-            expected = type(self._action).__name__ if self._phase is Phase.SETUP else f"phase {self._phase}"
+        if self._phase is not _SETUP or type(self._action) not in kinds:  # exact classes, made here
+            expected = type(self._action).__name__ if self._phase is _SETUP else f"phase {self._phase}"
             raise PipelineStateError(
                 f"the connection did not expect that now (its next step: {expected})", node=self.node
             )
