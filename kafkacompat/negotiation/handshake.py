@@ -163,7 +163,9 @@ class ApiVersionsHandshake(LegacySteps):
     ) -> None:
         self.config = HandshakeConfig() if config is None else config
         self.node = node
-        self._next_correlation_id = check_correlation_id(first_correlation_id)
+        if first_correlation_id != 0 or type(first_correlation_id) is not int:  # 0: nothing to check
+            check_correlation_id(first_correlation_id)
+        self._next_correlation_id = first_correlation_id
         self._correlation_id = first_correlation_id
         self._state = _CONNECT
         self._version = self.config.max_version
