@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import pickle
 from dataclasses import dataclass, field
 
@@ -56,7 +57,11 @@ def test_only_frozen_slots_dataclasses_without_post_init_get_a_twin() -> None:
             if self.a < 0:
                 raise ValueError("negative")
 
-    for cls in (NoSlots, NotFrozen, Checked, int):
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class KeywordsOnly:
+        a: int
+
+    for cls in (NoSlots, NotFrozen, Checked, KeywordsOnly, int):
         with pytest.raises(TypeError):
             quick(cls)
 
@@ -76,6 +81,7 @@ def test_the_twins_of_the_connect_path_build_their_classes() -> None:
         client_connection._Ready: client_connection.Ready,
     }
     for twin, cls in twins.items():
-        names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-        assert [f.name for f in dataclasses.fields(twin)] == names  # type: ignore[arg-type]
-        assert twin.__slots__ == cls.__slots__  # type: ignore[attr-defined]
+        wanted = [name for name, p in inspect.signature(cls).parameters.items() if p.default is p.empty]
+        got = [name for name, p in inspect.signature(twin).parameters.items() if p.default is p.empty]
+        assert list(inspect.signature(twin).parameters) == list(inspect.signature(cls).parameters)
+        assert got == wanted and twin.__slots__ == cls.__slots__  # type: ignore[attr-defined]
