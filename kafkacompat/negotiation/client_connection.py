@@ -166,6 +166,12 @@ _Ready: Final = quick(Ready)
 # What a Write and a Read say, per ApiVersions version: made once, not per connection.
 _API_VERSIONS_NAMES: Final = tuple(f"ApiVersions v{version}" for version in range(CODEC_MAX_VERSION + 1))
 _API_VERSIONS_ANSWERS: Final = tuple(f"the answer to {name}" for name in _API_VERSIONS_NAMES)
+# Actions are values: the same ones serve every connection.  OpenSocket by attempt number
+# (index 0 unused); the Read of an ApiVersions answer by version and quiet period (a
+# config's, so few), at most _KEPT_READS of them.
+_OPEN_SOCKETS: Final = tuple(OpenSocket(number) for number in range(8))
+_API_VERSIONS_READS: dict[tuple[int, float | None, type], Read] = {}
+_KEPT_READS: Final = 64
 
 
 class ClientConnection:
@@ -406,9 +412,16 @@ class ClientConnection:
         if type(action) is SendRequest:
             return _Write(action.frame, _API_VERSIONS_NAMES[action.version])
         if type(action) is ReceiveReply:
-            return _Read(_API_VERSIONS_ANSWERS[action.version], action.quiet_period)
+            key = (action.version, action.quiet_period, type(action.quiet_period))  # 1 and 1.0 apart
+            read = _API_VERSIONS_READS.get(key)
+            if read is None:
+                read = _Read(_API_VERSIONS_ANSWERS[action.version], action.quiet_period)
+                if len(_API_VERSIONS_READS) < _KEPT_READS:
+                    _API_VERSIONS_READS[key] = read
+            return read
         if type(action) is Connect:
-            return _OpenSocket(action.connection)
+            number = action.connection
+            return _OPEN_SOCKETS[number] if number < len(_OPEN_SOCKETS) else _OpenSocket(number)
         if type(action) is SendProbe:
             return Write(action.frame, "the Metadata v0 probe", fresh_deadline=False)
         if type(action) is Fail:

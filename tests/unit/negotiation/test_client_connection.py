@@ -14,10 +14,12 @@ from kafkacompat.errors import (
 from kafkacompat.negotiation.client_connection import (
     ClientConnection,
     Phase,
+    Read,
     Ready,
     SaslLogin,
     SetupFailed,
 )
+from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.negotiation.request_pipeline import ConnectionFailed, PipelineStateError, ResponseReceived
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.framing import decode_request, encode_response
@@ -247,3 +249,13 @@ def test_part_of_a_frame_after_the_reply_waits_and_requests_continue_the_handsha
     assert connection.is_ready and connection.phase is Phase.READY
     ticket = connection.send(messages.MetadataRequest(topics=[]), 0)
     assert ticket.correlation_id == correlation_id + 1
+
+
+def test_each_connection_reads_with_its_own_configs_quiet_period() -> None:
+    for quiet in (1, 1.0, 0.5, None, 1):  # the actions are shared: 1 and 1.0 must stay apart
+        connection = ClientConnection(HandshakeConfig(quiet_period=quiet), node="h:1")
+        connection.connected()
+        connection.written()
+        read = connection.next_action()
+        assert isinstance(read, Read) and read.what == "the answer to ApiVersions v4"
+        assert read.quiet_period == quiet and type(read.quiet_period) is type(quiet)
