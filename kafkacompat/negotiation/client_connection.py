@@ -67,8 +67,8 @@ from kafkacompat.negotiation.handshake_types import (
     ReceiveReply,
     SendProbe,
     SendRequest,
+    quick,
 )
-from kafkacompat.negotiation.quick_frozen import quick
 from kafkacompat.negotiation.request_pipeline import (
     PipelineEvent,
     PipelineStateError,
@@ -158,7 +158,7 @@ class SaslLogin:
     redact: Callable[[str], str] = str
 
 
-# The actions of every connect, built by their quick twins (``quick_frozen``).
+# The actions of every connect, built by their quick twins (``handshake_types.quick``).
 _OpenSocket: Final = quick(OpenSocket)
 _Write: Final = quick(Write)
 _Read: Final = quick(Read)

@@ -97,8 +97,8 @@ from kafkacompat.negotiation.handshake_types import (
     ReceiveReply,
     SendProbe,
     SendRequest,
+    quick,
 )
-from kafkacompat.negotiation.quick_frozen import quick
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.protocol.framing import sniff_foreign_protocol
 from kafkacompat.protocol.reply_limits import ReplyLimits
@@ -140,7 +140,7 @@ _ON_CONNECTED, _ON_CONNECT_FAILED, _ON_REQUEST_SENT, _ON_RECEIVED = (
 _ON_CONNECTION_CLOSED, _ON_TIMED_OUT, _ON_FOREIGN_BYTES, _ON_QUIET = (
     Event.CONNECTION_CLOSED, Event.TIMED_OUT, Event.FOREIGN_BYTES, Event.QUIET,
 )
-# The objects of every connect, built by their quick twins (``quick_frozen``).
+# The objects of every connect, built by their quick twins (``handshake_types.quick``).
 _Attempt: Final = quick(HandshakeAttempt)
 _Transcript: Final = quick(HandshakeTranscript)
 _Connect: Final = quick(Connect)

@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from kafkacompat.negotiation.handshake_reply import api_ranges_of, first_ranges
-from kafkacompat.negotiation.handshake_types import HandshakeResult
-from kafkacompat.negotiation.quick_frozen import quick
+from kafkacompat.negotiation.handshake_types import HandshakeResult, quick
 from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.messages import ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange

@@ -1,4 +1,4 @@
-"""Quick twins of frozen dataclasses: what they build is what the class builds."""
+"""Quick twins of frozen dataclasses (handshake_types.quick): what they build is what the class builds."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kafkacompat.negotiation import client_connection, handshake, handshake_results
-from kafkacompat.negotiation.handshake_types import HandshakeResult
-from kafkacompat.negotiation.quick_frozen import quick
+from kafkacompat.negotiation.handshake_types import HandshakeResult, quick
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 
 
