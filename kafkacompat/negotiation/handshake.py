@@ -147,7 +147,9 @@ _Connect: Final = quick(Connect)
 _SendRequest: Final = quick(SendRequest)
 _ReceiveReply: Final = quick(ReceiveReply)
 _Done: Final = quick(Done)
-# Checked on every event: computed once, not per call.
+# Checked on every event: computed once, not per call.  The table's rows by key, as a
+# plain dict (a read-only view adds a call per lookup).
+_BY_KEY: Final = dict(BY_KEY)
 _EVENTS_WITHOUT_QUIET: Final = {state: events - {_ON_QUIET} for state, events in EVENTS_BY_STATE.items()}
 
 
@@ -471,7 +473,7 @@ class ApiVersionsHandshake(LegacySteps):
         next_version: int | None = None,
         flags: tuple[str, ...] = (),
     ) -> None:
-        transition = BY_KEY[(self._state, event, outcome)]
+        transition = _BY_KEY[(self._state, event, outcome)]
         checking = self._check is not None and outcome != "closed-at-v0"
         draining = self._state is _DRAIN
         if (checking or draining) and event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
@@ -483,7 +485,9 @@ class ApiVersionsHandshake(LegacySteps):
             flags, self._probe_flags = self._probe_flags + flags, ()
             # A connection that failed to open is numbered as the one being tried.
             connection = self._connections + (self._state is _CONNECT)
-            next_step = transition.next_step.format(version=next_version)
+            next_step = transition.next_step
+            if "{" in next_step:  # most steps name no version: no format call for them
+                next_step = next_step.format(version=next_version)
             # version, connection, outcome, detail, next_step, flags
             self._attempts.append(_Attempt(self._version, connection, outcome, detail, next_step, flags))
         self._history.append(transition)
