@@ -419,22 +419,22 @@ class ClientConnection:
                 if len(_API_VERSIONS_READS) < _KEPT_READS:
                     _API_VERSIONS_READS[key] = read
             return read
+        if type(action) is Done:
+            self._result = action.result
+            self._capabilities = BrokerCapabilities.from_handshake(
+                action.result, node=self.node, node_id=self.node_id
+            )
+            if action.needs_new_connection:
+                return OpenSocket(self._handshake.transcript.connections + 1)
+            return self._after_handshake_action()
         if type(action) is Connect:
             number = action.connection
             return _OPEN_SOCKETS[number] if number < len(_OPEN_SOCKETS) else _OpenSocket(number)
         if type(action) is SendProbe:
             return Write(action.frame, "the Metadata v0 probe", fresh_deadline=False)
-        if type(action) is Fail:
-            self._phase = _FAILED
-            return SetupFailed(action.error)
-        assert isinstance(action, Done)
-        self._result = action.result
-        self._capabilities = BrokerCapabilities.from_handshake(
-            action.result, node=self.node, node_id=self.node_id
-        )
-        if action.needs_new_connection:
-            return OpenSocket(self._handshake.transcript.connections + 1)
-        return self._after_handshake_action()
+        assert isinstance(action, Fail)
+        self._phase = _FAILED
+        return SetupFailed(action.error)
 
     def _after_handshake(self) -> None:
         self._action = self._after_handshake_action()
