@@ -15,11 +15,12 @@ Views across several nodes live in ``cluster_view``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from kafkacompat.errors import ConfigError, ProtocolError
 from kafkacompat.negotiation.transcript import HandshakeTranscript
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from kafkacompat.negotiation.release_guess import ReleaseGuess
     from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy
 
-__all__ = ["BrokerCapabilities", "RangeLike"]
+__all__ = ["BrokerCapabilities", "RangeLike", "frozen_api_ranges", "frozen_features", "sealed"]
 
 # What callers may write for a range: a VersionRange, an inclusive (low, high)
 # pair, or Kafka's notation ("0-4", "3+", "5", "none").
@@ -70,6 +71,69 @@ def as_range(value: RangeLike) -> VersionRange:
     raise TypeError(f"not a version range: {value!r}")
 
 
+# Read-only tables whose dicts nobody else holds, by identity, with the form capabilities
+# keep them in once worked out (checked, in key order): such a table can never change, so
+# a capabilities object built from it again (every connection to the same broker: its
+# judged reply is memoized with its tables) reuses that form instead of checking, sorting
+# and copying the table anew.  Strong references keep the ids valid.  Bounded: the least
+# recently used table leaves first, so the tables of the brokers a process talks to stay
+# while one-off tables (``from_ranges`` in a loop) come and go.
+_Forms = list[Any]  # [table, its api-ranges form or None, its features form or None]
+_SEALED: dict[int, _Forms] = {}
+_SEALED_MAX: Final = 64
+_API_FORM, _FEATURES_FORM = 1, 2
+
+
+def sealed(table: dict[Any, VersionRange]) -> Mapping[Any, VersionRange]:
+    """A read-only view of ``table``, which the caller hands over and never changes again.
+
+    Capabilities built from the view reuse the copy they made of it the first time.
+    """
+    view = MappingProxyType(table)
+    _remember([view, None, None])
+    return view
+
+
+def _remember(forms: _Forms) -> None:
+    tables = _SEALED
+    if len(tables) >= _SEALED_MAX:
+        with suppress(KeyError, RuntimeError, StopIteration):  # another thread changed it meanwhile
+            del tables[next(iter(tables))]
+    tables[id(forms[0])] = forms
+
+
+def _own(table: dict[Any, VersionRange]) -> Mapping[Any, VersionRange]:
+    """A table made below: already in the form capabilities keep, for either use."""
+    view = MappingProxyType(table)
+    _remember([view, view, view])
+    return view
+
+
+def _capabilities_form(table: Any, form: int, freeze: Callable[[Any], Mapping[Any, VersionRange]]) -> Any:
+    key = id(table)
+    forms = _SEALED.get(key)
+    if forms is None or forms[0] is not table:
+        return freeze(table)
+    _SEALED.pop(key, None)  # most recently used: last to leave
+    _SEALED[key] = forms
+    if forms[form] is None:
+        forms[form] = freeze(table)  # checked once: the table cannot change
+    return forms[form]
+
+
+def frozen_api_ranges(ranges: Mapping[int, RangeLike]) -> Mapping[int, VersionRange]:
+    """``ranges`` as capabilities keep them: read-only, in key order, ``VersionRange`` values.
+
+    Made once per sealed table (see ``sealed``), and a table this returned comes back as it is.
+    """
+    return _capabilities_form(ranges, _API_FORM, _frozen_api_ranges)  # type: ignore[no-any-return]
+
+
+def frozen_features(features: Mapping[str, RangeLike] | None) -> Mapping[str, VersionRange]:
+    """Feature ranges as capabilities keep them; made once per sealed table, as above."""
+    return _capabilities_form(features, _FEATURES_FORM, _frozen_features)  # type: ignore[no-any-return]
+
+
 def _frozen_api_ranges(ranges: Mapping[int, RangeLike]) -> Mapping[int, VersionRange]:
     if type(ranges) is MappingProxyType or type(ranges) is dict:
         # What a handshake hands over: int keys (exactly: no bools), VersionRange values,
@@ -78,14 +142,14 @@ def _frozen_api_ranges(ranges: Mapping[int, RangeLike]) -> Mapping[int, VersionR
         keys = list(ranges)
         if set(map(type, keys)) <= _INT_TYPE and set(map(type, ranges.values())) <= _RANGE_TYPE:
             ordered = keys == sorted(keys)
-            return MappingProxyType(dict(ranges) if ordered else dict(sorted(ranges.items())))
+            return _own(dict(ranges) if ordered else dict(sorted(ranges.items())))
     table: dict[int, VersionRange] = {}
     for key, value in ranges.items():
         # A handshake hands over plain ints and VersionRanges: exact-type tests first.
         if type(key) is not int and (isinstance(key, bool) or not isinstance(key, int)):
             raise TypeError(f"API keys are ints, got {key!r}")
         table[key] = value if type(value) is VersionRange else as_range(value)
-    return MappingProxyType(dict(sorted(table.items())))
+    return _own(dict(sorted(table.items())))
 
 
 def _frozen_features(features: Mapping[str, RangeLike] | None) -> Mapping[str, VersionRange]:
@@ -96,7 +160,7 @@ def _frozen_features(features: Mapping[str, RangeLike] | None) -> Mapping[str, V
         if not isinstance(name, str):
             raise TypeError(f"feature names are strings, got {name!r}")
         table[name] = as_range(value)
-    return MappingProxyType(dict(sorted(table.items())))
+    return _own(dict(sorted(table.items())))
 
 
 @dataclass(frozen=True)
@@ -123,13 +187,9 @@ class BrokerCapabilities:
     def __post_init__(self) -> None:
         if not isinstance(self.node, str) or not self.node:
             raise ConfigError(f"a broker needs a non-empty node label, got {self.node!r}")
-        object.__setattr__(self, "api_ranges", _frozen_api_ranges(self.api_ranges))
-        object.__setattr__(
-            self, "supported_features", _frozen_features(self.supported_features)
-        )
-        object.__setattr__(
-            self, "finalized_features", _frozen_features(self.finalized_features)
-        )
+        object.__setattr__(self, "api_ranges", frozen_api_ranges(self.api_ranges))
+        object.__setattr__(self, "supported_features", frozen_features(self.supported_features))
+        object.__setattr__(self, "finalized_features", frozen_features(self.finalized_features))
 
     # -- construction ----------------------------------------------------------------------
 
@@ -153,17 +213,40 @@ class BrokerCapabilities:
         label = node if node is not None else getattr(result, "node", None)
         if label is None:
             raise ConfigError("the handshake result names no node: pass node='host:port'")
-        return cls(
+        supported = getattr(result, "supported_features", None) or _EMPTY
+        finalized = getattr(result, "finalized_features", None) or _EMPTY
+        epoch = getattr(result, "finalized_features_epoch", None)
+        throttle = getattr(result, "throttle_time_ms", 0) or 0
+        transcript = getattr(result, "transcript", None)
+        fallback = getattr(result, "fallback_release", None)
+        if cls is not BrokerCapabilities or type(label) is not str or not label:
+            return cls(
+                node=label,
+                node_id=node_id,
+                api_ranges=api_ranges,
+                supported_features=supported,
+                finalized_features=finalized,
+                finalized_features_epoch=epoch,
+                throttle_time_ms=throttle,
+                transcript=transcript,
+                fallback_release=fallback,
+            )
+        # Once per connection: the fields __init__ and __post_init__ would set (the node
+        # is a label, the tables in their kept form), stored at once, as a frozen
+        # dataclass's __init__ costs five times a plain store per field.
+        capabilities = object.__new__(cls)
+        capabilities.__dict__.update(
             node=label,
+            api_ranges=frozen_api_ranges(api_ranges),
             node_id=node_id,
-            api_ranges=api_ranges,
-            supported_features=getattr(result, "supported_features", None) or _EMPTY,
-            finalized_features=getattr(result, "finalized_features", None) or _EMPTY,
-            finalized_features_epoch=getattr(result, "finalized_features_epoch", None),
-            throttle_time_ms=getattr(result, "throttle_time_ms", 0) or 0,
-            transcript=getattr(result, "transcript", None),
-            fallback_release=getattr(result, "fallback_release", None),
+            supported_features=supported if supported is _EMPTY else frozen_features(supported),
+            finalized_features=finalized if finalized is _EMPTY else frozen_features(finalized),
+            finalized_features_epoch=epoch,
+            throttle_time_ms=throttle,
+            transcript=transcript,
+            fallback_release=fallback,
         )
+        return capabilities
 
     @classmethod
     def from_ranges(
@@ -183,9 +266,9 @@ class BrokerCapabilities:
         return cls(
             node=node,
             node_id=node_id,
-            api_ranges=_frozen_api_ranges(api_ranges),
-            supported_features=_frozen_features(supported_features),
-            finalized_features=_frozen_features(finalized_features),
+            api_ranges=frozen_api_ranges(api_ranges),
+            supported_features=frozen_features(supported_features),
+            finalized_features=frozen_features(finalized_features),
             finalized_features_epoch=finalized_features_epoch,
             throttle_time_ms=throttle_time_ms,
             transcript=transcript,

@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kafkacompat.errors import (
     ConfigError,
@@ -58,7 +58,7 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION, HandshakeConfig
 from kafkacompat.negotiation.handshake_types import (
     Connect,
     Done,
@@ -67,6 +67,7 @@ from kafkacompat.negotiation.handshake_types import (
     ReceiveReply,
     SendProbe,
     SendRequest,
+    quick,
 )
 from kafkacompat.negotiation.request_pipeline import (
     PipelineEvent,
@@ -143,6 +144,9 @@ class SetupFailed:
 
 
 SetupAction = OpenSocket | Write | Read | Ready | SetupFailed
+# Enum members as plain names: reading one through its class costs ~0.1 us on CPython 3.11.
+_SETUP, _READY, _FAILED, _CLOSED = Phase.SETUP, Phase.READY, Phase.FAILED, Phase.CLOSED
+_AS_HANDSHAKE: Final = _Same.AS_HANDSHAKE
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +156,22 @@ class SaslLogin:
     new_mechanism: Callable[[], SaslMechanism]
     username: str
     redact: Callable[[str], str] = str
+
+
+# The actions of every connect, built by their quick twins (``handshake_types.quick``).
+_OpenSocket: Final = quick(OpenSocket)
+_Write: Final = quick(Write)
+_Read: Final = quick(Read)
+_Ready: Final = quick(Ready)
+# What a Write and a Read say, per ApiVersions version: made once, not per connection.
+_API_VERSIONS_NAMES: Final = tuple(f"ApiVersions v{version}" for version in range(CODEC_MAX_VERSION + 1))
+_API_VERSIONS_ANSWERS: Final = tuple(f"the answer to {name}" for name in _API_VERSIONS_NAMES)
+# Actions are values: the same ones serve every connection.  OpenSocket by attempt number
+# (index 0 unused); the Read of an ApiVersions answer by version and quiet period (a
+# config's, so few), at most _KEPT_READS of them.
+_OPEN_SOCKETS: Final = tuple(OpenSocket(number) for number in range(8))
+_API_VERSIONS_READS: dict[tuple[int, float | None, type], Read] = {}
+_KEPT_READS: Final = 64
 
 
 class ClientConnection:
@@ -180,7 +200,7 @@ class ClientConnection:
         # One client id for the whole connection: the handshake's.  A second one is refused
         # rather than sent on the requests after the handshake.
         self.client_id = self.handshake_config.client_id
-        if client_id is not _Same.AS_HANDSHAKE and client_id != self.client_id:
+        if client_id is not _AS_HANDSHAKE and client_id != self.client_id:
             raise ConfigError(
                 f"client_id {client_id!r} differs from the handshake's {self.client_id!r}; "
                 "a connection has one client id: set it on the HandshakeConfig"
@@ -188,11 +208,15 @@ class ClientConnection:
         self._sasl_login = sasl
         self._handshake = ApiVersionsHandshake(self.handshake_config, node=node)
         self._frames = FrameSplitter(max_frame_size)
+        self._sockets = 0  # sockets opened: the first one reads into the splitter made here
         self._sasl: SaslExchange | None = None
         self._pipeline: RequestPipeline | None = None
+        # Once ready: the correlation id the requests start at.  The pipeline is made when
+        # first used, as a connection only negotiated (a probe, a benchmark) never needs it.
+        self._first_request_id: int | None = None
         self._result: HandshakeResult | None = None
         self._capabilities: BrokerCapabilities | None = None
-        self._phase = Phase.SETUP
+        self._phase = _SETUP
         self._action: SetupAction = self._from_handshake()
 
     # -- queries ------------------------------------------------------------------------
@@ -208,8 +232,10 @@ class ClientConnection:
     @property
     def is_ready(self) -> bool:
         """Ready and not failed: requests can be sent and answers read."""
+        if self._phase is not _READY:
+            return False
         pipeline = self._pipeline
-        return self._phase is Phase.READY and pipeline is not None and pipeline.failure is None
+        return pipeline is None or pipeline.failure is None  # a pipeline not made yet has not failed
 
     @property
     def capabilities(self) -> BrokerCapabilities | None:
@@ -226,15 +252,30 @@ class ClientConnection:
     @property
     def pipeline(self) -> RequestPipeline:
         """The request side; only once the connection is ready."""
-        if self._pipeline is None:
+        pipeline = self._pipeline
+        if pipeline is not None:
+            return pipeline
+        if self._first_request_id is None:
             raise PipelineStateError(f"the connection is not ready (phase {self._phase})", node=self.node)
-        return self._pipeline
+        assert self._capabilities is not None
+        self._pipeline = pipeline = RequestPipeline(
+            node=self.node,
+            client_id=self.client_id,
+            first_correlation_id=self._first_request_id,
+            max_in_flight=self.max_in_flight,
+            frames=self._frames,
+            reply_limits=self.reply_limits,
+            api_ranges=self._capabilities.api_ranges,
+        )
+        return pipeline
 
     # -- setup events -------------------------------------------------------------------
 
     def connected(self) -> None:
         self._expect(OpenSocket)
-        self._frames = FrameSplitter(self.max_frame_size)  # a new socket starts a new stream
+        if self._sockets:  # a new socket starts a new stream
+            self._frames = FrameSplitter(self.max_frame_size)
+        self._sockets += 1
         if self._result is not None:  # the fallback's fresh connection: nothing to negotiate on it
             self._after_handshake()
             return
@@ -260,7 +301,7 @@ class ClientConnection:
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> list[PipelineEvent]:
         """Bytes read from the socket: setup moves on, or responses come out (once ready)."""
-        if self._phase is Phase.READY:
+        if self._phase is _READY:
             return self._watch(self.pipeline.receive_data(data))
         self._expect(Read)
         self._frames.push(data)
@@ -289,10 +330,10 @@ class ClientConnection:
             else:
                 self._handshake.received_frame(frame)
                 self._action = self._from_handshake()
-        if self._pipeline is not None:
+        if self._first_request_id is not None and self._frames.pending:
             # Setup ended on a frame of this read; any frame after it answers nothing asked
             # yet, and the pipeline fails the connection for it.
-            return self._watch(self._pipeline.read_frames())
+            return self._watch(self.pipeline.read_frames())
         return []
 
     def _setup_ceiling(self) -> tuple[int, str]:
@@ -310,10 +351,10 @@ class ClientConnection:
         Once ready, every pending request fails with ``error`` (by default, a
         ``TransportError`` saying the connection closed).
         """
-        if self._phase is Phase.READY:
-            self._phase = Phase.CLOSED
+        if self._phase is _READY:
+            self._phase = _CLOSED
             return self.pipeline.connection_lost(error)
-        if self._phase is not Phase.SETUP:
+        if self._phase is not _SETUP:
             return []
         if self._sasl is not None:
             self._sasl.connection_closed()
@@ -322,7 +363,7 @@ class ClientConnection:
             self._handshake.connection_closed()
             self._action = self._from_handshake()
         else:
-            self._phase = Phase.CLOSED
+            self._phase = _CLOSED
         return []
 
     def quiet(self) -> None:
@@ -356,7 +397,7 @@ class ClientConnection:
     def body_room(self) -> memoryview | None:
         """Once ready: the unfilled part of the reply body being read, for a driver that
         reads into it (``recv_into``) instead of handing over bytes; None between frames."""
-        return self._frames.body_room() if self._phase is Phase.READY else None
+        return self._frames.body_room() if self._phase is _READY else None
 
     def body_filled(self, count: int) -> list[PipelineEvent]:
         """``count`` bytes were read into ``body_room()``: the events of what completed."""
@@ -367,25 +408,33 @@ class ClientConnection:
 
     def _from_handshake(self) -> SetupAction:
         action = self._handshake.next_action()
-        if isinstance(action, Connect):
-            return OpenSocket(action.connection)
-        if isinstance(action, SendRequest):
-            return Write(action.frame, f"ApiVersions v{action.version}")
-        if isinstance(action, SendProbe):
+        # The handshake makes these exact classes: compared by type, no isinstance chain.
+        if type(action) is SendRequest:
+            return _Write(action.frame, _API_VERSIONS_NAMES[action.version])
+        if type(action) is ReceiveReply:
+            key = (action.version, action.quiet_period, type(action.quiet_period))  # 1 and 1.0 apart
+            read = _API_VERSIONS_READS.get(key)
+            if read is None:
+                read = _Read(_API_VERSIONS_ANSWERS[action.version], action.quiet_period)
+                if len(_API_VERSIONS_READS) < _KEPT_READS:
+                    _API_VERSIONS_READS[key] = read
+            return read
+        if type(action) is Done:
+            self._result = action.result
+            self._capabilities = BrokerCapabilities.from_handshake(
+                action.result, node=self.node, node_id=self.node_id
+            )
+            if action.needs_new_connection:
+                return OpenSocket(self._handshake.transcript.connections + 1)
+            return self._after_handshake_action()
+        if type(action) is Connect:
+            number = action.connection
+            return _OPEN_SOCKETS[number] if number < len(_OPEN_SOCKETS) else _OpenSocket(number)
+        if type(action) is SendProbe:
             return Write(action.frame, "the Metadata v0 probe", fresh_deadline=False)
-        if isinstance(action, ReceiveReply):
-            return Read(f"the answer to ApiVersions v{action.version}", action.quiet_period)
-        if isinstance(action, Fail):
-            self._phase = Phase.FAILED
-            return SetupFailed(action.error)
-        assert isinstance(action, Done)
-        self._result = action.result
-        self._capabilities = BrokerCapabilities.from_handshake(
-            action.result, node=self.node, node_id=self.node_id
-        )
-        if action.needs_new_connection:
-            return OpenSocket(self._handshake.transcript.connections + 1)
-        return self._after_handshake_action()
+        assert isinstance(action, Fail)
+        self._phase = _FAILED
+        return SetupFailed(action.error)
 
     def _after_handshake(self) -> None:
         self._action = self._after_handshake_action()
@@ -429,33 +478,25 @@ class ClientConnection:
     def _ready(self, authenticated: Authenticated | None) -> Ready:
         assert self._result is not None and self._capabilities is not None
         counter = self._sasl if self._sasl is not None else self._handshake  # one counter, no gap
-        self._pipeline = RequestPipeline(
-            node=self.node,
-            client_id=self.client_id,
-            first_correlation_id=counter.next_correlation_id,
-            max_in_flight=self.max_in_flight,
-            frames=self._frames,
-            reply_limits=self.reply_limits,
-            api_ranges=self._capabilities.api_ranges,
-        )
-        self._phase = Phase.READY
-        return Ready(self._capabilities, self._result, authenticated)
+        self._first_request_id = counter.next_correlation_id
+        self._phase = _READY
+        return _Ready(self._capabilities, self._result, authenticated)
 
     def _failed_action(self, error: KafkaCompatError) -> SetupFailed:
-        self._phase = Phase.FAILED
+        self._phase = _FAILED
         return SetupFailed(attach_context(error, node=self.node, transcript=self._handshake.transcript))
 
     def _watch(self, events: list[PipelineEvent]) -> list[PipelineEvent]:
         if self._pipeline is not None and self._pipeline.failure is not None:
-            self._phase = Phase.FAILED
+            self._phase = _FAILED
         return events
 
     def _setup_failed(self, error: KafkaCompatError) -> None:
         self._action = self._failed_action(error)
 
     def _expect(self, *kinds: type[SetupAction]) -> None:
-        if self._phase is not Phase.SETUP or not isinstance(self._action, kinds):
-            expected = type(self._action).__name__ if self._phase is Phase.SETUP else f"phase {self._phase}"
+        if self._phase is not _SETUP or type(self._action) not in kinds:  # exact classes, made here
+            expected = type(self._action).__name__ if self._phase is _SETUP else f"phase {self._phase}"
             raise PipelineStateError(
                 f"the connection did not expect that now (its next step: {expected})", node=self.node
             )

@@ -97,9 +97,10 @@ from kafkacompat.negotiation.handshake_types import (
     ReceiveReply,
     SendProbe,
     SendRequest,
+    quick,
 )
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
-from kafkacompat.protocol.framing import encode_request, sniff_foreign_protocol
+from kafkacompat.protocol.framing import sniff_foreign_protocol
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
@@ -130,8 +131,26 @@ __all__ = [
 ]
 
 _INT32_MAX: Final = 2**31 - 1
-# Checked on every event: computed once, not per call.
-_EVENTS_WITHOUT_QUIET: Final = {state: events - {Event.QUIET} for state, events in EVENTS_BY_STATE.items()}
+# The states and events as plain names: on CPython 3.11 reading an enum member through its
+# class costs ~0.1 us (gh-93910), and the handshake reads several on every event.
+_CONNECT, _SEND, _RECEIVE, _PROBE, _DRAIN = State.CONNECT, State.SEND, State.RECEIVE, State.PROBE, State.DRAIN
+_ON_CONNECTED, _ON_CONNECT_FAILED, _ON_REQUEST_SENT, _ON_RECEIVED = (
+    Event.CONNECTED, Event.CONNECT_FAILED, Event.REQUEST_SENT, Event.RECEIVED,
+)
+_ON_CONNECTION_CLOSED, _ON_TIMED_OUT, _ON_FOREIGN_BYTES, _ON_QUIET = (
+    Event.CONNECTION_CLOSED, Event.TIMED_OUT, Event.FOREIGN_BYTES, Event.QUIET,
+)
+# The objects of every connect, built by their quick twins (``handshake_types.quick``).
+_Attempt: Final = quick(HandshakeAttempt)
+_Transcript: Final = quick(HandshakeTranscript)
+_Connect: Final = quick(Connect)
+_SendRequest: Final = quick(SendRequest)
+_ReceiveReply: Final = quick(ReceiveReply)
+_Done: Final = quick(Done)
+# Checked on every event: computed once, not per call.  The table's rows by key, as a
+# plain dict (a read-only view adds a call per lookup).
+_BY_KEY: Final = dict(BY_KEY)
+_EVENTS_WITHOUT_QUIET: Final = {state: events - {_ON_QUIET} for state, events in EVENTS_BY_STATE.items()}
 
 
 class ApiVersionsHandshake(LegacySteps):
@@ -146,9 +165,11 @@ class ApiVersionsHandshake(LegacySteps):
     ) -> None:
         self.config = HandshakeConfig() if config is None else config
         self.node = node
-        self._next_correlation_id = check_correlation_id(first_correlation_id)
+        if first_correlation_id != 0 or type(first_correlation_id) is not int:  # 0: nothing to check
+            check_correlation_id(first_correlation_id)
+        self._next_correlation_id = first_correlation_id
         self._correlation_id = first_correlation_id
-        self._state = State.CONNECT
+        self._state = _CONNECT
         self._version = self.config.max_version
         self._connections = 0
         self._round_trips = 0
@@ -167,7 +188,7 @@ class ApiVersionsHandshake(LegacySteps):
         self._probe_flags: tuple[str, ...] = ()
         self._answer: HandshakeResult | None = None  # accepted, kept while the probe drains
         self._check: LegacyCheck | None = None  # rule 10, after a close at v0
-        self._action: Action = Connect(self._version, 1)
+        self._action: Action = _Connect(self._version, 1)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -215,7 +236,7 @@ class ApiVersionsHandshake(LegacySteps):
 
     @property
     def transcript(self) -> HandshakeTranscript:
-        return HandshakeTranscript(
+        return _Transcript(
             attempts=tuple(self._attempts),
             round_trips=self._round_trips,
             connections=self._connections,
@@ -229,35 +250,35 @@ class ApiVersionsHandshake(LegacySteps):
     # -- events -------------------------------------------------------------------------
 
     def connected(self) -> None:
-        self._expect(Event.CONNECTED)
+        self._expect(_ON_CONNECTED)
         self._connections += 1
-        self._take(Event.CONNECTED, "connected" if self._check is None else "connected-to-check")
+        self._take(_ON_CONNECTED, "connected" if self._check is None else "connected-to-check")
 
     def connect_failed(self, reason: str = "") -> None:
-        self._expect(Event.CONNECT_FAILED)
+        self._expect(_ON_CONNECT_FAILED)
         because = f": {reason}" if reason else ""
         message = f"could not connect to the broker for the ApiVersions handshake{because}"
-        self._apply(Event.CONNECT_FAILED, failure_verdict("connect-failed", reason, TransportError, message))
+        self._apply(_ON_CONNECT_FAILED, failure_verdict("connect-failed", reason, TransportError, message))
 
     def request_sent(self) -> None:
-        self._expect(Event.REQUEST_SENT)
-        if self._state is State.PROBE:
+        self._expect(_ON_REQUEST_SENT)
+        if self._state is _PROBE:
             self._probe_follows_request = True
-            self._take(Event.REQUEST_SENT, "probe-sent")
+            self._take(_ON_REQUEST_SENT, "probe-sent")
         else:
             self._probe_follows_request = False  # a probe still due now precedes this request
-            self._take(Event.REQUEST_SENT, "sent")
+            self._take(_ON_REQUEST_SENT, "sent")
 
     def timed_out(self) -> None:
-        self._expect(Event.TIMED_OUT)
-        if self._state is State.DRAIN:
+        self._expect(_ON_TIMED_OUT)
+        if self._state is _DRAIN:
             self._notes.append("the Metadata v0 probe's reply did not come in time: its connection is closed")
-            self._finish_drain(Event.TIMED_OUT, "probe-unanswered")
+            self._finish_drain(_ON_TIMED_OUT, "probe-unanswered")
             return
         doing = (
-            "connecting" if self._state is State.CONNECT
+            "connecting" if self._state is _CONNECT
             else f"on the {self._check.step.name} check request" if self._check is not None
-            else "writing the Metadata v0 probe" if self._state is State.PROBE
+            else "writing the Metadata v0 probe" if self._state is _PROBE
             else f"on ApiVersions v{self._version}"
         )
         message = (
@@ -265,23 +286,23 @@ class ApiVersionsHandshake(LegacySteps):
             "broker, so no lower version was tried"
         )
         detail = f"the deadline passed {doing}"
-        self._apply(Event.TIMED_OUT, failure_verdict("timeout", detail, KafkaTimeoutError, message))
+        self._apply(_ON_TIMED_OUT, failure_verdict("timeout", detail, KafkaTimeoutError, message))
 
     def connection_closed(self) -> None:
-        self._expect(Event.CONNECTION_CLOSED)
-        if self._state is State.DRAIN:
+        self._expect(_ON_CONNECTION_CLOSED)
+        if self._state is _DRAIN:
             self._notes.append("the connection closed before the Metadata v0 probe's reply: reconnect")
-            self._finish_drain(Event.CONNECTION_CLOSED, "closed-after-answer")
+            self._finish_drain(_ON_CONNECTION_CLOSED, "closed-after-answer")
             return
         self._probe_id = None  # its reply died with the connection
         if self._check is not None:
             self._check_closed()
             return
         request = f"ApiVersions v{self._version}"
-        writing = {State.SEND: f"while {request} was written", State.PROBE: "while the probe was written"}
+        writing = {_SEND: f"while {request} was written", _PROBE: "while the probe was written"}
         when = writing.get(self._state, "before a reply")
         detail = f"the connection closed {when}"
-        closed = detail if self._state is State.SEND else f"{detail} to {request}"
+        closed = detail if self._state is _SEND else f"{detail} to {request}"
         if self._version > 0 and self._connections >= self.config.max_connections:
             limit = f"{closed}, and max_connections ({self.config.max_connections}) allows no reconnect at v0"
             verdict = failure_verdict("closed-no-connection-left", detail, TransportError, limit)
@@ -304,13 +325,13 @@ class ApiVersionsHandshake(LegacySteps):
 
             self._check = LegacyCheck()
             verdict = Verdict("closed-at-v0", detail)
-        self._apply(Event.CONNECTION_CLOSED, verdict)
+        self._apply(_ON_CONNECTION_CLOSED, verdict)
 
     def foreign_bytes(self, data: bytes | bytearray | memoryview) -> None:
         """The transport read bytes that are not a Kafka frame (a bad size prefix, say)."""
-        self._expect(Event.FOREIGN_BYTES)
+        self._expect(_ON_FOREIGN_BYTES)
         self._round_trips += 1
-        self._apply(Event.FOREIGN_BYTES, foreign_verdict(bytes(data)))
+        self._apply(_ON_FOREIGN_BYTES, foreign_verdict(bytes(data)))
 
     def received(self, body: bytes | bytearray | memoryview) -> None:
         """The reply's body: the frame after its size prefix and correlation id.
@@ -318,10 +339,10 @@ class ApiVersionsHandshake(LegacySteps):
         Without a correlation id it is taken as the reply awaited: ApiVersions,
         or the probe's while it drains.
         """
-        self._expect(Event.RECEIVED)
+        self._expect(_ON_RECEIVED)
         self._round_trips += 1
-        if self._state is State.DRAIN:
-            self._finish_drain(Event.RECEIVED, "probe-reply-dropped")
+        if self._state is _DRAIN:
+            self._finish_drain(_ON_RECEIVED, "probe-reply-dropped")
         elif self._check is not None:
             self._check_answered(bytes(body))
         else:
@@ -329,7 +350,7 @@ class ApiVersionsHandshake(LegacySteps):
 
     def received_frame(self, frame: bytes | bytearray | memoryview) -> None:
         """The reply frame without its size prefix; its correlation id is checked."""
-        self._expect(Event.RECEIVED)
+        self._expect(_ON_RECEIVED)
         self._round_trips += 1
         data = bytes(frame)
         correlation_id = int.from_bytes(data[:4], "big", signed=True) if len(data) >= 4 else None
@@ -337,24 +358,24 @@ class ApiVersionsHandshake(LegacySteps):
         if self._check is not None and probe_reply:
             self._check_answered(data[4:])
         elif self._check is not None:
-            self._apply(Event.RECEIVED, mismatch_verdict(correlation_id, self._probe_id, "the check request"))
-        elif self._state is State.DRAIN and probe_reply:
-            self._finish_drain(Event.RECEIVED, "probe-reply-dropped")
-        elif self._state is State.DRAIN:
+            self._apply(_ON_RECEIVED, mismatch_verdict(correlation_id, self._probe_id, "the check request"))
+        elif self._state is _DRAIN and probe_reply:
+            self._finish_drain(_ON_RECEIVED, "probe-reply-dropped")
+        elif self._state is _DRAIN:
             verdict = mismatch_verdict(correlation_id, self._probe_id, "the Metadata v0 probe")
-            self._apply(Event.RECEIVED, verdict)
+            self._apply(_ON_RECEIVED, verdict)
         elif correlation_id == self._correlation_id:
             self._judge(data[4:])
         elif probe_reply and self._probe_follows_request:
             self._judge_probe(data[4:])
         elif probe_reply:  # the probe preceded a retry on this connection: its reply is old news
             self._probe_id = None
-            self._take(Event.RECEIVED, "probe-reply-dropped")
+            self._take(_ON_RECEIVED, "probe-reply-dropped")
         elif sniff_foreign_protocol(data) is not None:
-            self._apply(Event.RECEIVED, foreign_verdict(data))
+            self._apply(_ON_RECEIVED, foreign_verdict(data))
         elif correlation_id is None:
             self._apply(
-                Event.RECEIVED,
+                _ON_RECEIVED,
                 failure_verdict(
                     "unreadable",
                     f"{len(data)} bytes",
@@ -366,7 +387,7 @@ class ApiVersionsHandshake(LegacySteps):
             )
         else:
             verdict = mismatch_verdict(correlation_id, self._correlation_id, "the ApiVersions request")
-            self._apply(Event.RECEIVED, verdict)
+            self._apply(_ON_RECEIVED, verdict)
 
     # -- applying judgements ------------------------------------------------------------
 
@@ -375,11 +396,11 @@ class ApiVersionsHandshake(LegacySteps):
         self._replies_understood += verdict.understood
         if verdict.response is not None and self._probe_id is not None:
             verdict = replace(verdict, outcome="ok-probe-pending")  # drain the probe's reply first
-        self._apply(Event.RECEIVED, verdict)
+        self._apply(_ON_RECEIVED, verdict)
 
     def _apply(self, event: Event, verdict: Verdict) -> None:
         # The connection stays open unless it never opened or the broker closed it.
-        still_open = self._state is not State.CONNECT and event is not Event.CONNECTION_CLOSED
+        still_open = self._state is not _CONNECT and event is not _ON_CONNECTION_CLOSED
         if verdict.response is not None:
             self._accepted_version = verdict.layout
         self._take(
@@ -394,15 +415,24 @@ class ApiVersionsHandshake(LegacySteps):
                 verdict.message, node=self.node, transcript=self.transcript, **verdict.error_fields
             )
             self._action = Fail(error, close_connection=still_open)
-        elif verdict.response is not None and self._state is State.DRAIN:
+        elif verdict.response is not None and self._state is _DRAIN:
             self._answer = self._result(verdict)
         elif verdict.response is not None:
-            self._action = Done(self._result(verdict))
+            self._action = _Done(self._result(verdict))
 
     def _result(self, verdict: Verdict) -> HandshakeResult:
         assert verdict.response is not None and verdict.reply is not None  # an accepted verdict
         version, ranges = self._accepted_version, verdict.api_ranges
-        return accepted_result(verdict.response, version, self.transcript, self.node, ranges, verdict.reply)
+        return accepted_result(
+            verdict.response,
+            version,
+            self.transcript,
+            self.node,
+            ranges,
+            verdict.reply,
+            supported_features=verdict.supported_features,
+            finalized_features=verdict.finalized_features,
+        )
 
     def _use_fallback(self, detail: str) -> None:
         release, ranges = self.config.fallback_release, self.config.fallback_ranges
@@ -413,7 +443,7 @@ class ApiVersionsHandshake(LegacySteps):
             f"of Kafka {release} ({self.config.fallback_kind}) stands in, as configured"
         )
         flags = ("fallback-release",)
-        self._take(Event.CONNECTION_CLOSED, "closed-at-v0-fallback", detail, flags=flags)
+        self._take(_ON_CONNECTION_CLOSED, "closed-at-v0-fallback", detail, flags=flags)
         self._action = Done(self._stand_in(release, ranges), needs_new_connection=True)
 
     def _stand_in(self, release: str, ranges: Mapping[int, VersionRange]) -> HandshakeResult:
@@ -422,6 +452,8 @@ class ApiVersionsHandshake(LegacySteps):
     # -- moving along the table ---------------------------------------------------------
 
     def _expect(self, event: Event) -> None:
+        if event in _EVENTS_WITHOUT_QUIET[self._state]:
+            return  # the common case, decided without building the set (quiet is rarely fed)
         if event not in self.expected_events:
             allowed = ", ".join(sorted(self.expected_events)) or "none (finished)"
             raise HandshakeStateError(
@@ -441,9 +473,9 @@ class ApiVersionsHandshake(LegacySteps):
         next_version: int | None = None,
         flags: tuple[str, ...] = (),
     ) -> None:
-        transition = BY_KEY[(self._state, event, outcome)]
+        transition = _BY_KEY[(self._state, event, outcome)]
         checking = self._check is not None and outcome != "closed-at-v0"
-        draining = self._state is State.DRAIN
+        draining = self._state is _DRAIN
         if (checking or draining) and event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
             # After the last ApiVersions attempt (rule 10), or after its answer while the probe's
             # reply is read (rule 9): a note, so the versions tried still strictly fall.
@@ -452,40 +484,35 @@ class ApiVersionsHandshake(LegacySteps):
         elif event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
             flags, self._probe_flags = self._probe_flags + flags, ()
             # A connection that failed to open is numbered as the one being tried.
-            connection = self._connections + (self._state is State.CONNECT)
-            self._attempts.append(
-                HandshakeAttempt(
-                    version=self._version,
-                    connection=connection,
-                    outcome=outcome,
-                    detail=detail,
-                    next_step=transition.next_step.format(version=next_version),
-                    flags=flags,
-                )
-            )
+            connection = self._connections + (self._state is _CONNECT)
+            next_step = transition.next_step
+            if "{" in next_step:  # most steps name no version: no format call for them
+                next_step = next_step.format(version=next_version)
+            # version, connection, outcome, detail, next_step, flags
+            self._attempts.append(_Attempt(self._version, connection, outcome, detail, next_step, flags))
         self._history.append(transition)
         self._state = transition.target
         if next_version is not None:
             self._version = next_version
-        if self._state is State.CONNECT:
-            self._action = Connect(self._version, self._connections + 1)
-        elif self._state is State.SEND:
+        if self._state is _CONNECT:
+            self._action = _Connect(self._version, self._connections + 1)
+        elif self._state is _SEND:
             self._action = self._send_request()
-        elif self._state is State.PROBE:
+        elif self._state is _PROBE:
             self._action = self._send_probe()
-        elif self._state is State.RECEIVE:
+        elif self._state is _RECEIVE:
             unprobed = self._probed_connection != self._connections and self._check is None
             quiet = self.config.quiet_period if unprobed else None
-            self._action = ReceiveReply(self._version, self._correlation_id, quiet)
-        elif self._state is State.DRAIN:
+            self._action = _ReceiveReply(self._version, self._correlation_id, quiet)
+        elif self._state is _DRAIN:
             assert self._probe_id is not None
-            self._action = ReceiveReply(self._version, self._probe_id)
+            self._action = _ReceiveReply(self._version, self._probe_id)
 
     def _send_request(self) -> SendRequest:
         request = self.config.request(self._version)
         self._correlation_id = cid = self._take_correlation_id()
-        frame = encode_request(request, self._version, cid, self.config.client_id)
-        return SendRequest(self._version, cid, request, frame)
+        frame = self.config.request_frame(self._version, cid)
+        return _SendRequest(self._version, cid, request, frame)
 
     def _take_correlation_id(self) -> int:
         cid = self._next_correlation_id

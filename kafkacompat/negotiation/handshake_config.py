@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ SOFTWARE_FIELD_PATTERN: Final = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-
 DEFAULT_QUIET_PERIOD: Final = 0.25
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT32: Final = struct.Struct(">i")
+_CORRELATION_ID_AT: Final = 8  # int32 size, int16 api key, int16 api version, then the id
 
 
 def release_ranges(release: str, kind: str = "zk-broker") -> Mapping[int, VersionRange]:
@@ -120,6 +123,9 @@ class HandshakeConfig:
     # Problems of the software fields, when the versions tried will send them;
     # worked out once here, since every handshake copies them into its notes.
     software_problems: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
+    # The request frame per version, encoded once (correlation id 0): every handshake with
+    # this config sends the same bytes but for the correlation id.
+    _frames: dict[int, bytes] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         version = _require_int("max_version", self.max_version)
@@ -141,7 +147,7 @@ class HandshakeConfig:
         if self.client_id is not None and not isinstance(self.client_id, str):
             raise HandshakeConfigError("client_id must be a str or None")
         try:  # a field that cannot be written should fail here, not mid-handshake
-            encode_request(self.request(self.max_version), self.max_version, 0, self.client_id)
+            self.request_frame(self.max_version, 0)
         except EncodeError as exc:
             raise HandshakeConfigError(f"the ApiVersions request cannot be written: {exc}") from None
         if self.fallback_release is not None:
@@ -162,6 +168,21 @@ class HandshakeConfig:
             client_software_name=self.client_software_name,
             client_software_version=self.client_software_version,
         )
+
+
+    def request_frame(self, version: int, correlation_id: int) -> bytes:
+        """The whole ApiVersions request frame at ``version`` (``encode_request`` of ``request``).
+
+        Encoded once per version; a frame differs from another only in its correlation id,
+        which every request header carries at the same place, after the size prefix, the api
+        key and the version.
+        """
+        template = self._frames.get(version)
+        if template is None:
+            template = encode_request(self.request(version), version, 0, self.client_id)
+            self._frames[version] = template
+        at = _CORRELATION_ID_AT
+        return b"".join((template[:at], _INT32.pack(correlation_id), template[at + 4 :]))
 
 
 def check_correlation_id(value: int) -> int:

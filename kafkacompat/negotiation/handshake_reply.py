@@ -23,6 +23,7 @@ from kafkacompat.errors import (
     UnsupportedVersionError,
     WrongProtocolError,
 )
+from kafkacompat.negotiation.capabilities import sealed
 from kafkacompat.negotiation.handshake_config import (
     CODEC_MAX_VERSION,
     FIRST_SOFTWARE_FIELDS_VERSION,
@@ -60,6 +61,8 @@ class Verdict:
     response: ApiVersionsResponse | None = None
     layout: int | None = None
     api_ranges: Mapping[int, VersionRange] | None = None  # the response's, read once
+    supported_features: Mapping[str, VersionRange] | None = None  # the same, for an accepted reply
+    finalized_features: Mapping[str, VersionRange] | None = None
     reply: bytes | None = None  # the accepted reply's bytes, which ``response`` was read from
     error_type: type[KafkaCompatError] | None = None
     message: str = ""
@@ -271,9 +274,13 @@ def _accepted(
         flags = (*flags, "impossible-ranges")
         listed = ", ".join(str(key) for key in impossible)
         detail += f"; minimum above maximum for API keys {listed}: read as not listed"
+    supported = first_ranges((f.name, f.min_version, f.max_version) for f in response.supported_features)
+    finalized = first_ranges(
+        (f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features
+    )
     return Verdict(
         "ok", detail, understood=True, flags=flags, response=response, layout=layout, api_ranges=ranges,
-        reply=body,
+        reply=body, supported_features=supported, finalized_features=finalized,
     )
 
 
@@ -291,7 +298,7 @@ def first_ranges(rows: Iterable[tuple[K, int, int]]) -> Mapping[K, VersionRange]
     for key, low, high in rows:
         if key not in ranges:
             ranges[key] = shared(low, high)
-    return MappingProxyType(ranges) if ranges else _NO_RANGES
+    return sealed(ranges) if ranges else _NO_RANGES
 
 
 def api_ranges_of(rows: Sequence[ApiVersionsResponse.ApiVersion]) -> Mapping[int, VersionRange]:
@@ -302,4 +309,4 @@ def api_ranges_of(rows: Sequence[ApiVersionsResponse.ApiVersion]) -> Mapping[int
     table = dict(zip(keys, ranges, strict=True))
     if len(table) != len(keys):  # a repeated key: its first row wins, as in Kafka's keyed lists
         return first_ranges((row.api_key, row.min_version, row.max_version) for row in rows)
-    return MappingProxyType(table) if table else _NO_RANGES
+    return sealed(table) if table else _NO_RANGES

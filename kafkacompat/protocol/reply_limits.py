@@ -45,6 +45,7 @@ MIB = 1024 * KIB
 
 # A plain int: compared for every request sent.
 _METADATA: Final = int(ApiKey.METADATA)
+_API_VERSIONS: Final = int(ApiKey.API_VERSIONS)  # read per connect: an enum member costs ~0.1 us on 3.11
 
 #: Ceiling per API key of the request answered (Metadata: when it asks for no topics).
 DEFAULT_CEILINGS: Mapping[int, int] = MappingProxyType(
@@ -107,4 +108,4 @@ class ReplyLimits:
     @property
     def handshake(self) -> int:
         """The ceiling for ApiVersions replies (before any other request on a connection)."""
-        return self.ceilings[ApiKey.API_VERSIONS]
+        return self.ceilings[_API_VERSIONS]

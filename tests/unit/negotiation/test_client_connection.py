@@ -14,12 +14,15 @@ from kafkacompat.errors import (
 from kafkacompat.negotiation.client_connection import (
     ClientConnection,
     Phase,
+    Read,
     Ready,
     SaslLogin,
     SetupFailed,
 )
+from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.negotiation.request_pipeline import ConnectionFailed, PipelineStateError, ResponseReceived
 from kafkacompat.protocol import messages
+from kafkacompat.protocol.framing import decode_request, encode_response
 from kafkacompat.testing.emulator import (
     ApiVersionsEra,
     BrokerProfile,
@@ -215,3 +218,44 @@ def test_a_body_read_into_its_buffer_answers_as_bytes_handed_over_do() -> None:
     again.pipeline.write_done()
     (same,) = again.receive_data(bytes(wire.inbox))
     assert isinstance(same, ResponseReceived) and same.response == events[0].response
+
+
+def _answered_frame(connection: ClientConnection) -> tuple[bytes, int]:
+    """The reply to the connection's ApiVersions request, written; and its correlation id."""
+    connection.connected()
+    request = connection.next_action()
+    header = decode_request(request.data[4:]).header  # type: ignore[union-attr]
+    connection.written()
+    row = messages.ApiVersionsResponse.ApiVersion
+    rows = [row(api_key=key, min_version=0, max_version=high) for key, high in ((18, 4), (3, 12))]
+    reply = messages.ApiVersionsResponse(api_keys=rows)
+    return encode_response(reply, header.request_api_version, header.correlation_id), header.correlation_id
+
+
+def test_a_frame_after_the_handshake_reply_in_the_same_read_fails_the_ready_connection() -> None:
+    connection = ClientConnection(node="h:1")
+    reply, correlation_id = _answered_frame(connection)
+    stray = encode_response(messages.MetadataResponse(), 0, correlation_id + 7)
+    events = connection.receive_data(reply + stray)
+    assert isinstance(connection.next_action(), Ready)
+    assert [type(event) for event in events] == [ConnectionFailed]
+    assert connection.phase is Phase.FAILED and not connection.is_ready
+
+
+def test_part_of_a_frame_after_the_reply_waits_and_requests_continue_the_handshake_counter() -> None:
+    connection = ClientConnection(node="h:1")
+    reply, correlation_id = _answered_frame(connection)
+    assert connection.receive_data(reply + b"\x00\x00") == []  # two bytes of a size prefix: wait
+    assert connection.is_ready and connection.phase is Phase.READY
+    ticket = connection.send(messages.MetadataRequest(topics=[]), 0)
+    assert ticket.correlation_id == correlation_id + 1
+
+
+def test_each_connection_reads_with_its_own_configs_quiet_period() -> None:
+    for quiet in (1, 1.0, 0.5, None, 1):  # the actions are shared: 1 and 1.0 must stay apart
+        connection = ClientConnection(HandshakeConfig(quiet_period=quiet), node="h:1")
+        connection.connected()
+        connection.written()
+        read = connection.next_action()
+        assert isinstance(read, Read) and read.what == "the answer to ApiVersions v4"
+        assert read.quiet_period == quiet and type(read.quiet_period) is type(quiet)

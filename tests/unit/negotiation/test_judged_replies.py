@@ -8,7 +8,11 @@ memo stays bounded.
 
 from __future__ import annotations
 
-from kafkacompat.negotiation import handshake_reply
+import pytest
+
+from kafkacompat.errors import ConfigError
+from kafkacompat.negotiation import capabilities, handshake_reply
+from kafkacompat.negotiation.capabilities import BrokerCapabilities, sealed
 from kafkacompat.negotiation.client_connection import ClientConnection, Ready
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.negotiation.handshake_reply import judge_reply
@@ -16,6 +20,7 @@ from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.protocol.error_codes import UNSUPPORTED_VERSION
 from kafkacompat.protocol.framing import decode_request, encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse
+from kafkacompat.protocol.versions import VersionRange
 
 Row = ApiVersionsResponse.ApiVersion
 
@@ -67,3 +72,65 @@ def test_refusals_and_outsized_answers_are_judged_every_time_and_the_memo_stays_
     for high in range(handshake_reply._JUDGED_MAX * 2):
         judge_reply(answer((18, 0, 4), (3, 0, high)).encode(4), 4, HandshakeConfig())
         assert len(handshake_reply._JUDGED) <= handshake_reply._JUDGED_MAX
+
+
+def capabilities_of(reply: ApiVersionsResponse) -> BrokerCapabilities:
+    connection = ClientConnection(node="h:1")
+    connection.connected()
+    header = decode_request(connection.next_action().data[4:]).header  # type: ignore[union-attr]
+    connection.written()
+    connection.receive_data(encode_response(reply, header.request_api_version, header.correlation_id))
+    ready = connection.next_action()
+    assert isinstance(ready, Ready)
+    return ready.capabilities
+
+
+def test_capabilities_from_the_same_answer_share_one_table_in_key_order() -> None:
+    reply = answer((18, 0, 4), (3, 0, 12), (0, 3, 11))  # not in key order, as Tansu answers
+    first, second = capabilities_of(reply), capabilities_of(reply)
+    assert list(first.api_ranges) == [0, 3, 18] and first.api_ranges is second.api_ranges
+    assert list(negotiate(reply).api_ranges) == [18, 3, 0]  # the result keeps the broker's order
+    assert BrokerCapabilities(node="x:1", api_ranges=first.api_ranges).api_ranges is first.api_ranges
+
+
+def test_a_table_that_can_change_is_copied_every_time_and_a_bad_one_refused_every_time() -> None:
+    table = {3: VersionRange(0, 12)}
+    first = BrokerCapabilities(node="x:1", api_ranges=table)
+    table[3] = VersionRange(0, 1)
+    assert BrokerCapabilities(node="x:1", api_ranges=table).api_ranges[3] == VersionRange(0, 1)
+    assert first.api_ranges[3] == VersionRange(0, 12)
+    bad = sealed({True: VersionRange(0, 1)})
+    for _ in range(2):
+        with pytest.raises(TypeError, match="API keys are ints"):
+            BrokerCapabilities(node="x:1", api_ranges=bad)
+
+
+def test_the_remembered_tables_stay_bounded_and_the_oldest_leave_first() -> None:
+    kept = sealed({1: VersionRange(0, 3)})
+    for high in range(capabilities._SEALED_MAX * 2):
+        BrokerCapabilities(node="x:1", api_ranges=kept)  # used all along: stays
+        BrokerCapabilities.from_ranges("x:1", {2: (0, high)})
+        assert len(capabilities._SEALED) <= capabilities._SEALED_MAX
+    assert capabilities._SEALED.get(id(kept), [None])[0] is kept
+
+
+def test_capabilities_from_a_result_are_what_the_constructor_makes_of_its_fields() -> None:
+    result = negotiate(answer((18, 0, 4), (3, 0, 12), (0, 3, 11)))
+    for node, node_id in ((None, None), ("other:2", 7)):
+        made = BrokerCapabilities.from_handshake(result, node=node, node_id=node_id)
+        expected = BrokerCapabilities(
+            node=node or "h:1",
+            node_id=node_id,
+            api_ranges=dict(result.api_ranges),
+            supported_features=dict(result.supported_features),
+            finalized_features=dict(result.finalized_features),
+            finalized_features_epoch=result.finalized_features_epoch,
+            throttle_time_ms=result.throttle_time_ms,
+            transcript=result.transcript,
+            fallback_release=result.fallback_release,
+        )
+        assert type(made) is BrokerCapabilities and made == expected and hash(made) == hash(expected)
+        assert list(vars(made).items()) == list(vars(expected).items())
+        assert made.release_guess == expected.release_guess and "release_guess" in vars(made)
+    with pytest.raises(ConfigError):
+        BrokerCapabilities.from_handshake(result, node="")
