@@ -13,7 +13,9 @@ import pytest
 from kafkacompat.testing.tansu import TansuBroker
 from tests.support.connection_footprint import NOT_FOR_A_PLAIN_CONNECTION, added_modules, ours
 
-BUDGET = 37  # kafkacompat modules loaded when the RSS target was met (issue 14)
+# kafkacompat modules loaded when the RSS target was met (issue 14: 37), plus aio.channel,
+# the bare-socket path that took the connect from eight loop turns to three.
+BUDGET = 38
 
 
 @pytest.mark.broker
