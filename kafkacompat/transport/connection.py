@@ -43,8 +43,7 @@ import contextvars
 import functools
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import cast
 
 import outcome  # trio's own dependency: what wakes a task
@@ -505,21 +504,32 @@ class BrokerConnection:
         self._ready.set()  # wake anyone waiting to send: they will see the failure
 
 
-@asynccontextmanager
-async def open_connection(
+def open_connection(
     host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
-) -> AsyncIterator[BrokerConnection]:
+) -> contextlib.AbstractAsyncContextManager[BrokerConnection]:
     """``async with open_connection(host, port) as conn:`` negotiated, then closed.
 
     No nursery: the connection's tasks are its own (see the module's doc), so
     errors come out as themselves, never in an exception group.
     """
-    connection = BrokerConnection(host, port, config, node_id=node_id)
-    await connection.open()
-    try:
-        yield connection
-    finally:
-        await connection.aclose()
+    return _Opened(BrokerConnection(host, port, config, node_id=node_id))
+
+
+class _Opened(contextlib.AbstractAsyncContextManager[BrokerConnection]):
+    """``open_connection``'s context: a class, since an async generator costs a connect
+    trio's generator hooks and a frame more than these two calls."""
+
+    __slots__ = ("_connection",)
+
+    def __init__(self, connection: BrokerConnection) -> None:
+        self._connection = connection
+
+    async def __aenter__(self) -> BrokerConnection:
+        await self._connection.open()
+        return self._connection
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._connection.aclose()
 
 
 def _cancel(scopes: _Scopes | None) -> None:
