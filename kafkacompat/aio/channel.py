@@ -39,6 +39,11 @@ class Channel:
         """Hand ``data`` over whole: it goes out after everything written before it."""
         raise NotImplementedError
 
+    @property
+    def flushed(self) -> bool:
+        """Whether everything written has left already (``drain`` would not wait)."""
+        return False
+
     async def drain(self) -> None:
         """Wait until what was written left (or raise why it cannot)."""
         raise NotImplementedError
@@ -95,6 +100,10 @@ class SocketChannel(Channel):
         if sent < len(data):
             self._backlog.append(memoryview(data)[sent:])
             self._sender = self._loop.create_task(self._send_backlog())
+
+    @property
+    def flushed(self) -> bool:
+        return not self._backlog and self._failure is None
 
     async def _send_backlog(self) -> None:
         backlog = self._backlog

@@ -241,8 +241,7 @@ class BrokerConnection:
                                 if action.fresh_deadline:  # a request and its answer share one deadline
                                     deadline = loop.time() + self.config.request_timeout
                                 until = deadline
-                                scope.reschedule(until)
-                                await self._setup_write(protocol, action.data)
+                                await self._setup_write(protocol, action.data, scope, until)
                             elif isinstance(action, Read):
                                 until = deadline
                                 if action.quiet_period is not None:  # quiet only while the deadline is ahead
@@ -291,11 +290,18 @@ class BrokerConnection:
         else:
             protocol.connected()
 
-    async def _setup_write(self, protocol: ClientConnection, data: bytes) -> None:
-        assert self._channel is not None
+    async def _setup_write(
+        self, protocol: ClientConnection, data: bytes, scope: asyncio.Timeout, deadline: float
+    ) -> None:
+        channel = self._channel
+        assert channel is not None
         try:
-            self._channel.write(data)
-            await self._channel.drain()
+            channel.write(data)
+            # A request the socket took at once needs no deadline: nothing is left to wait
+            # for (moving the scope's deadline costs a timer handle made and one cancelled).
+            if not channel.flushed:
+                scope.reschedule(deadline)
+                await channel.drain()
         except (OSError, ssl.SSLError):
             protocol.closed()
         else:
