@@ -1,15 +1,16 @@
-"""The asyncio driver of one negotiated connection, on asyncio streams.
+"""The asyncio driver of one negotiated connection, on the loop's sockets or asyncio streams.
 
 Every decision is made by the sans-I/O ``ClientConnection`` (handshake, SASL,
 correlation ids, the in-flight bound, response matching, requests given up);
-this module only moves bytes between it and an asyncio stream, applies the
+this module only moves bytes between it and a channel (``channel.py``: a bare
+socket on the loop for plain TCP, asyncio streams for TLS), applies the
 deadlines, and wakes the callers its events name.  It imports no trio and
 starts no thread.
 
 Setup runs in the caller's task.  Once the connection is ready, a reader task
 feeds what arrives to the connection; requests are written once the loop's
 current turn is over, everything queued meanwhile in one write (handed to the
-transport whole, so no write is ever cut off half-way).  A caller that times
+channel whole, so no write is ever cut off half-way).  A caller that times
 out or is cancelled gives its request back: queued, it is never written;
 written, its late answer is read and dropped.
 """
@@ -17,13 +18,14 @@ written, its late answer is read and dropped.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import logging
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import cast
 
+from kafkacompat.aio.channel import Channel, SocketChannel, StreamChannel, literal_family
 from kafkacompat.errors import (
     AuthenticationError,
     KafkaCompatError,
@@ -60,9 +62,6 @@ __all__ = ["BrokerConnection", "open_connection"]
 
 log = logging.getLogger("kafkacompat.aio")
 
-_CHUNK = 65536
-_CLOSE_TIMEOUT = 1.0  # seconds to wait for a closing socket (a TLS close_notify, say)
-
 
 class BrokerConnection:
     """A connection to ``host:port`` that negotiates by itself before carrying requests."""
@@ -78,8 +77,7 @@ class BrokerConnection:
         self.handshake: HandshakeResult | None = None
         self.changes: list[CapabilityChange] = []
         self._protocol: ClientConnection | None = None
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._channel: Channel | None = None
         self._read_task: asyncio.Task[None] | None = None
         self._waiters: dict[int, asyncio.Future[KafkaMessage | None]] = {}  # id(ticket) -> its caller
         self._slots = asyncio.Semaphore(self.config.max_in_flight)
@@ -121,6 +119,9 @@ class BrokerConnection:
             reply_limits=self.config.reply_limits,
         )
         ready = await self._set_up(protocol)
+        channel = self._channel
+        if isinstance(channel, SocketChannel):  # a write it finishes later may fail with nobody waiting
+            channel.on_failure = functools.partial(self._write_failed, protocol)
         change = capability_change(self.node, self.capabilities, ready.capabilities)
         if change is not None:
             self.changes.append(change)
@@ -145,9 +146,12 @@ class BrokerConnection:
         if self._protocol is not None:
             self._dispatch(self._protocol.closed())
         task, self._read_task = self._read_task, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-        await self._close_socket()
+        try:
+            if task is not None and task is not asyncio.current_task() and not task.done():
+                task.cancel()
+                await asyncio.wait({task})  # nothing may wait on the socket when it closes
+        finally:
+            await self._close_socket()
 
     # -- requests ----------------------------------------------------------------------
 
@@ -237,8 +241,7 @@ class BrokerConnection:
                                 if action.fresh_deadline:  # a request and its answer share one deadline
                                     deadline = loop.time() + self.config.request_timeout
                                 until = deadline
-                                scope.reschedule(until)
-                                await self._setup_write(protocol, action.data)
+                                await self._setup_write(protocol, action.data, scope, until)
                             elif isinstance(action, Read):
                                 until = deadline
                                 if action.quiet_period is not None:  # quiet only while the deadline is ahead
@@ -264,20 +267,19 @@ class BrokerConnection:
     async def _open_socket(self, protocol: ClientConnection) -> None:
         await self._close_socket()
         tls = self.config.tls
-        context: ssl.SSLContext | None = None
-        if tls is not None:
-            from kafkacompat.transport.tls import tls_context
-
-            context = tls_context(tls)
         doing = f"connecting{' (TLS handshake)' if tls is not None else ''} to {self.node}"
         try:
-            self._reader, self._writer = await asyncio.open_connection(
-                self.host,
-                self.port,
-                ssl=context,
-                server_hostname=(tls.server_hostname or self.host) if tls is not None else None,
-                limit=_CHUNK,
-            )
+            family = literal_family(self.host) if tls is None else None
+            if family is not None:
+                self._channel = await SocketChannel.connect(self.host, self.port, family)
+            else:
+                context: ssl.SSLContext | None = None
+                if tls is not None:
+                    from kafkacompat.transport.tls import tls_context
+
+                    context = tls_context(tls)
+                server_hostname = (tls.server_hostname or self.host) if tls is not None else None
+                self._channel = await StreamChannel.connect(self.host, self.port, context, server_hostname)
         except TimeoutError:  # the system's own connect timeout
             protocol.timed_out()
         except (OSError, ssl.SSLError) as exc:
@@ -288,20 +290,27 @@ class BrokerConnection:
         else:
             protocol.connected()
 
-    async def _setup_write(self, protocol: ClientConnection, data: bytes) -> None:
-        assert self._writer is not None
+    async def _setup_write(
+        self, protocol: ClientConnection, data: bytes, scope: asyncio.Timeout, deadline: float
+    ) -> None:
+        channel = self._channel
+        assert channel is not None
         try:
-            self._writer.write(data)
-            await self._writer.drain()
+            channel.write(data)
+            # A request the socket took at once needs no deadline: nothing is left to wait
+            # for (moving the scope's deadline costs a timer handle made and one cancelled).
+            if not channel.flushed:
+                scope.reschedule(deadline)
+                await channel.drain()
         except (OSError, ssl.SSLError):
             protocol.closed()
         else:
             protocol.written()
 
     async def _setup_read(self, protocol: ClientConnection, action: Read, deadline: float) -> None:
-        assert self._reader is not None
+        assert self._channel is not None
         try:
-            data = await self._reader.read(_CHUNK)
+            data = await self._channel.read()
         except (OSError, ssl.SSLError):
             protocol.closed()  # a reset is a close for the handshake's purposes
         else:
@@ -315,12 +324,12 @@ class BrokerConnection:
                 )
 
     async def _read_loop(self, protocol: ClientConnection) -> None:
-        reader = self._reader
-        assert reader is not None
+        channel = self._channel
+        assert channel is not None
         error: KafkaCompatError | None = None
         try:
             while protocol.is_ready:
-                data = await reader.read(_CHUNK)
+                data = await channel.read()
                 if not data:
                     break
                 self._dispatch(protocol.receive_data(data))
@@ -342,20 +351,24 @@ class BrokerConnection:
 
     def _flush(self, protocol: ClientConnection) -> None:
         self._flush_scheduled = False
-        writer = self._writer
-        if writer is None or not protocol.is_ready:
+        channel = self._channel
+        if channel is None or not protocol.is_ready:
             return
         data = protocol.pipeline.bytes_to_send()
         if not data:
             return
         try:
-            # Handed to the transport, the bytes go out whole (it buffers what the socket
-            # does not take yet; the in-flight bound bounds that buffer): the write is done.
-            writer.write(data)
+            # Handed to the channel, the bytes go out whole (it keeps what the socket does
+            # not take yet; the in-flight bound bounds that): the write is done.
+            channel.write(data)
         except (OSError, ssl.SSLError) as exc:
             self._dispatch(protocol.closed(translate_os_error(exc, self.node, "writing a request")))
             return
         self._dispatch(protocol.pipeline.write_done())
+
+    def _write_failed(self, protocol: ClientConnection, exc: OSError) -> None:
+        if protocol.is_ready:
+            self._dispatch(protocol.closed(translate_os_error(exc, self.node, "writing a request")))
 
     def _give_up(self, protocol: ClientConnection, ticket: Ticket) -> None:
         waiter = self._waiters.pop(id(ticket), None)
@@ -388,15 +401,9 @@ class BrokerConnection:
             waiter.set_result(response)
 
     async def _close_socket(self) -> None:
-        writer, self._writer, self._reader = self._writer, None, None
-        if writer is None:
-            return
-        writer.close()
-        # Closing a broken socket can fail too: there is nothing more to learn from it.
-        with contextlib.suppress(OSError, ssl.SSLError, TimeoutError):
-            async with asyncio.timeout(_CLOSE_TIMEOUT):
-                await writer.wait_closed()
-
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            await channel.close()
 
 
 @asynccontextmanager

@@ -15,10 +15,21 @@ answer's size ceiling, and a close that answers a removed version.  This
 module moves bytes between it and a trio socket, keeps the deadlines on
 trio's clock, and wakes the callers its events name.
 
-Two tasks start with the first request (a connection opened only to read the
-capabilities never needs them): a writer that sends whatever requests queued
-while its last write was going out, in one write, and a reader that feeds
-what arrives to the connection.  A caller that times out or is cancelled
+Three tasks start with the first request (a connection opened only to read
+the capabilities never needs them): a writer that sends whatever requests
+queued while its last write was going out, in one write, a reader that feeds
+what arrives to the connection, and the deadline keeper.  They run in the
+nursery given to ``open``; without one (``open_connection`` gives none) they
+are trio system tasks the connection owns.  A nursery per connection costs
+a connect a fifth of a bare ``trio.socket`` round trip (its exit is a
+schedule point and its cancel scope a registration), and the connection
+already has everything a nursery would give: its own cancel scopes for the
+tasks, cancelled by ``aclose``, and one place where their failures go (the
+pending requests).  So a system task catches every exception it could raise
+and turns it into the connection's failure: one escaping would end the whole
+run as a ``TrioInternalError``.  It runs in a copy of the opener's context
+variables, as a nursery's child would; trio shields system tasks from
+KeyboardInterrupt, which reaches the caller's task instead.  A caller that times out or is cancelled
 takes its request back as far as it can: still queued, it is never written;
 already written, its late answer is read and dropped; cut off half-way
 through being written, the connection fails, since the stream would be
@@ -28,10 +39,11 @@ corrupt.
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import functools
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import cast
 
 import outcome  # trio's own dependency: what wakes a task
@@ -61,7 +73,6 @@ from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.deadlines import DeadlineKeeper
 from kafkacompat.transport.negotiate import set_up
 from kafkacompat.transport.sasl import log_authenticated, sasl_login
-from kafkacompat.transport.seam import raise_lone
 from kafkacompat.transport.stream import ByteStream, PeerClosedError
 
 __all__ = ["BrokerConnection", "CapabilityChange", "open_connection"]
@@ -143,8 +154,12 @@ class BrokerConnection:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    async def open(self, nursery: trio.Nursery) -> BrokerCapabilities:
-        """Connect, negotiate and authenticate; the reader task runs in ``nursery``."""
+    async def open(self, nursery: trio.Nursery | None = None) -> BrokerCapabilities:
+        """Connect, negotiate and authenticate.
+
+        The reader, writer and deadline tasks run in ``nursery`` when one is
+        given, else as system tasks this connection owns (see the module's doc).
+        """
         if self._stream is not None:
             raise TransportError("this connection is already open", node=self.node)
         self._closed = False
@@ -180,7 +195,7 @@ class BrokerConnection:
         self._ready.set()
         return ready.capabilities
 
-    async def reconnect(self, nursery: trio.Nursery) -> BrokerCapabilities:
+    async def reconnect(self, nursery: trio.Nursery | None = None) -> BrokerCapabilities:
         """Close and negotiate again; the new capabilities replace the old ones."""
         await self.aclose()
         self._stream = None
@@ -316,13 +331,55 @@ class BrokerConnection:
     # -- the writer and the reader ------------------------------------------------------
 
     def _start_io(self) -> None:
-        assert self._nursery is not None and self._stream is not None and self._protocol is not None
+        assert self._stream is not None and self._protocol is not None
         # The scopes exist before the tasks run, so an early aclose() can cancel them;
         # start_soon spares the scheduling round trip nursery.start would cost.
         scopes = self._io_scopes = (trio.CancelScope(), trio.CancelScope(), trio.CancelScope())
-        self._nursery.start_soon(self._read_loop, self._protocol, self._stream, scopes)
-        self._nursery.start_soon(self._write_loop, self._protocol, self._stream, scopes)
-        self._nursery.start_soon(self._keep_deadlines, self._deadlines, scopes)
+        protocol, stream = self._protocol, self._stream
+        nursery = self._nursery
+        if nursery is not None:
+            nursery.start_soon(self._read_loop, protocol, stream, scopes)
+            nursery.start_soon(self._write_loop, protocol, stream, scopes)
+            nursery.start_soon(self._keep_deadlines, self._deadlines, scopes)
+            return
+        spawn = trio.lowlevel.spawn_system_task
+        try:
+            for body, name in (
+                (functools.partial(self._read_loop, protocol, stream, scopes), "reader"),
+                (functools.partial(self._write_loop, protocol, stream, scopes), "writer"),
+                (functools.partial(self._keep_deadlines, self._deadlines, scopes), "deadlines"),
+            ):
+                spawn(
+                    self._guarded,
+                    protocol,
+                    scopes,
+                    body,
+                    name,
+                    name=f"kafkacompat {name} {self.node}",
+                    context=contextvars.copy_context(),
+                )
+        except RuntimeError as exc:  # the run is ending: trio takes no new system tasks
+            self._closed = True
+            self._dispatch(protocol.closed(TransportError(f"cannot start the connection's tasks: {exc}")))
+            _cancel(scopes)
+
+    async def _guarded(
+        self, protocol: ClientConnection, scopes: _Scopes, body: Callable[[], Awaitable[None]], name: str
+    ) -> None:
+        """A system task's body: nothing but Cancelled may leave it (see the module's doc)."""
+        try:
+            await body()
+        except Exception as exc:
+            error = self._bug(exc, name)
+            if protocol is self._protocol:
+                self._closed = True
+            self._dispatch(protocol.closed(error))
+            _cancel(scopes)
+
+    def _bug(self, exc: Exception, task: str) -> TransportError:
+        """What the callers see of an unexpected exception in one of the connection's tasks."""
+        log.error("connection %s: its %s task failed", self.node, task, exc_info=exc)
+        return TransportError(f"the connection's {task} task failed: {exc!r}", node=self.node)
 
     def _stop_io(self) -> None:
         _cancel(self._io_scopes)
@@ -386,6 +443,10 @@ class BrokerConnection:
                     self._dispatch(protocol.receive_data(data))
             except KafkaCompatError as exc:
                 error = exc
+            except Exception as exc:  # a bug: the pending requests learn of it before anyone else
+                error = self._bug(exc, "reader")
+                if self._nursery is not None:
+                    raise  # the nursery's owner sees it, as before
             finally:
                 # However the reader ends (a failure, aclose, a write cut off half-way),
                 # the writer and the socket go with it.
@@ -443,27 +504,32 @@ class BrokerConnection:
         self._ready.set()  # wake anyone waiting to send: they will see the failure
 
 
-@asynccontextmanager
-async def open_connection(
+def open_connection(
     host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
-) -> AsyncIterator[BrokerConnection]:
+) -> contextlib.AbstractAsyncContextManager[BrokerConnection]:
     """``async with open_connection(host, port) as conn:`` negotiated, then closed.
 
-    Errors come out as themselves (a ``KafkaCompatError`` from opening, or
-    whatever the body raised), not wrapped in the nursery's exception group.
+    No nursery: the connection's tasks are its own (see the module's doc), so
+    errors come out as themselves, never in an exception group.
     """
-    try:
-        async with trio.open_nursery() as nursery:
-            connection = BrokerConnection(host, port, config, node_id=node_id)
-            try:
-                await connection.open(nursery)
-                yield connection
-            finally:
-                await connection.aclose()
-                if nursery.child_tasks:  # the reader, writer, deadline keeper: not on a bare connect
-                    nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        raise_lone(group)
+    return _Opened(BrokerConnection(host, port, config, node_id=node_id))
+
+
+class _Opened(contextlib.AbstractAsyncContextManager[BrokerConnection]):
+    """``open_connection``'s context: a class, since an async generator costs a connect
+    trio's generator hooks and a frame more than these two calls."""
+
+    __slots__ = ("_connection",)
+
+    def __init__(self, connection: BrokerConnection) -> None:
+        self._connection = connection
+
+    async def __aenter__(self) -> BrokerConnection:
+        await self._connection.open()
+        return self._connection
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._connection.aclose()
 
 
 def _cancel(scopes: _Scopes | None) -> None:

@@ -41,24 +41,49 @@ async def set_up(
     deadline = trio.current_time() + config.request_timeout
     try:
         while True:
-            action = protocol.next_action()
-            if isinstance(action, OpenSocket):
-                if stream is not None:
-                    await stream.aclose()
-                stream = await _open(protocol, host, port, config)
-            elif isinstance(action, Write):
-                assert stream is not None
-                if action.fresh_deadline:  # a request and its answer share one deadline
-                    deadline = trio.current_time() + config.request_timeout
-                await _write(protocol, stream, action, deadline)
-            elif isinstance(action, Read):
-                assert stream is not None
-                await _read(protocol, stream, action, deadline)
-            elif isinstance(action, SetupFailed):
-                raise action.error
+            # One cancel scope for every step that ends in time, its deadline moved from
+            # step to step: entering and leaving a scope is a sixth of a loopback connect's
+            # bytecodes, moving its deadline a quarter of that.  A step that runs out ends
+            # the scope (a cancelled scope stays cancelled): the connection is told which
+            # wait ran out, and its next step opens a new scope.
+            waiting: OpenSocket | Write | Read | None = None
+            quiet = False  # the wait that ran out was a quiet period, not the deadline
+            with trio.CancelScope() as scope:
+                while not scope.cancel_called:
+                    action = protocol.next_action()
+                    waiting = action if isinstance(action, (OpenSocket, Write, Read)) else None
+                    if isinstance(action, OpenSocket):
+                        if stream is not None:
+                            old, stream = stream, None
+                            await old.aclose()
+                        scope.deadline = trio.current_time() + config.connect_timeout
+                        stream = await _open(protocol, host, port, config)
+                    elif isinstance(action, Write):
+                        assert stream is not None
+                        if action.fresh_deadline:  # a request and its answer share one deadline
+                            deadline = trio.current_time() + config.request_timeout
+                        await _write(protocol, stream, action, scope, deadline)
+                    elif isinstance(action, Read):
+                        assert stream is not None
+                        until = deadline
+                        if action.quiet_period is not None:  # quiet only while the deadline is ahead
+                            until = min(deadline, trio.current_time() + action.quiet_period)
+                        quiet = until < deadline
+                        scope.deadline = until
+                        await _read(protocol, stream, action, deadline)
+                    elif isinstance(action, SetupFailed):
+                        raise action.error
+                    else:
+                        assert isinstance(action, Ready) and stream is not None
+                        return stream, action
+            if not scope.cancelled_caught:
+                # The deadline passed after the wait it bounded had ended (in the same turn
+                # of trio's loop): nothing ran out, but the scope is spent.  A fresh one.
+                continue
+            if isinstance(waiting, Read) and quiet:
+                protocol.quiet()
             else:
-                assert isinstance(action, Ready) and stream is not None
-                return stream, action
+                protocol.timed_out()
     except BaseException:
         if stream is not None:
             await stream.aclose()
@@ -69,8 +94,8 @@ async def _open(
     protocol: ClientConnection, host: str, port: int, config: ConnectionConfig
 ) -> ByteStream | None:
     try:
-        stream = await open_byte_stream(host, port, config, trio.current_time() + config.connect_timeout)
-    except KafkaTimeoutError:
+        stream = await open_byte_stream(host, port, config)
+    except KafkaTimeoutError:  # the system's own connect timeout
         protocol.timed_out()
         return None
     except TransportError as exc:
@@ -83,42 +108,28 @@ async def _open(
     return stream
 
 
-async def _write(protocol: ClientConnection, stream: ByteStream, action: Write, deadline: float) -> None:
-    # Bare cancel scopes: fail_at's context manager and exception cost a loopback
-    # handshake a few percent, twice per request.  A request the kernel takes at once
-    # (nearly always) needs no scope at all: nothing in it can wait, or time out.
+async def _write(
+    protocol: ClientConnection, stream: ByteStream, action: Write, scope: trio.CancelScope, deadline: float
+) -> None:
+    # A request the kernel takes at once (nearly always) needs no deadline: nothing in it
+    # can wait, or time out.
     try:
         left = stream.send_now(action.data)
-        if left is not None and not left:
-            protocol.written()
-            return
-        with trio.CancelScope(deadline=deadline) as scope:
+        if left is None or left:
+            scope.deadline = deadline
             await stream.send_all(action.data if left is None else left)
     except TransportError:
         protocol.closed()  # a reset is a close for the handshake's purposes
         return
-    if scope.cancelled_caught:
-        protocol.timed_out()
-    else:
-        protocol.written()
+    protocol.written()
 
 
 async def _read(protocol: ClientConnection, stream: ByteStream, action: Read, deadline: float) -> None:
-    until = deadline
-    if action.quiet_period is not None:  # quiet only while the request's deadline is ahead
-        until = min(deadline, trio.current_time() + action.quiet_period)
-    data = b""
+    """One read within the caller's scope (its deadline already set for this wait)."""
     try:
-        with trio.CancelScope(deadline=until) as scope:
-            data = await stream.receive_some()
+        data = await stream.receive_some()
     except TransportError:
         protocol.closed()  # a reset is a close for the handshake's purposes
-        return
-    if scope.cancelled_caught:
-        if until < deadline:
-            protocol.quiet()
-        else:
-            protocol.timed_out()
         return
     if not data:
         protocol.closed()

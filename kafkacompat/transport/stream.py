@@ -162,27 +162,25 @@ def _literal_family(host: str) -> socket.AddressFamily | None:
         return None
 
 
-async def open_byte_stream(host: str, port: int, config: ConnectionConfig, deadline: float) -> ByteStream:
-    """Connect (and run the TLS handshake) by ``deadline``, on trio's clock."""
+async def open_byte_stream(host: str, port: int, config: ConnectionConfig) -> ByteStream:
+    """Connect (and run the TLS handshake); the caller's cancel scope bounds the time."""
     host, port = check_address(host, port, source="the caller")  # before any socket call sees it
     node = f"{host}:{port}"
     doing = "connecting"
     try:
-        with trio.CancelScope(deadline=deadline):  # bare: a third of fail_at's cost
-            sock, raw = await _open_tcp(host, port)
-            if config.tls is None:
-                return ByteStream(node, sock=sock, raw=raw)
-            doing = "running the TLS handshake"
-            tcp = trio.SocketStream(sock)
-            ssl_stream = trio.SSLStream(
-                tcp, tls_context(config.tls), server_hostname=config.tls.server_hostname or host
-            )
-            try:
-                await ssl_stream.do_handshake()
-            except BaseException:
-                await trio.aclose_forcefully(tcp)
-                raise
-            return ByteStream(node, stream=ssl_stream)
+        sock, raw = await _open_tcp(host, port)
+        if config.tls is None:
+            return ByteStream(node, sock=sock, raw=raw)
+        doing = "running the TLS handshake"
+        tcp = trio.SocketStream(sock)
+        ssl_stream = trio.SSLStream(
+            tcp, tls_context(config.tls), server_hostname=config.tls.server_hostname or host
+        )
+        try:
+            await ssl_stream.do_handshake()
+        except BaseException:
+            await trio.aclose_forcefully(tcp)
+            raise
+        return ByteStream(node, stream=ssl_stream)
     except (OSError, trio.BrokenResourceError, ssl.SSLError) as exc:
         raise translate(exc, node, doing) from None
-    raise translate(trio.TooSlowError(), node, doing)  # the scope's deadline passed

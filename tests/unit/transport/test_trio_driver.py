@@ -14,7 +14,8 @@ import pytest
 import trio
 import trio.testing
 
-from kafkacompat.errors import EncodeError, KafkaTimeoutError
+from kafkacompat.errors import EncodeError, KafkaTimeoutError, TransportError
+from kafkacompat.negotiation.client_connection import ClientConnection
 from kafkacompat.protocol import messages as m
 from kafkacompat.testing.emulator import ClusterState, Connection, Fault, FaultPlan, Node
 from kafkacompat.testing.emulator.faults import Close, Send, Sleep, Stall
@@ -144,3 +145,49 @@ async def test_a_request_sent_on_its_callers_behalf_that_cannot_be_encoded_fails
     assert isinstance(outcomes["holds the slot"], m.MetadataResponse)
     assert isinstance(outcomes["cannot be encoded"], EncodeError)
     assert isinstance(outcomes["after it"], m.MetadataResponse)
+
+
+def _connection_tasks() -> list[trio.lowlevel.Task]:
+    """The system tasks a nursery-less connection started (named after it)."""
+    root = trio.lowlevel.current_root_task()
+    assert root is not None
+    return [
+        task
+        for nursery in root.child_nurseries
+        for task in nursery.child_tasks
+        if task.name.startswith("kafkacompat ")
+    ]
+
+
+async def test_open_connection_runs_its_tasks_itself_and_ends_them_on_close(
+    clock: trio.testing.MockClock,
+) -> None:
+    with trio.fail_after(1000):
+        async with emulated_broker() as (host, port):
+            async with open_connection(host, port, CONFIG) as conn:
+                assert _connection_tasks() == []  # a bare connect starts none
+                await conn.request(m.MetadataRequest(topics=[]))
+                names = sorted(task.name.split()[1] for task in _connection_tasks())
+                assert names == ["deadlines", "reader", "writer"]
+            await trio.testing.wait_all_tasks_blocked()
+            assert _connection_tasks() == []
+
+
+async def test_a_bug_in_a_connection_task_fails_the_connection_not_the_run(
+    clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A system task's exception would end trio.run as TrioInternalError: it becomes the
+    connection's failure instead, seen by the waiting caller."""
+    with trio.fail_after(1000):
+        async with emulated_broker() as (host, port), open_connection(host, port, CONFIG) as conn:
+
+            def broken(self: object, *args: object) -> list[object]:
+                raise RuntimeError("a bug in the core")
+
+            monkeypatch.setattr(ClientConnection, "receive_data", broken)
+            monkeypatch.setattr(ClientConnection, "body_filled", broken)
+            with pytest.raises(TransportError, match="reader task failed: RuntimeError"):
+                await conn.request(m.MetadataRequest(topics=[]))
+            assert not conn.is_ready
+            with pytest.raises(TransportError):
+                await conn.request(m.MetadataRequest(topics=[]))
