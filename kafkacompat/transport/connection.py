@@ -104,6 +104,12 @@ class _Call:
         self.ticket: Ticket | None = None
         self.ended = False
 
+    def abort(self, raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        """Cancelled while asleep: nobody may wake it now; ``_give_up`` takes what is left of
+        its request.  A method, not a closure made per request."""
+        self.ended = True
+        return trio.lowlevel.Abort.SUCCEEDED
+
 
 class BrokerConnection:
     """A connection to ``host:port`` that negotiates by itself before carrying requests."""
@@ -263,9 +269,9 @@ class BrokerConnection:
             self._send(pipeline, call)  # an encoding error is raised here, to this caller
         # The deadline covers the wait for an in-flight slot as well.  It is kept by the
         # connection's deadline keeper, not a cancel scope per call (see deadlines.py).
-        self._deadlines.add(deadline, call, waiting=len(self._callers) + len(self._backlog))
+        self._deadlines.add(deadline, call, len(self._callers) + len(self._backlog))
         try:
-            result: _Outcome = await trio.lowlevel.wait_task_rescheduled(self._aborter(call))
+            result: _Outcome = await trio.lowlevel.wait_task_rescheduled(call.abort)
         except BaseException:
             self._give_up(protocol, call)
             raise
@@ -305,13 +311,6 @@ class BrokerConnection:
                 self._send(pipeline, call)
             except KafkaCompatError as exc:  # this caller's message cannot be encoded
                 self._wake(call, (None, exc))
-
-    def _aborter(self, call: _Call) -> Callable[[trio.lowlevel.RaiseCancelT], trio.lowlevel.Abort]:
-        def abort(raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-            call.ended = True  # nobody may wake it now; what is left of its request, _give_up takes
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        return abort
 
     def _give_up(self, protocol: ClientConnection, call: _Call) -> None:
         """A caller gave up (timeout, cancellation): its request is taken back as far as it can be."""
