@@ -19,21 +19,19 @@ Three tasks start with the first request (a connection opened only to read
 the capabilities never needs them): a writer that sends whatever requests
 queued while its last write was going out, in one write, a reader that feeds
 what arrives to the connection, and the deadline keeper.  They run in the
-nursery given to ``open``; without one (``open_connection`` gives none) they
-are trio system tasks the connection owns.  A nursery per connection costs
-a connect a fifth of a bare ``trio.socket`` round trip (its exit is a
-schedule point and its cancel scope a registration), and the connection
-already has everything a nursery would give: its own cancel scopes for the
-tasks, cancelled by ``aclose``, and one place where their failures go (the
-pending requests).  So a system task catches every exception it could raise
-and turns it into the connection's failure: one escaping would end the whole
-run as a ``TrioInternalError``.  It runs in a copy of the opener's context
-variables, as a nursery's child would; trio shields system tasks from
-KeyboardInterrupt, which reaches the caller's task instead.  A caller that times out or is cancelled
-takes its request back as far as it can: still queued, it is never written;
-already written, its late answer is read and dropped; cut off half-way
-through being written, the connection fails, since the stream would be
-corrupt.
+nursery given to ``open``, else (``open_connection`` gives none) as system
+tasks the connection owns: a nursery per connect cost a fifth of a bare
+``trio.socket`` round trip (its exit is a schedule point), and the connection
+has what one would give, its own cancel scopes for the tasks and one place
+for their failures (the waiting requests).  A system task must never raise
+(the run would end in ``TrioInternalError``), so each turns any exception
+into the connection's failure; it runs in a copy of the opener's context
+variables, and trio leaves KeyboardInterrupt to the application's task.
+
+A caller that times out or is cancelled takes its request back as far as it
+can: still queued, it is never written; already written, its late answer is
+read and dropped; cut off half-way through being written, the connection
+fails, since the stream would be corrupt.
 """
 
 from __future__ import annotations
@@ -105,6 +103,12 @@ class _Call:
         self.deadline = deadline
         self.ticket: Ticket | None = None
         self.ended = False
+
+    def abort(self, raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        """Cancelled while asleep: nobody may wake it now; ``_give_up`` takes what is left of
+        its request.  A method, not a closure made per request."""
+        self.ended = True
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class BrokerConnection:
@@ -265,9 +269,9 @@ class BrokerConnection:
             self._send(pipeline, call)  # an encoding error is raised here, to this caller
         # The deadline covers the wait for an in-flight slot as well.  It is kept by the
         # connection's deadline keeper, not a cancel scope per call (see deadlines.py).
-        self._deadlines.add(deadline, call, waiting=len(self._callers) + len(self._backlog))
+        self._deadlines.add(deadline, call, len(self._callers) + len(self._backlog))
         try:
-            result: _Outcome = await trio.lowlevel.wait_task_rescheduled(self._aborter(call))
+            result: _Outcome = await trio.lowlevel.wait_task_rescheduled(call.abort)
         except BaseException:
             self._give_up(protocol, call)
             raise
@@ -307,13 +311,6 @@ class BrokerConnection:
                 self._send(pipeline, call)
             except KafkaCompatError as exc:  # this caller's message cannot be encoded
                 self._wake(call, (None, exc))
-
-    def _aborter(self, call: _Call) -> Callable[[trio.lowlevel.RaiseCancelT], trio.lowlevel.Abort]:
-        def abort(raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-            call.ended = True  # nobody may wake it now; what is left of its request, _give_up takes
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        return abort
 
     def _give_up(self, protocol: ClientConnection, call: _Call) -> None:
         """A caller gave up (timeout, cancellation): its request is taken back as far as it can be."""

@@ -49,7 +49,7 @@ class DeadlineKeeper(Generic[_W]):
     def __len__(self) -> int:
         return len(self._heap)
 
-    def add(self, deadline: float, caller: _W, *, waiting: int) -> None:
+    def add(self, deadline: float, caller: _W, waiting: int) -> None:
         """Watch ``caller`` until ``deadline``; ``waiting``: how many callers have not ended."""
         heap = self._heap
         if len(heap) >= _COMPACT_AT and len(heap) > 4 * waiting:
