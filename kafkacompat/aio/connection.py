@@ -23,7 +23,7 @@ import logging
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from kafkacompat.aio.channel import Channel, SocketChannel, StreamChannel, literal_family
 from kafkacompat.errors import (
@@ -36,7 +36,6 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.capability_changes import CapabilityChange, capability_change
 from kafkacompat.negotiation.client_connection import (
     ClientConnection,
     OpenSocket,
@@ -46,7 +45,7 @@ from kafkacompat.negotiation.client_connection import (
     Write,
 )
 from kafkacompat.negotiation.handshake_types import HandshakeResult
-from kafkacompat.negotiation.request_pipeline import (
+from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
     PipelineEvent,
     RequestFailed,
@@ -57,6 +56,9 @@ from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.os_errors import translate_os_error
 from kafkacompat.transport.sasl import sasl_login
+
+if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
+    from kafkacompat.negotiation.capability_changes import CapabilityChange
 
 __all__ = ["BrokerConnection", "open_connection"]
 
@@ -122,16 +124,23 @@ class BrokerConnection:
         channel = self._channel
         if isinstance(channel, SocketChannel):  # a write it finishes later may fail with nobody waiting
             channel.on_failure = functools.partial(self._write_failed, protocol)
-        change = capability_change(self.node, self.capabilities, ready.capabilities)
-        if change is not None:
-            self.changes.append(change)
-            log.warning("%s", change.describe())
+        if self.capabilities is not None:
+            self._note_change(self.capabilities, ready.capabilities)
         self._protocol, self.handshake, self.capabilities = protocol, ready.handshake, ready.capabilities
         self._slots = asyncio.Semaphore(self.config.max_in_flight)
         # The reader starts with the first request: a connection opened only to learn
         # the broker's capabilities never needs it.
         self._read_task = None
         return ready.capabilities
+
+    def _note_change(self, before: BrokerCapabilities, after: BrokerCapabilities) -> None:
+        """A reconnect: record what the broker changed in between (say, a rolling upgrade)."""
+        from kafkacompat.negotiation.capability_changes import capability_change  # reconnects only
+
+        change = capability_change(self.node, before, after)
+        if change is not None:
+            self.changes.append(change)
+            log.warning("%s", change.describe())
 
     async def reconnect(self) -> BrokerCapabilities:
         """Close and negotiate again; the new capabilities replace the old ones."""

@@ -44,14 +44,14 @@ reads to ``receive_data`` and wakes the callers named in the events returned
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum, StrEnum
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafkacompat.errors import (
     ConfigError,
     KafkaCompatError,
     KafkaTimeoutError,
+    PipelineStateError,
     TransportError,
     WrongProtocolError,
     attach_context,
@@ -67,20 +67,15 @@ from kafkacompat.negotiation.handshake_types import (
     ReceiveReply,
     SendProbe,
     SendRequest,
-    quick,
 )
-from kafkacompat.negotiation.request_pipeline import (
-    PipelineEvent,
-    PipelineStateError,
-    RequestPipeline,
-    Ticket,
-)
+from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket
 from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.reply_limits import ReplyLimits
 
 if TYPE_CHECKING:  # the exchange and its messages load when a connection logs in, not before
+    from kafkacompat.negotiation.request_pipeline import RequestPipeline  # loaded by the first request
     from kafkacompat.negotiation.sasl_exchange import Authenticated, SaslExchange, SaslMechanism
     from kafkacompat.negotiation.version_policy import VersionPolicy  # loaded by the first pick
 
@@ -107,13 +102,11 @@ class Phase(StrEnum):
     CLOSED = "closed"  # closed by the driver
 
 
-@dataclass(frozen=True, slots=True)
-class OpenSocket:
+class OpenSocket(NamedTuple):
     attempt: int  # 1 for the first connection, 2 for the first reconnect...
 
 
-@dataclass(frozen=True, slots=True)
-class Write:
+class Write(NamedTuple):
     """Write ``data``.  ``fresh_deadline``: a new request starts, and with it a new deadline
     for it and its answer (False for the pre-0.10 probe, which shares ApiVersions' deadline)."""
 
@@ -122,8 +115,7 @@ class Write:
     fresh_deadline: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class Read:
+class Read(NamedTuple):
     """Read; ``quiet_period``: report ``quiet()`` when nothing came for that long (the
     deadline still applies)."""
 
@@ -131,15 +123,13 @@ class Read:
     quiet_period: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Ready:
+class Ready(NamedTuple):
     capabilities: BrokerCapabilities
     handshake: HandshakeResult
     authenticated: Authenticated | None
 
 
-@dataclass(frozen=True, slots=True)
-class SetupFailed:
+class SetupFailed(NamedTuple):
     error: KafkaCompatError
 
 
@@ -149,8 +139,7 @@ _SETUP, _READY, _FAILED, _CLOSED = Phase.SETUP, Phase.READY, Phase.FAILED, Phase
 _AS_HANDSHAKE: Final = _Same.AS_HANDSHAKE
 
 
-@dataclass(frozen=True, slots=True)
-class SaslLogin:
+class SaslLogin(NamedTuple):
     """How to authenticate: a fresh mechanism per connection, the user name, a redactor."""
 
     new_mechanism: Callable[[], SaslMechanism]
@@ -158,11 +147,6 @@ class SaslLogin:
     redact: Callable[[str], str] = str
 
 
-# The actions of every connect, built by their quick twins (``handshake_types.quick``).
-_OpenSocket: Final = quick(OpenSocket)
-_Write: Final = quick(Write)
-_Read: Final = quick(Read)
-_Ready: Final = quick(Ready)
 # What a Write and a Read say, per ApiVersions version: made once, not per connection.
 _API_VERSIONS_NAMES: Final = tuple(f"ApiVersions v{version}" for version in range(CODEC_MAX_VERSION + 1))
 _API_VERSIONS_ANSWERS: Final = tuple(f"the answer to {name}" for name in _API_VERSIONS_NAMES)
@@ -211,6 +195,7 @@ class ClientConnection:
         self._sockets = 0  # sockets opened: the first one reads into the splitter made here
         self._sasl: SaslExchange | None = None
         self._pipeline: RequestPipeline | None = None
+        self._lost: tuple[KafkaCompatError | None] | tuple[()] = ()  # closed before the pipeline was made
         # Once ready: the correlation id the requests start at.  The pipeline is made when
         # first used, as a connection only negotiated (a probe, a benchmark) never needs it.
         self._first_request_id: int | None = None
@@ -258,6 +243,8 @@ class ClientConnection:
         if self._first_request_id is None:
             raise PipelineStateError(f"the connection is not ready (phase {self._phase})", node=self.node)
         assert self._capabilities is not None
+        from kafkacompat.negotiation.request_pipeline import RequestPipeline  # see pipeline_events
+
         self._pipeline = pipeline = RequestPipeline(
             node=self.node,
             client_id=self.client_id,
@@ -267,6 +254,8 @@ class ClientConnection:
             reply_limits=self.reply_limits,
             api_ranges=self._capabilities.api_ranges,
         )
+        if self._lost:  # closed before its first request: it starts out as lost, with that error
+            pipeline.connection_lost(self._lost[0])
         return pipeline
 
     # -- setup events -------------------------------------------------------------------
@@ -353,6 +342,9 @@ class ClientConnection:
         """
         if self._phase is _READY:
             self._phase = _CLOSED
+            if self._pipeline is None:  # no request was ever made: nothing pending, nothing to load
+                self._lost = (error,)
+                return []
             return self.pipeline.connection_lost(error)
         if self._phase is not _SETUP:
             return []
@@ -410,12 +402,12 @@ class ClientConnection:
         action = self._handshake.next_action()
         # The handshake makes these exact classes: compared by type, no isinstance chain.
         if type(action) is SendRequest:
-            return _Write(action.frame, _API_VERSIONS_NAMES[action.version])
+            return Write(action.frame, _API_VERSIONS_NAMES[action.version])
         if type(action) is ReceiveReply:
             key = (action.version, action.quiet_period, type(action.quiet_period))  # 1 and 1.0 apart
             read = _API_VERSIONS_READS.get(key)
             if read is None:
-                read = _Read(_API_VERSIONS_ANSWERS[action.version], action.quiet_period)
+                read = Read(_API_VERSIONS_ANSWERS[action.version], action.quiet_period)
                 if len(_API_VERSIONS_READS) < _KEPT_READS:
                     _API_VERSIONS_READS[key] = read
             return read
@@ -429,7 +421,7 @@ class ClientConnection:
             return self._after_handshake_action()
         if type(action) is Connect:
             number = action.connection
-            return _OPEN_SOCKETS[number] if number < len(_OPEN_SOCKETS) else _OpenSocket(number)
+            return _OPEN_SOCKETS[number] if number < len(_OPEN_SOCKETS) else OpenSocket(number)
         if type(action) is SendProbe:
             return Write(action.frame, "the Metadata v0 probe", fresh_deadline=False)
         assert isinstance(action, Fail)
@@ -480,7 +472,7 @@ class ClientConnection:
         counter = self._sasl if self._sasl is not None else self._handshake  # one counter, no gap
         self._first_request_id = counter.next_correlation_id
         self._phase = _READY
-        return _Ready(self._capabilities, self._result, authenticated)
+        return Ready(self._capabilities, self._result, authenticated)
 
     def _failed_action(self, error: KafkaCompatError) -> SetupFailed:
         self._phase = _FAILED

@@ -57,7 +57,6 @@ got bytes back; a connection is one ``connected()``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from kafkacompat.errors import (
@@ -140,13 +139,9 @@ _ON_CONNECTED, _ON_CONNECT_FAILED, _ON_REQUEST_SENT, _ON_RECEIVED = (
 _ON_CONNECTION_CLOSED, _ON_TIMED_OUT, _ON_FOREIGN_BYTES, _ON_QUIET = (
     Event.CONNECTION_CLOSED, Event.TIMED_OUT, Event.FOREIGN_BYTES, Event.QUIET,
 )
-# The objects of every connect, built by their quick twins (``handshake_types.quick``).
+# The public frozen objects of every connect, built by their quick twins (``handshake_types.quick``).
 _Attempt: Final = quick(HandshakeAttempt)
 _Transcript: Final = quick(HandshakeTranscript)
-_Connect: Final = quick(Connect)
-_SendRequest: Final = quick(SendRequest)
-_ReceiveReply: Final = quick(ReceiveReply)
-_Done: Final = quick(Done)
 # Checked on every event: computed once, not per call.  The table's rows by key, as a
 # plain dict (a read-only view adds a call per lookup).
 _BY_KEY: Final = dict(BY_KEY)
@@ -188,7 +183,7 @@ class ApiVersionsHandshake(LegacySteps):
         self._probe_flags: tuple[str, ...] = ()
         self._answer: HandshakeResult | None = None  # accepted, kept while the probe drains
         self._check: LegacyCheck | None = None  # rule 10, after a close at v0
-        self._action: Action = _Connect(self._version, 1)
+        self._action: Action = Connect(self._version, 1)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -395,7 +390,7 @@ class ApiVersionsHandshake(LegacySteps):
         verdict = judge_reply(body, self._version, self.config)
         self._replies_understood += verdict.understood
         if verdict.response is not None and self._probe_id is not None:
-            verdict = replace(verdict, outcome="ok-probe-pending")  # drain the probe's reply first
+            verdict = verdict._replace(outcome="ok-probe-pending")  # drain the probe's reply first
         self._apply(_ON_RECEIVED, verdict)
 
     def _apply(self, event: Event, verdict: Verdict) -> None:
@@ -418,7 +413,7 @@ class ApiVersionsHandshake(LegacySteps):
         elif verdict.response is not None and self._state is _DRAIN:
             self._answer = self._result(verdict)
         elif verdict.response is not None:
-            self._action = _Done(self._result(verdict))
+            self._action = Done(self._result(verdict))
 
     def _result(self, verdict: Verdict) -> HandshakeResult:
         assert verdict.response is not None and verdict.reply is not None  # an accepted verdict
@@ -495,7 +490,7 @@ class ApiVersionsHandshake(LegacySteps):
         if next_version is not None:
             self._version = next_version
         if self._state is _CONNECT:
-            self._action = _Connect(self._version, self._connections + 1)
+            self._action = Connect(self._version, self._connections + 1)
         elif self._state is _SEND:
             self._action = self._send_request()
         elif self._state is _PROBE:
@@ -503,16 +498,16 @@ class ApiVersionsHandshake(LegacySteps):
         elif self._state is _RECEIVE:
             unprobed = self._probed_connection != self._connections and self._check is None
             quiet = self.config.quiet_period if unprobed else None
-            self._action = _ReceiveReply(self._version, self._correlation_id, quiet)
+            self._action = ReceiveReply(self._version, self._correlation_id, quiet)
         elif self._state is _DRAIN:
             assert self._probe_id is not None
-            self._action = _ReceiveReply(self._version, self._probe_id)
+            self._action = ReceiveReply(self._version, self._probe_id)
 
     def _send_request(self) -> SendRequest:
         request = self.config.request(self._version)
         self._correlation_id = cid = self._take_correlation_id()
         frame = self.config.request_frame(self._version, cid)
-        return _SendRequest(self._version, cid, request, frame)
+        return SendRequest(self._version, cid, request, frame)
 
     def _take_correlation_id(self) -> int:
         cid = self._next_correlation_id

@@ -12,9 +12,8 @@ from __future__ import annotations
 import operator
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 from kafkacompat.errors import (
     DecodeError,
@@ -44,8 +43,7 @@ _MIN_VERSION = operator.attrgetter("min_version")
 _MAX_VERSION = operator.attrgetter("max_version")
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(NamedTuple):
     """One reply judged: ``outcome`` names the transition to take.
 
     ``understood``: the bytes were an ApiVersions reply (whatever its error).
@@ -66,7 +64,7 @@ class Verdict:
     reply: bytes | None = None  # the accepted reply's bytes, which ``response`` was read from
     error_type: type[KafkaCompatError] | None = None
     message: str = ""
-    error_fields: Mapping[str, Any] = field(default_factory=dict)
+    error_fields: Mapping[str, Any] = MappingProxyType({})
 
 
 # Accepted replies already judged, by their bytes and the version asked: a broker answers

@@ -2,13 +2,17 @@
 
 All plain, frozen data, so that a driver can match on actions and the code
 that builds broker capabilities can read a result without knowing the machine.
+The actions are named tuples: a connect builds several, and a named tuple is
+built at the cost of a tuple and weighs about half a frozen dataclass's class
+(each of which is about 12 KiB of generated methods in a process's footprint).
+The result and the transcript are public records, frozen dataclasses.
 
 Quick twins
 ===========
 A frozen dataclass's ``__init__`` sets every field through ``object.__setattr__``
 (its own ``__setattr__`` refuses), five to six times slower than a plain
-attribute store on CPython 3.11: a connect builds about a dozen such objects
-(actions, the transcript, the result) and that was a fifth of its CPU.
+attribute store on CPython 3.11: a connect builds its attempt, transcript and
+result that way.
 
 ``quick(cls)`` returns a twin of the frozen slots dataclass ``cls``: the same
 slots, not frozen, whose ``__init__`` takes what ``cls``'s takes (same
@@ -24,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from kafkacompat.errors import (
     BrokerRejectedError,
@@ -54,16 +58,14 @@ __all__ = [
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Connect:
+class Connect(NamedTuple):
     """Open connection number ``connection``; ApiVersions v``version`` goes first on it."""
 
     version: int
     connection: int
 
 
-@dataclass(frozen=True, slots=True)
-class SendRequest:
+class SendRequest(NamedTuple):
     """Write ``frame`` (size prefix, header, body): ``request`` at ``version``."""
 
     version: int
@@ -72,16 +74,14 @@ class SendRequest:
     frame: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class SendProbe:
+class SendProbe(NamedTuple):
     """Write ``frame``: the Metadata v0 probe, on the connection ApiVersions went quiet on."""
 
     correlation_id: int
     frame: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class ReceiveReply:
+class ReceiveReply(NamedTuple):
     """Read one response frame; it must carry ``correlation_id``.
 
     ``quiet_period``: when not None, report ``quiet()`` if no frame has come
@@ -138,8 +138,7 @@ class HandshakeResult:
         return self.transcript.flags
 
 
-@dataclass(frozen=True, slots=True)
-class Done:
+class Done(NamedTuple):
     """The handshake succeeded.
 
     ``needs_new_connection``: the connection it used is gone (a fallback), so
@@ -150,8 +149,7 @@ class Done:
     needs_new_connection: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Fail:
+class Fail(NamedTuple):
     """The handshake failed; close the connection when ``close_connection``."""
 
     error: KafkaCompatError

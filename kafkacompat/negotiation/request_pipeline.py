@@ -39,8 +39,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Final
 
 from kafkacompat.errors import (
@@ -52,8 +50,16 @@ from kafkacompat.errors import (
     TransportError,
     attach_context,
 )
+from kafkacompat.negotiation.pipeline_events import (
+    ConnectionFailed,
+    PipelineEvent,
+    RequestFailed,
+    ResponseReceived,
+    SentWithoutReply,
+    Stage,
+    Ticket,
+)
 from kafkacompat.protocol import _wire, framing, messages
-from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import RequestHeader
 from kafkacompat.protocol.reply_limits import ReplyLimits
@@ -75,75 +81,6 @@ _INT32: Final = _wire.INT32
 _PRODUCE: Final = int(messages.ApiKey.PRODUCE)  # a plain int: compared for every request
 #: acks=0 correlation ids remembered, in case the broker answers them anyway.
 ACKS0_MEMORY: Final = 1024
-
-class Stage(IntEnum):
-    """Where a request is on its way out."""
-
-    QUEUED = 0  # handed to send(), its bytes not yet taken by the driver
-    WRITING = 1  # taken by bytes_to_send(), the write not yet confirmed
-    WRITTEN = 2  # written; waiting for the answer (or done, for acks=0)
-    ENDED = 3  # answered, failed, abandoned: nothing more will happen to it
-
-
-@dataclass(eq=False, slots=True)
-class Ticket:
-    """One request handed to the pipeline: the caller's handle on it.
-
-    ``response_cls`` and ``version`` say how its answer will be read.
-    """
-
-    correlation_id: int
-    api_key: int
-    version: int
-    response_cls: type[KafkaMessage]
-    expects_reply: bool
-    frame: bytes = field(repr=False)
-    reply_limit: int = DEFAULT_MAX_FRAME_SIZE  # the ceiling for its answer's size
-    response_header_version: int = 1
-    stage: Stage = Stage.QUEUED
-
-
-@dataclass(frozen=True, slots=True)
-class ResponseReceived:
-    ticket: Ticket
-    response: KafkaMessage
-
-
-@dataclass(frozen=True, slots=True)
-class RequestFailed:
-    """One request failed (its answer could not be read); the connection goes on."""
-
-    ticket: Ticket
-    error: KafkaCompatError
-
-
-@dataclass(frozen=True, slots=True)
-class SentWithoutReply:
-    """A request that expects no answer (Produce with acks=0) was written: it is done."""
-
-    ticket: Ticket
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionFailed:
-    """The stream cannot be trusted any more: every listed request failed with ``error``.
-
-    The driver closes the connection.  ``failed`` holds every request that had
-    not ended, queued ones included.
-    """
-
-    error: KafkaCompatError
-    failed: tuple[Ticket, ...]
-    #: Errors more precise than ``error`` for some of them (by ``id(ticket)``): a close that
-    #: answered a request at a version the broker removed (KIP-896) says so to that caller.
-    precise: Mapping[int, KafkaCompatError] = field(default_factory=dict)
-
-    def error_of(self, ticket: Ticket) -> KafkaCompatError:
-        return self.precise.get(id(ticket), self.error)
-
-
-PipelineEvent = ResponseReceived | RequestFailed | SentWithoutReply | ConnectionFailed
-
 
 def _expects_reply(message: KafkaMessage) -> bool:
     return not (message.API_KEY == _PRODUCE and getattr(message, "acks", 1) == 0)

@@ -44,7 +44,7 @@ from kafkacompat.negotiation.client_connection import (
     Write,
 )
 from kafkacompat.negotiation.handshake_types import HandshakeResult
-from kafkacompat.negotiation.request_pipeline import (
+from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
     PipelineEvent,
     RequestFailed,

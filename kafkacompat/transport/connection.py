@@ -42,7 +42,7 @@ import functools
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 import outcome  # trio's own dependency: what wakes a task
 import trio
@@ -55,14 +55,12 @@ from kafkacompat.errors import (
     attach_context,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.capability_changes import CapabilityChange, capability_change
 from kafkacompat.negotiation.client_connection import ClientConnection
 from kafkacompat.negotiation.handshake_types import HandshakeResult
-from kafkacompat.negotiation.request_pipeline import (
+from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
     PipelineEvent,
     RequestFailed,
-    RequestPipeline,
     ResponseReceived,
     Ticket,
 )
@@ -72,6 +70,10 @@ from kafkacompat.transport.deadlines import DeadlineKeeper
 from kafkacompat.transport.negotiate import set_up
 from kafkacompat.transport.sasl import log_authenticated, sasl_login
 from kafkacompat.transport.stream import ByteStream, PeerClosedError
+
+if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
+    from kafkacompat.negotiation.capability_changes import CapabilityChange
+    from kafkacompat.negotiation.request_pipeline import RequestPipeline
 
 __all__ = ["BrokerConnection", "CapabilityChange", "open_connection"]
 
@@ -185,10 +187,8 @@ class BrokerConnection:
             raise
         if ready.authenticated is not None:
             log_authenticated(self.node, config, ready.authenticated)
-        change = capability_change(self.node, self.capabilities, ready.capabilities)
-        if change is not None:
-            self.changes.append(change)
-            log.warning("%s", change.describe())
+        if self.capabilities is not None:
+            self._note_change(self.capabilities, ready.capabilities)
         self._protocol, self._stream = protocol, stream
         self.handshake, self.capabilities = ready.handshake, ready.capabilities
         self._failure = None
@@ -198,6 +198,15 @@ class BrokerConnection:
         self._deadlines = DeadlineKeeper(self._expire)
         self._ready.set()
         return ready.capabilities
+
+    def _note_change(self, before: BrokerCapabilities, after: BrokerCapabilities) -> None:
+        """A reconnect: record what the broker changed in between (say, a rolling upgrade)."""
+        from kafkacompat.negotiation.capability_changes import capability_change  # reconnects only
+
+        change = capability_change(self.node, before, after)
+        if change is not None:
+            self.changes.append(change)
+            log.warning("%s", change.describe())
 
     async def reconnect(self, nursery: trio.Nursery | None = None) -> BrokerCapabilities:
         """Close and negotiate again; the new capabilities replace the old ones."""
@@ -533,3 +542,12 @@ def _cancel(scopes: _Scopes | None) -> None:
     if scopes is not None:
         for scope in scopes:
             scope.cancel()
+
+
+def __getattr__(name: str) -> Any:
+    # ``CapabilityChange`` is exported here, and loaded only when asked for (see open()).
+    if name == "CapabilityChange":
+        from kafkacompat.negotiation.capability_changes import CapabilityChange
+
+        return CapabilityChange
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

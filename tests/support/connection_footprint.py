@@ -59,6 +59,9 @@ NOT_FOR_A_PLAIN_CONNECTION = frozenset(
         "kafkacompat.transport.sasl_mechanisms",
         "kafkacompat.negotiation.feature_gates",  # read on the first gated version pick
         "kafkacompat.negotiation.version_policy",  # read on the first version pick: a handshake makes none
+        "kafkacompat.negotiation.request_pipeline",  # made by the first request
+        "kafkacompat.negotiation.capability_changes",  # read on a reconnect
+        "kafkacompat.reference.api_names",
         "kafkacompat.negotiation.legacy_probe",  # pre-0.10 brokers only
         "kafkacompat.negotiation.features",
         "kafkacompat.negotiation.coordinators",

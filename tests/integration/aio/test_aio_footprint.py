@@ -13,10 +13,10 @@ import pytest
 from kafkacompat.testing.tansu import TansuBroker
 from tests.support.connection_footprint import NOT_FOR_A_PLAIN_CONNECTION, added_modules, ours
 
-# kafkacompat modules loaded when the RSS target was met (issue 14: 37), less the version
-# picker a handshake does not need, plus aio.channel, the bare-socket path that took the
-# connect from eight loop turns to three.
-BUDGET = 37
+# kafkacompat modules one asyncio connection loads: aio.channel (the bare-socket path,
+# three loop turns per connect instead of eight) and the pipeline's events, but not the
+# version picker, the pipeline or the capability-change record, which a handshake never uses.
+BUDGET = 34
 
 
 @pytest.mark.broker

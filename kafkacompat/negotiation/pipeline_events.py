@@ -1,0 +1,97 @@
+"""What a request pipeline hands back: the caller's ticket, and the events that end requests.
+
+Kept apart from ``request_pipeline`` so that a driver can tell events apart, and a
+connection hold its tickets, without loading the pipeline itself: a connection
+opened only to negotiate never builds one.  The events are named tuples: built
+for every answer, they cost a plain tuple's construction, where a frozen
+dataclass's ``__init__`` sets each field through ``object.__setattr__``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from types import MappingProxyType
+from typing import Final, NamedTuple
+
+from kafkacompat.errors import KafkaCompatError
+from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
+from kafkacompat.protocol.message import KafkaMessage
+
+__all__ = [
+    "ConnectionFailed",
+    "PipelineEvent",
+    "RequestFailed",
+    "ResponseReceived",
+    "SentWithoutReply",
+    "Stage",
+    "Ticket",
+]
+
+_NONE_PRECISE: Final[Mapping[int, KafkaCompatError]] = MappingProxyType({})
+
+
+class Stage(IntEnum):
+    """Where a request is on its way out."""
+
+    QUEUED = 0  # handed to send(), its bytes not yet taken by the driver
+    WRITING = 1  # taken by bytes_to_send(), the write not yet confirmed
+    WRITTEN = 2  # written; waiting for the answer (or done, for acks=0)
+    ENDED = 3  # answered, failed, abandoned: nothing more will happen to it
+
+
+@dataclass(eq=False, slots=True)
+class Ticket:
+    """One request handed to the pipeline: the caller's handle on it.
+
+    ``response_cls`` and ``version`` say how its answer will be read.
+    """
+
+    correlation_id: int
+    api_key: int
+    version: int
+    response_cls: type[KafkaMessage]
+    expects_reply: bool
+    frame: bytes = field(repr=False)
+    reply_limit: int = DEFAULT_MAX_FRAME_SIZE  # the ceiling for its answer's size
+    response_header_version: int = 1
+    stage: Stage = Stage.QUEUED
+
+
+class ResponseReceived(NamedTuple):
+    ticket: Ticket
+    response: KafkaMessage
+
+
+class RequestFailed(NamedTuple):
+    """One request failed (its answer could not be read); the connection goes on."""
+
+    ticket: Ticket
+    error: KafkaCompatError
+
+
+class SentWithoutReply(NamedTuple):
+    """A request that expects no answer (Produce with acks=0) was written: it is done."""
+
+    ticket: Ticket
+
+
+class ConnectionFailed(NamedTuple):
+    """The stream cannot be trusted any more: every listed request failed with ``error``.
+
+    The driver closes the connection.  ``failed`` holds every request that had
+    not ended, queued ones included.
+    """
+
+    error: KafkaCompatError
+    failed: tuple[Ticket, ...]
+    #: Errors more precise than ``error`` for some of them (by ``id(ticket)``): a close that
+    #: answered a request at a version the broker removed (KIP-896) says so to that caller.
+    precise: Mapping[int, KafkaCompatError] = _NONE_PRECISE
+
+    def error_of(self, ticket: Ticket) -> KafkaCompatError:
+        return self.precise.get(id(ticket), self.error)
+
+
+PipelineEvent = ResponseReceived | RequestFailed | SentWithoutReply | ConnectionFailed
