@@ -80,13 +80,38 @@ def _sample(df: DataFrame, total: int | None, headers: Sequence[str], order: Seq
     return _table(headers, rows) + note
 
 
-def _heatmap(report: FleetTables) -> str:
-    """The SVG and its note; the number of clusters comes with the chosen ones (no job of its own)."""
+def _samples(frames: Sequence[DataFrame], order: Sequence[str]) -> list[tuple[list[tuple[Any, ...]], int]]:
+    """Per frame (all of one schema): up to MAX_TABLE_ROWS rows in ``order`` and its total, in one query."""
+    tagged = [df.withColumn("_frame", F.lit(i)) for i, df in enumerate(frames)]
+    union = tagged[0]
+    for df in tagged[1:]:
+        union = union.unionByName(df)
+    each = Window.partitionBy("_frame")
+    picked = (
+        union.withColumn("_total", F.count(F.lit(1)).over(each))
+        .withColumn("_rank", F.row_number().over(each.orderBy(*order)))
+        .where(F.col("_rank") <= MAX_TABLE_ROWS)
+        .collect()
+    )
+    out: list[tuple[list[tuple[Any, ...]], int]] = []
+    for i in range(len(frames)):
+        mine = sorted((r for r in picked if r["_frame"] == i), key=lambda r: r["_rank"])
+        out.append(([tuple(r)[:-3] for r in mine], mine[0]["_total"] if mine else 0))
+    return out
+
+
+def _shown(headers: Sequence[str], rows: list[tuple[Any, ...]], total: int) -> str:
+    note = f'<p class="note">showing {len(rows):,} of {total:,}</p>' if total > len(rows) else ""
+    return _table(headers, rows) + note
+
+
+def _heatmap(report: FleetTables, labels: Sequence[str]) -> str:
+    """The SVG and its note; the number of clusters comes with the chosen ones (no job of its own).
+
+    ``labels``: every client profile's "client version", known from the clients' table already.
+    """
     compat = report.compatibility.withColumn("label", F.concat_ws(" ", "client", "client_version"))
-    clients = [
-        r["label"]
-        for r in compat.select("label").distinct().orderBy("label").limit(MAX_HEATMAP_CLIENTS).collect()
-    ]
+    clients = sorted(set(labels))[:MAX_HEATMAP_CLIENTS]
     per_cluster = compat.groupBy("cluster_id").agg(F.count_if(~F.col("compatible")).alias("broken"))
     total = F.count(F.lit(1)).over(Window.partitionBy())  # one row per cluster: a small window
     chosen = (
@@ -110,7 +135,8 @@ def _heatmap(report: FleetTables) -> str:
     return svg + note
 
 
-def _clients(report: FleetTables) -> str:
+def _clients(report: FleetTables) -> tuple[str, list[str]]:
+    """The clients' table, and every profile's heatmap label ("client version")."""
     summary = report.compatibility.groupBy("client", "client_version").agg(
         F.count_if("compatible").alias("ok"), F.count(F.lit(1)).alias("clusters")
     )
@@ -130,9 +156,11 @@ def _clients(report: FleetTables) -> str:
     for r in rows[: MAX_TABLE_ROWS * 4]:
         apis = ", ".join(f"{a['api']} ({-a['n']:,})" for a in (r["apis"] or []))
         out.append((r["client"], r["client_version"], r["ok"], r["clusters"] - r["ok"], apis or None))
-    return _table(
+    labels = [f"{r['client']} {r['client_version']}" for r in rows]
+    table = _table(
         ("client", "version", "compatible clusters", "broken clusters", "breaking APIs (clusters)"), out
     )
+    return table, labels
 
 
 def _mixed_releases(report: FleetTables) -> str:
@@ -156,8 +184,11 @@ _FEATURE_COLUMNS = (
 _FEATURE_HEADERS = ("cluster", "feature", "finalized", "epoch", "max safe", "next level", "blocking brokers")
 
 
-def _features(rows: DataFrame, total: int | None) -> str:
-    return _sample(rows.select(*_FEATURE_COLUMNS), total, _FEATURE_HEADERS, ["cluster_id", "feature"])
+def _features(attention: DataFrame, raisable: DataFrame) -> tuple[str, str]:
+    """Both feature sections' samples, from one query."""
+    both = _samples([df.select(*_FEATURE_COLUMNS) for df in (attention, raisable)], ["cluster_id", "feature"])
+    first, second = (_shown(_FEATURE_HEADERS, rows, total) for rows, total in both)
+    return first, second
 
 
 def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
@@ -182,6 +213,8 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
         ((blocking > 0) & (blocking < F.col("_brokers"))) | F.col("max_safe_level").isNull()
     )
     raisable = features.where(F.col("max_safe_level") > F.col("finalized_level"))
+    attention_rows, raisable_rows = _features(attention, raisable)
+    clients_table, labels = _clients(report)
     summary = [
         ("valid snapshot lines", report.valid_snapshots),
         ("bad snapshot lines", bad_by_source.get("snapshots", 0)),
@@ -204,9 +237,9 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
         + "".join(f"<tr><td>{escape(k)}</td>{_cell(v)}</tr>" for k, v in summary)
         + "</table>",
         "<h2>Clusters x clients</h2>",
-        _heatmap(report),
+        _heatmap(report, labels),
         "<h2>Clients</h2>",
-        _clients(report),
+        clients_table,
         render_what_if(report, upgrade_overview(report), _table, MAX_TABLE_ROWS),
         "<h2>Clusters running mixed releases</h2>",
         _mixed_releases(report),
@@ -214,10 +247,10 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
         '<p class="note">Some brokers support the next level and others do not (those are listed), or '
         "no level is safe at all (max safe: none). Max safe level: the highest level every broker "
         "supports with its dependencies met.</p>",
-        _features(attention, None),
+        attention_rows,
         "<h2>Features that can be raised now</h2>",
         '<p class="note">The finalized level is below the highest safe level.</p>',
-        _features(raisable, None),
+        raisable_rows,
         "<h2>Fenced brokers</h2>",
         '<p class="note">brokers whose supported range no longer holds the finalized level '
         "(none: the broker does not list the feature).</p>",

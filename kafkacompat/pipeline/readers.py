@@ -70,6 +70,7 @@ __all__ = [
     "SnapshotScan",
     "default_locate_limit",
     "fetch_snapshots",
+    "input_bytes",
     "read_clients",
     "scan_snapshots",
     "snapshot_format_of",
@@ -110,9 +111,19 @@ def snapshot_format_of(paths: Sequence[str]) -> Literal["json", "parquet"]:
     return "json"
 
 
-def _lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
-    """file, file_size, value (the line), id (hash of the line) for every non-blank line."""
-    lines = spark.read.text(list(paths)).select(
+def input_bytes(source: DataFrame) -> int:
+    """The bytes of the files a plain read covers, known from the file listing alone (no job)."""
+    stats = source._jdf.queryExecution().analyzed().stats()
+    return int(str(stats.sizeInBytes()))  # a Scala BigInt: a Python int or a JVM object
+
+
+def _lines(spark: SparkSession, paths: Sequence[str], text: DataFrame | None = None) -> DataFrame:
+    """file, file_size, value (the line), id (hash of the line) for every non-blank line.
+
+    ``text``: ``spark.read.text(paths)`` when the caller has it already (the files listed once).
+    """
+    source = spark.read.text(list(paths)) if text is None else text
+    lines = source.select(
         F.col("_metadata.file_path").alias("file"),
         F.col("_metadata.file_size").alias("file_size"),
         F.col("value"),
@@ -120,9 +131,14 @@ def _lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     return lines.where(F.col("value").rlike(r"\S")).withColumn("id", F.xxhash64("value"))
 
 
-def _parquet(spark: SparkSession, paths: Sequence[str], schema: StructType) -> DataFrame:
-    """file, file_size, id (row index), line, r (struct with a null corrupt column)."""
-    table = spark.read.schema(SNAPSHOT_SCHEMA).parquet(*paths)
+def _parquet(
+    spark: SparkSession, paths: Sequence[str], schema: StructType, table: DataFrame | None = None
+) -> DataFrame:
+    """file, file_size, id (row index), line, r (struct with a null corrupt column).
+
+    ``table``: ``_parquet_table(spark, paths)`` when the caller has it already.
+    """
+    table = _parquet_table(spark, paths) if table is None else table
     row = F.struct(*[F.col(f.name) for f in schema.fields], F.lit(None).cast("string").alias(CORRUPT_RECORD))
     return table.select(
         F.col("_metadata.file_path").alias("file"),
@@ -130,6 +146,10 @@ def _parquet(spark: SparkSession, paths: Sequence[str], schema: StructType) -> D
         F.col("_metadata.row_index").alias("id"),
         row.alias("r"),
     )
+
+
+def _parquet_table(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    return spark.read.schema(SNAPSHOT_SCHEMA).parquet(*paths)
 
 
 def ordering(record: Column, file: Column, identity: Column) -> Column:
@@ -152,6 +172,7 @@ class SnapshotScan:
     fmt: Literal["json", "parquet"]
     rows: DataFrame
     max_locate_bytes: int = 0
+    input_bytes: int = 0  # the size of the files read, from their listing
     held: list[DataFrame] = field(default_factory=list)  # other frames persisted for this scan
 
     def valid(self) -> DataFrame:
@@ -181,11 +202,13 @@ def scan_snapshots(
     """Pass one over snapshot lines (JSON lines, or Parquet of the same shape); lazy, persisted on use."""
     kind = snapshot_format_of(paths) if fmt == "auto" else fmt
     if kind == "parquet":
-        parsed = _parquet(spark, paths, CORE_SCHEMA)
+        source = _parquet_table(spark, paths)
+        parsed = _parquet(spark, paths, CORE_SCHEMA, source)
         text = F.to_json(F.col("r").dropFields(CORRUPT_RECORD))
         line = F.col("id") + 1
     else:
-        parsed = _lines(spark, paths).withColumn(
+        source = spark.read.text(list(paths))
+        parsed = _lines(spark, paths, source).withColumn(
             "r", F.from_json("value", with_corrupt_column(CORE_SCHEMA), _PARSE)
         )
         text, line = F.col("value"), F.lit(None).cast("long")
@@ -203,7 +226,7 @@ def scan_snapshots(
         line.alias("line"),
     ).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     limit = default_locate_limit(spark) if max_locate_bytes is None else max_locate_bytes
-    return SnapshotScan(spark, tuple(paths), kind, rows, limit)
+    return SnapshotScan(spark, tuple(paths), kind, rows, limit, input_bytes(source))
 
 
 def fetch_snapshots(scan: SnapshotScan, wanted: DataFrame) -> DataFrame:
