@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kafkacompat.negotiation import client_connection, handshake, handshake_results
+from kafkacompat.negotiation import handshake, handshake_results
 from kafkacompat.negotiation.handshake_types import HandshakeResult, quick
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 
@@ -69,15 +69,7 @@ def test_the_twins_of_the_connect_path_build_their_classes() -> None:
     twins = {
         handshake._Attempt: HandshakeAttempt,
         handshake._Transcript: HandshakeTranscript,
-        handshake._Connect: handshake.Connect,
-        handshake._SendRequest: handshake.SendRequest,
-        handshake._ReceiveReply: handshake.ReceiveReply,
-        handshake._Done: handshake.Done,
         handshake_results._Result: HandshakeResult,
-        client_connection._OpenSocket: client_connection.OpenSocket,
-        client_connection._Write: client_connection.Write,
-        client_connection._Read: client_connection.Read,
-        client_connection._Ready: client_connection.Ready,
     }
     for twin, cls in twins.items():
         wanted = [name for name, p in inspect.signature(cls).parameters.items() if p.default is p.empty]
