@@ -10,7 +10,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from kafkacompat.pipeline.report import SMALL_INPUT_BYTES, FleetTables, build_fleet_report, plan_settings
+from kafkacompat.pipeline.report import (
+    SMALL_INPUT_BYTES,
+    FleetTables,
+    _sql_conf,
+    build_fleet_report,
+    plan_settings,
+)
 from tests.pipeline.conftest import BuiltFleet
 
 
@@ -20,20 +26,11 @@ def _rows(rows: list[dict[str, Any]]) -> list[str]:
 
 def _collected(spark: SparkSession, report: FleetTables) -> dict[str, list[str]]:
     """Every table collected under the settings the report chose for its plans."""
-    before = {key: spark.conf.get(key, None) for key in report.settings}
-    for key, value in report.settings.items():
-        spark.conf.set(key, value)
-    try:
+    with _sql_conf(spark, report.settings):
         return {
             name: _rows([row.asDict(recursive=True) for row in df.collect()])
             for name, df in report.tables().items()
         }
-    finally:
-        for key, old in before.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
 
 
 def test_small_inputs_turn_adaptive_execution_off_with_a_partition_per_core(spark: SparkSession) -> None:

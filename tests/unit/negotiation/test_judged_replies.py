@@ -31,7 +31,8 @@ def answer(*rows: tuple[int, int, int], error_code: int = 0) -> ApiVersionsRespo
     )
 
 
-def negotiate(reply: ApiVersionsResponse) -> HandshakeResult:
+def ready_for(reply: ApiVersionsResponse) -> Ready:
+    """One whole connection setup answered with ``reply``: its Ready action."""
     connection = ClientConnection(node="h:1")
     connection.connected()
     header = decode_request(connection.next_action().data[4:]).header  # type: ignore[union-attr]
@@ -39,7 +40,11 @@ def negotiate(reply: ApiVersionsResponse) -> HandshakeResult:
     connection.receive_data(encode_response(reply, header.request_api_version, header.correlation_id))
     ready = connection.next_action()
     assert isinstance(ready, Ready)
-    return ready.handshake
+    return ready
+
+
+def negotiate(reply: ApiVersionsResponse) -> HandshakeResult:
+    return ready_for(reply).handshake
 
 
 def test_two_connections_with_the_same_answer_get_equal_results_and_their_own_response() -> None:
@@ -75,14 +80,7 @@ def test_refusals_and_outsized_answers_are_judged_every_time_and_the_memo_stays_
 
 
 def capabilities_of(reply: ApiVersionsResponse) -> BrokerCapabilities:
-    connection = ClientConnection(node="h:1")
-    connection.connected()
-    header = decode_request(connection.next_action().data[4:]).header  # type: ignore[union-attr]
-    connection.written()
-    connection.receive_data(encode_response(reply, header.request_api_version, header.correlation_id))
-    ready = connection.next_action()
-    assert isinstance(ready, Ready)
-    return ready.capabilities
+    return ready_for(reply).capabilities
 
 
 def test_capabilities_from_the_same_answer_share_one_table_in_key_order() -> None:
