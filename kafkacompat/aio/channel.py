@@ -20,43 +20,38 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import socket
 import ssl
 from collections import deque
 from collections.abc import Callable
+from typing import Protocol
 
-__all__ = ["Channel", "SocketChannel", "StreamChannel", "literal_family"]
+__all__ = ["Channel", "SocketChannel", "StreamChannel"]
 
 CHUNK = 65536
 _CLOSE_TIMEOUT = 1.0  # seconds to wait for a closing stream (a TLS close_notify, say)
 
 
-class Channel:
+class Channel(Protocol):
     """What the driver needs of a connection's bytes; OSError and ssl.SSLError are its failures."""
 
     def write(self, data: bytes) -> None:
         """Hand ``data`` over whole: it goes out after everything written before it."""
-        raise NotImplementedError
 
     @property
     def flushed(self) -> bool:
         """Whether everything written has left already (``drain`` would not wait)."""
-        return False
 
     async def drain(self) -> None:
         """Wait until what was written left (or raise why it cannot)."""
-        raise NotImplementedError
 
     async def read(self) -> bytes:
         """What arrived (at least one byte), or ``b""`` at the end of the stream."""
-        raise NotImplementedError
 
-    async def close(self) -> None:
-        raise NotImplementedError
+    async def close(self) -> None: ...
 
 
-class SocketChannel(Channel):
+class SocketChannel:
     """A connected non-blocking TCP socket, driven by the loop's ``sock_*`` calls.
 
     Nothing may still wait on the socket when it closes (a read the loop
@@ -137,7 +132,7 @@ class SocketChannel(Channel):
             self._sock.close()
 
 
-class StreamChannel(Channel):
+class StreamChannel:
     """asyncio's streams: TLS, or a host name to resolve."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -152,6 +147,10 @@ class StreamChannel(Channel):
             host, port, ssl=context, server_hostname=server_hostname, limit=CHUNK
         )
         return cls(reader, writer)
+
+    @property
+    def flushed(self) -> bool:
+        return False  # the transport's buffer is not ours to see: drain decides
 
     def write(self, data: bytes) -> None:
         # Handed to the transport, the bytes go out whole (it buffers what the socket
@@ -171,19 +170,3 @@ class StreamChannel(Channel):
         with contextlib.suppress(OSError, ssl.SSLError, TimeoutError):
             async with asyncio.timeout(_CLOSE_TIMEOUT):
                 await writer.wait_closed()
-
-
-@functools.lru_cache(maxsize=256)
-def literal_family(host: str) -> socket.AddressFamily | None:
-    """The family of an address literal; None for a name (which asyncio resolves).
-
-    ``inet_pton`` rather than ``ipaddress``: a plain connection imports nothing
-    it does not use (a footprint test holds that).
-    """
-    for family in (socket.AF_INET, socket.AF_INET6):
-        try:
-            socket.inet_pton(family, host)
-        except (OSError, ValueError):
-            continue
-        return family
-    return None

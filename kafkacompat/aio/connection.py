@@ -20,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, cast
 
-from kafkacompat.aio.channel import Channel, SocketChannel, StreamChannel, literal_family
+from kafkacompat.aio.channel import Channel, SocketChannel, StreamChannel
 from kafkacompat.errors import (
     AuthenticationError,
     KafkaCompatError,
@@ -34,7 +35,7 @@ from kafkacompat.errors import (
     TransportError,
     attach_context,
 )
-from kafkacompat.negotiation.addresses import check_address
+from kafkacompat.negotiation.addresses import check_address, literal_version
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.client_connection import (
     ClientConnection,
@@ -124,23 +125,16 @@ class BrokerConnection:
         channel = self._channel
         if isinstance(channel, SocketChannel):  # a write it finishes later may fail with nobody waiting
             channel.on_failure = functools.partial(self._write_failed, protocol)
-        if self.capabilities is not None:
-            self._note_change(self.capabilities, ready.capabilities)
+        if self.capabilities is not None:  # a reconnect: what did the broker change in between?
+            from kafkacompat.negotiation.capability_changes import note_change  # reconnects only
+
+            note_change(self.changes, self.node, self.capabilities, ready.capabilities, log)
         self._protocol, self.handshake, self.capabilities = protocol, ready.handshake, ready.capabilities
         self._slots = asyncio.Semaphore(self.config.max_in_flight)
         # The reader starts with the first request: a connection opened only to learn
         # the broker's capabilities never needs it.
         self._read_task = None
         return ready.capabilities
-
-    def _note_change(self, before: BrokerCapabilities, after: BrokerCapabilities) -> None:
-        """A reconnect: record what the broker changed in between (say, a rolling upgrade)."""
-        from kafkacompat.negotiation.capability_changes import capability_change  # reconnects only
-
-        change = capability_change(self.node, before, after)
-        if change is not None:
-            self.changes.append(change)
-            log.warning("%s", change.describe())
 
     async def reconnect(self) -> BrokerCapabilities:
         """Close and negotiate again; the new capabilities replace the old ones."""
@@ -278,8 +272,9 @@ class BrokerConnection:
         tls = self.config.tls
         doing = f"connecting{' (TLS handshake)' if tls is not None else ''} to {self.node}"
         try:
-            family = literal_family(self.host) if tls is None else None
-            if family is not None:
+            version = literal_version(self.host) if tls is None else None
+            if version is not None:
+                family = socket.AF_INET6 if version == 6 else socket.AF_INET
                 self._channel = await SocketChannel.connect(self.host, self.port, family)
             else:
                 context: ssl.SSLContext | None = None

@@ -28,7 +28,7 @@ import re
 
 from kafkacompat.errors import InvalidAddressError
 
-__all__ = ["MAX_HOST_LENGTH", "check_address", "display_host", "split_host_port"]
+__all__ = ["MAX_HOST_LENGTH", "check_address", "display_host", "literal_version", "split_host_port"]
 
 MAX_HOST_LENGTH = 253  # RFC 1035, without the trailing dot
 _MAX_LABEL = 63
@@ -72,6 +72,14 @@ def check_address(
         raise InvalidAddressError(message, source=source, node=node)
     assert isinstance(host, str) and isinstance(port, int)
     return _unbracket(host), port
+
+
+def literal_version(host: str) -> int | None:
+    """4 or 6 when ``host`` (as ``check_address`` returned it) is an address literal, None for
+    a name: a driver connects to a literal directly, without resolving it."""
+    if _IPV4.fullmatch(host):
+        return 4
+    return 6 if ":" in host else None  # only an IPv6 literal passes the check with a colon
 
 
 def split_host_port(

@@ -7,6 +7,7 @@ driver records the difference the same way, from the two capability sets.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -14,7 +15,7 @@ from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.api_names import API_NAMES
 
-__all__ = ["CapabilityChange", "capability_change"]
+__all__ = ["CapabilityChange", "capability_change", "note_change"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,3 +50,18 @@ def capability_change(
     if not changed:
         return None
     return CapabilityChange(node, changed, before.release_guess.text, after.release_guess.text)
+
+
+def note_change(
+    changes: list[CapabilityChange],
+    node: str,
+    before: BrokerCapabilities,
+    after: BrokerCapabilities,
+    log: logging.Logger,
+) -> None:
+    """A reconnect: append to ``changes`` and warn on ``log`` what the broker changed in
+    between (a rolling upgrade, say).  The drivers load this module only on a reconnect."""
+    change = capability_change(node, before, after)
+    if change is not None:
+        changes.append(change)
+        log.warning("%s", change.describe())

@@ -195,7 +195,7 @@ class ClientConnection:
         self._sockets = 0  # sockets opened: the first one reads into the splitter made here
         self._sasl: SaslExchange | None = None
         self._pipeline: RequestPipeline | None = None
-        self._lost: tuple[KafkaCompatError | None] | tuple[()] = ()  # closed before the pipeline was made
+        self._close_error: KafkaCompatError | None = None  # why it closed, before a pipeline was made
         # Once ready: the correlation id the requests start at.  The pipeline is made when
         # first used, as a connection only negotiated (a probe, a benchmark) never needs it.
         self._first_request_id: int | None = None
@@ -254,8 +254,8 @@ class ClientConnection:
             reply_limits=self.reply_limits,
             api_ranges=self._capabilities.api_ranges,
         )
-        if self._lost:  # closed before its first request: it starts out as lost, with that error
-            pipeline.connection_lost(self._lost[0])
+        if self._phase is _CLOSED:  # closed before its first request: it starts out lost, as it closed
+            pipeline.connection_lost(self._close_error)
         return pipeline
 
     # -- setup events -------------------------------------------------------------------
@@ -343,7 +343,7 @@ class ClientConnection:
         if self._phase is _READY:
             self._phase = _CLOSED
             if self._pipeline is None:  # no request was ever made: nothing pending, nothing to load
-                self._lost = (error,)
+                self._close_error = error
                 return []
             return self.pipeline.connection_lost(error)
         if self._phase is not _SETUP:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from kafkacompat import _lazy_exports
 
 if TYPE_CHECKING:
+    from kafkacompat.negotiation.capability_changes import CapabilityChange
     from kafkacompat.transport.blocking import BlockingConnection, open_blocking_connection
     from kafkacompat.transport.cluster import Cluster, connect
     from kafkacompat.transport.config import (
@@ -22,13 +23,13 @@ if TYPE_CHECKING:
         Secret,
         TlsConfig,
     )
-    from kafkacompat.transport.connection import BrokerConnection, CapabilityChange, open_connection
+    from kafkacompat.transport.connection import BrokerConnection, open_connection
     from kafkacompat.transport.probe import probe_address, probe_broker
     from kafkacompat.transport.sync import SyncCluster, connect_sync
 
 _HOMES = {
     "BrokerConnection": "connection",
-    "CapabilityChange": "connection",
+    "CapabilityChange": "kafkacompat.negotiation.capability_changes",
     "open_connection": "connection",
     "Cluster": "cluster",
     "connect": "cluster",

@@ -42,7 +42,7 @@ import functools
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import outcome  # trio's own dependency: what wakes a task
 import trio
@@ -75,7 +75,7 @@ if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on 
     from kafkacompat.negotiation.capability_changes import CapabilityChange
     from kafkacompat.negotiation.request_pipeline import RequestPipeline
 
-__all__ = ["BrokerConnection", "CapabilityChange", "open_connection"]
+__all__ = ["BrokerConnection", "open_connection"]
 
 log = logging.getLogger("kafkacompat.transport")
 
@@ -187,8 +187,10 @@ class BrokerConnection:
             raise
         if ready.authenticated is not None:
             log_authenticated(self.node, config, ready.authenticated)
-        if self.capabilities is not None:
-            self._note_change(self.capabilities, ready.capabilities)
+        if self.capabilities is not None:  # a reconnect: what did the broker change in between?
+            from kafkacompat.negotiation.capability_changes import note_change  # reconnects only
+
+            note_change(self.changes, self.node, self.capabilities, ready.capabilities, log)
         self._protocol, self._stream = protocol, stream
         self.handshake, self.capabilities = ready.handshake, ready.capabilities
         self._failure = None
@@ -198,15 +200,6 @@ class BrokerConnection:
         self._deadlines = DeadlineKeeper(self._expire)
         self._ready.set()
         return ready.capabilities
-
-    def _note_change(self, before: BrokerCapabilities, after: BrokerCapabilities) -> None:
-        """A reconnect: record what the broker changed in between (say, a rolling upgrade)."""
-        from kafkacompat.negotiation.capability_changes import capability_change  # reconnects only
-
-        change = capability_change(self.node, before, after)
-        if change is not None:
-            self.changes.append(change)
-            log.warning("%s", change.describe())
 
     async def reconnect(self, nursery: trio.Nursery | None = None) -> BrokerCapabilities:
         """Close and negotiate again; the new capabilities replace the old ones."""
@@ -542,12 +535,3 @@ def _cancel(scopes: _Scopes | None) -> None:
     if scopes is not None:
         for scope in scopes:
             scope.cancel()
-
-
-def __getattr__(name: str) -> Any:
-    # ``CapabilityChange`` is exported here, and loaded only when asked for (see open()).
-    if name == "CapabilityChange":
-        from kafkacompat.negotiation.capability_changes import CapabilityChange
-
-        return CapabilityChange
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,15 +10,13 @@ through ``translate``; end of stream is an empty read.
 from __future__ import annotations
 
 import contextlib
-import functools
-import ipaddress
 import socket
 import ssl
 
 import trio
 
 from kafkacompat.errors import PeerClosedError
-from kafkacompat.negotiation.addresses import check_address
+from kafkacompat.negotiation.addresses import check_address, literal_version
 from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.seam import translate
 from kafkacompat.transport.tls import tls_context
@@ -138,10 +136,10 @@ async def _open_tcp(host: str, port: int) -> tuple[trio.socket.SocketType, socke
 
     A numeric address skips name resolution and happy eyeballs.
     """
-    family = _literal_family(host)
-    if family is None:
+    version = literal_version(host)
+    if version is None:
         return (await trio.open_tcp_stream(host, port)).socket, None  # TCP_NODELAY already set
-    raw = socket.socket(family, socket.SOCK_STREAM)
+    raw = socket.socket(socket.AF_INET6 if version == 6 else socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock = trio.socket.from_stdlib_socket(raw)  # makes it non-blocking
         await sock.connect((host, port))
@@ -151,15 +149,6 @@ async def _open_tcp(host: str, port: int) -> tuple[trio.socket.SocketType, socke
         raw.close()
         raise
     return sock, raw
-
-
-@functools.lru_cache(maxsize=256)
-def _literal_family(host: str) -> socket.AddressFamily | None:
-    """The family of an address literal; None for a name.  Remembered, like the address checks."""
-    try:
-        return socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
-    except ValueError:
-        return None
 
 
 async def open_byte_stream(host: str, port: int, config: ConnectionConfig) -> ByteStream:

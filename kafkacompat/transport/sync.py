@@ -28,9 +28,9 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 import trio
 
 from kafkacompat.errors import TransportError
+from kafkacompat.negotiation.capability_changes import CapabilityChange
 from kafkacompat.transport.cluster import BrokerAddress, Cluster, ClusterMetadata, connect
 from kafkacompat.transport.config import ConnectionConfig
-from kafkacompat.transport.connection import CapabilityChange
 
 __all__ = ["SyncCluster", "connect_sync"]
 

@@ -43,3 +43,19 @@ def test_a_dotted_quad_is_what_ipaddress_says_it_is(text: str) -> None:
 @given(st.ip_addresses(v=4))
 def test_every_ipv4_address_is_a_valid_host(address: ipaddress.IPv4Address) -> None:
     assert addresses._host_problem(str(address)) is None
+
+
+NAME = st.from_regex(r"[a-z][a-z0-9-]{0,20}(\.[a-z][a-z0-9-]{0,20}){0,3}", fullmatch=True)
+HOST = st.one_of(
+    st.ip_addresses().map(str), st.ip_addresses(v=6).map(lambda address: f"[{address}]"), NAME
+)
+
+
+@given(HOST)
+def test_a_checked_host_is_a_literal_of_the_version_ipaddress_gives_or_a_name(host: str) -> None:
+    checked, _ = addresses.check_address(host, 9092)
+    try:
+        expected: int | None = ipaddress.ip_address(checked).version
+    except ValueError:
+        expected = None
+    assert addresses.literal_version(checked) == expected

@@ -12,7 +12,7 @@ import struct
 
 import pytest
 
-from kafkacompat.aio.channel import SocketChannel, literal_family
+from kafkacompat.aio.channel import SocketChannel
 
 BIG = 16 * 1024 * 1024  # far more than loopback's socket buffers take at once
 
@@ -99,11 +99,3 @@ def test_close_ends_a_pending_remainder_and_the_socket() -> None:
             assert channel._sock.fileno() == -1
 
     asyncio.run(main())
-
-
-@pytest.mark.parametrize(
-    ("host", "family"),
-    [("127.0.0.1", socket.AF_INET), ("::1", socket.AF_INET6), ("localhost", None), ("1.2.3", None)],
-)
-def test_only_address_literals_take_the_bare_socket(host: str, family: socket.AddressFamily | None) -> None:
-    assert literal_family(host) == family

@@ -9,6 +9,7 @@ from kafkacompat.errors import (
     BrokerTooOldError,
     KafkaTimeoutError,
     ProtocolError,
+    TransportError,
     WrongProtocolError,
 )
 from kafkacompat.negotiation.client_connection import (
@@ -190,6 +191,18 @@ def test_a_close_once_ready_fails_what_is_in_flight() -> None:
     (event,) = client.closed()
     assert isinstance(event, ConnectionFailed) and event.failed == (ticket,)
     assert client.phase is Phase.CLOSED
+
+
+def test_a_close_before_any_request_fails_later_requests_with_the_close() -> None:
+    wire = wire_for(profile("3.9"))
+    client = ClientConnection(node="b")
+    assert isinstance(set_up(client, wire), Ready)
+    reason = TransportError("the driver closed it", node="b")
+    assert client.closed(reason) == []  # nothing was pending: no event, and no pipeline made for it
+    assert client.phase is Phase.CLOSED and not client.is_ready
+    assert client.pipeline.failure is reason
+    with pytest.raises(TransportError, match="the driver closed it"):
+        client.send(messages.MetadataRequest(topics=[]))
 
 
 def test_a_body_read_into_its_buffer_answers_as_bytes_handed_over_do() -> None:
