@@ -335,20 +335,19 @@ class BrokerConnection:
         # start_soon spares the scheduling round trip nursery.start would cost.
         scopes = self._io_scopes = (trio.CancelScope(), trio.CancelScope(), trio.CancelScope())
         protocol, stream = self._protocol, self._stream
+        tasks = (
+            (functools.partial(self._read_loop, protocol, stream, scopes), "reader"),
+            (functools.partial(self._write_loop, protocol, stream, scopes), "writer"),
+            (functools.partial(self._keep_deadlines, self._deadlines, scopes), "deadlines"),
+        )
         nursery = self._nursery
         if nursery is not None:
-            nursery.start_soon(self._read_loop, protocol, stream, scopes)
-            nursery.start_soon(self._write_loop, protocol, stream, scopes)
-            nursery.start_soon(self._keep_deadlines, self._deadlines, scopes)
+            for body, name in tasks:
+                nursery.start_soon(body, name=f"kafkacompat {name} {self.node}")
             return
-        spawn = trio.lowlevel.spawn_system_task
         try:
-            for body, name in (
-                (functools.partial(self._read_loop, protocol, stream, scopes), "reader"),
-                (functools.partial(self._write_loop, protocol, stream, scopes), "writer"),
-                (functools.partial(self._keep_deadlines, self._deadlines, scopes), "deadlines"),
-            ):
-                spawn(
+            for body, name in tasks:
+                trio.lowlevel.spawn_system_task(
                     self._guarded,
                     protocol,
                     scopes,
