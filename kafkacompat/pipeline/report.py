@@ -145,13 +145,15 @@ def plan_settings(
 ) -> dict[str, str]:
     """SQL settings for the report's plans, chosen by the size of the snapshot files.
 
-    A small fleet's report is a few dozen small queries whose time is Spark's
-    fixed cost per job.  Adaptive execution runs every shuffle and broadcast
-    of a query as a job of its own, to re-plan the rest from what it measured:
-    for inputs up to ``small_input_bytes`` it is turned off (measured on 6,000
-    lines, what-if included: 41 jobs instead of 97), and the shuffles get one
-    partition per core, since with adaptive execution off nothing coalesces
-    Spark's 200 on a cluster.  Bigger inputs keep the session's settings.
+    A small fleet's report is a few dozen small queries.  Adaptive execution
+    runs every shuffle and broadcast of a query as a job of its own, to
+    re-plan the rest from what it measured: for inputs up to
+    ``small_input_bytes`` it is turned off (6,000 lines, what-if included: 41
+    jobs instead of 97; on the idle machine a fresh JVM took about as long
+    either way, its time going to compiling each query: see docs/pipeline.md),
+    and the shuffles get one partition per core, since with adaptive execution
+    off nothing coalesces Spark's 200 on a cluster.  Bigger inputs keep the
+    session's settings.
     """
     if input_bytes > small_input_bytes:
         return {}
