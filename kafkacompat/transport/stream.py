@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
+from collections.abc import Callable
+from typing import TypeVar
 
 import trio
 
@@ -24,6 +26,10 @@ from kafkacompat.transport.tls import tls_context
 __all__ = ["ByteStream", "PeerClosedError", "open_byte_stream"]
 
 CHUNK = 65536
+_Into = TypeVar("_Into", int, memoryview)  # what a read is given: a size, or a buffer
+_Read = TypeVar("_Read", bytes, int)  # what it returns: the bytes, or their count
+#: Reads in a row tried without waiting, after a read that filled its buffer (see ``ByteStream``).
+EAGER_READS = 16
 _LOW_LEVEL = (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ssl.SSLError)
 
 
@@ -42,6 +48,17 @@ class ByteStream:
     loopback handshake's task steps.  The read that follows a request always
     waits, so the task still yields once per exchange; only a send the
     kernel cannot take at once falls back to trio's waiting ``send``.
+
+    Reads go to that socket too, waiting with ``wait_readable`` and then
+    reading: trio's ``recv`` tries first and yields again after a read that
+    succeeded at once, and a pipelined connection mostly reads faster than its
+    broker answers, so the try would mostly fail (a system call and an
+    exception).  Only after a read that filled its buffer, when more is likely
+    there, is the next read tried at once; and after ``EAGER_READS`` of those
+    in a row the reader waits (yields) even so, so that a broker streaming
+    without pause cannot keep it from yielding.  A reader can ask to be called
+    back (``before_waiting``) just before it waits: the trio driver writes the
+    requests its answers made room for there, in one write.
     """
 
     def __init__(
@@ -61,6 +78,7 @@ class ByteStream:
         self._stream = stream
         self.node = node
         self.closed = False
+        self._eager = 0  # reads in a row that filled their buffer, tried without waiting
 
     @property
     def reads_into(self) -> bool:
@@ -96,9 +114,17 @@ class ByteStream:
         except _LOW_LEVEL as exc:
             raise translate(exc, self.node, "sending a request") from None
 
-    async def receive_some(self) -> bytes:
-        """What arrived (at least one byte), or ``b""`` at the end of the stream."""
+    async def receive_some(self, before_waiting: Callable[[], None] | None = None) -> bytes:
+        """What arrived (at least one byte), or ``b""`` at the end of the stream.
+
+        ``before_waiting`` is called before the task yields to wait for data.
+        """
         try:
+            raw = self._raw
+            if raw is not None:
+                return await self._read_raw(raw, raw.recv, CHUNK, before_waiting)
+            if before_waiting is not None:
+                before_waiting()
             if self._sock is not None:
                 return await self._sock.recv(CHUNK)
             assert self._stream is not None
@@ -106,13 +132,50 @@ class ByteStream:
         except _LOW_LEVEL as exc:
             raise translate(exc, self.node, "reading a response") from None
 
-    async def receive_into(self, buffer: memoryview) -> int:
+    async def receive_into(self, buffer: memoryview, before_waiting: Callable[[], None] | None = None) -> int:
         """Plain TCP only: read into ``buffer``; 0 at the end of the stream."""
         assert self._sock is not None
         try:
+            raw = self._raw
+            if raw is not None:
+                return await self._read_raw(raw, raw.recv_into, buffer, before_waiting)
+            if before_waiting is not None:
+                before_waiting()
             return await self._sock.recv_into(buffer)
         except _LOW_LEVEL as exc:
             raise translate(exc, self.node, "reading a response") from None
+
+    async def _read_raw(
+        self,
+        raw: socket.socket,
+        read: Callable[[_Into], _Read],
+        into: _Into,
+        before_waiting: Callable[[], None] | None,
+    ) -> _Read:
+        """``read(into)`` on the standard-library socket, waiting for data first unless the
+        last read filled its buffer (then more is likely there: up to ``EAGER_READS``
+        reads in a row are tried at once).  A pipelined connection mostly reads faster
+        than its broker answers, so a read tried at once would mostly fail, at the cost
+        of a system call and an exception."""
+        if 0 < self._eager <= EAGER_READS:  # the last read filled its buffer: more is likely there
+            await trio.lowlevel.checkpoint_if_cancelled()  # never yields unless cancelled
+            try:
+                result = read(into)
+            except BlockingIOError:
+                pass
+            else:
+                self._eager = self._eager + 1 if _filled(result, into) else 0
+                return result
+        if before_waiting is not None:
+            before_waiting()
+        while True:
+            await trio.lowlevel.wait_readable(raw)
+            try:
+                result = read(into)
+            except BlockingIOError:  # woken for nothing: wait again
+                continue
+            self._eager = 1 if _filled(result, into) else 0
+            return result
 
     async def aclose(self) -> None:
         if self.closed:
@@ -129,6 +192,13 @@ class ByteStream:
             scope.shield = True
             with contextlib.suppress(*_LOW_LEVEL):
                 await self._stream.aclose()
+
+
+def _filled(result: bytes | int, into: int | memoryview) -> bool:
+    """Whether a read filled what it was given (a size, or a buffer)."""
+    if isinstance(result, int):
+        return isinstance(into, memoryview) and result == len(into)
+    return len(result) == into
 
 
 async def _open_tcp(host: str, port: int) -> tuple[trio.socket.SocketType, socket.socket | None]:

@@ -1,4 +1,4 @@
-"""The trio ByteStream's send paths: at once on the standard-library socket, or waiting on trio's.
+"""The trio ByteStream's send and read paths: at once on the standard-library socket, or waiting.
 
 A connected pair of sockets on 127.0.0.1 stands in for a broker: the test's own
 end reads (or does not read) what the stream sends.
@@ -6,13 +6,14 @@ end reads (or does not read) what the stream sends.
 
 from __future__ import annotations
 
+import functools
 import socket
 
 import pytest
 import trio
 
 from kafkacompat.errors import TransportError
-from kafkacompat.transport.stream import ByteStream
+from kafkacompat.transport.stream import EAGER_READS, ByteStream
 
 
 def _pair() -> tuple[socket.socket, socket.socket]:
@@ -80,6 +81,59 @@ def test_a_send_on_a_reset_connection_is_a_transport_error() -> None:
                 stream.send_now(b"x" * 1024)
                 await stream.send_all(b"x" * 1024)
                 await trio.sleep(0.01)
+        await stream.aclose()
+
+    trio.run(main)
+
+
+def test_a_read_waits_for_data_after_the_callback_it_was_given() -> None:
+    """Nothing tried at first: ``before_waiting`` runs, then the read waits for the peer."""
+
+    async def main() -> None:
+        client, server = _pair()
+        with server:
+            stream = ByteStream("n", sock=trio.socket.from_stdlib_socket(client), raw=client)
+            calls: list[str] = []
+
+            def before_waiting() -> None:
+                calls.append("before")
+                server.sendall(b"answer")  # what the stream waits for arrives after the callback
+
+            assert await stream.receive_some(before_waiting) == b"answer"
+            assert calls == ["before"]
+            await stream.aclose()
+
+    trio.run(main)
+
+
+def test_a_read_that_filled_its_buffer_is_followed_by_reads_tried_at_once() -> None:
+    """More is likely there: up to EAGER_READS reads in a row skip the callback and the wait."""
+
+    async def main() -> None:
+        client, server = _pair()
+        with server:
+            stream = ByteStream("n", sock=trio.socket.from_stdlib_socket(client), raw=client)
+            server.sendall(bytes(range(256)) * 64)  # 16 KiB, read 8 bytes at a time
+            await trio.sleep(0.05)  # all of it in the client's receive buffer
+            calls: list[int] = []
+            buffer = bytearray(8)
+            for read in range(EAGER_READS + 2):
+                noted = functools.partial(calls.append, read)
+                assert await stream.receive_into(memoryview(buffer), noted) == 8
+            # The first read and the one after EAGER_READS eager ones went through the wait.
+            assert calls == [0, EAGER_READS + 1]
+            await stream.aclose()
+
+    trio.run(main)
+
+
+def test_a_read_on_a_closed_peer_returns_the_end_of_the_stream() -> None:
+    async def main() -> None:
+        client, server = _pair()
+        server.close()
+        stream = ByteStream("n", sock=trio.socket.from_stdlib_socket(client), raw=client)
+        with trio.fail_after(5):
+            assert await stream.receive_some() == b""
         await stream.aclose()
 
     trio.run(main)
