@@ -18,7 +18,12 @@ trio's clock, and wakes the callers its events name.
 Three tasks start with the first request (a connection opened only to read
 the capabilities never needs them): a writer that sends whatever requests
 queued while its last write was going out, in one write, a reader that feeds
-what arrives to the connection, and the deadline keeper.  They run in the
+what arrives to the connection, and the deadline keeper.  Requests waiting for
+an in-flight slot are sent by the reader itself, in one write just before it
+waits for more (waking the writer would cost a scheduling step per wave), and
+in waves of a quarter of the slots (``_refill_due``, ``REFILL_DELAY``): a
+broker that answers one request at a time would otherwise cost a write per
+answer.  They run in the
 nursery given to ``open``, else (``open_connection`` gives none) as system
 tasks the connection owns: a nursery per connect cost a fifth of a bare
 ``trio.socket`` round trip (its exit is a schedule point), and the connection
@@ -81,6 +86,9 @@ log = logging.getLogger("kafkacompat.transport")
 
 _Outcome = tuple[KafkaMessage | None, KafkaCompatError | None]
 _Scopes = tuple[trio.CancelScope, trio.CancelScope, trio.CancelScope]  # reader, writer, deadlines
+#: Slots freed by answers are refilled in waves of a quarter of max_in_flight (see
+#: ``_refill_due``), but a request never waits longer than this for a slot that is free.
+REFILL_DELAY = 0.001
 #: A caller past its deadline (waiting for a slot or an answer, or an answer decoded
 #: too late): a tuple of its own, compared by identity.
 _LATE = cast(_Outcome, tuple([None, None]))
@@ -113,6 +121,15 @@ class _Call:
         return trio.lowlevel.Abort.SUCCEEDED
 
 
+class _Refill:
+    """A refill put off until more slots free: due at the latest ``REFILL_DELAY`` after."""
+
+    __slots__ = ("ended",)
+
+    def __init__(self) -> None:
+        self.ended = False  # the refill happened (or the connection ended): nothing to do
+
+
 class BrokerConnection:
     """A connection to ``host:port`` that negotiates by itself before carrying requests."""
 
@@ -135,9 +152,14 @@ class BrokerConnection:
         self._callers: dict[Ticket, _Call] = {}
         self._backlog: deque[_Call] = deque()  # callers waiting for an in-flight slot, oldest first
         self._writer: trio.lowlevel.Task | None = None  # the writer, while it waits for work
+        self._writing_now = False  # _write_now is sending, on the writer's behalf
+        self._reading = False  # the reader is dispatching what it read: it writes, before waiting
+        self._write_due_flag = False  # the reader has requests to write before it waits
+        self._unsent: memoryview | None = None  # the rest of a write _write_now began
         self._nursery: trio.Nursery | None = None
         self._io_scopes: _Scopes | None = None
-        self._deadlines: DeadlineKeeper[_Call] = DeadlineKeeper(self._expire)
+        self._deadlines: DeadlineKeeper[_Call | _Refill] = DeadlineKeeper(self._expire)
+        self._refill: _Refill | None = None  # a refill put off, due by REFILL_DELAY
         self._closed = False
 
     @property
@@ -198,6 +220,7 @@ class BrokerConnection:
         # learn the broker's capabilities and closed again never needs them.
         self._nursery, self._io_scopes = nursery, None
         self._deadlines = DeadlineKeeper(self._expire)
+        self._refill = None
         self._ready.set()
         return ready.capabilities
 
@@ -269,6 +292,9 @@ class BrokerConnection:
             self._backlog.append(call)  # sent on its behalf when a slot frees, in turn
         else:
             self._send(pipeline, call)  # an encoding error is raised here, to this caller
+            writer, self._writer = self._writer, None
+            if writer is not None:  # the callers of this scheduling round go out in one write
+                trio.lowlevel.reschedule(writer)
         # The deadline covers the wait for an in-flight slot as well.  It is kept by the
         # connection's deadline keeper, not a cancel scope per call (see deadlines.py).
         self._deadlines.add(deadline, call, len(self._callers) + len(self._backlog))
@@ -297,12 +323,29 @@ class BrokerConnection:
     def _send(self, pipeline: RequestPipeline, call: _Call) -> None:
         call.ticket = ticket = pipeline.send(call.message, call.version)
         self._callers[ticket] = call
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            trio.lowlevel.reschedule(writer)
+
+    def _refill_due(self) -> bool:
+        """Whether enough in-flight slots are free to send the waiting requests into.
+
+        Slots freed by answers are refilled in waves of a quarter of
+        ``max_in_flight``, not one by one: a broker that answers one request at a
+        time would otherwise cost a write (a system call and a scheduling step) per
+        answer, while it still has three quarters of the bound queued.  A refill put
+        off is due ``REFILL_DELAY`` later at the latest (the deadline keeper sees to
+        it), so requests behind slow ones (a long-polling Fetch) are not held back.
+        """
+        protocol = self._protocol
+        if protocol is None or not protocol.is_ready:
+            return True  # _fill knows what to do
+        pipeline = protocol.pipeline
+        free = pipeline.max_in_flight - pipeline.in_flight
+        return free >= max(1, pipeline.max_in_flight // 4) or free == pipeline.max_in_flight
 
     def _fill(self) -> None:
         """Send what waits for a slot, oldest first, while there are slots; the callers sleep on."""
+        if self._refill is not None:  # whatever was put off goes now
+            self._refill.ended = True
+            self._refill = None
         protocol, backlog = self._protocol, self._backlog
         if protocol is None or not protocol.is_ready:
             return
@@ -313,6 +356,49 @@ class BrokerConnection:
                 self._send(pipeline, call)
             except KafkaCompatError as exc:  # this caller's message cannot be encoded
                 self._wake(call, (None, exc))
+        if self._writer is None or self._writing_now:
+            return  # the writer is busy: it takes what queued when its write is done
+        if self._reading:
+            self._write_due_flag = True  # the reader sends it before it next waits (see _write_now)
+        else:
+            self._write_now(protocol)
+
+    def _write_due(self, protocol: ClientConnection) -> None:
+        if self._write_due_flag:
+            self._write_now(protocol)
+
+    def _write_now(self, protocol: ClientConnection) -> None:
+        """The parked writer's work, done by the task that queued it: the kernel almost
+        always takes a wave of requests at once, and waking the writer for it would cost a
+        scheduling round trip per wave.  The reader, refilling the slots its answers free,
+        calls this just before it waits for more (so every answer read in between is
+        refilled in one write).  What the kernel does not take at once is left to the
+        writer."""
+        self._write_due_flag = False
+        if self._writer is None or self._writing_now:
+            return
+        stream, pipeline = self._stream, protocol.pipeline
+        assert stream is not None
+        self._writing_now = True  # the write_done below may refill: this loop sends those too
+        try:
+            while pipeline.failure is None:
+                data = pipeline.bytes_to_send()
+                if not data:
+                    return
+                rest = stream.send_now(data)
+                if rest is None or rest:  # TLS, or the kernel's buffer is full: the writer waits
+                    self._unsent = memoryview(data) if rest is None else rest
+                    writer, self._writer = self._writer, None
+                    if writer is not None:
+                        trio.lowlevel.reschedule(writer)
+                    return
+                self._dispatch(pipeline.write_done())
+        except KafkaCompatError as exc:
+            if protocol is self._protocol:
+                self._closed = True
+            self._dispatch(protocol.closed(exc))
+        finally:
+            self._writing_now = False
 
     def _give_up(self, protocol: ClientConnection, call: _Call) -> None:
         """A caller gave up (timeout, cancellation): its request is taken back as far as it can be."""
@@ -393,7 +479,11 @@ class BrokerConnection:
         with scopes[1]:
             try:
                 while pipeline.failure is None:
-                    data = pipeline.bytes_to_send()
+                    data: bytes | memoryview | None = self._unsent
+                    if data is not None:  # a write begun without waiting, to finish
+                        self._unsent = None
+                    else:
+                        data = pipeline.bytes_to_send()
                     if not data:
                         self._writer = trio.lowlevel.current_task()
                         await trio.lowlevel.wait_task_rescheduled(self._writer_aborted)
@@ -409,7 +499,7 @@ class BrokerConnection:
                     self._writer = None
                 _cancel(scopes)  # the reader, which closes the socket
 
-    async def _keep_deadlines(self, keeper: DeadlineKeeper[_Call], scopes: _Scopes) -> None:
+    async def _keep_deadlines(self, keeper: DeadlineKeeper[_Call | _Refill], scopes: _Scopes) -> None:
         with scopes[2]:
             try:
                 await keeper.run()
@@ -422,23 +512,28 @@ class BrokerConnection:
 
     async def _read_loop(self, protocol: ClientConnection, stream: ByteStream, scopes: _Scopes) -> None:
         error: KafkaCompatError | None = None
+        write_due = functools.partial(self._write_due, protocol)  # before the reader waits
         with scopes[0]:
             try:
                 while protocol.is_ready:
                     room = protocol.body_room() if stream.reads_into else None
                     if room is not None:  # plain TCP, a body under way: straight into its buffer
-                        count = await stream.receive_into(room)
+                        count = await stream.receive_into(room, write_due)
                         del room
                         if count:
+                            self._reading = True
                             self._dispatch(protocol.body_filled(count))
+                            self._reading = False
                             continue
                         data = b""
                     else:
-                        data = await stream.receive_some()
+                        data = await stream.receive_some(write_due)
                     if not data:
                         error = PeerClosedError("the broker closed the connection", node=self.node)
                         break
+                    self._reading = True  # slots its answers free are refilled in one write
                     self._dispatch(protocol.receive_data(data))
+                    self._reading = False
             except KafkaCompatError as exc:
                 error = exc
             except Exception as exc:  # a bug: the pending requests learn of it before anyone else
@@ -448,6 +543,7 @@ class BrokerConnection:
             finally:
                 # However the reader ends (a failure, aclose, a write cut off half-way),
                 # the writer and the socket go with it.
+                self._reading = False
                 if error is not None and not self._closed:
                     log.debug("connection %s failed: %s", self.node, error)
                 self._dispatch(protocol.closed(error))
@@ -479,15 +575,22 @@ class BrokerConnection:
                 self._settle(event.ticket, (None, None), now)
             freed = True
         if freed and self._backlog:
-            self._fill()
+            if self._refill_due():
+                self._fill()
+            elif self._refill is None:
+                self._refill = _Refill()
+                self._deadlines.add(now + REFILL_DELAY, self._refill, len(self._callers) + len(self._backlog))
 
     def _settle(self, ticket: Ticket, result: _Outcome, now: float) -> None:
         call = self._callers.pop(ticket, None)
         if call is not None:
             self._wake(call, _LATE if now > call.deadline else result)
 
-    def _expire(self, call: _Call) -> None:
-        self._wake(call, _LATE)
+    def _expire(self, call: _Call | _Refill) -> None:
+        if isinstance(call, _Refill):  # slots have been free for REFILL_DELAY: fill them now
+            self._fill()
+        else:
+            self._wake(call, _LATE)
 
     @staticmethod
     def _wake(call: _Call, result: _Outcome) -> None:

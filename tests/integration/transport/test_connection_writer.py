@@ -47,15 +47,28 @@ def _child_tasks(nursery: trio.Nursery) -> int:
 
 @pytest.fixture
 def writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The number of frames in each write a connection makes, in order."""
+    """The number of frames in each write a connection makes, in order: at once
+    (``send_now``, the reader's refills among them) or by the writer (``send_all``)."""
     seen: list[int] = []
-    real_send = ByteStream.send_all
+    begun: list[bool] = []  # a write send_now began and send_all finishes: counted once
+    real_now, real_all = ByteStream.send_now, ByteStream.send_all
 
-    async def counting_send(self: ByteStream, data: bytes) -> None:
-        seen.append(_frames_in(data))
-        await real_send(self, data)
+    def counting_now(self: ByteStream, data: bytes) -> memoryview | None:
+        rest = real_now(self, data)
+        if rest is not None:  # None: this stream cannot send at once, send_all will
+            seen.append(_frames_in(data))
+            begun.append(bool(rest))
+        return rest
 
-    monkeypatch.setattr(ByteStream, "send_all", counting_send)
+    async def counting_all(self: ByteStream, data: bytes | memoryview) -> None:
+        if begun and begun[-1]:
+            begun[-1] = False
+        else:
+            seen.append(_frames_in(bytes(data)))
+        await real_all(self, data)
+
+    monkeypatch.setattr(ByteStream, "send_now", counting_now)
+    monkeypatch.setattr(ByteStream, "send_all", counting_all)
     return seen
 
 

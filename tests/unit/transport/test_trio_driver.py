@@ -21,7 +21,7 @@ from kafkacompat.testing.emulator import ClusterState, Connection, Fault, FaultP
 from kafkacompat.testing.emulator.faults import Close, Send, Sleep, Stall
 from kafkacompat.testing.emulator.profile import profile_for
 from kafkacompat.transport.config import ConnectionConfig
-from kafkacompat.transport.connection import BrokerConnection, open_connection
+from kafkacompat.transport.connection import REFILL_DELAY, BrokerConnection, open_connection
 
 METADATA, API_VERSIONS, FIND_COORDINATOR = 3, 18, 10
 CONFIG = ConnectionConfig(connect_timeout=10, request_timeout=30)
@@ -191,3 +191,56 @@ async def test_a_bug_in_a_connection_task_fails_the_connection_not_the_run(
             assert not conn.is_ready
             with pytest.raises(TransportError):
                 await conn.request(m.MetadataRequest(topics=[]))
+
+
+async def _slot_refill_delay(fast_first: int) -> tuple[float, float]:
+    """8 in-flight slots, all taken: ``fast_first`` quick answers, then a Metadata the broker
+    answers after 100 s, then quick ones behind it; a ninth request waits for a slot.  How
+    long after the last quick answer the ninth took its slot, and when it was answered."""
+    config = ConnectionConfig(connect_timeout=10, request_timeout=300, max_in_flight=8)
+    answered: dict[str, float] = {}
+    fast_answered = trio.Event()
+    # The broker holds its first answer for a second, so that all nine are asked first.
+    gate, slow = Fault.delay(1, FIND_COORDINATOR, times=1), Fault.delay(100, METADATA, times=1)
+    async with emulated_broker(gate, slow) as (host, port), open_connection(host, port, config) as conn:
+
+        async def ask(name: str, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+            task_status.started()  # the request is queued before this task first yields
+            if name == "slow":
+                await conn.request(m.MetadataRequest(topics=[]))
+            else:
+                await conn.request(m.FindCoordinatorRequest(key_type=0, coordinator_keys=[name]))
+            answered[name] = trio.current_time()
+            if len(answered) == fast_first:
+                fast_answered.set()
+
+        async with trio.open_nursery() as askers:
+            names = [f"fast {i}" for i in range(fast_first)] + ["slow"]
+            names += [f"behind {i}" for i in range(8 - len(names))] + ["ninth"]
+            for name in names:  # in this order (trio runs tasks started together in any order)
+                await askers.start(ask, name)
+            assert conn.in_flight == 8 and not answered
+            await fast_answered.wait()
+            start = max(answered.values())
+            for _ in range(100_000):  # polled on the virtual clock, a tenth of REFILL_DELAY apart
+                if conn.in_flight == 9 - fast_first:  # the ninth took a slot the fast answers freed
+                    break
+                await trio.sleep(REFILL_DELAY / 10)
+            took_slot = trio.current_time() - start
+    return took_slot, answered["ninth"] - start
+
+
+async def test_a_freed_slot_waits_at_most_the_refill_delay_for_company(clock: trio.testing.MockClock) -> None:
+    """One answer frees one slot of eight: the request waiting for it is sent REFILL_DELAY
+    later (in case more answers come to share the write), not held until the slow answer."""
+    with trio.fail_after(1000):
+        took_slot, answered = await _slot_refill_delay(fast_first=1)
+    assert REFILL_DELAY <= took_slot < REFILL_DELAY * 1.5
+    assert answered >= 100  # it queued behind the slow answer at the broker, as sent requests do
+
+
+async def test_a_quarter_of_the_slots_freed_are_refilled_at_once(clock: trio.testing.MockClock) -> None:
+    with trio.fail_after(1000):
+        took_slot, answered = await _slot_refill_delay(fast_first=2)
+    assert took_slot < REFILL_DELAY
+    assert answered >= 100
