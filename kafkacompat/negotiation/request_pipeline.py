@@ -82,8 +82,10 @@ _PRODUCE: Final = int(messages.ApiKey.PRODUCE)  # a plain int: compared for ever
 #: acks=0 correlation ids remembered, in case the broker answers them anyway.
 ACKS0_MEMORY: Final = 1024
 
-def _expects_reply(message: KafkaMessage) -> bool:
-    return not (message.API_KEY == _PRODUCE and getattr(message, "acks", 1) == 0)
+#: Per API key and version: the request header's bytes before and after the correlation id,
+#: the response class, the response header's version, the answer's size ceiling (None: it
+#: depends on the request).
+_Shape = tuple[bytes, bytes, type[KafkaMessage], int, int | None]
 
 
 class RequestPipeline:
@@ -122,7 +124,7 @@ class RequestPipeline:
         self._limits = reply_limits if reply_limits is not None else ReplyLimits()
         self._ranges = api_ranges  # what the broker advertised: tells a removed version's close
         self._response_class = response_class or _response_class
-        self._shapes: dict[tuple[int, int], tuple[bytes, bytes, type[KafkaMessage], int]] = {}
+        self._shapes: dict[tuple[int, int], _Shape] = {}
         self._live: dict[int, Ticket] = {}  # every request not ended, by id
         self._outbox: deque[Ticket] = deque()  # queued, in send order
         self._writing: list[Ticket] = []
@@ -173,13 +175,14 @@ class RequestPipeline:
         shape = self._shapes.get((api_key, version))
         if shape is None:
             shape = self._shapes[(api_key, version)] = self._shape(api_key, version)
-        before, after, response_cls, header_version = shape
+        before, after, response_cls, header_version, limit = shape
         body = message.encode(version)
         size = _INT32.pack(len(before) + 4 + len(after) + len(body))
         frame = b"".join((size, before, _INT32.pack(correlation_id), after, body))
         self._next_id = 0 if correlation_id == _INT32_MAX else correlation_id + 1
-        limit = self._limits.limit_for(api_key, self._frames.max_size, message, version)
-        expects_reply = _expects_reply(message)
+        if limit is None:  # this request's own ceiling (a Metadata request, by what it asks for)
+            limit = self._limits.limit_for(api_key, self._frames.max_size, message, version)
+        expects_reply = api_key != _PRODUCE or getattr(message, "acks", 1) != 0  # acks=0: no answer
         ticket = Ticket(
             correlation_id, api_key, version, response_cls, expects_reply, frame, limit, header_version
         )
@@ -187,18 +190,21 @@ class RequestPipeline:
         self._outbox.append(ticket)
         return ticket
 
-    def _shape(self, api_key: int, version: int) -> tuple[bytes, bytes, type[KafkaMessage], int]:
+    def _shape(self, api_key: int, version: int) -> _Shape:
         """What every request of ``api_key`` at ``version`` shares on this connection.
 
         The request header encoded once by the codec (around its correlation id,
         which sits at a fixed offset in every header version), the response
-        class and the response header's version: a request then costs its body.
+        class, the response header's version and the ceiling for the answer's
+        size unless it depends on the request: a request then costs its body.
         """
         header = RequestHeader(
             request_api_key=api_key, request_api_version=version, correlation_id=0, client_id=self.client_id
         ).encode(framing.request_header_version(api_key, version))
         response_cls = self._response_class(api_key)
-        return header[:4], header[8:], response_cls, framing.response_header_version(api_key, version)
+        limits = self._limits
+        limit = None if limits.depends_on_request(api_key) else limits.limit_for(api_key, self._frames.max_size)
+        return header[:4], header[8:], response_cls, framing.response_header_version(api_key, version), limit
 
     def bytes_to_send(self) -> bytes:
         """Everything queued since the last call, in one piece; ``b""`` when nothing is.
@@ -311,10 +317,9 @@ class RequestPipeline:
         """One response frame (without its size prefix)."""
         if self._failure is not None:
             return None
-        try:
-            correlation_id = framing.peek_correlation_id(frame)
-        except DecodeError as exc:
-            return self._fail(exc)
+        if len(frame) < 4:
+            return self._fail(framing.short_response_error())
+        (correlation_id,) = _INT32.unpack_from(frame, 0)
         if self._awaiting and self._awaiting[0] == correlation_id:
             self._awaiting.popleft()
             self._expected.pop(correlation_id, None)
@@ -333,7 +338,7 @@ class RequestPipeline:
                     node=self.node,
                 )
             )
-        if correlation_id in self._abandoned:
+        if self._abandoned and correlation_id in self._abandoned:
             self._abandoned.discard(correlation_id)
             return None
         ticket = self._live[correlation_id]  # awaited and not abandoned: still live

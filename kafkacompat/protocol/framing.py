@@ -116,10 +116,15 @@ def decode_response(
     return header.correlation_id, response_cls.decode(body, version, allow_trailing=allow_trailing)
 
 
+def short_response_error() -> DecodeError:
+    """A response frame too short to hold a correlation id."""
+    return DecodeError("response shorter than its correlation id", what="ResponseHeader", offset=0)
+
+
 def peek_correlation_id(frame: bytes | bytearray | memoryview) -> int:
     """The correlation id, which every response header starts with."""
     if len(frame) < 4:
-        raise DecodeError("response shorter than its correlation id", what="ResponseHeader", offset=0)
+        raise short_response_error()
     (correlation_id,) = _wire.INT32.unpack_from(frame, 0)
     return int(correlation_id)
 

@@ -94,6 +94,11 @@ class ReplyLimits:
             raise ConfigError(f"the default reply ceiling must be 1 to 2**31-1 bytes, not {self.default!r}")
         object.__setattr__(self, "ceilings", MappingProxyType(merged))
 
+    @staticmethod
+    def depends_on_request(api_key: int) -> bool:
+        """Whether the ceiling for ``api_key``'s replies depends on the request (Metadata's)."""
+        return api_key == _METADATA
+
     def limit_for(
         self, api_key: int, max_frame_size: int, request: Any = None, version: int | None = None
     ) -> int:
