@@ -15,8 +15,9 @@ import pytest
 from kafkacompat.testing.tansu import TansuBroker
 from tests.support.connection_footprint import NOT_FOR_A_PLAIN_CONNECTION, added_modules, ours
 
-# kafkacompat modules each driver loaded when the RSS targets were met (issue 14).
-BUDGET = {"trio": 37, "blocking": 33, "probe": 34}
+# kafkacompat modules each driver loaded when the RSS targets were met (issue 14); the trio
+# driver's one more since is connection.py split in two (its tasks in connection_tasks.py).
+BUDGET = {"trio": 38, "blocking": 33, "probe": 34}
 
 
 @pytest.mark.broker
