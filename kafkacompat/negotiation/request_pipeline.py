@@ -202,8 +202,8 @@ class RequestPipeline:
             request_api_key=api_key, request_api_version=version, correlation_id=0, client_id=self.client_id
         ).encode(framing.request_header_version(api_key, version))
         response_cls = self._response_class(api_key)
-        limits = self._limits
-        limit = None if limits.depends_on_request(api_key) else limits.limit_for(api_key, self._frames.max_size)
+        limits, max_size = self._limits, self._frames.max_size
+        limit = None if limits.depends_on_request(api_key) else limits.limit_for(api_key, max_size)
         return header[:4], header[8:], response_cls, framing.response_header_version(api_key, version), limit
 
     def bytes_to_send(self) -> bytes:

@@ -118,15 +118,6 @@ class _Call:
         return trio.lowlevel.Abort.SUCCEEDED
 
 
-class _Refill:
-    """A refill put off until more slots free: due at the latest ``REFILL_DELAY`` after."""
-
-    __slots__ = ("ended",)
-
-    def __init__(self) -> None:
-        self.ended = False  # the refill happened (or the connection ended): nothing to do
-
-
 class BrokerConnection(ConnectionTasks):
     """A connection to ``host:port`` that negotiates by itself before carrying requests."""
 
@@ -155,8 +146,8 @@ class BrokerConnection(ConnectionTasks):
         self._unsent: memoryview | None = None  # the rest of a write _write_now began
         self._nursery: trio.Nursery | None = None
         self._io_scopes: Scopes | None = None
-        self._deadlines: DeadlineKeeper[_Call | _Refill] = DeadlineKeeper(self._expire)
-        self._refill: _Refill | None = None  # a refill put off, due by REFILL_DELAY
+        self._deadlines: DeadlineKeeper[_Call] = DeadlineKeeper(self._expire)
+        self._refill_put_off = False  # the keeper's alarm will fill the slots, REFILL_DELAY after
         self._closed = False
 
     @property
@@ -213,7 +204,7 @@ class BrokerConnection(ConnectionTasks):
         # learn the broker's capabilities and closed again never needs them.
         self._nursery, self._io_scopes = nursery, None
         self._deadlines = DeadlineKeeper(self._expire)
-        self._refill = None
+        self._refill_put_off = False
         self._ready.set()
         return ready.capabilities
 
@@ -324,8 +315,8 @@ class BrokerConnection(ConnectionTasks):
         ``max_in_flight``, not one by one: a broker that answers one request at a
         time would otherwise cost a write (a system call and a scheduling step) per
         answer, while it still has three quarters of the bound queued.  A refill put
-        off is due ``REFILL_DELAY`` later at the latest (the deadline keeper sees to
-        it), so requests behind slow ones (a long-polling Fetch) are not held back.
+        off is due ``REFILL_DELAY`` later at the latest (the deadline keeper's alarm
+        sees to it), so requests behind slow ones (a long-polling Fetch) are not held back.
         """
         protocol = self._protocol
         if protocol is None or not protocol.is_ready:
@@ -336,9 +327,9 @@ class BrokerConnection(ConnectionTasks):
 
     def _fill(self) -> None:
         """Send what waits for a slot, oldest first, while there are slots; the callers sleep on."""
-        if self._refill is not None:  # whatever was put off goes now
-            self._refill.ended = True
-            self._refill = None
+        if self._refill_put_off:  # whatever was put off goes now
+            self._refill_put_off = False
+            self._deadlines.clear_alarm()
         protocol, backlog = self._protocol, self._backlog
         if protocol is None or not protocol.is_ready:
             return
@@ -396,20 +387,17 @@ class BrokerConnection(ConnectionTasks):
         if freed and self._backlog:
             if self._refill_due():
                 self._fill()
-            elif self._refill is None:
-                self._refill = _Refill()
-                self._deadlines.add(now + REFILL_DELAY, self._refill, len(self._callers) + len(self._backlog))
+            elif not self._refill_put_off:
+                self._refill_put_off = True
+                self._deadlines.set_alarm(now + REFILL_DELAY, self._fill)
 
     def _settle(self, ticket: Ticket, result: _Outcome, now: float) -> None:
         call = self._callers.pop(ticket, None)
         if call is not None:
             self._wake(call, _LATE if now > call.deadline else result)
 
-    def _expire(self, call: _Call | _Refill) -> None:
-        if isinstance(call, _Refill):  # slots have been free for REFILL_DELAY: fill them now
-            self._fill()
-        else:
-            self._wake(call, _LATE)
+    def _expire(self, call: _Call) -> None:
+        self._wake(call, _LATE)
 
     @staticmethod
     def _wake(call: _Call, result: _Outcome) -> None:

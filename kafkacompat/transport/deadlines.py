@@ -45,6 +45,8 @@ class DeadlineKeeper(Generic[_W]):
         self._heap: list[tuple[float, int, _W]] = []
         self._order = itertools.count()  # ties leave in the order they came
         self._timer: trio.CancelScope | None = None  # while the keeper sleeps
+        self._alarm = math.inf  # when to call ``ring`` (inf: no alarm set)
+        self._ring: Callable[[], None] | None = None
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -62,8 +64,30 @@ class DeadlineKeeper(Generic[_W]):
         if timer is not None and deadline < timer.deadline:
             timer.deadline = deadline  # an earlier one than the keeper sleeps towards
 
+    def set_alarm(self, at: float, ring: Callable[[], None]) -> None:
+        """Besides the callers' deadlines, call ``ring`` once at ``at`` (replacing any alarm set)."""
+        self._alarm, self._ring = at, ring
+        timer = self._timer
+        if timer is not None and at < timer.deadline:
+            timer.deadline = at
+
+    def clear_alarm(self) -> None:
+        """Forget the alarm; the keeper sleeps on towards the callers' next deadline."""
+        if self._alarm == math.inf:
+            return
+        timer = self._timer
+        if timer is not None and timer.deadline == self._alarm:  # no waking up for nothing
+            timer.deadline = self._heap[0][0] if self._heap else math.inf
+        self._alarm, self._ring = math.inf, None
+
     def expire_due(self, now: float) -> float:
-        """Expire every caller due by ``now``; the next deadline that matters (inf: none)."""
+        """Expire every caller due by ``now`` (and ring the alarm, if due); the next deadline
+        that matters (inf: none)."""
+        if self._alarm <= now:
+            ring = self._ring
+            self._alarm, self._ring = math.inf, None
+            if ring is not None:
+                ring()
         heap = self._heap
         while heap:
             deadline, _, caller = heap[0]
@@ -73,8 +97,8 @@ class DeadlineKeeper(Generic[_W]):
                 heapq.heappop(heap)
                 self._expire(caller)
             else:
-                return deadline
-        return math.inf
+                return min(deadline, self._alarm)
+        return self._alarm
 
     async def run(self) -> None:
         """Keep the deadlines until cancelled."""

@@ -59,3 +59,41 @@ def test_expire_due_reports_the_next_deadline_that_matters() -> None:
     assert keeper.expire_due(0.5) == 1 and expired == []
     assert keeper.expire_due(2.5) == 3 and expired == ["a"]
     assert keeper.expire_due(10) == float("inf") and expired == ["a", "c"]
+
+
+async def test_the_alarm_rings_once_at_its_time_among_deadlines(clock: trio.testing.MockClock) -> None:
+    events: list[tuple[str, float]] = []
+    keeper: DeadlineKeeper[Caller] = DeadlineKeeper(lambda c: events.append((c.name, trio.current_time())))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(keeper.run)
+        await trio.testing.wait_all_tasks_blocked()
+        start = trio.current_time()
+        keeper.add(start + 10, Caller("caller"), 1)
+        keeper.set_alarm(start + 5, lambda: events.append(("alarm", trio.current_time())))
+        await trio.sleep(20)
+        nursery.cancel_scope.cancel()
+    assert [(name, at - start) for name, at in events] == [("alarm", 5), ("caller", 10)]
+
+
+async def test_a_cleared_alarm_never_rings_nor_wakes_the_keeper(clock: trio.testing.MockClock) -> None:
+    rang: list[float] = []
+    wakes: list[float] = []
+    keeper: DeadlineKeeper[Caller] = DeadlineKeeper(lambda c: None)
+    real_expire_due = keeper.expire_due
+
+    def counting(now: float) -> float:
+        wakes.append(now)
+        return real_expire_due(now)
+
+    keeper.expire_due = counting  # type: ignore[method-assign]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(keeper.run)
+        await trio.testing.wait_all_tasks_blocked()
+        start = trio.current_time()
+        keeper.add(start + 100, Caller("far"), 1)
+        keeper.set_alarm(start + 1, lambda: rang.append(trio.current_time()))
+        keeper.clear_alarm()
+        await trio.sleep(50)
+        nursery.cancel_scope.cancel()
+    assert rang == []
+    assert len(wakes) == 1  # only its first look at the heap: nothing woke it before the caller's deadline
