@@ -33,11 +33,13 @@ def _collected(spark: SparkSession, report: FleetTables) -> dict[str, list[str]]
         }
 
 
-def test_small_inputs_turn_adaptive_execution_off_with_a_partition_per_core(spark: SparkSession) -> None:
+def test_small_inputs_turn_adaptive_execution_and_code_generation_off(spark: SparkSession) -> None:
     cores = spark.sparkContext.defaultParallelism
     assert plan_settings(spark, SMALL_INPUT_BYTES) == {
         "spark.sql.adaptive.enabled": "false",
         "spark.sql.shuffle.partitions": str(cores),
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     }
     assert plan_settings(spark, SMALL_INPUT_BYTES + 1) == {}
     assert plan_settings(spark, 10, small_input_bytes=9) == {}
