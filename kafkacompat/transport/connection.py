@@ -276,9 +276,7 @@ class BrokerConnection(ConnectionTasks):
             self._backlog.append(call)  # sent on its behalf when a slot frees, in turn
         else:
             self._send(pipeline, call)  # an encoding error is raised here, to this caller
-            writer, self._writer = self._writer, None
-            if writer is not None:  # the callers of this scheduling round go out in one write
-                trio.lowlevel.reschedule(writer)
+            self._wake_writer()  # the callers of this scheduling round go out in one write
         # The deadline covers the wait for an in-flight slot as well.  It is kept by the
         # connection's deadline keeper, not a cancel scope per call (see deadlines.py).
         self._deadlines.add(deadline, call, len(self._callers) + len(self._backlog))

@@ -77,17 +77,25 @@ class ConnectionTasks:
                 rest = stream.send_now(data)
                 if rest is None or rest:  # TLS, or the kernel's buffer is full: the writer waits
                     self._unsent = memoryview(data) if rest is None else rest
-                    writer, self._writer = self._writer, None
-                    if writer is not None:
-                        trio.lowlevel.reschedule(writer)
+                    self._wake_writer()
                     return
                 self._dispatch(pipeline.write_done())
         except KafkaCompatError as exc:
-            if protocol is self._protocol:
-                self._closed = True
-            self._dispatch(protocol.closed(exc))
+            self._write_failed(protocol, exc)
         finally:
             self._writing_now = False
+
+    def _wake_writer(self) -> None:
+        """The parked writer has work: what queued (or the rest of a write begun at once)."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            trio.lowlevel.reschedule(writer)
+
+    def _write_failed(self, protocol: ClientConnection, exc: KafkaCompatError) -> None:
+        """A write failed: the stream cannot be trusted, every request left fails."""
+        if protocol is self._protocol:
+            self._closed = True
+        self._dispatch(protocol.closed(exc))
 
 
     def _start_io(self) -> None:
@@ -166,9 +174,7 @@ class ConnectionTasks:
                     await stream.send_all(data)
                     self._dispatch(pipeline.write_done())
             except KafkaCompatError as exc:
-                if protocol is self._protocol:
-                    self._closed = True
-                self._dispatch(protocol.closed(exc))
+                self._write_failed(protocol, exc)
             finally:
                 if self._writer is trio.lowlevel.current_task():
                     self._writer = None
