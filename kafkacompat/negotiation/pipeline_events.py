@@ -17,7 +17,7 @@ from typing import Final, NamedTuple
 
 from kafkacompat.errors import KafkaCompatError
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
-from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.message import KafkaMessage, Reader
 
 __all__ = [
     "ConnectionFailed",
@@ -56,6 +56,9 @@ class Ticket:
     frame: bytes = field(repr=False)
     reply_limit: int = DEFAULT_MAX_FRAME_SIZE  # the ceiling for its answer's size
     response_header_version: int = 1
+    # The codec's reader of the answer's body (None: the class has none at this version,
+    # and ``decode`` says so): looked up once per API and version, not per answer.
+    reader: Reader | None = field(default=None, repr=False)
     stage: Stage = Stage.QUEUED
 
 

@@ -60,7 +60,7 @@ from kafkacompat.negotiation.pipeline_events import (
     Ticket,
 )
 from kafkacompat.protocol import _wire, framing, messages
-from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.message import KafkaMessage, Reader
 from kafkacompat.protocol.messages import RequestHeader
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
@@ -84,8 +84,8 @@ ACKS0_MEMORY: Final = 1024
 
 #: Per API key and version: the request header's bytes before and after the correlation id,
 #: the response class, the response header's version, the answer's size ceiling (None: it
-#: depends on the request).
-_Shape = tuple[bytes, bytes, type[KafkaMessage], int, int | None]
+#: depends on the request) and the codec's reader of the answer at that version.
+_Shape = tuple[bytes, bytes, type[KafkaMessage], int, int | None, Reader | None]
 
 
 class RequestPipeline:
@@ -175,7 +175,7 @@ class RequestPipeline:
         shape = self._shapes.get((api_key, version))
         if shape is None:
             shape = self._shapes[(api_key, version)] = self._shape(api_key, version)
-        before, after, response_cls, header_version, limit = shape
+        before, after, response_cls, header_version, limit, reader = shape
         body = message.encode(version)
         size = _INT32.pack(len(before) + 4 + len(after) + len(body))
         frame = b"".join((size, before, _INT32.pack(correlation_id), after, body))
@@ -184,7 +184,8 @@ class RequestPipeline:
             limit = self._limits.limit_for(api_key, self._frames.max_size, message, version)
         expects_reply = api_key != _PRODUCE or getattr(message, "acks", 1) != 0  # acks=0: no answer
         ticket = Ticket(
-            correlation_id, api_key, version, response_cls, expects_reply, frame, limit, header_version
+            correlation_id, api_key, version, response_cls, expects_reply, frame, limit, header_version,
+            reader,
         )
         self._live[correlation_id] = ticket
         self._outbox.append(ticket)
@@ -204,7 +205,16 @@ class RequestPipeline:
         response_cls = self._response_class(api_key)
         limits, max_size = self._limits, self._frames.max_size
         limit = None if limits.depends_on_request(api_key) else limits.limit_for(api_key, max_size)
-        return header[:4], header[8:], response_cls, framing.response_header_version(api_key, version), limit
+        readers = getattr(response_cls, "_READERS", None)
+        reader = readers.get(version) if readers is not None else None
+        return (
+            header[:4],
+            header[8:],
+            response_cls,
+            framing.response_header_version(api_key, version),
+            limit,
+            reader,
+        )
 
     def bytes_to_send(self) -> bytes:
         """Everything queued since the last call, in one piece; ``b""`` when nothing is.
@@ -342,13 +352,18 @@ class RequestPipeline:
             self._abandoned.discard(correlation_id)
             return None
         ticket = self._live[correlation_id]  # awaited and not abandoned: still live
+        # Trailing bytes are tolerated, as Kafka's Java client tolerates them.
+        if ticket.response_header_version == 0:  # the header is the correlation id alone
+            start = 4
+        elif len(frame) > 4 and frame[4] == 0:  # a flexible header with no tagged fields
+            start = 5
+        else:  # tagged fields in the header: the codec reads it
+            start = 0
+        reader = ticket.reader
         try:
-            # Trailing bytes are tolerated, as Kafka's Java client tolerates them.
-            decode = ticket.response_cls.decode
-            if ticket.response_header_version == 0:  # the header is the correlation id alone
-                response = decode(memoryview(frame)[4:], ticket.version, allow_trailing=True)
-            elif len(frame) > 4 and frame[4] == 0:  # a flexible header with no tagged fields
-                response = decode(memoryview(frame)[5:], ticket.version, allow_trailing=True)
+            if start and reader is not None:
+                # The body is read in place, from its offset in the frame: no view, no copy.
+                response = _read_body(reader, frame, start, ticket)
             else:
                 _, response = framing.decode_response(
                     frame, ticket.response_cls, ticket.version, allow_trailing=True
@@ -387,6 +402,22 @@ class RequestPipeline:
         self._expected.clear()
         self._abandoned.clear()
         return ConnectionFailed(error, failed, precise)
+
+
+def _read_body(
+    reader: Reader, frame: bytes | bytearray | memoryview, start: int, ticket: Ticket
+) -> KafkaMessage:
+    """The answer's body, read in place from ``start`` in its frame (no view, no copy).
+
+    A body that cannot be read is read again on its own by ``decode``, so that the
+    error says exactly what the codec says of that body (offsets from its first byte).
+    """
+    data = frame if frame.__class__ is bytes else bytes(frame)  # readers work on bytes
+    try:
+        response: KafkaMessage = reader(data, start)[0]
+    except (DecodeError, *_wire.DECODE_FAILURES):
+        return ticket.response_cls.decode(memoryview(data)[start:], ticket.version, allow_trailing=True)
+    return response
 
 
 def _response_class(api_key: int) -> type[KafkaMessage]:

@@ -164,6 +164,36 @@ def test_one_unreadable_answer_fails_only_its_request() -> None:
     assert isinstance(events[1], ResponseReceived) and events[1].ticket is good
 
 
+@pytest.mark.parametrize(
+    ("request_", "version", "header"),
+    [
+        (metadata_request(), 1, b""),  # response header v0: the correlation id alone
+        (messages.FindCoordinatorRequest(key="g"), 3, b"\x00"),  # v1: no tagged fields
+    ],
+)
+def test_an_answer_read_in_place_fails_as_the_codec_reads_its_body(
+    request_: messages.KafkaMessage, version: int, header: bytes
+) -> None:
+    # The body is read from its offset in the frame; the error must still say what the
+    # codec says of the body alone, its offset counted from the body's first byte.
+    pipe = RequestPipeline(node="b:1")
+    ticket = pipe.send(request_, version)
+    pipe.bytes_to_send()
+    pipe.write_done()
+    body = b"\x00\x00\x00\x00\x00\x00\x7f"  # runs out part-way
+    with pytest.raises(DecodeError) as alone:
+        ticket.response_cls.decode(body, version, allow_trailing=True)
+    (event,) = pipe.receive_data(framing._frame(ticket.correlation_id.to_bytes(4, "big") + header, body))
+    assert isinstance(event, RequestFailed) and event.ticket is ticket
+    error = event.error
+    assert isinstance(error, DecodeError) and error.node == "b:1"
+    assert (error.reason, error.what, error.version, error.offset) == (
+        alone.value.reason, alone.value.what, alone.value.version, alone.value.offset
+    )
+    assert error.offset is not None and error.offset > 0
+    assert pipe.in_flight == 0 and pipe.failure is None
+
+
 def test_a_bad_size_prefix_fails_the_connection_before_buffering() -> None:
     pipe = RequestPipeline(frames=framing.FrameSplitter(max_size=1000))
     ticket = pipe.send(metadata_request(), 1)
