@@ -44,7 +44,8 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import outcome  # trio's own dependency: what wakes a task
 import trio
@@ -82,13 +83,25 @@ __all__ = ["BrokerConnection", "open_connection"]
 
 log = logging.getLogger("kafkacompat.transport")
 
-_Outcome = tuple[KafkaMessage | None, KafkaCompatError | None]
 #: Slots freed by answers are refilled in waves of a quarter of max_in_flight (see
 #: ``_refill_due``), but a request never waits longer than this for a slot that is free.
 REFILL_DELAY = 0.001
-#: A caller past its deadline (waiting for a slot or an answer, or an answer decoded
-#: too late): a tuple of its own, compared by identity.
-_LATE = cast(_Outcome, tuple([None, None]))
+
+
+class _Failed:
+    """What wakes a caller whose request did not end with an answer: ``error``, or None
+    when its deadline passed (waiting for a slot or an answer, or an answer decoded too
+    late).  An answer wakes its caller as itself: the common case costs no wrapper."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: KafkaCompatError | None) -> None:
+        self.error = error
+
+
+_LATE = _Failed(None)
+#: What a caller is woken with: the answer (None for acks=0), or why there is none.
+_Outcome = KafkaMessage | None | _Failed
 
 
 class _Call:
@@ -149,6 +162,9 @@ class BrokerConnection(ConnectionTasks):
         self._deadlines: DeadlineKeeper[_Call] = DeadlineKeeper(self._expire)
         self._refill_put_off = False  # the keeper's alarm will fill the slots, REFILL_DELAY after
         self._closed = False
+        # The run's clock, read directly (``trio.current_time`` looks it up on every call);
+        # bound in ``open``, which runs in the run this connection lives in.
+        self._now: Callable[[], float] = trio.current_time
 
     @property
     def is_ready(self) -> bool:
@@ -205,6 +221,7 @@ class BrokerConnection(ConnectionTasks):
         self._nursery, self._io_scopes = nursery, None
         self._deadlines = DeadlineKeeper(self._expire)
         self._refill_put_off = False
+        self._now = trio.lowlevel.current_clock().current_time
         self._ready.set()
         return ready.capabilities
 
@@ -252,27 +269,21 @@ class BrokerConnection(ConnectionTasks):
         returns once written, with None.
         """
         limit = request_timeout if request_timeout is not None else self.config.request_timeout
-        deadline = trio.current_time() + limit
+        deadline = self._now() + limit
         if message.MESSAGE_TYPE != "request" or message.API_KEY is None:
             raise ProtocolError(f"{message.NAME} is not a request")
-        if not self._ready.is_set():
-            with trio.move_on_at(deadline):
-                await self._ready.wait()
-            if not self._ready.is_set():
-                raise KafkaTimeoutError("timed out waiting for the connection to be ready", node=self.node)
         protocol = self._protocol
-        if self._failure is not None or protocol is None:
-            failure = self._failure or TransportError("the connection was closed", node=self.node)
-            raise failure.with_traceback(None)
+        if protocol is None or self._failure is not None:  # not open yet, or it failed
+            protocol = await self._usable(deadline)
         if version is None:
             version = self.pick_version(message.API_KEY)
         pipeline = protocol.pipeline
-        if pipeline.failure is not None:
-            raise pipeline.failure.with_traceback(None)
         call = _Call(trio.lowlevel.current_task(), message, version, deadline)
         if self._io_scopes is None:
             self._start_io()
         if self._backlog or not pipeline.has_capacity:
+            if pipeline.failure is not None:
+                raise pipeline.failure.with_traceback(None)
             self._backlog.append(call)  # sent on its behalf when a slot frees, in turn
         else:
             self._send(pipeline, call)  # an encoding error is raised here, to this caller
@@ -285,22 +296,36 @@ class BrokerConnection(ConnectionTasks):
         except BaseException:
             self._give_up(protocol, call)
             raise
-        if result is _LATE:
-            # Past the deadline, reading the answer included: a deadline covers the whole call.
-            self._give_up(protocol, call)
-            if call.ticket is None:
-                raise KafkaTimeoutError(
-                    f"timed out waiting for one of the {self.config.max_in_flight} in-flight slots "
-                    f"to send {message.NAME} v{version}",
-                    node=self.node,
-                )
+        if result.__class__ is not _Failed:
+            return result  # type: ignore[return-value]  # None only for acks=0
+        assert isinstance(result, _Failed)
+        if result.error is not None:
+            raise result.error.with_traceback(None)  # shared by every failed caller: no pile-up
+        # Past the deadline, reading the answer included: a deadline covers the whole call.
+        self._give_up(protocol, call)
+        if call.ticket is None:
             raise KafkaTimeoutError(
-                f"no response to {message.NAME} v{version} within the timeout", node=self.node
+                f"timed out waiting for one of the {self.config.max_in_flight} in-flight slots "
+                f"to send {message.NAME} v{version}",
+                node=self.node,
             )
-        response, error = result
-        if error is not None:
-            raise error.with_traceback(None)  # shared by every failed caller: no pile-up
-        return response  # type: ignore[return-value]  # None only for acks=0
+        raise KafkaTimeoutError(
+            f"no response to {message.NAME} v{version} within the timeout", node=self.node
+        )
+
+    async def _usable(self, deadline: float) -> ClientConnection:
+        """The negotiated protocol once the connection is ready (waiting for it until
+        ``deadline``), or the error that says why it cannot be used."""
+        if not self._ready.is_set():
+            with trio.move_on_at(deadline):
+                await self._ready.wait()
+            if not self._ready.is_set():
+                raise KafkaTimeoutError("timed out waiting for the connection to be ready", node=self.node)
+        protocol = self._protocol
+        if self._failure is not None or protocol is None:
+            failure = self._failure or TransportError("the connection was closed", node=self.node)
+            raise failure.with_traceback(None)
+        return protocol
 
     def _send(self, pipeline: RequestPipeline, call: _Call) -> None:
         call.ticket = ticket = pipeline.send(call.message, call.version)
@@ -337,7 +362,7 @@ class BrokerConnection(ConnectionTasks):
             try:
                 self._send(pipeline, call)
             except KafkaCompatError as exc:  # this caller's message cannot be encoded
-                self._wake(call, (None, exc))
+                self._wake(call, _Failed(exc))
         if self._writer is None or self._writing_now:
             return  # the writer is busy: it takes what queued when its write is done
         if self._reading:
@@ -363,24 +388,30 @@ class BrokerConnection(ConnectionTasks):
     def _dispatch(self, events: list[PipelineEvent]) -> None:
         if not events:
             return
-        now = trio.current_time()  # after decoding: a deadline covers reading the answer
+        now = self._now()  # after decoding: a deadline covers reading the answer
+        callers = self._callers
         freed = False
         for event in events:
-            if isinstance(event, ResponseReceived):
-                self._settle(event.ticket, (event.response, None), now)
+            if event.__class__ is ResponseReceived:  # the common case, inlined
+                call = callers.pop(event[0], None)
+                if call is not None and not call.ended:
+                    call.ended = True
+                    answer = _LATE if now > call.deadline else event[1]
+                    trio.lowlevel.reschedule(call.task, outcome.Value(answer))
             elif isinstance(event, ConnectionFailed):
                 for ticket in event.failed:
-                    self._settle(ticket, (None, event.error_of(ticket)), now)
+                    self._settle(ticket, _Failed(event.error_of(ticket)), now)
                 backlog, self._backlog = self._backlog, deque()
+                failed = _Failed(event.error)
                 for call in backlog:  # waiting for a slot: they see the failure
-                    self._wake(call, (None, event.error))
+                    self._wake(call, failed)
                 if self._protocol is not None and not self._protocol.is_ready:
                     self._stop_io()  # the reader closes the socket
                 return
             elif isinstance(event, RequestFailed):
-                self._settle(event.ticket, (None, event.error), now)
+                self._settle(event.ticket, _Failed(event.error), now)
             else:  # SentWithoutReply: an acks=0 Produce ends once written
-                self._settle(event.ticket, (None, None), now)
+                self._settle(event.ticket, None, now)
             freed = True
         if freed and self._backlog:
             if self._refill_due():
