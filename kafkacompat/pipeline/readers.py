@@ -230,23 +230,42 @@ def scan_snapshots(
 
 
 def fetch_snapshots(scan: SnapshotScan, wanted: DataFrame) -> DataFrame:
-    """Pass two: the full records of the lines whose (file, id) is in ``wanted``.
+    """Pass two: the full records of the lines whose (file, id) is in ``wanted`` (at least).
 
     Columns: the snapshot schema's, ``source_file`` and ``order`` (as in the
     scan).  Diagnostics that do not have their documented shape are null.
+    For JSON lines the result may hold more lines than wanted (see below):
+    the caller matches them with the winners on every key anyway.
     """
-    keys = F.broadcast(wanted.select("file", "id").distinct())
     if scan.fmt == "parquet":
+        keys = F.broadcast(wanted.select("file", "id").distinct())
         table = _parquet(scan.spark, scan.paths, SNAPSHOT_SCHEMA).join(keys, ["file", "id"], "left_semi")
         record, full = F.col("r"), F.col("r")
     else:
-        lines = _lines(scan.spark, scan.paths).join(keys, ["file", "id"], "left_semi")
-        table = lines.select(
+        # The lines are picked by their 64-bit hash alone: probing a broadcast set of longs is
+        # far cheaper per line than hashing (file path, id) pairs, and every line is probed.
+        # A line of another file with the same text passes too, and is dropped by the caller's
+        # match on the file.  Blank lines are not filtered out here for the same reason: one
+        # whose hash collides parses to null keys, which match no winner.
+        ids = F.broadcast(wanted.select("id").distinct())
+        source = scan.spark.read.text(list(scan.paths))
+        lines = source.select(
+            F.col("_metadata.file_path").alias("file"), F.col("value"), F.xxhash64("value").alias("id")
+        ).join(ids, ["id"], "left_semi")
+        # One parse with the full schema; a line whose diagnostics do not fit it (the whole
+        # parse is then corrupt) is parsed again without them, so that its core fields are
+        # read exactly as the scan read them.  Such lines are rare: the second parse sits in
+        # a CASE branch and runs only for them.
+        parsed = lines.select(
             "file",
+            "value",
             "id",
-            F.from_json("value", with_corrupt_column(CORE_SCHEMA), _PARSE).alias("r"),
             F.from_json("value", with_corrupt_column(SNAPSHOT_SCHEMA), _PARSE).alias("full"),
         )
+        full_ok = F.col("full").isNotNull() & F.col(f"full.{CORRUPT_RECORD}").isNull()
+        core_of_full = F.struct(*[F.col(f"full.{f.name}") for f in with_corrupt_column(CORE_SCHEMA).fields])
+        core = F.from_json("value", with_corrupt_column(CORE_SCHEMA), _PARSE)
+        table = parsed.select("file", "id", F.when(full_ok, core_of_full).otherwise(core).alias("r"), "full")
         record, full = F.col("r"), F.col("full")
     columns = [
         (
