@@ -44,7 +44,7 @@ Spark fails it, naming the file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -53,6 +53,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from kafkacompat.pipeline.session import sql_conf
 from kafkacompat.pipeline.snapshot_schema import (
     CLIENT_SCHEMA,
     CORE_SCHEMA,
@@ -198,8 +199,13 @@ def scan_snapshots(
     fmt: InputFormat = "auto",
     *,
     max_locate_bytes: int | None = None,
+    settings: Callable[[int], Mapping[str, str]] | None = None,
 ) -> SnapshotScan:
-    """Pass one over snapshot lines (JSON lines, or Parquet of the same shape); lazy, persisted on use."""
+    """Pass one over snapshot lines (JSON lines, or Parquet of the same shape); lazy, persisted on use.
+
+    ``settings``: the SQL settings to plan the scan under, given the size of
+    its input files (known from their listing, before the plan is made).
+    """
     kind = snapshot_format_of(paths) if fmt == "auto" else fmt
     if kind == "parquet":
         source = _parquet_table(spark, paths)
@@ -212,6 +218,7 @@ def scan_snapshots(
             "r", F.from_json("value", with_corrupt_column(CORE_SCHEMA), _PARSE)
         )
         text, line = F.col("value"), F.lit(None).cast("long")
+    size = input_bytes(source)
     # The reason is "" for a valid line; it is referenced once more below (for the text), and
     # turned into null only when the persisted rows are read (see ``snapshot_reason``).
     staged = parsed.withColumn("reason", snapshot_reason(F.col("r")))
@@ -224,9 +231,11 @@ def scan_snapshots(
         "file_size",
         F.when(F.col("reason") != "", text).alias("text"),
         line.alias("line"),
-    ).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    )
+    with sql_conf(spark, settings(size) if settings else {}):
+        rows = rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)  # persisting plans it
     limit = default_locate_limit(spark) if max_locate_bytes is None else max_locate_bytes
-    return SnapshotScan(spark, tuple(paths), kind, rows, limit, input_bytes(source))
+    return SnapshotScan(spark, tuple(paths), kind, rows, limit, size)
 
 
 def fetch_snapshots(scan: SnapshotScan, wanted: DataFrame) -> DataFrame:

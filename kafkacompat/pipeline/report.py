@@ -40,6 +40,7 @@ from kafkacompat.pipeline.readers import (
     read_clients,
     scan_snapshots,
 )
+from kafkacompat.pipeline.session import sql_conf
 from kafkacompat.pipeline.what_if import what_if
 from kafkacompat.pipeline.what_if_core import UpgradeTarget
 
@@ -51,6 +52,7 @@ __all__ = [
     "OutputFormat",
     "build_fleet_report",
     "plan_settings",
+    "scan_settings",
     "write_fleet_report",
 ]
 
@@ -136,7 +138,6 @@ def _timed(report: FleetTables | _Work, stage: str) -> Iterator[None]:
         report.tasks[stage] = report.tasks.get(stage, 0) + sum(ran)
 
 
-_SCAN_CONF = {"spark.sql.codegen.wholeStage": "false"}
 SMALL_INPUT_BYTES = 256 << 20
 
 
@@ -173,20 +174,17 @@ def plan_settings(
     }
 
 
-@contextmanager
-def _sql_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """SQL settings for the plans built inside, the session's own restored after."""
-    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in before.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
+def scan_settings(input_bytes: int, small_input_bytes: int = SMALL_INPUT_BYTES) -> dict[str, str]:
+    """SQL settings for the scan's plan: no whole-stage code generation for a small input.
+
+    The scan's validation is one very large expression.  Compiling it into a
+    whole-stage method costs a small input more than it saves (6,000 lines,
+    same load: 38.6 s compiled against 22.7 s on a fresh JVM, 12.5 s against
+    6.6 s warm), and saves a big one more than it costs (1,000,000 lines in
+    one JVM, alternated, load about 3: 27.7 and 24.3 s compiled against 30.6
+    and 28.3 s).
+    """
+    return {"spark.sql.codegen.wholeStage": "false"} if input_bytes <= small_input_bytes else {}
 
 
 @dataclass
@@ -219,15 +217,17 @@ def build_fleet_report(
     of up to ``small_input_bytes`` in all are a small fleet (``plan_settings``).
     """
     work = _Work(spark)
-    # The scan's validation is one very large expression: compiling it into a whole-stage
-    # method costs more than it saves (measured on 6,000 lines, same load: 38.6 s vs 22.7 s on
-    # a fresh JVM, 12.5 s vs 6.6 s warm), so that one plan is built without whole-stage codegen.
     with _timed(work, "scan+validate"):
-        with _sql_conf(spark, _SCAN_CONF):
-            scan = scan_snapshots(spark, snapshots, snapshots_format, max_locate_bytes=max_locate_bytes)
+        scan = scan_snapshots(
+            spark,
+            snapshots,
+            snapshots_format,
+            max_locate_bytes=max_locate_bytes,
+            settings=lambda size: scan_settings(size, small_input_bytes),
+        )
         settings = plan_settings(spark, scan.input_bytes, small_input_bytes)  # the files are listed
         # Valid and bad lines counted in one job: with no bad line, nothing is looked for.
-        with _sql_conf(spark, {**settings, **_SCAN_CONF}):
+        with sql_conf(spark, settings):
             tally = {
                 r["ok"]: r["n"]
                 for r in scan.rows.groupBy((F.col("reason") == "").alias("ok"))
@@ -235,7 +235,7 @@ def build_fleet_report(
                 .collect()
             }
         valid = tally.get(True, 0)
-    with _sql_conf(spark, settings):
+    with sql_conf(spark, settings):
         # Persisting plans them, so the settings hold from here on (and again when writing).
         tables = _define_tables(spark, work, scan, bool(tally.get(False)), clients, max_locate_bytes, targets)
     tables.valid_snapshots = valid
@@ -305,7 +305,7 @@ def write_fleet_report(
     ``out`` is a local path or any URI Spark can write (the page goes through
     Hadoop's FileSystem then); ``html=False`` skips the page.
     """
-    with _sql_conf(report.spark, report.settings):
+    with sql_conf(report.spark, report.settings):
         return _write_tables(report, str(out).rstrip("/"), fmt, html)
 
 

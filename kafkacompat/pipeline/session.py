@@ -24,11 +24,12 @@ the administrator's setting is left alone.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
-__all__ = ["APP_NAME", "DEFAULT_MASTER", "MASTER_ENV", "fleet_session", "resolve_master"]
+__all__ = ["APP_NAME", "DEFAULT_MASTER", "MASTER_ENV", "fleet_session", "resolve_master", "sql_conf"]
 
 DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "KAFKACOMPAT_SPARK_MASTER"
@@ -71,3 +72,19 @@ def fleet_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+@contextmanager
+def sql_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """SQL settings for the plans built inside, the session's own restored after."""
+    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
