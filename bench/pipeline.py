@@ -19,7 +19,10 @@ Rows: per workload, the generation (not timed), then one per pipeline stage
 target over the measured time (``>= 1.0`` means met).  One run each, not a
 best of several: a run takes a while and its stages are what is shown.  The
 load average of the machine is printed with the total, since other work on
-it slows Spark down.
+it slows Spark down.  The start row says what the JVM did with the
+class-data archive (``kafkacompat.pipeline.class_archive``): ``reused`` (it
+mapped the archive an earlier run wrote), ``created`` (the first run: it
+writes the archive when it exits) or ``off``.
 """
 
 from __future__ import annotations
@@ -131,7 +134,7 @@ def run(config: BenchConfig | bool) -> list[Row]:
         import pyspark  # noqa: F401
     except ImportError:
         return [Row("fleet pipeline", "not run", note="pyspark is not installed (kafkacompat[spark])")]
-    from kafkacompat.pipeline.session import fleet_session
+    from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session
 
     started = time.perf_counter()
     spark = fleet_session(
@@ -144,7 +147,11 @@ def run(config: BenchConfig | bool) -> list[Row]:
     )
     spark.sparkContext.setLogLevel("ERROR")
     session = time.perf_counter() - started
-    rows = [Row("Spark", f"start {MASTER} (not timed)", session, note=_load())]
+    # Which run this is for the class-data archive: "reused" maps what an earlier run wrote,
+    # "created" writes it when this JVM exits (no speed-up this run), "off" neither.
+    archive = (spark.conf.get(CLASS_ARCHIVE_CONF, None) or "off").split(" ", 1)
+    note = f"{_load()}; class-data archive {archive[0]}" + (f" ({archive[1]})" if len(archive) > 1 else "")
+    rows = [Row("Spark", f"start {MASTER} (not timed)", session, note=note)]
     try:
         for shape in (SMALL,) if quick else (SMALL, BIG):
             work = Path(tempfile.mkdtemp(prefix="kafkacompat-bench-pipeline-"))

@@ -18,7 +18,10 @@ only for a local master we start: ``spark.sql.shuffle.partitions`` is twice
 the cores instead of Spark's 200.  The report's tables after the scan are
 small (one row per broker, cluster or client API), and on one machine 200
 shuffle partitions per join cost seconds each in task overhead; on a cluster
-the administrator's setting is left alone.
+the administrator's setting is left alone.  And a local JVM this process
+starts maps the class-data archive an earlier one wrote, or writes it
+(``class_archive``: a fresh JVM's class loading is much of a small fleet's
+time); ``CLASS_ARCHIVE_CONF`` says which.
 """
 
 from __future__ import annotations
@@ -27,13 +30,27 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-__all__ = ["APP_NAME", "DEFAULT_MASTER", "MASTER_ENV", "fleet_session", "resolve_master", "sql_conf"]
+from kafkacompat.pipeline.class_archive import class_archive
+
+__all__ = [
+    "APP_NAME",
+    "CLASS_ARCHIVE_CONF",
+    "DEFAULT_MASTER",
+    "MASTER_ENV",
+    "fleet_session",
+    "resolve_master",
+    "sql_conf",
+]
 
 DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "KAFKACOMPAT_SPARK_MASTER"
 APP_NAME = "kafkacompat-fleet"
+# What the session's JVM did with the class-data archive: "reused PATH" or "created PATH".
+CLASS_ARCHIVE_CONF = "spark.kafkacompat.classArchive"
+_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
 def resolve_master(
@@ -69,6 +86,12 @@ def fleet_session(
     settings = dict(conf or {})
     if chosen is not None and chosen.startswith("local"):
         settings.setdefault("spark.sql.shuffle.partitions", str(2 * (os.cpu_count() or 1)))
+        if SparkContext._jvm is None:  # the JVM starts now, with these options: see class_archive
+            archive = class_archive()
+            if archive is not None:
+                own = settings.get(_JAVA_OPTIONS, "")
+                settings[_JAVA_OPTIONS] = f"{own} {archive.java_options}".strip()
+                settings[CLASS_ARCHIVE_CONF] = f"{archive.state} {archive.path}"
     for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
