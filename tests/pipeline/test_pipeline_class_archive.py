@@ -1,4 +1,5 @@
-"""The local JVM's class-data archive: written by one session's JVM, mapped by the next one's.
+"""The local JVM's options: a class-data archive written by one session's JVM, mapped by the next
+one's, and the parallel collector unless the caller names one.
 
 Seconds are not asserted (they belong to ``make bench``): what is held is
 that a first JVM writes a complete archive under a name of its own, that a
@@ -19,7 +20,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafkacompat.pipeline.class_archive import CDS_ENV, DYNAMIC_ARCHIVE_MAGIC, class_archive
-from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session
+from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session, local_java_options
 
 KEY = "k" * 16
 MAGIC = DYNAMIC_ARCHIVE_MAGIC.to_bytes(4, "little")
@@ -54,20 +55,28 @@ def test_the_switch_turns_it_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert class_archive(tmp_path, KEY) is None
 
 
+def test_the_parallel_collector_unless_the_caller_names_one(tmp_path: Path) -> None:
+    archive = class_archive(tmp_path, KEY)
+    assert archive is not None
+    assert local_java_options("-Dx=1", archive) == f"-Dx=1 -XX:+UseParallelGC {archive.java_options}"
+    assert local_java_options("-XX:+UseG1GC -Dx=1", None) == "-XX:+UseG1GC -Dx=1"
+    assert local_java_options("", None) == "-XX:+UseParallelGC"
+
+
 def test_a_running_jvm_is_left_alone(spark: SparkSession) -> None:
     assert fleet_session("local[2]") is spark
     assert spark.conf.get(CLASS_ARCHIVE_CONF, None) is None
 
 
 _SESSION = f"""
-from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session
+from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session, local_java_options
 spark = fleet_session("local[1]", conf={{"spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
                                         "spark.driver.bindAddress": "127.0.0.1"}})
 management = spark.sparkContext._jvm.java.lang.management
 arguments = management.ManagementFactory.getRuntimeMXBean().getInputArguments()
 assert spark.range(10).count() == 10
 print(spark.conf.get("{CLASS_ARCHIVE_CONF}"))
-print(" ".join(str(a) for a in arguments if "Archive" in str(a)))
+print(" ".join(str(a) for a in arguments if "Archive" in str(a) or "GC" in str(a)))
 """
 
 
@@ -86,6 +95,7 @@ def _session(cache: Path) -> list[str]:
 def test_the_next_jvm_maps_what_the_first_one_wrote(tmp_path: Path) -> None:
     state, options = _session(tmp_path)
     assert state.startswith("created ") and "-XX:ArchiveClassesAtExit=" in options
+    assert "-XX:+UseParallelGC" in options.split()
     written = Path(state.split(" ", 1)[1])
     # The JVM writes it when it exits, which is after its Python process has.
     deadline = time.monotonic() + 120
