@@ -85,8 +85,7 @@ class FleetTables:
     targets: tuple[UpgradeTarget, ...] = ()
     valid_snapshots: int = 0
     timings: dict[str, float] = field(default_factory=dict)
-    jobs: dict[str, int] = field(default_factory=dict)  # Spark jobs run per stage (load-independent)
-    tasks: dict[str, int] = field(default_factory=dict)  # Spark tasks of the stages those jobs ran
+    job_groups: dict[str, list[str]] = field(default_factory=dict)  # the Spark job groups of each stage
     observed: dict[str, int] = field(default_factory=dict)  # totals for the page, taken while writing
     settings: dict[str, str] = field(default_factory=dict)  # SQL settings its plans run under
     _persisted: list[DataFrame] = field(default_factory=list, repr=False)
@@ -95,6 +94,16 @@ class FleetTables:
     @property
     def spark(self) -> SparkSession:
         return self.latest.sparkSession
+
+    @property
+    def jobs(self) -> dict[str, int]:
+        """Spark jobs run per stage (load-independent), counted when read (see ``_spark_work``)."""
+        return _spark_work(self.spark, self.job_groups)[0]
+
+    @property
+    def tasks(self) -> dict[str, int]:
+        """Spark tasks of the stages those jobs ran, per stage, counted when read."""
+        return _spark_work(self.spark, self.job_groups)[1]
 
     def tables(self) -> dict[str, DataFrame]:
         names = TABLES + (WHAT_IF_TABLES if self.targets else ())
@@ -115,10 +124,13 @@ _stage_serial = itertools.count()
 
 @contextmanager
 def _timed(report: FleetTables | _Work, stage: str) -> Iterator[None]:
-    """Time a stage and count the Spark jobs and tasks it ran (a job group of its own, restored after).
+    """Time a stage and give its Spark jobs a job group of their own (restored after).
 
     Jobs and tasks do not depend on the machine's load, unlike seconds: the
     benchmark prints them and a test holds the small fleet's number of jobs.
+    They are counted from the groups when read (``FleetTables.jobs``), not
+    here: asking Spark's status tracker is a hundred calls into the JVM per
+    stage, which the report itself does not need.
     """
     context = report.spark.sparkContext
     previous = context.getLocalProperty("spark.jobGroup.id")
@@ -130,12 +142,24 @@ def _timed(report: FleetTables | _Work, stage: str) -> Iterator[None]:
     finally:
         report.timings[stage] = report.timings.get(stage, 0.0) + time.perf_counter() - started
         context.setLocalProperty("spark.jobGroup.id", previous)  # type: ignore[arg-type]  # None clears it
-        tracker = context.statusTracker()
-        job_ids = tracker.getJobIdsForGroup(group)
+        report.job_groups.setdefault(stage, []).append(group)
+
+
+def _spark_work(spark: SparkSession, groups: dict[str, list[str]]) -> tuple[dict[str, int], dict[str, int]]:
+    """Jobs and tasks per stage, from Spark's status tracker.
+
+    The tracker keeps the last ``spark.ui.retainedJobs`` jobs (1,000 by
+    default): read the counts before a thousand more jobs have run.
+    """
+    tracker = spark.sparkContext.statusTracker()
+    jobs: dict[str, int] = {}
+    tasks: dict[str, int] = {}
+    for stage, names in groups.items():
+        job_ids = [j for name in names for j in tracker.getJobIdsForGroup(name)]
         stage_ids = {s for j in job_ids if (job := tracker.getJobInfo(j)) for s in job.stageIds}
         ran = [run.numTasks for s in stage_ids if (run := tracker.getStageInfo(s))]  # skipped: None
-        report.jobs[stage] = report.jobs.get(stage, 0) + len(job_ids)
-        report.tasks[stage] = report.tasks.get(stage, 0) + sum(ran)
+        jobs[stage], tasks[stage] = len(job_ids), sum(ran)
+    return jobs, tasks
 
 
 SMALL_INPUT_BYTES = 256 << 20
@@ -193,8 +217,7 @@ class _Work:
 
     spark: SparkSession
     timings: dict[str, float] = field(default_factory=dict)
-    jobs: dict[str, int] = field(default_factory=dict)
-    tasks: dict[str, int] = field(default_factory=dict)
+    job_groups: dict[str, list[str]] = field(default_factory=dict)
 
 
 def build_fleet_report(
@@ -277,8 +300,7 @@ def _define_tables(
         upgrade_first=upgrades.upgrade_first if upgrades else None,
         targets=tuple(targets),
         timings=work.timings,
-        jobs=work.jobs,
-        tasks=work.tasks,
+        job_groups=work.job_groups,
         _persisted=[latest, bad, client_rows, *(upgrades.held if upgrades else ())],
         _scan=scan,
     )
