@@ -180,12 +180,15 @@ class SnapshotScan:
         """cluster_id, node_id, order: one row per valid line."""
         return self.rows.where(F.col("reason") == "").select("cluster_id", "node_id", "order")
 
-    def bad_records(self) -> DataFrame:
-        """``BAD_RECORDS_SCHEMA`` rows for the bad lines, located in their files."""
+    def bad_records(self, sizes: Mapping[str, int] | None = None) -> DataFrame:
+        """``BAD_RECORDS_SCHEMA`` rows for the bad lines, located in their files.
+
+        ``sizes``: the files holding bad lines and their sizes, if known (``locate_bad_lines``).
+        """
         bad = self.rows.where(F.col("reason") != "").select("file", "file_size", "line", "reason", "text")
         if self.fmt == "parquet":
             return bad.select(F.lit("snapshots").alias("source"), "file", "line", "reason", "text")
-        return locate_bad_lines(self.spark, bad, "snapshots", self.max_locate_bytes)
+        return locate_bad_lines(self.spark, bad, "snapshots", self.max_locate_bytes, sizes)
 
     def unpersist(self) -> None:
         for frame in [*self.held, self.rows]:
@@ -291,9 +294,17 @@ def fetch_snapshots(scan: SnapshotScan, wanted: DataFrame) -> DataFrame:
     )
 
 
-def locate_bad_lines(spark: SparkSession, bad: DataFrame, source: str, max_bytes: int) -> DataFrame:
-    """Give each bad (file, text) its line numbers by re-reading only the files that hold one."""
-    sizes = {row["file"]: row["file_size"] for row in bad.select("file", "file_size").distinct().collect()}
+def locate_bad_lines(
+    spark: SparkSession, bad: DataFrame, source: str, max_bytes: int, sizes: Mapping[str, int] | None = None
+) -> DataFrame:
+    """Give each bad (file, text) its line numbers by re-reading only the files that hold one.
+
+    ``sizes``: the size of each file holding a bad line, when the caller knows
+    them already (otherwise a job of its own finds them).
+    """
+    if sizes is None:
+        found = bad.select("file", "file_size").distinct().collect()
+        sizes = {row["file"]: row["file_size"] for row in found}
     files = sorted(f for f, size in sizes.items() if size <= max_bytes)
     unlocated = bad.where(~F.col("file").isin(files)) if len(files) < len(sizes) else None
     frames = []

@@ -249,18 +249,22 @@ def build_fleet_report(
             settings=lambda size: scan_settings(size, small_input_bytes),
         )
         settings = plan_settings(spark, scan.input_bytes, small_input_bytes)  # the files are listed
-        # Valid and bad lines counted in one job: with no bad line, nothing is looked for.
+        # Valid and bad lines counted in one job, which also names the files holding bad lines
+        # (for locating them: no job of their own); with no bad line, nothing is looked for.
+        ok = F.col("reason") == ""
+        bad_file = F.when(~ok, F.struct("file", "file_size"))
         with sql_conf(spark, settings):
             tally = {
-                r["ok"]: r["n"]
-                for r in scan.rows.groupBy((F.col("reason") == "").alias("ok"))
-                .agg(F.count(F.lit(1)).alias("n"))
+                r["ok"]: (r["n"], {f["file"]: f["file_size"] for f in r["files"]})
+                for r in scan.rows.groupBy(ok.alias("ok"))
+                .agg(F.count(F.lit(1)).alias("n"), F.collect_set(bad_file).alias("files"))
                 .collect()
             }
-        valid = tally.get(True, 0)
+        valid = tally.get(True, (0, {}))[0]
+        bad_files = tally.get(False, (0, {}))[1]
     with sql_conf(spark, settings):
         # Persisting plans them, so the settings hold from here on (and again when writing).
-        tables = _define_tables(spark, work, scan, bool(tally.get(False)), clients, max_locate_bytes, targets)
+        tables = _define_tables(spark, work, scan, bad_files, clients, max_locate_bytes, targets)
     tables.valid_snapshots = valid
     tables.settings = settings
     return tables
@@ -270,14 +274,14 @@ def _define_tables(
     spark: SparkSession,
     work: _Work,
     scan: SnapshotScan,
-    any_bad: bool,
+    bad_files: dict[str, int],
     clients: Sequence[str],
     max_locate_bytes: int | None,
     targets: Sequence[UpgradeTarget],
 ) -> FleetTables:
     with _timed(work, "bad records"):
         profiles = read_clients(spark, clients, max_locate_bytes=max_locate_bytes)
-        bad_snapshots = scan.bad_records() if any_bad else _no_bad_records(spark)
+        bad_snapshots = scan.bad_records(bad_files) if bad_files else _no_bad_records(spark)
         # Persisted, not counted: writing bad_records/ fills the cache and counts the rows.
         bad = bad_snapshots.unionByName(profiles.bad).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     with _timed(work, "latest"):
