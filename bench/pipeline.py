@@ -19,7 +19,10 @@ Rows: per workload, the generation (not timed), then one per pipeline stage
 target over the measured time (``>= 1.0`` means met).  One run each, not a
 best of several: a run takes a while and its stages are what is shown.  The
 load average of the machine is printed with the total, since other work on
-it slows Spark down.
+it slows Spark down.  The start row says what the JVM did with the
+class-data archive (``kafkacompat.pipeline.class_archive``): ``reused`` (it
+mapped the archive an earlier run wrote), ``created`` (the first run: it
+writes the archive when it exits) or ``off``.
 """
 
 from __future__ import annotations
@@ -104,10 +107,11 @@ def _run_one(spark: Any, work: Path, shape: Workload) -> list[Row]:
         "bad records": f"{counts['bad_records']} bad lines located",
         "latest": f"{counts['latest']:,} brokers",
     }
+    jobs, tasks = report.jobs, report.tasks  # counted once, after the run (not timed)
     for stage, seconds in report.timings.items():
         table = stage.removeprefix("write ")
         note = notes.get(stage) or (f"{counts[table]:,} rows" if table in counts else "")
-        spent = f"{report.jobs.get(stage, 0)} jobs, {report.tasks.get(stage, 0)} tasks"
+        spent = f"{jobs.get(stage, 0)} jobs, {tasks.get(stage, 0)} tasks"
         rows.append(Row(workload, stage, seconds, note=f"{note}; {spent}" if note else spent))
     verdict = "met" if total < shape.target_seconds else "MISSED"
     rows.append(
@@ -118,7 +122,7 @@ def _run_one(spark: Any, work: Path, shape: Workload) -> list[Row]:
             ratio=shape.target_seconds / total,
             target=1.0,
             note=f"target < {shape.target_seconds:.0f} s: {verdict}; {spec.lines / total:,.0f} lines/s; "
-            + f"{sum(report.jobs.values())} jobs, {sum(report.tasks.values())} tasks; {load}",
+            + f"{sum(jobs.values())} jobs, {sum(tasks.values())} tasks; {load}",
         )
     )
     return rows
@@ -131,7 +135,7 @@ def run(config: BenchConfig | bool) -> list[Row]:
         import pyspark  # noqa: F401
     except ImportError:
         return [Row("fleet pipeline", "not run", note="pyspark is not installed (kafkacompat[spark])")]
-    from kafkacompat.pipeline.session import fleet_session
+    from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session
 
     started = time.perf_counter()
     spark = fleet_session(
@@ -144,7 +148,11 @@ def run(config: BenchConfig | bool) -> list[Row]:
     )
     spark.sparkContext.setLogLevel("ERROR")
     session = time.perf_counter() - started
-    rows = [Row("Spark", f"start {MASTER} (not timed)", session, note=_load())]
+    # Which run this is for the class-data archive: "reused" maps what an earlier run wrote,
+    # "created" writes it when this JVM exits (no speed-up this run), "off" neither.
+    archive = (spark.conf.get(CLASS_ARCHIVE_CONF, None) or "off").split(" ", 1)
+    note = f"{_load()}; class-data archive {archive[0]}" + (f" ({archive[1]})" if len(archive) > 1 else "")
+    rows = [Row("Spark", f"start {MASTER} (not timed)", session, note=note)]
     try:
         for shape in (SMALL,) if quick else (SMALL, BIG):
             work = Path(tempfile.mkdtemp(prefix="kafkacompat-bench-pipeline-"))

@@ -44,7 +44,7 @@ Spark fails it, naming the file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -53,6 +53,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from kafkacompat.pipeline.session import sql_conf
 from kafkacompat.pipeline.snapshot_schema import (
     CLIENT_SCHEMA,
     CORE_SCHEMA,
@@ -179,12 +180,15 @@ class SnapshotScan:
         """cluster_id, node_id, order: one row per valid line."""
         return self.rows.where(F.col("reason") == "").select("cluster_id", "node_id", "order")
 
-    def bad_records(self) -> DataFrame:
-        """``BAD_RECORDS_SCHEMA`` rows for the bad lines, located in their files."""
+    def bad_records(self, sizes: Mapping[str, int] | None = None) -> DataFrame:
+        """``BAD_RECORDS_SCHEMA`` rows for the bad lines, located in their files.
+
+        ``sizes``: the files holding bad lines and their sizes, if known (``locate_bad_lines``).
+        """
         bad = self.rows.where(F.col("reason") != "").select("file", "file_size", "line", "reason", "text")
         if self.fmt == "parquet":
             return bad.select(F.lit("snapshots").alias("source"), "file", "line", "reason", "text")
-        return locate_bad_lines(self.spark, bad, "snapshots", self.max_locate_bytes)
+        return locate_bad_lines(self.spark, bad, "snapshots", self.max_locate_bytes, sizes)
 
     def unpersist(self) -> None:
         for frame in [*self.held, self.rows]:
@@ -198,8 +202,13 @@ def scan_snapshots(
     fmt: InputFormat = "auto",
     *,
     max_locate_bytes: int | None = None,
+    settings: Callable[[int], Mapping[str, str]] | None = None,
 ) -> SnapshotScan:
-    """Pass one over snapshot lines (JSON lines, or Parquet of the same shape); lazy, persisted on use."""
+    """Pass one over snapshot lines (JSON lines, or Parquet of the same shape); lazy, persisted on use.
+
+    ``settings``: the SQL settings to plan the scan under, given the size of
+    its input files (known from their listing, before the plan is made).
+    """
     kind = snapshot_format_of(paths) if fmt == "auto" else fmt
     if kind == "parquet":
         source = _parquet_table(spark, paths)
@@ -212,6 +221,7 @@ def scan_snapshots(
             "r", F.from_json("value", with_corrupt_column(CORE_SCHEMA), _PARSE)
         )
         text, line = F.col("value"), F.lit(None).cast("long")
+    size = input_bytes(source)
     # The reason is "" for a valid line; it is referenced once more below (for the text), and
     # turned into null only when the persisted rows are read (see ``snapshot_reason``).
     staged = parsed.withColumn("reason", snapshot_reason(F.col("r")))
@@ -224,29 +234,50 @@ def scan_snapshots(
         "file_size",
         F.when(F.col("reason") != "", text).alias("text"),
         line.alias("line"),
-    ).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    )
+    with sql_conf(spark, settings(size) if settings else {}):
+        rows = rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)  # persisting plans it
     limit = default_locate_limit(spark) if max_locate_bytes is None else max_locate_bytes
-    return SnapshotScan(spark, tuple(paths), kind, rows, limit, input_bytes(source))
+    return SnapshotScan(spark, tuple(paths), kind, rows, limit, size)
 
 
 def fetch_snapshots(scan: SnapshotScan, wanted: DataFrame) -> DataFrame:
-    """Pass two: the full records of the lines whose (file, id) is in ``wanted``.
+    """Pass two: the full records of the lines whose (file, id) is in ``wanted`` (at least).
 
     Columns: the snapshot schema's, ``source_file`` and ``order`` (as in the
     scan).  Diagnostics that do not have their documented shape are null.
+    For JSON lines the result may hold more lines than wanted (see below):
+    the caller matches them with the winners on every key anyway.
     """
-    keys = F.broadcast(wanted.select("file", "id").distinct())
     if scan.fmt == "parquet":
+        keys = F.broadcast(wanted.select("file", "id").distinct())
         table = _parquet(scan.spark, scan.paths, SNAPSHOT_SCHEMA).join(keys, ["file", "id"], "left_semi")
         record, full = F.col("r"), F.col("r")
     else:
-        lines = _lines(scan.spark, scan.paths).join(keys, ["file", "id"], "left_semi")
-        table = lines.select(
+        # The lines are picked by their 64-bit hash alone: probing a broadcast set of longs is
+        # far cheaper per line than hashing (file path, id) pairs, and every line is probed.
+        # A line of another file with the same text passes too, and is dropped by the caller's
+        # match on the file.  Blank lines are not filtered out here for the same reason: one
+        # whose hash collides parses to null keys, which match no winner.
+        ids = F.broadcast(wanted.select("id").distinct())
+        source = scan.spark.read.text(list(scan.paths))
+        lines = source.select(
+            F.col("_metadata.file_path").alias("file"), F.col("value"), F.xxhash64("value").alias("id")
+        ).join(ids, ["id"], "left_semi")
+        # One parse with the full schema; a line whose diagnostics do not fit it (the whole
+        # parse is then corrupt) is parsed again without them, so that its core fields are
+        # read exactly as the scan read them.  Such lines are rare: the second parse sits in
+        # a CASE branch and runs only for them.
+        parsed = lines.select(
             "file",
+            "value",
             "id",
-            F.from_json("value", with_corrupt_column(CORE_SCHEMA), _PARSE).alias("r"),
             F.from_json("value", with_corrupt_column(SNAPSHOT_SCHEMA), _PARSE).alias("full"),
         )
+        full_ok = F.col("full").isNotNull() & F.col(f"full.{CORRUPT_RECORD}").isNull()
+        core_of_full = F.struct(*[F.col(f"full.{f.name}") for f in with_corrupt_column(CORE_SCHEMA).fields])
+        core = F.from_json("value", with_corrupt_column(CORE_SCHEMA), _PARSE)
+        table = parsed.select("file", "id", F.when(full_ok, core_of_full).otherwise(core).alias("r"), "full")
         record, full = F.col("r"), F.col("full")
     columns = [
         (
@@ -263,9 +294,17 @@ def fetch_snapshots(scan: SnapshotScan, wanted: DataFrame) -> DataFrame:
     )
 
 
-def locate_bad_lines(spark: SparkSession, bad: DataFrame, source: str, max_bytes: int) -> DataFrame:
-    """Give each bad (file, text) its line numbers by re-reading only the files that hold one."""
-    sizes = {row["file"]: row["file_size"] for row in bad.select("file", "file_size").distinct().collect()}
+def locate_bad_lines(
+    spark: SparkSession, bad: DataFrame, source: str, max_bytes: int, sizes: Mapping[str, int] | None = None
+) -> DataFrame:
+    """Give each bad (file, text) its line numbers by re-reading only the files that hold one.
+
+    ``sizes``: the size of each file holding a bad line, when the caller knows
+    them already (otherwise a job of its own finds them).
+    """
+    if sizes is None:
+        found = bad.select("file", "file_size").distinct().collect()
+        sizes = {row["file"]: row["file_size"] for row in found}
     files = sorted(f for f, size in sizes.items() if size <= max_bytes)
     unlocated = bad.where(~F.col("file").isin(files)) if len(files) < len(sizes) else None
     frames = []

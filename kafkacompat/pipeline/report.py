@@ -40,6 +40,7 @@ from kafkacompat.pipeline.readers import (
     read_clients,
     scan_snapshots,
 )
+from kafkacompat.pipeline.session import sql_conf
 from kafkacompat.pipeline.what_if import what_if
 from kafkacompat.pipeline.what_if_core import UpgradeTarget
 
@@ -51,6 +52,7 @@ __all__ = [
     "OutputFormat",
     "build_fleet_report",
     "plan_settings",
+    "scan_settings",
     "write_fleet_report",
 ]
 
@@ -83,8 +85,7 @@ class FleetTables:
     targets: tuple[UpgradeTarget, ...] = ()
     valid_snapshots: int = 0
     timings: dict[str, float] = field(default_factory=dict)
-    jobs: dict[str, int] = field(default_factory=dict)  # Spark jobs run per stage (load-independent)
-    tasks: dict[str, int] = field(default_factory=dict)  # Spark tasks of the stages those jobs ran
+    job_groups: dict[str, list[str]] = field(default_factory=dict)  # the Spark job groups of each stage
     observed: dict[str, int] = field(default_factory=dict)  # totals for the page, taken while writing
     settings: dict[str, str] = field(default_factory=dict)  # SQL settings its plans run under
     _persisted: list[DataFrame] = field(default_factory=list, repr=False)
@@ -93,6 +94,16 @@ class FleetTables:
     @property
     def spark(self) -> SparkSession:
         return self.latest.sparkSession
+
+    @property
+    def jobs(self) -> dict[str, int]:
+        """Spark jobs run per stage (load-independent), counted when read (see ``_spark_work``)."""
+        return _spark_work(self.spark, self.job_groups)[0]
+
+    @property
+    def tasks(self) -> dict[str, int]:
+        """Spark tasks of the stages those jobs ran, per stage, counted when read."""
+        return _spark_work(self.spark, self.job_groups)[1]
 
     def tables(self) -> dict[str, DataFrame]:
         names = TABLES + (WHAT_IF_TABLES if self.targets else ())
@@ -113,10 +124,13 @@ _stage_serial = itertools.count()
 
 @contextmanager
 def _timed(report: FleetTables | _Work, stage: str) -> Iterator[None]:
-    """Time a stage and count the Spark jobs and tasks it ran (a job group of its own, restored after).
+    """Time a stage and give its Spark jobs a job group of their own (restored after).
 
     Jobs and tasks do not depend on the machine's load, unlike seconds: the
     benchmark prints them and a test holds the small fleet's number of jobs.
+    They are counted from the groups when read (``FleetTables.jobs``), not
+    here: asking Spark's status tracker is a hundred calls into the JVM per
+    stage, which the report itself does not need.
     """
     context = report.spark.sparkContext
     previous = context.getLocalProperty("spark.jobGroup.id")
@@ -128,15 +142,26 @@ def _timed(report: FleetTables | _Work, stage: str) -> Iterator[None]:
     finally:
         report.timings[stage] = report.timings.get(stage, 0.0) + time.perf_counter() - started
         context.setLocalProperty("spark.jobGroup.id", previous)  # type: ignore[arg-type]  # None clears it
-        tracker = context.statusTracker()
-        job_ids = tracker.getJobIdsForGroup(group)
+        report.job_groups.setdefault(stage, []).append(group)
+
+
+def _spark_work(spark: SparkSession, groups: dict[str, list[str]]) -> tuple[dict[str, int], dict[str, int]]:
+    """Jobs and tasks per stage, from Spark's status tracker.
+
+    The tracker keeps the last ``spark.ui.retainedJobs`` jobs (1,000 by
+    default): read the counts before a thousand more jobs have run.
+    """
+    tracker = spark.sparkContext.statusTracker()
+    jobs: dict[str, int] = {}
+    tasks: dict[str, int] = {}
+    for stage, names in groups.items():
+        job_ids = [j for name in names for j in tracker.getJobIdsForGroup(name)]
         stage_ids = {s for j in job_ids if (job := tracker.getJobInfo(j)) for s in job.stageIds}
         ran = [run.numTasks for s in stage_ids if (run := tracker.getStageInfo(s))]  # skipped: None
-        report.jobs[stage] = report.jobs.get(stage, 0) + len(job_ids)
-        report.tasks[stage] = report.tasks.get(stage, 0) + sum(ran)
+        jobs[stage], tasks[stage] = len(job_ids), sum(ran)
+    return jobs, tasks
 
 
-_SCAN_CONF = {"spark.sql.codegen.wholeStage": "false"}
 SMALL_INPUT_BYTES = 256 << 20
 
 
@@ -173,20 +198,17 @@ def plan_settings(
     }
 
 
-@contextmanager
-def _sql_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """SQL settings for the plans built inside, the session's own restored after."""
-    before: dict[str, str | None] = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, old in before.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
+def scan_settings(input_bytes: int, small_input_bytes: int = SMALL_INPUT_BYTES) -> dict[str, str]:
+    """SQL settings for the scan's plan: no whole-stage code generation for a small input.
+
+    The scan's validation is one very large expression.  Compiling it into a
+    whole-stage method costs a small input more than it saves (6,000 lines,
+    same load: 38.6 s compiled against 22.7 s on a fresh JVM, 12.5 s against
+    6.6 s warm), and saves a big one more than it costs (1,000,000 lines in
+    one JVM, alternated, load about 3: 27.7 and 24.3 s compiled against 30.6
+    and 28.3 s).
+    """
+    return {"spark.sql.codegen.wholeStage": "false"} if input_bytes <= small_input_bytes else {}
 
 
 @dataclass
@@ -195,8 +217,7 @@ class _Work:
 
     spark: SparkSession
     timings: dict[str, float] = field(default_factory=dict)
-    jobs: dict[str, int] = field(default_factory=dict)
-    tasks: dict[str, int] = field(default_factory=dict)
+    job_groups: dict[str, list[str]] = field(default_factory=dict)
 
 
 def build_fleet_report(
@@ -219,25 +240,31 @@ def build_fleet_report(
     of up to ``small_input_bytes`` in all are a small fleet (``plan_settings``).
     """
     work = _Work(spark)
-    # The scan's validation is one very large expression: compiling it into a whole-stage
-    # method costs more than it saves (measured on 6,000 lines, same load: 38.6 s vs 22.7 s on
-    # a fresh JVM, 12.5 s vs 6.6 s warm), so that one plan is built without whole-stage codegen.
     with _timed(work, "scan+validate"):
-        with _sql_conf(spark, _SCAN_CONF):
-            scan = scan_snapshots(spark, snapshots, snapshots_format, max_locate_bytes=max_locate_bytes)
+        scan = scan_snapshots(
+            spark,
+            snapshots,
+            snapshots_format,
+            max_locate_bytes=max_locate_bytes,
+            settings=lambda size: scan_settings(size, small_input_bytes),
+        )
         settings = plan_settings(spark, scan.input_bytes, small_input_bytes)  # the files are listed
-        # Valid and bad lines counted in one job: with no bad line, nothing is looked for.
-        with _sql_conf(spark, {**settings, **_SCAN_CONF}):
+        # Valid and bad lines counted in one job, which also names the files holding bad lines
+        # (for locating them: no job of their own); with no bad line, nothing is looked for.
+        ok = F.col("reason") == ""
+        bad_file = F.when(~ok, F.struct("file", "file_size"))
+        with sql_conf(spark, settings):
             tally = {
-                r["ok"]: r["n"]
-                for r in scan.rows.groupBy((F.col("reason") == "").alias("ok"))
-                .agg(F.count(F.lit(1)).alias("n"))
+                r["ok"]: (r["n"], {f["file"]: f["file_size"] for f in r["files"]})
+                for r in scan.rows.groupBy(ok.alias("ok"))
+                .agg(F.count(F.lit(1)).alias("n"), F.collect_set(bad_file).alias("files"))
                 .collect()
             }
-        valid = tally.get(True, 0)
-    with _sql_conf(spark, settings):
+        valid = tally.get(True, (0, {}))[0]
+        bad_files = tally.get(False, (0, {}))[1]
+    with sql_conf(spark, settings):
         # Persisting plans them, so the settings hold from here on (and again when writing).
-        tables = _define_tables(spark, work, scan, bool(tally.get(False)), clients, max_locate_bytes, targets)
+        tables = _define_tables(spark, work, scan, bad_files, clients, max_locate_bytes, targets)
     tables.valid_snapshots = valid
     tables.settings = settings
     return tables
@@ -247,14 +274,14 @@ def _define_tables(
     spark: SparkSession,
     work: _Work,
     scan: SnapshotScan,
-    any_bad: bool,
+    bad_files: dict[str, int],
     clients: Sequence[str],
     max_locate_bytes: int | None,
     targets: Sequence[UpgradeTarget],
 ) -> FleetTables:
     with _timed(work, "bad records"):
         profiles = read_clients(spark, clients, max_locate_bytes=max_locate_bytes)
-        bad_snapshots = scan.bad_records() if any_bad else _no_bad_records(spark)
+        bad_snapshots = scan.bad_records(bad_files) if bad_files else _no_bad_records(spark)
         # Persisted, not counted: writing bad_records/ fills the cache and counts the rows.
         bad = bad_snapshots.unionByName(profiles.bad).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     with _timed(work, "latest"):
@@ -277,8 +304,7 @@ def _define_tables(
         upgrade_first=upgrades.upgrade_first if upgrades else None,
         targets=tuple(targets),
         timings=work.timings,
-        jobs=work.jobs,
-        tasks=work.tasks,
+        job_groups=work.job_groups,
         _persisted=[latest, bad, client_rows, *(upgrades.held if upgrades else ())],
         _scan=scan,
     )
@@ -305,7 +331,7 @@ def write_fleet_report(
     ``out`` is a local path or any URI Spark can write (the page goes through
     Hadoop's FileSystem then); ``html=False`` skips the page.
     """
-    with _sql_conf(report.spark, report.settings):
+    with sql_conf(report.spark, report.settings):
         return _write_tables(report, str(out).rstrip("/"), fmt, html)
 
 

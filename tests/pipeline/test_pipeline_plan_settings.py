@@ -10,13 +10,15 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kafkacompat.pipeline.readers import scan_snapshots
 from kafkacompat.pipeline.report import (
     SMALL_INPUT_BYTES,
     FleetTables,
-    _sql_conf,
     build_fleet_report,
     plan_settings,
+    scan_settings,
 )
+from kafkacompat.pipeline.session import sql_conf
 from tests.pipeline.conftest import BuiltFleet
 
 
@@ -26,7 +28,7 @@ def _rows(rows: list[dict[str, Any]]) -> list[str]:
 
 def _collected(spark: SparkSession, report: FleetTables) -> dict[str, list[str]]:
     """Every table collected under the settings the report chose for its plans."""
-    with _sql_conf(spark, report.settings):
+    with sql_conf(spark, report.settings):
         return {
             name: _rows([row.asDict(recursive=True) for row in df.collect()])
             for name, df in report.tables().items()
@@ -59,3 +61,20 @@ def test_the_fixture_fleet_is_small_and_a_big_fleets_settings_give_the_same_tabl
         assert _collected(spark, as_big) == as_small
     finally:
         as_big.unpersist()
+
+
+def _compiled_stages(spark: SparkSession, paths: list[str], small_input_bytes: int) -> int:
+    """Whole-stage compiled operators in the scan's persisted plan (``*(n)`` in its text)."""
+    scan = scan_snapshots(spark, paths, settings=lambda size: scan_settings(size, small_input_bytes))
+    try:
+        return str(scan.rows._jdf.queryExecution().executedPlan().toString()).count("*(")
+    finally:
+        scan.unpersist()
+
+
+def test_the_scan_is_compiled_whole_for_big_inputs_only(spark: SparkSession, fleet: BuiltFleet) -> None:
+    assert scan_settings(SMALL_INPUT_BYTES) == {"spark.sql.codegen.wholeStage": "false"}
+    assert scan_settings(SMALL_INPUT_BYTES + 1) == {}
+    assert _compiled_stages(spark, fleet.snapshot_paths, SMALL_INPUT_BYTES) == 0
+    assert _compiled_stages(spark, fleet.snapshot_paths, 0) > 0
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"  # the session's, restored
