@@ -20,7 +20,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafkacompat.pipeline.class_archive import CDS_ENV, DYNAMIC_ARCHIVE_MAGIC, class_archive
-from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session, local_java_options
+from kafkacompat.pipeline.session import (
+    CLASS_ARCHIVE_CONF,
+    defaults_java_options,
+    fleet_session,
+    local_java_options,
+)
 
 KEY = "k" * 16
 MAGIC = DYNAMIC_ARCHIVE_MAGIC.to_bytes(4, "little")
@@ -63,6 +68,23 @@ def test_the_parallel_collector_unless_the_caller_names_one(tmp_path: Path) -> N
     assert local_java_options("", None) == "-XX:+UseParallelGC"
 
 
+def test_spark_defaults_java_options_are_added_to_not_replaced(tmp_path: Path) -> None:
+    # A --conf spark.driver.extraJavaOptions replaces the file's value: ours must start from it.
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(
+        "# a comment\n"
+        "spark.driver.memory 2g\n"
+        "spark.driver.extraJavaOptions  -Dold=1\n"
+        "spark.driver.extraJavaOptions=-Dfrom.defaults=1 -XX:+UseG1GC\n"
+    )
+    assert defaults_java_options({"SPARK_CONF_DIR": str(conf)}) == "-Dfrom.defaults=1 -XX:+UseG1GC"
+    assert defaults_java_options({"SPARK_HOME": str(tmp_path)}) == "-Dfrom.defaults=1 -XX:+UseG1GC"
+    assert defaults_java_options({"SPARK_CONF_DIR": str(tmp_path / "none")}) == ""
+    inherited = defaults_java_options({"SPARK_CONF_DIR": str(conf)})
+    assert local_java_options(inherited, None) == "-Dfrom.defaults=1 -XX:+UseG1GC"  # its collector stays
+
+
 def test_a_running_jvm_is_left_alone(spark: SparkSession) -> None:
     assert fleet_session("local[2]") is spark
     assert spark.conf.get(CLASS_ARCHIVE_CONF, None) is None
@@ -76,16 +98,18 @@ management = spark.sparkContext._jvm.java.lang.management
 arguments = management.ManagementFactory.getRuntimeMXBean().getInputArguments()
 assert spark.range(10).count() == 10
 print(spark.conf.get("{CLASS_ARCHIVE_CONF}"))
-print(" ".join(str(a) for a in arguments if "Archive" in str(a) or "GC" in str(a)))
+print(" ".join(str(a) for a in arguments if any(w in str(a) for w in ("Archive", "GC", "defaults"))))
 """
 
 
-def _session(cache: Path) -> list[str]:
+def _session(cache: Path, conf_dir: Path | None = None) -> list[str]:
     """A fresh process and JVM; returns its archive state line and its JVM's archive options."""
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in [root, os.environ.get("PYTHONPATH", "")] if p)
     env = {**os.environ, "KAFKACOMPAT_CACHE_DIR": str(cache), "PYTHONPATH": path}
     env.pop(CDS_ENV, None)
+    if conf_dir is not None:
+        env["SPARK_CONF_DIR"] = str(conf_dir)
     done = subprocess.run(
         [sys.executable, "-c", _SESSION], env=env, capture_output=True, text=True, timeout=300, check=True
     )
@@ -102,6 +126,11 @@ def test_the_next_jvm_maps_what_the_first_one_wrote(tmp_path: Path) -> None:
     while written.read_bytes()[:4] != MAGIC and time.monotonic() < deadline:
         time.sleep(0.2)
     assert written.read_bytes()[:4] == MAGIC
-    state, options = _session(tmp_path)
+    # The second one also has a spark-defaults.conf with Java options: they reach the JVM too.
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions -Dfrom.defaults=1\n")
+    state, options = _session(tmp_path, conf)
     archive = (tmp_path / "spark-cds" / written.name.split("-")[0]).with_suffix(".jsa")
     assert state == f"reused {archive}" and f"-XX:SharedArchiveFile={archive}" in options
+    assert "-Dfrom.defaults=1" in options.split() and "-XX:+UseParallelGC" in options.split()
