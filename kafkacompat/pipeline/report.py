@@ -40,7 +40,7 @@ from kafkacompat.pipeline.readers import (
     read_clients,
     scan_snapshots,
 )
-from kafkacompat.pipeline.session import sql_conf
+from kafkacompat.pipeline.session import SMALL_INPUT_BYTES, sql_conf
 from kafkacompat.pipeline.what_if import what_if
 from kafkacompat.pipeline.what_if_core import UpgradeTarget
 
@@ -160,9 +160,6 @@ def _spark_work(spark: SparkSession, groups: dict[str, list[str]]) -> tuple[dict
         ran = [run.numTasks for s in stage_ids if (run := tracker.getStageInfo(s))]  # skipped: None
         jobs[stage], tasks[stage] = len(job_ids), sum(ran)
     return jobs, tasks
-
-
-SMALL_INPUT_BYTES = 256 << 20
 
 
 def plan_settings(

@@ -24,6 +24,7 @@ from kafkacompat.pipeline.session import (
     CLASS_ARCHIVE_CONF,
     defaults_java_options,
     fleet_session,
+    local_input_bytes,
     local_java_options,
 )
 
@@ -68,6 +69,28 @@ def test_the_parallel_collector_unless_the_caller_names_one(tmp_path: Path) -> N
     assert local_java_options("", None) == "-XX:+UseParallelGC"
 
 
+def test_a_small_fleets_jvm_compiles_with_its_first_tier_only(tmp_path: Path) -> None:
+    assert local_java_options("", None, small_input=True) == "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
+    assert "Tiered" not in local_java_options("", None, small_input=False)
+    # The caller's own JIT settings stay as they are.
+    assert local_java_options("-XX:TieredStopAtLevel=4", None, small_input=True).count("Tiered") == 1
+    assert local_java_options("-XX:-TieredCompilation", None, small_input=True).count("Tiered") == 1
+
+
+def test_the_input_size_is_known_for_local_files_only(tmp_path: Path) -> None:
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "a.jsonl").write_bytes(b"x" * 10)
+    (tmp_path / "d" / "b.jsonl").write_bytes(b"x" * 20)
+    (tmp_path / "d" / "sub" / "c.jsonl").write_bytes(b"x" * 40)
+    assert local_input_bytes([str(tmp_path / "a.jsonl")]) == 10
+    assert local_input_bytes([str(tmp_path / "a.jsonl"), str(tmp_path / "d")]) == 70
+    assert local_input_bytes([str(tmp_path / "*.jsonl")]) == 10
+    assert local_input_bytes([f"file://{tmp_path / 'a.jsonl'}"]) == 10
+    assert local_input_bytes([str(tmp_path / "a.jsonl"), "s3a://bucket/snapshots"]) is None
+    assert local_input_bytes([str(tmp_path / "missing.jsonl")]) is None
+    assert local_input_bytes([str(tmp_path / "none-*.jsonl")]) is None
+
+
 def test_spark_defaults_java_options_are_added_to_not_replaced(tmp_path: Path) -> None:
     # A --conf spark.driver.extraJavaOptions replaces the file's value: ours must start from it.
     conf = tmp_path / "conf"
@@ -91,19 +114,22 @@ def test_a_running_jvm_is_left_alone(spark: SparkSession) -> None:
 
 
 _SESSION = f"""
+import sys
 from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session, local_java_options
+size = int(sys.argv[1]) if len(sys.argv) > 1 else None
 spark = fleet_session("local[1]", conf={{"spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
-                                        "spark.driver.bindAddress": "127.0.0.1"}})
+                                        "spark.driver.bindAddress": "127.0.0.1"}}, input_bytes=size)
 management = spark.sparkContext._jvm.java.lang.management
 arguments = management.ManagementFactory.getRuntimeMXBean().getInputArguments()
 assert spark.range(10).count() == 10
 print(spark.conf.get("spark.python.sql.dataFrameDebugging.enabled"))
 print(spark.conf.get("{CLASS_ARCHIVE_CONF}"))
-print(" ".join(str(a) for a in arguments if any(w in str(a) for w in ("Archive", "GC", "defaults"))))
+words = ("Archive", "GC", "defaults", "Tiered")
+print(" ".join(str(a) for a in arguments if any(w in str(a) for w in words)))
 """
 
 
-def _session(cache: Path, conf_dir: Path | None = None) -> list[str]:
+def _session(cache: Path, conf_dir: Path | None = None, input_bytes: int | None = None) -> list[str]:
     """A fresh process and JVM; returns its archive state line and its JVM's archive options."""
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in [root, os.environ.get("PYTHONPATH", "")] if p)
@@ -112,7 +138,8 @@ def _session(cache: Path, conf_dir: Path | None = None) -> list[str]:
     if conf_dir is not None:
         env["SPARK_CONF_DIR"] = str(conf_dir)
     done = subprocess.run(
-        [sys.executable, "-c", _SESSION], env=env, capture_output=True, text=True, timeout=300, check=True
+        [sys.executable, "-c", _SESSION, *([] if input_bytes is None else [str(input_bytes)])],
+        env=env, capture_output=True, text=True, timeout=300, check=True,
     )
     *_, call_sites, state, options = done.stdout.strip().splitlines()
     assert call_sites == "false"  # no Python call site recorded per column function
@@ -122,7 +149,7 @@ def _session(cache: Path, conf_dir: Path | None = None) -> list[str]:
 def test_the_next_jvm_maps_what_the_first_one_wrote(tmp_path: Path) -> None:
     state, options = _session(tmp_path)
     assert state.startswith("created ") and "-XX:ArchiveClassesAtExit=" in options
-    assert "-XX:+UseParallelGC" in options.split()
+    assert "-XX:+UseParallelGC" in options.split() and "Tiered" not in options  # size unknown
     written = Path(state.split(" ", 1)[1])
     # The JVM writes it when it exits, which is after its Python process has.
     deadline = time.monotonic() + 120
@@ -133,7 +160,8 @@ def test_the_next_jvm_maps_what_the_first_one_wrote(tmp_path: Path) -> None:
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions -Dfrom.defaults=1\n")
-    state, options = _session(tmp_path, conf)
+    state, options = _session(tmp_path, conf, input_bytes=6_000)  # and it is for a small fleet
     archive = (tmp_path / "spark-cds" / written.name.split("-")[0]).with_suffix(".jsa")
     assert state == f"reused {archive}" and f"-XX:SharedArchiveFile={archive}" in options
     assert "-Dfrom.defaults=1" in options.split() and "-XX:+UseParallelGC" in options.split()
+    assert "-XX:TieredStopAtLevel=1" in options.split()
