@@ -6,15 +6,20 @@ and 9 Java ones), building every table plus the what-if table for Kafka 4.0
 and 4.2 and its summary, and writing them (Parquet) with ``report.html``:
 
 - 6,000 snapshot lines (300 clusters x 5 brokers x 4 observations, 4 files,
-  a bad line every 2,500): target under 20 s.  It runs first, on a fresh
-  session (its start is not timed): what a person running ``kafkacompat
-  fleet-report`` on a small fleet waits for, where Spark's fixed costs per
-  job dominate.
+  a bad line every 2,500): target under 20 s.  What a person running
+  ``kafkacompat fleet-report`` on a small fleet waits for, where a fresh
+  JVM's fixed costs dominate.
 - 1,000,000 snapshot lines (5,000 clusters x 8 brokers x 25 observations,
   128 files, a bad line every 100,003): target under 75 s.  ``--quick``
   skips it.
 
-Rows: per workload, the generation (not timed), then one per pipeline stage
+Each workload runs in a process of its own, with a fresh local session
+started once its input is written and given the input's size, as the
+command line does (a small fleet's JVM compiles with its first tier only:
+``kafkacompat.pipeline.session``); the session's start is not timed.
+
+Rows: per workload, the session's start and the generation (neither timed),
+then one per pipeline stage
 (seconds; ``note`` says what it did) and the total, whose ``ratio`` is the
 target over the measured time (``>= 1.0`` means met).  One run each, not a
 best of several: a run takes a while and its stages are what is shown.  The
@@ -27,9 +32,12 @@ writes the archive when it exits) or ``off``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -47,6 +55,8 @@ TITLE = (
 CLIENTS = 10
 WHAT_IF = "4.0,4.2"
 MASTER = "local[2]"
+CHILD_TIMEOUT = 900.0
+_ROW = "BENCH-ROW "
 
 
 @dataclass(frozen=True)
@@ -71,21 +81,29 @@ def _load() -> str:
     return f"load {one:.2f}/{five:.2f} (1/5 min)"
 
 
-def _run_one(spark: Any, work: Path, shape: Workload) -> list[Row]:
+def _generate(work: Path, shape: Workload) -> tuple[Any, list[Path], Path, float]:
+    """The workload's snapshot files and client profiles (pure Python), and the seconds it took."""
     from kafkacompat.pipeline import FleetSpec, generate_clients
     from kafkacompat.pipeline.generate import write_fleet_files
-    from kafkacompat.pipeline.report import build_fleet_report, write_fleet_report
-    from kafkacompat.pipeline.what_if_core import parse_targets
 
     spec = FleetSpec(shape.clusters, shape.brokers, shape.observations, seed=1, bad_every=shape.bad_every)
-    workload = f"{spec.lines:,} snapshots x {CLIENTS} clients, what-if {WHAT_IF}"
     started = time.perf_counter()
     paths = write_fleet_files(spec, work / "snapshots", shape.files)
     clients = work / "clients.jsonl"
     clients.write_text("".join(json.dumps(p) + "\n" for p in generate_clients(CLIENTS, seed=1)))
-    generated = time.perf_counter() - started
+    return spec, paths, clients, time.perf_counter() - started
+
+
+def _run_one(
+    spark: Any, shape: Workload, spec: Any, paths: list[Path], clients: Path, generated: float
+) -> list[Row]:
+    from kafkacompat.pipeline.report import build_fleet_report, write_fleet_report
+    from kafkacompat.pipeline.what_if_core import parse_targets
+
+    workload = f"{spec.lines:,} snapshots x {CLIENTS} clients, what-if {WHAT_IF}"
     size = sum(p.stat().st_size for p in paths)
     targets = parse_targets(WHAT_IF)
+    work = clients.parent
 
     started = time.perf_counter()
     report = build_fleet_report(spark, [str(p) for p in paths], [str(clients)], targets=targets)
@@ -129,45 +147,81 @@ def _run_one(spark: Any, work: Path, shape: Workload) -> list[Row]:
 
 
 def run(config: BenchConfig | bool) -> list[Row]:
-    """The rows for ``python -m bench``; ``config`` may also be a plain ``quick`` flag."""
+    """The rows for ``python -m bench``; ``config`` may also be a plain ``quick`` flag.
+
+    Each workload runs in a process of its own, so in a JVM of its own: a
+    fresh one, as ``kafkacompat fleet-report`` starts, once its input exists
+    (the session is given the input's size, as the command line gives it).
+    """
     quick = config if isinstance(config, bool) else config.quick
     try:
         import pyspark  # noqa: F401
     except ImportError:
         return [Row("fleet pipeline", "not run", note="pyspark is not installed (kafkacompat[spark])")]
-    from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session
-
-    started = time.perf_counter()
-    spark = fleet_session(
-        MASTER,
-        conf={
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.driver.memory": "4g",
-        },
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    session = time.perf_counter() - started
-    # Which run this is for the class-data archive: "reused" maps what an earlier run wrote,
-    # "created" writes it when this JVM exits (no speed-up this run), "off" neither.
-    archive = (spark.conf.get(CLASS_ARCHIVE_CONF, None) or "off").split(" ", 1)
-    note = f"{_load()}; class-data archive {archive[0]}" + (f" ({archive[1]})" if len(archive) > 1 else "")
-    rows = [Row("Spark", f"start {MASTER} (not timed)", session, note=note)]
-    try:
-        for shape in (SMALL,) if quick else (SMALL, BIG):
-            work = Path(tempfile.mkdtemp(prefix="kafkacompat-bench-pipeline-"))
-            try:
-                rows += _run_one(spark, work, shape)
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-    finally:
-        spark.stop()
+    rows: list[Row] = []
+    for name in ("small",) if quick else ("small", "big"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.pipeline", "--workload", name],
+            capture_output=True, text=True, timeout=CHILD_TIMEOUT, cwd=Path(__file__).resolve().parent.parent,
+        )
+        lines = [line for line in proc.stdout.splitlines() if line.startswith(_ROW)]
+        found = [Row(**json.loads(line[len(_ROW) :])) for line in lines]
+        if proc.returncode != 0 or not found:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            why = f"exited with {proc.returncode}: {tail}"
+            found.append(Row(f"{name} fleet", "pipeline", note=why, error=True))
+        rows += found
     return rows
 
 
-if __name__ == "__main__":
-    import sys
+def _workload(name: str) -> list[Row]:
+    """One workload in this process: its input, then a fresh local session sized for it, then the run."""
+    from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session, local_input_bytes
 
-    table = run("--quick" in sys.argv[1:])
-    print(TITLE)
-    print(format_table(table))
+    shape = SMALL if name == "small" else BIG
+    work = Path(tempfile.mkdtemp(prefix="kafkacompat-bench-pipeline-"))
+    try:
+        spec, paths, clients, generated = _generate(work, shape)
+        started = time.perf_counter()
+        spark = fleet_session(
+            MASTER,
+            conf={
+                "spark.ui.enabled": "false",
+                "spark.ui.showConsoleProgress": "false",
+                "spark.driver.memory": "4g",
+            },
+            input_bytes=local_input_bytes([str(p) for p in paths]),
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        session = time.perf_counter() - started
+        # Which run this is for the class-data archive: "reused" maps what an earlier run wrote,
+        # "created" writes it when this JVM exits (no speed-up this run), "off" neither.
+        archive = (spark.conf.get(CLASS_ARCHIVE_CONF, None) or "off").split(" ", 1)
+        options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions", "") or ""
+        jit = "first tier only" if "TieredStopAtLevel=1" in options else "all tiers"
+        note = join_notes(
+            _load(),
+            f"class-data archive {archive[0]}" + (f" ({archive[1]})" if len(archive) > 1 else ""),
+            f"JIT {jit}",
+        )
+        try:
+            start = Row("Spark", f"start {MASTER} (not timed)", session, note=note)
+            return [start, *_run_one(spark, shape, spec, paths, clients, generated)]
+        finally:
+            spark.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def join_notes(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+if __name__ == "__main__":
+    if "--workload" in sys.argv[1:]:  # a child of run(): its rows, one JSON line each
+        for row in _workload(sys.argv[sys.argv.index("--workload") + 1]):
+            print(_ROW + json.dumps(dataclasses.asdict(row)), flush=True)
+    else:
+        table = run("--quick" in sys.argv[1:])
+        print(TITLE)
+        print(format_table(table))
