@@ -38,7 +38,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkacompat.testing.cache import cache_root
+from kafkacompat._cache import cache_root
 
 __all__ = ["CDS_ENV", "DYNAMIC_ARCHIVE_MAGIC", "ClassArchive", "class_archive"]
 

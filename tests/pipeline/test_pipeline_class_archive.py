@@ -165,3 +165,17 @@ def test_the_next_jvm_maps_what_the_first_one_wrote(tmp_path: Path) -> None:
     assert state == f"reused {archive}" and f"-XX:SharedArchiveFile={archive}" in options
     assert "-Dfrom.defaults=1" in options.split() and "-XX:+UseParallelGC" in options.split()
     assert "-XX:TieredStopAtLevel=1" in options.split()
+
+
+def test_the_session_finds_the_cache_without_the_testing_kit() -> None:
+    # The archive's folder is kafkacompat's cache; finding it must not load the testing kit
+    # (trio, the emulator) into a Spark driver.
+    code = (
+        "import sys, kafkacompat.pipeline.session\n"
+        "print(sorted(m for m in sys.modules if m == 'trio' or m.startswith('kafkacompat.testing')))"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in [root, os.environ.get("PYTHONPATH", "")] if p)
+    env = {**os.environ, "PYTHONPATH": path}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
