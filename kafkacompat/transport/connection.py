@@ -389,15 +389,10 @@ class BrokerConnection(ConnectionTasks):
         if not events:
             return
         now = self._now()  # after decoding: a deadline covers reading the answer
-        callers = self._callers
         freed = False
         for event in events:
-            if event.__class__ is ResponseReceived:  # the common case, inlined
-                call = callers.pop(event[0], None)
-                if call is not None and not call.ended:
-                    call.ended = True
-                    answer = _LATE if now > call.deadline else event[1]
-                    trio.lowlevel.reschedule(call.task, outcome.Value(answer))
+            if isinstance(event, ResponseReceived):
+                self._settle(event.ticket, event.response, now)
             elif isinstance(event, ConnectionFailed):
                 for ticket in event.failed:
                     self._settle(ticket, _Failed(event.error_of(ticket)), now)
