@@ -125,7 +125,7 @@ def _run_one(
         "bad records": f"{counts['bad_records']} bad lines located",
         "latest": f"{counts['latest']:,} brokers",
     }
-    jobs, tasks = report.jobs, report.tasks  # counted once, after the run (not timed)
+    jobs, tasks = report.spark_work()  # counted once, after the run (not timed)
     for stage, seconds in report.timings.items():
         table = stage.removeprefix("write ")
         note = notes.get(stage) or (f"{counts[table]:,} rows" if table in counts else "")

@@ -95,15 +95,10 @@ class FleetTables:
     def spark(self) -> SparkSession:
         return self.latest.sparkSession
 
-    @property
-    def jobs(self) -> dict[str, int]:
-        """Spark jobs run per stage (load-independent), counted when read (see ``_spark_work``)."""
-        return _spark_work(self.spark, self.job_groups)[0]
-
-    @property
-    def tasks(self) -> dict[str, int]:
-        """Spark tasks of the stages those jobs ran, per stage, counted when read."""
-        return _spark_work(self.spark, self.job_groups)[1]
+    def spark_work(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Spark jobs run per stage and the tasks of the stages they ran (load-independent),
+        counted from Spark's status tracker when asked: see ``_spark_work``."""
+        return _spark_work(self.spark, self.job_groups)
 
     def tables(self) -> dict[str, DataFrame]:
         names = TABLES + (WHAT_IF_TABLES if self.targets else ())
@@ -128,7 +123,7 @@ def _timed(report: FleetTables | _Work, stage: str) -> Iterator[None]:
 
     Jobs and tasks do not depend on the machine's load, unlike seconds: the
     benchmark prints them and a test holds the small fleet's number of jobs.
-    They are counted from the groups when read (``FleetTables.jobs``), not
+    They are counted from the groups when asked (``FleetTables.spark_work``), not
     here: asking Spark's status tracker is a hundred calls into the JVM per
     stage, which the report itself does not need.
     """
