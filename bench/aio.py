@@ -32,7 +32,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 
-from bench.common import BenchConfig, Row, format_seconds
+from bench.common import BenchConfig, Row, format_seconds, join
 from bench.transport import (
     IO_TIMEOUT,
     KAFKACOMPAT,
@@ -48,7 +48,6 @@ from bench.transport import (
     _first_api_difference,
     _import,
     check_reply,
-    join,
     parse_api_versions_reply,
     ratio_of,
     raw_api_versions_request,

@@ -14,7 +14,16 @@ import timeit
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["BenchConfig", "Row", "calibrate", "format_seconds", "format_table", "measure", "measure_many"]
+__all__ = [
+    "BenchConfig",
+    "Row",
+    "calibrate",
+    "format_seconds",
+    "format_table",
+    "join",
+    "measure",
+    "measure_many",
+]
 
 
 @dataclass(frozen=True)
@@ -158,3 +167,8 @@ def format_table(rows: Sequence[Row]) -> str:
         out.append(workload)
         out.extend(render(line) for line in lines)
     return "\n".join(out)
+
+
+def join(*parts: str) -> str:
+    """A row's note from its parts, the empty ones left out."""
+    return "; ".join(part for part in parts if part)

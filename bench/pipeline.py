@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchConfig, Row, format_table
+from bench.common import BenchConfig, Row, format_table, join
 
 __all__ = ["TITLE", "run"]
 
@@ -199,7 +199,7 @@ def _workload(name: str) -> list[Row]:
         archive = (spark.conf.get(CLASS_ARCHIVE_CONF, None) or "off").split(" ", 1)
         options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions", "") or ""
         jit = "first tier only" if "TieredStopAtLevel=1" in options else "all tiers"
-        note = join_notes(
+        note = join(
             _load(),
             f"class-data archive {archive[0]}" + (f" ({archive[1]})" if len(archive) > 1 else ""),
             f"JIT {jit}",
@@ -211,10 +211,6 @@ def _workload(name: str) -> list[Row]:
             spark.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def join_notes(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ from typing import Any
 import trio
 
 import kafkacompat
-from bench.common import BenchConfig, Row, format_seconds
+from bench.common import BenchConfig, Row, format_seconds, join
 from bench.transport_pipelined import pipelined_rows
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.framing import FrameSplitter
@@ -201,10 +201,6 @@ class Contender:
 
 def ratio_of(peer: float | None, base: float | None) -> float | None:
     return None if peer is None or base is None or base <= 0 else peer / base
-
-
-def join(*parts: str) -> str:
-    return "; ".join(part for part in parts if part)
 
 
 def _dist_version(name: str) -> str:
