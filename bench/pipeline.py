@@ -14,8 +14,8 @@ and 4.2 and its summary, and writing them (Parquet) with ``report.html``:
   skips it.
 
 Each workload runs in a process of its own, with a fresh local session
-started once its input is written and given the input's size, as the
-command line does (a small fleet's JVM compiles with its first tier only:
+started once its input is written and given its files, as the command
+line does (a small fleet's JVM compiles with its first tier only:
 ``kafkacompat.pipeline.session``); the session's start is not timed.
 
 Rows: per workload, the session's start and the generation (neither timed),
@@ -151,7 +151,7 @@ def run(config: BenchConfig | bool) -> list[Row]:
 
     Each workload runs in a process of its own, so in a JVM of its own: a
     fresh one, as ``kafkacompat fleet-report`` starts, once its input exists
-    (the session is given the input's size, as the command line gives it).
+    (the session is given the snapshot files, as the command line gives them).
     """
     quick = config if isinstance(config, bool) else config.quick
     try:
@@ -176,7 +176,7 @@ def run(config: BenchConfig | bool) -> list[Row]:
 
 def _workload(name: str) -> list[Row]:
     """One workload in this process: its input, then a fresh local session sized for it, then the run."""
-    from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session, local_input_bytes
+    from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session
 
     shape = SMALL if name == "small" else BIG
     work = Path(tempfile.mkdtemp(prefix="kafkacompat-bench-pipeline-"))
@@ -190,7 +190,7 @@ def _workload(name: str) -> list[Row]:
                 "spark.ui.showConsoleProgress": "false",
                 "spark.driver.memory": "4g",
             },
-            input_bytes=local_input_bytes([str(p) for p in paths]),
+            snapshots=[str(p) for p in paths],
         )
         spark.sparkContext.setLogLevel("ERROR")
         session = time.perf_counter() - started

@@ -193,14 +193,14 @@ def run_report(args: argparse.Namespace) -> int:
     from pyspark.sql import SparkSession
 
     from kafkacompat.pipeline.report import build_fleet_report, write_fleet_report
-    from kafkacompat.pipeline.session import fleet_session, local_input_bytes
+    from kafkacompat.pipeline.session import fleet_session
 
     settings.setdefault("spark.ui.showConsoleProgress", "false")
     started = time.perf_counter()
     ours = SparkSession.getActiveSession() is None  # stop only a session this command started
     try:
-        # The input's size, known before the JVM starts, lets a small fleet's JVM be set for it.
-        spark = fleet_session(args.master, conf=settings, input_bytes=local_input_bytes(args.snapshots))
+        # The snapshot files, known before the JVM starts, let a small fleet's JVM be set for it.
+        spark = fleet_session(args.master, conf=settings, snapshots=args.snapshots)
     except Exception as exc:  # Spark reports a missing Java or a bad master this way
         print(f"kafkacompat fleet-report: could not start Spark: {exc}", file=sys.stderr)
         return 1

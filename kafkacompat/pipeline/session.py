@@ -33,9 +33,9 @@ function (``spark.python.sql.dataFrameDebugging.enabled``, for the query
 context of error messages), unless the caller's conf turns it on: it made
 ``F.col`` 13 calls into the JVM instead of 3, and the 6,000-line report 21,112
 calls instead of 9,996 (21.3 s against 19.9 s, one after the other).  And
-when the caller says the input is a small fleet (``input_bytes``, up to
-``SMALL_INPUT_BYTES``; the command line knows it for local files before the
-JVM starts), the JVM compiles with its first tier only
+when the caller's snapshot files are a small fleet (``snapshots``, local
+files of up to ``SMALL_INPUT_BYTES`` in all, which are known before the JVM
+starts), the JVM compiles with its first tier only
 (``-XX:TieredStopAtLevel=1``): a small fleet's report is over before the
 optimizing compiler's work pays off, and that work competes for the same
 cores (6,000 lines, fresh JVMs alternated: 19.9 and 20.0 s against 22.9 and
@@ -115,13 +115,14 @@ def fleet_session(
     *,
     app_name: str = APP_NAME,
     conf: Mapping[str, str] | None = None,
-    input_bytes: int | None = None,
+    snapshots: Sequence[str] = (),
 ) -> SparkSession:
     """Get (or create) the session for the fleet pipeline; see the module docstring for the master.
 
-    ``input_bytes``: the size of the snapshots the session is for, when known
-    before it starts (``local_input_bytes``); a local JVM started for a small
-    fleet compiles with its first tier only (see the module docstring).
+    ``snapshots``: the snapshot paths the session is for.  When this starts a
+    local JVM and they are local files of a small fleet in all
+    (``local_input_bytes``), the JVM compiles with its first tier only (see
+    the module docstring).
     """
     builder = SparkSession.builder.appName(app_name)
     chosen = resolve_master(master)
@@ -139,7 +140,8 @@ def fleet_session(
             own = settings.get(_JAVA_OPTIONS)
             if own is None:
                 own = defaults_java_options()
-            small = input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES
+            size = local_input_bytes(snapshots) if snapshots else None  # only for a JVM to start
+            small = size is not None and size <= SMALL_INPUT_BYTES
             settings[_JAVA_OPTIONS] = local_java_options(own, archive, small_input=small)
             if archive is not None:
                 settings[CLASS_ARCHIVE_CONF] = f"{archive.state} {archive.path}"

@@ -116,9 +116,8 @@ def test_a_running_jvm_is_left_alone(spark: SparkSession) -> None:
 _SESSION = f"""
 import sys
 from kafkacompat.pipeline.session import CLASS_ARCHIVE_CONF, fleet_session, local_java_options
-size = int(sys.argv[1]) if len(sys.argv) > 1 else None
 spark = fleet_session("local[1]", conf={{"spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
-                                        "spark.driver.bindAddress": "127.0.0.1"}}, input_bytes=size)
+                                        "spark.driver.bindAddress": "127.0.0.1"}}, snapshots=sys.argv[1:])
 management = spark.sparkContext._jvm.java.lang.management
 arguments = management.ManagementFactory.getRuntimeMXBean().getInputArguments()
 assert spark.range(10).count() == 10
@@ -129,7 +128,7 @@ print(" ".join(str(a) for a in arguments if any(w in str(a) for w in words)))
 """
 
 
-def _session(cache: Path, conf_dir: Path | None = None, input_bytes: int | None = None) -> list[str]:
+def _session(cache: Path, conf_dir: Path | None = None, snapshots: Path | None = None) -> list[str]:
     """A fresh process and JVM; returns its archive state line and its JVM's archive options."""
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in [root, os.environ.get("PYTHONPATH", "")] if p)
@@ -138,7 +137,7 @@ def _session(cache: Path, conf_dir: Path | None = None, input_bytes: int | None 
     if conf_dir is not None:
         env["SPARK_CONF_DIR"] = str(conf_dir)
     done = subprocess.run(
-        [sys.executable, "-c", _SESSION, *([] if input_bytes is None else [str(input_bytes)])],
+        [sys.executable, "-c", _SESSION, *([] if snapshots is None else [str(snapshots)])],
         env=env, capture_output=True, text=True, timeout=300, check=True,
     )
     *_, call_sites, state, options = done.stdout.strip().splitlines()
@@ -160,7 +159,9 @@ def test_the_next_jvm_maps_what_the_first_one_wrote(tmp_path: Path) -> None:
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions -Dfrom.defaults=1\n")
-    state, options = _session(tmp_path, conf, input_bytes=6_000)  # and it is for a small fleet
+    small = tmp_path / "snapshots.jsonl"
+    small.write_bytes(b"{}\n" * 2_000)
+    state, options = _session(tmp_path, conf, snapshots=small)  # and it is for a small fleet
     archive = (tmp_path / "spark-cds" / written.name.split("-")[0]).with_suffix(".jsa")
     assert state == f"reused {archive}" and f"-XX:SharedArchiveFile={archive}" in options
     assert "-Dfrom.defaults=1" in options.split() and "-XX:+UseParallelGC" in options.split()
