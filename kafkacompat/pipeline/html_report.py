@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from kafkacompat import __version__
 from kafkacompat.pipeline.heatmap import HeatmapCell, render_heatmap
-from kafkacompat.pipeline.report import FleetTables
+from kafkacompat.pipeline.report import FleetTables, run_concurrently
 from kafkacompat.pipeline.what_if_page import render_what_if, upgrade_overview
 
 __all__ = ["MAX_HEATMAP_CLIENTS", "MAX_HEATMAP_CLUSTERS", "MAX_TABLE_ROWS", "render_report"]
@@ -163,6 +163,12 @@ def _clients(report: FleetTables) -> tuple[str, list[str]]:
     return table, labels
 
 
+def _clients_and_heatmap(report: FleetTables) -> tuple[str, str]:
+    """The clients' table, then the heatmap, which labels its columns from it."""
+    table, labels = _clients(report)
+    return table, _heatmap(report, labels)
+
+
 def _mixed_releases(report: FleetTables) -> str:
     per_cluster = report.latest.groupBy("cluster_id").agg(
         F.count(F.lit(1)).alias("brokers"),
@@ -184,8 +190,15 @@ _FEATURE_COLUMNS = (
 _FEATURE_HEADERS = ("cluster", "feature", "finalized", "epoch", "max safe", "next level", "blocking brokers")
 
 
-def _features(attention: DataFrame, raisable: DataFrame) -> tuple[str, str]:
-    """Both feature sections' samples, from one query."""
+def _features(report: FleetTables) -> tuple[str, str]:
+    """Both feature sections' samples, from one query: brokers out of line, and levels to raise."""
+    sizes = report.latest.groupBy("cluster_id").agg(F.count(F.lit(1)).alias("_brokers"))
+    features = report.features.join(sizes, "cluster_id")
+    blocking = F.size("blocking_brokers")
+    attention = features.where(
+        ((blocking > 0) & (blocking < F.col("_brokers"))) | F.col("max_safe_level").isNull()
+    )
+    raisable = features.where(F.col("max_safe_level") > F.col("finalized_level"))
     both = _samples([df.select(*_FEATURE_COLUMNS) for df in (attention, raisable)], ["cluster_id", "feature"])
     first, second = (_shown(_FEATURE_HEADERS, rows, total) for rows, total in both)
     return first, second
@@ -206,15 +219,36 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
         incompatible = observed["compatibility.incompatible"]
     else:
         incompatible = report.compatibility.where(~F.col("compatible")).count()
-    sizes = report.latest.groupBy("cluster_id").agg(F.count(F.lit(1)).alias("_brokers"))
-    features = report.features.join(sizes, "cluster_id")
-    blocking = F.size("blocking_brokers")
-    attention = features.where(
-        ((blocking > 0) & (blocking < F.col("_brokers"))) | F.col("max_safe_level").isNull()
+    # The sections' queries run two at a time (``run_concurrently``), the longest first.
+    clients, what_if, features, mixed, fenced, stale, bad = run_concurrently(
+        report.spark,
+        [
+            lambda: _clients_and_heatmap(report),
+            lambda: render_what_if(report, upgrade_overview(report), _table, MAX_TABLE_ROWS),
+            lambda: _features(report),
+            lambda: _mixed_releases(report),
+            lambda: _sample(
+                report.fenced,
+                counts.get("fenced", 0),
+                ("cluster", "node", "feature", "finalized", "supported min", "supported max"),
+                ["cluster_id", "node_id", "feature"],
+            ),
+            lambda: _sample(
+                report.stale_epochs,
+                counts.get("stale_epochs", 0),
+                ("cluster", "node", "observed at", "epoch", "cluster epoch"),
+                ["cluster_id", "node_id"],
+            ),
+            lambda: _sample(
+                report.bad_records.select("source", "file", "line", "reason", "text"),
+                counts.get("bad_records", 0),
+                ("source", "file", "line", "reason", "text"),
+                ["source", "file", "line"],
+            ),
+        ],
     )
-    raisable = features.where(F.col("max_safe_level") > F.col("finalized_level"))
-    attention_rows, raisable_rows = _features(attention, raisable)
-    clients_table, labels = _clients(report)
+    clients_table, heatmap = clients
+    attention_rows, raisable_rows = features
     summary = [
         ("valid snapshot lines", report.valid_snapshots),
         ("bad snapshot lines", bad_by_source.get("snapshots", 0)),
@@ -237,12 +271,12 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
         + "".join(f"<tr><td>{escape(k)}</td>{_cell(v)}</tr>" for k, v in summary)
         + "</table>",
         "<h2>Clusters x clients</h2>",
-        _heatmap(report, labels),
+        heatmap,
         "<h2>Clients</h2>",
         clients_table,
-        render_what_if(report, upgrade_overview(report), _table, MAX_TABLE_ROWS),
+        what_if,
         "<h2>Clusters running mixed releases</h2>",
-        _mixed_releases(report),
+        mixed,
         "<h2>Features: brokers out of line</h2>",
         '<p class="note">Some brokers support the next level and others do not (those are listed), or '
         "no level is safe at all (max safe: none). Max safe level: the highest level every broker "
@@ -254,26 +288,11 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
         "<h2>Fenced brokers</h2>",
         '<p class="note">brokers whose supported range no longer holds the finalized level '
         "(none: the broker does not list the feature).</p>",
-        _sample(
-            report.fenced,
-            counts.get("fenced", 0),
-            ("cluster", "node", "feature", "finalized", "supported min", "supported max"),
-            ["cluster_id", "node_id", "feature"],
-        ),
+        fenced,
         "<h2>Stale epochs</h2>",
-        _sample(
-            report.stale_epochs,
-            counts.get("stale_epochs", 0),
-            ("cluster", "node", "observed at", "epoch", "cluster epoch"),
-            ["cluster_id", "node_id"],
-        ),
+        stale,
         "<h2>Bad records</h2>",
-        _sample(
-            report.bad_records.select("source", "file", "line", "reason", "text"),
-            counts.get("bad_records", 0),
-            ("source", "file", "line", "reason", "text"),
-            ["source", "file", "line"],
-        ),
+        bad,
         "</body></html>",
     ]
     return "\n".join(parts)

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -45,6 +47,7 @@ from kafkacompat.pipeline.what_if import what_if
 from kafkacompat.pipeline.what_if_core import UpgradeTarget
 
 __all__ = [
+    "CONCURRENT_JOBS",
     "SMALL_INPUT_BYTES",
     "TABLES",
     "WHAT_IF_TABLES",
@@ -52,6 +55,7 @@ __all__ = [
     "OutputFormat",
     "build_fleet_report",
     "plan_settings",
+    "run_concurrently",
     "scan_settings",
     "write_fleet_report",
 ]
@@ -67,6 +71,9 @@ TABLES: tuple[str, ...] = (
     "bad_records",
 )
 WHAT_IF_TABLES: tuple[str, ...] = ("what_if", "upgrade_first")  # with targets only
+# Spark jobs the report submits at once (from as many threads): see ``write_fleet_report``.
+CONCURRENT_JOBS = 2
+_WRITE_ORDER = ("negotiated", "latest", "bad_records", "what_if", "compatibility", "upgrade_first")
 
 
 @dataclass
@@ -241,43 +248,60 @@ def build_fleet_report(
             settings=lambda size: scan_settings(size, small_input_bytes),
         )
         settings = plan_settings(spark, scan.input_bytes, small_input_bytes)  # the files are listed
-        # Valid and bad lines counted in one job, which also names the files holding bad lines
-        # (for locating them: no job of their own); with no bad line, nothing is looked for.
-        ok = F.col("reason") == ""
-        bad_file = F.when(~ok, F.struct("file", "file_size"))
-        with sql_conf(spark, settings):
-            tally = {
-                r["ok"]: (r["n"], {f["file"]: f["file_size"] for f in r["files"]})
-                for r in scan.rows.groupBy(ok.alias("ok"))
-                .agg(F.count(F.lit(1)).alias("n"), F.collect_set(bad_file).alias("files"))
-                .collect()
-            }
-        valid = tally.get(True, (0, {}))[0]
-        bad_files = tally.get(False, (0, {}))[1]
     with sql_conf(spark, settings):
         # Persisting plans them, so the settings hold from here on (and again when writing).
-        tables = _define_tables(spark, work, scan, bad_files, clients, max_locate_bytes, targets)
+        # The lines are counted while the tables are planned: the count keeps the executors
+        # busy, planning the driver; only the snapshots' bad records wait for the count.
+        (valid, bad_files), tables = run_concurrently(
+            spark,
+            [
+                lambda: _count_lines(work, scan),
+                lambda: _define_tables(spark, work, scan, clients, max_locate_bytes, targets),
+            ],
+        )
+        with _timed(work, "bad records"):
+            bad_snapshots = scan.bad_records(bad_files) if bad_files else _no_bad_records(spark)
+            # Persisted, not counted: writing bad_records/ fills the cache and counts the rows.
+            bad = bad_snapshots.unionByName(tables.bad_records).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    tables.bad_records = bad
+    tables._persisted.append(bad)
     tables.valid_snapshots = valid
     tables.settings = settings
     return tables
+
+
+def _count_lines(work: _Work, scan: SnapshotScan) -> tuple[int, dict[str, int]]:
+    """The valid lines, and the files holding bad lines with their sizes: one job.
+
+    Naming the files here spares locating the bad lines a job of its own to
+    find them; with no bad line, nothing is looked for.
+    """
+    with _timed(work, "scan+validate"):
+        ok = F.col("reason") == ""
+        bad_file = F.when(~ok, F.struct("file", "file_size"))
+        tally = {
+            r["ok"]: (r["n"], {f["file"]: f["file_size"] for f in r["files"]})
+            for r in scan.rows.groupBy(ok.alias("ok"))
+            .agg(F.count(F.lit(1)).alias("n"), F.collect_set(bad_file).alias("files"))
+            .collect()
+        }
+    return tally.get(True, (0, {}))[0], tally.get(False, (0, {}))[1]
 
 
 def _define_tables(
     spark: SparkSession,
     work: _Work,
     scan: SnapshotScan,
-    bad_files: dict[str, int],
     clients: Sequence[str],
     max_locate_bytes: int | None,
     targets: Sequence[UpgradeTarget],
 ) -> FleetTables:
+    """Every table, lazily; ``bad_records`` holds the profiles' bad lines only (the caller adds the
+    snapshots' once they are counted)."""
     with _timed(work, "bad records"):
         profiles = read_clients(spark, clients, max_locate_bytes=max_locate_bytes)
-        bad_snapshots = scan.bad_records(bad_files) if bad_files else _no_bad_records(spark)
-        # Persisted, not counted: writing bad_records/ fills the cache and counts the rows.
-        bad = bad_snapshots.unionByName(profiles.bad).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     with _timed(work, "latest"):
-        # Likewise filled by writing latest/ (its first table), not by a count of its own.
+        # Filled by writing latest/ (its first table), not by a count of its own.
         latest = latest_observations(scan).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     client_rows = profiles.records.persist(StorageLevel.MEMORY_AND_DISK_DESER)
     brokers = brokers_only(latest)  # clients negotiate with brokers, never with KRaft controllers
@@ -291,13 +315,13 @@ def _define_tables(
         compatibility=compatibility(brokers, client_rows, versions),
         features=feature_levels(features),
         fenced=fenced_brokers(features),
-        bad_records=bad,
+        bad_records=profiles.bad,
         what_if=upgrades.rows if upgrades else None,
         upgrade_first=upgrades.upgrade_first if upgrades else None,
         targets=tuple(targets),
         timings=work.timings,
         job_groups=work.job_groups,
-        _persisted=[latest, bad, client_rows, *(upgrades.held if upgrades else ())],
+        _persisted=[latest, client_rows, *(upgrades.held if upgrades else ())],
         _scan=scan,
     )
 
@@ -328,34 +352,64 @@ def write_fleet_report(
 
 
 def _write_tables(report: FleetTables, target: str, fmt: OutputFormat, html: bool) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for name, df in report.tables().items():
+    frames = report.tables()
+    for name, df in frames.items():
+        # Kept once written: later tables (compatibility reads negotiated) and the page read them
+        # again, and each would otherwise be computed anew.  Persisted before any write starts,
+        # so that whichever write reads a table first fills its cache for the others.
+        cached = df.storageLevel.useMemory or df.storageLevel.useDisk
+        if not cached and name != "latest":  # latest: a projection of a persisted frame
+            df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+            setattr(report, name, df)
+            report._persisted.append(df)
+            frames[name] = df
+
+    def write(name: str) -> dict[str, int]:
         with _timed(report, f"write {name}"):
-            # Kept once written: later tables (compatibility reads negotiated)
-            # and the page read them again, and each would otherwise be computed anew.
-            cached = df.storageLevel.useMemory or df.storageLevel.useDisk
-            if not cached and name != "latest":  # latest: a projection of a persisted frame
-                df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-                setattr(report, name, df)
-                report._persisted.append(df)
             # The row count rides along with the write (an observed metric), not a job of its own.
             observed = Observation(f"rows of {name}")
             metrics = [F.count(F.lit(1)).alias("rows"), *_page_totals(name)]
-            writer = df.observe(observed, *metrics).write.mode("overwrite")
+            writer = frames[name].observe(observed, *metrics).write.mode("overwrite")
             path = f"{target}/{name}"
             if fmt == "parquet":
                 writer.parquet(path)
             else:
                 writer.json(path)
-            totals = observed.get
-            counts[name] = int(totals["rows"])
-            report.observed.update({f"{name}.{k}": int(v) for k, v in totals.items() if k != "rows"})
+            return {key: int(value) for key, value in observed.get.items()}
+
+    # The longest writes first: they start in this order.
+    last = len(_WRITE_ORDER)
+    order = sorted(frames, key=lambda name: _WRITE_ORDER.index(name) if name in _WRITE_ORDER else last)
+    results = run_concurrently(report.spark, [partial(write, name) for name in order])
+    written = dict(zip(order, results, strict=True))
+    counts: dict[str, int] = {}
+    for name in frames:
+        totals = written[name]
+        counts[name] = totals["rows"]
+        report.observed.update({f"{name}.{k}": v for k, v in totals.items() if k != "rows"})
     if html:
         from kafkacompat.pipeline.html_report import render_report
 
         with _timed(report, "report.html"):
             _write_text(report.spark, f"{target}/report.html", render_report(report, counts))
     return counts
+
+
+def run_concurrently(spark: SparkSession, calls: Sequence[Callable[[], Any]]) -> list[Any]:
+    """Each call's result, the calls run ``CONCURRENT_JOBS`` at a time, each in a thread of its own.
+
+    Why: a small fleet's report is dozens of small queries, and each spends
+    most of its time being planned on the driver, one thread, while the
+    executors wait; two at a time keep both cores busy (see docs/pipeline.md).
+    Every call runs with the caller's local properties (job group, scheduler
+    pool) and session tags, copied for each call: a call may change its own.
+    """
+    from pyspark.util import inheritable_thread_target
+
+    with ThreadPoolExecutor(max_workers=CONCURRENT_JOBS, thread_name_prefix="kafkacompat-spark") as pool:
+        # Wrapped here, in the caller's thread: that is where the properties are copied from.
+        futures = [pool.submit(inheritable_thread_target(spark)(call)) for call in calls]
+        return [future.result() for future in futures]
 
 
 def _write_text(spark: SparkSession, path: str, text: str) -> None:

@@ -36,6 +36,8 @@ def test_a_small_fleet_report_stays_within_its_job_budget(
     jobs, tasks = report.spark_work()
     # Counted at all (when asked, from the stages' job groups): every write runs a job.
     assert all(jobs[f"write {name}"] > 0 < tasks[f"write {name}"] for name in counts)
+    # Jobs run from the report's worker threads count too (they inherit the stage's group).
+    assert jobs["report.html"] > 0 and jobs["scan+validate"] == SCAN_JOBS
     # No stage counts rows for logging alone: writing a table counts its rows.
     assert jobs["latest"] == 0
     assert jobs["scan+validate"] <= SCAN_JOBS
