@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -252,13 +252,14 @@ def build_fleet_report(
         # Persisting plans them, so the settings hold from here on (and again when writing).
         # The lines are counted while the tables are planned: the count keeps the executors
         # busy, planning the driver; only the snapshots' bad records wait for the count.
-        (valid, bad_files), tables = run_concurrently(
+        counted, defined = run_concurrently(
             spark,
             [
                 lambda: _count_lines(work, scan),
                 lambda: _define_tables(spark, work, scan, clients, max_locate_bytes, targets),
             ],
         )
+        (valid, bad_files), tables = counted, cast(FleetTables, defined)
         with _timed(work, "bad records"):
             bad_snapshots = scan.bad_records(bad_files) if bad_files else _no_bad_records(spark)
             # Persisted, not counted: writing bad_records/ fills the cache and counts the rows.
