@@ -20,11 +20,11 @@ it: it has not yet seen the latest finalization.
 
 from __future__ import annotations
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkacompat.negotiation.features import UNKNOWN_EPOCH
+from kafkacompat.pipeline.kept import keep
 from kafkacompat.pipeline.readers import SnapshotScan, fetch_snapshots
 from kafkacompat.pipeline.snapshot_schema import SNAPSHOT_SCHEMA
 
@@ -38,8 +38,7 @@ _BROKER = ["cluster_id", "node_id"]
 def latest_observations(scan: SnapshotScan) -> DataFrame:
     """One row per (cluster_id, node_id): its latest observation (``LATEST_COLUMNS`` + ``observed_ts``)."""
     winners = scan.valid().groupBy(*_BROKER).agg(F.max("order").alias("order"))
-    winners = winners.persist(StorageLevel.MEMORY_AND_DISK_DESER)  # read twice below; one row per broker
-    scan.held.append(winners)
+    winners = keep(winners, scan.held)  # read twice below; one row per broker
     wanted = winners.select(F.col("order.file").alias("file"), F.col("order.id").alias("id"))
     fetched = fetch_snapshots(scan, wanted)
     # Null-safe equality: with a plain one Spark infers "key is not null" filters and pushes

@@ -53,6 +53,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from kafkacompat.pipeline.kept import keep
 from kafkacompat.pipeline.session import sql_conf
 from kafkacompat.pipeline.snapshot_schema import (
     CLIENT_SCHEMA,
@@ -174,7 +175,7 @@ class SnapshotScan:
     rows: DataFrame
     max_locate_bytes: int = 0
     input_bytes: int = 0  # the size of the files read, from their listing
-    held: list[DataFrame] = field(default_factory=list)  # other frames persisted for this scan
+    held: list[DataFrame] = field(default_factory=list)  # the frames persisted for this scan (``kept``)
 
     def valid(self) -> DataFrame:
         """cluster_id, node_id, order: one row per valid line."""
@@ -191,7 +192,7 @@ class SnapshotScan:
         return locate_bad_lines(self.spark, bad, "snapshots", self.max_locate_bytes, sizes)
 
     def unpersist(self) -> None:
-        for frame in [*self.held, self.rows]:
+        for frame in [*self.held, self.rows]:  # rows: persisted itself when it could not be cut
             frame.unpersist()
         self.held.clear()
 
@@ -235,10 +236,11 @@ def scan_snapshots(
         F.when(F.col("reason") != "", text).alias("text"),
         line.alias("line"),
     )
+    held: list[DataFrame] = []
     with sql_conf(spark, settings(size) if settings else {}):
-        rows = rows.persist(StorageLevel.MEMORY_AND_DISK_DESER)  # persisting plans it
+        rows = keep(rows, held)  # persisting plans it
     limit = default_locate_limit(spark) if max_locate_bytes is None else max_locate_bytes
-    return SnapshotScan(spark, tuple(paths), kind, rows, limit, size)
+    return SnapshotScan(spark, tuple(paths), kind, rows, limit, size, held)
 
 
 def fetch_snapshots(scan: SnapshotScan, wanted: DataFrame) -> DataFrame:

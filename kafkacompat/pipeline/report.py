@@ -28,11 +28,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from kafkacompat.pipeline.feature_table import feature_levels, feature_rows, fenced_brokers
+from kafkacompat.pipeline.kept import keep
 from kafkacompat.pipeline.latest import latest_observations, stale_epochs
 from kafkacompat.pipeline.negotiate import brokers_only, compatibility, negotiated
 from kafkacompat.pipeline.readers import (
@@ -95,7 +95,8 @@ class FleetTables:
     job_groups: dict[str, list[str]] = field(default_factory=dict)  # the Spark job groups of each stage
     observed: dict[str, int] = field(default_factory=dict)  # totals for the page, taken while writing
     settings: dict[str, str] = field(default_factory=dict)  # SQL settings its plans run under
-    _persisted: list[DataFrame] = field(default_factory=list, repr=False)
+    _persisted: list[DataFrame] = field(default_factory=list, repr=False)  # unpersist these when done
+    _cached: set[str] = field(default_factory=set, repr=False)  # tables whose frames read a cache
     _scan: SnapshotScan | None = field(default=None, repr=False)
 
     @property
@@ -263,9 +264,9 @@ def build_fleet_report(
         with _timed(work, "bad records"):
             bad_snapshots = scan.bad_records(bad_files) if bad_files else _no_bad_records(spark)
             # Persisted, not counted: writing bad_records/ fills the cache and counts the rows.
-            bad = bad_snapshots.unionByName(tables.bad_records).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+            bad = keep(bad_snapshots.unionByName(tables.bad_records), tables._persisted)
     tables.bad_records = bad
-    tables._persisted.append(bad)
+    tables._cached.add("bad_records")
     tables.valid_snapshots = valid
     tables.settings = settings
     return tables
@@ -299,12 +300,13 @@ def _define_tables(
 ) -> FleetTables:
     """Every table, lazily; ``bad_records`` holds the profiles' bad lines only (the caller adds the
     snapshots' once they are counted)."""
+    persisted: list[DataFrame] = []
     with _timed(work, "bad records"):
         profiles = read_clients(spark, clients, max_locate_bytes=max_locate_bytes)
     with _timed(work, "latest"):
         # Filled by writing latest/ (its first table), not by a count of its own.
-        latest = latest_observations(scan).persist(StorageLevel.MEMORY_AND_DISK_DESER)
-    client_rows = profiles.records.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        latest = keep(latest_observations(scan), persisted)
+    client_rows = keep(profiles.records, persisted)
     brokers = brokers_only(latest)  # clients negotiate with brokers, never with KRaft controllers
     versions = negotiated(brokers, client_rows)
     features = feature_rows(latest)
@@ -322,7 +324,8 @@ def _define_tables(
         targets=tuple(targets),
         timings=work.timings,
         job_groups=work.job_groups,
-        _persisted=[latest, client_rows, *(upgrades.held if upgrades else ())],
+        _persisted=[*persisted, *(upgrades.held if upgrades else ())],
+        _cached={"latest"},  # a projection of the cached latest observations
         _scan=scan,
     )
 
@@ -358,12 +361,10 @@ def _write_tables(report: FleetTables, target: str, fmt: OutputFormat, html: boo
         # Kept once written: later tables (compatibility reads negotiated) and the page read them
         # again, and each would otherwise be computed anew.  Persisted before any write starts,
         # so that whichever write reads a table first fills its cache for the others.
-        cached = df.storageLevel.useMemory or df.storageLevel.useDisk
-        if not cached and name != "latest":  # latest: a projection of a persisted frame
-            df = df.persist(StorageLevel.MEMORY_AND_DISK_DESER)
-            setattr(report, name, df)
-            report._persisted.append(df)
-            frames[name] = df
+        if name not in report._cached:
+            frames[name] = keep(df, report._persisted)
+            setattr(report, name, frames[name])
+            report._cached.add(name)
 
     def write(name: str) -> dict[str, int]:
         with _timed(report, f"write {name}"):

@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField, StructType
@@ -34,6 +33,7 @@ from pyspark.sql.types import BooleanType, IntegerType, StringType, StructField,
 from kafkacompat.negotiation.feature_gates import FEATURE_GATES
 from kafkacompat.negotiation.verdicts import CLASSIC_FALLBACKS, TRANSACTIONAL_APIS, BrokerSide, removed_in_4
 from kafkacompat.pipeline.feature_table import newest_finalized_state
+from kafkacompat.pipeline.kept import keep
 from kafkacompat.pipeline.negotiate import api_name_column, is_controller
 from kafkacompat.pipeline.what_if_core import GATED_FEATURES, UpgradeTarget
 from kafkacompat.reference import REMOVALS
@@ -245,7 +245,8 @@ def what_if(latest: DataFrame, profiles: DataFrame, targets: Sequence[UpgradeTar
     spark = latest.sparkSession
     # Both small (one row per cluster; per client, target and level combination) and read by
     # both tables: kept, so that writing the second does not compute them again.
-    clusters = _cluster_levels(latest).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    held: list[DataFrame] = []
+    clusters = keep(_cluster_levels(latest), held)
     combos = clusters.select(*_LEVELS).distinct()
     header = spark.createDataFrame(
         [(t.release, t.kind) for t in targets],
@@ -284,7 +285,7 @@ def what_if(latest: DataFrame, profiles: DataFrame, targets: Sequence[UpgradeTar
             ),
         )
     )
-    verdicts = verdicts.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    verdicts = keep(verdicts, held)
     rows = clusters.join(F.broadcast(verdicts), _LEVELS).select(
         "cluster_id", *_CLIENT, *_TARGET, "verdict", "breaking_apis", "findings"
     )
@@ -305,4 +306,4 @@ def what_if(latest: DataFrame, profiles: DataFrame, targets: Sequence[UpgradeTar
             F.transform("_apis", lambda a: a["n"]).alias("breaking_apis"),
         )
     )
-    return WhatIf(rows, summary, (clusters, verdicts))
+    return WhatIf(rows, summary, tuple(held))
