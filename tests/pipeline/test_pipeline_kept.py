@@ -48,7 +48,7 @@ def test_without_the_internal_calls_the_persisted_frame_is_used(spark: SparkSess
     persisted = spark.range(10).persist()
     original = spark._jsparkSession
     try:
-        spark._jsparkSession = OtherSpark()  # type: ignore[assignment]
+        spark._jsparkSession = OtherSpark()
         assert kept.cache_reader(persisted) is persisted
     finally:
         spark._jsparkSession = original
