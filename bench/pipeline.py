@@ -19,9 +19,10 @@ line does (a small fleet's JVM compiles with its first tier only:
 ``kafkacompat.pipeline.session``); the session's start is not timed.
 
 Rows: per workload, the session's start and the generation (neither timed),
-then one per pipeline stage
-(seconds; ``note`` says what it did) and the total, whose ``ratio`` is the
-target over the measured time (``>= 1.0`` means met).  One run each, not a
+then one per pipeline stage (seconds; ``note`` says what it did; the report
+runs two stages at a time, so these overlap and add up to more than the
+total) and the total, whose ``ratio`` is the target over the measured time
+(``>= 1.0`` means met).  One run each, not a
 best of several: a run takes a while and its stages are what is shown.  The
 load average of the machine is printed with the total, since other work on
 it slows Spark down.  The start row says what the JVM did with the
