@@ -30,7 +30,8 @@ join by size, a hash table of the brokers' side on a small fleet, sorted
 runs on a large one.  A lookup in a map of the cluster's APIs on each grid
 row, the shape before, cost a small fleet's report more than the join does:
 Spark scans a map built per row one key after the other (6,000 lines, the
-128,400 grid rows: 3.9 s of executor time with the map, 2.4 s joined).  The
+128,400 grid rows with only the brokers' side read: 3.9 s of executor CPU
+with the map, 2.4 s joined; see docs/pipeline.md for the whole table).  The
 reasons use the negotiation core's wording where it has one.
 """
 

@@ -91,7 +91,7 @@ class FleetTables:
     upgrade_first: DataFrame | None = None  # with targets: per target and client, clusters blocked
     targets: tuple[UpgradeTarget, ...] = ()
     valid_snapshots: int = 0
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage; two run at a time
     job_groups: dict[str, list[str]] = field(default_factory=dict)  # the Spark job groups of each stage
     observed: dict[str, int] = field(default_factory=dict)  # totals for the page, taken while writing
     settings: dict[str, str] = field(default_factory=dict)  # SQL settings its plans run under
@@ -216,7 +216,7 @@ class _Work:
     """What ``_timed`` records into before the report exists."""
 
     spark: SparkSession
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage; two run at a time
     job_groups: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -304,7 +304,7 @@ def _define_tables(
     with _timed(work, "bad records"):
         profiles = read_clients(spark, clients, max_locate_bytes=max_locate_bytes)
     with _timed(work, "latest"):
-        # Filled by writing latest/ (its first table), not by a count of its own.
+        # Filled by the first write that reads it, not by a count of its own.
         latest = keep(latest_observations(scan), persisted)
     client_rows = keep(profiles.records, persisted)
     brokers = brokers_only(latest)  # clients negotiate with brokers, never with KRaft controllers
