@@ -13,7 +13,11 @@ cluster.
 
 Writing: one folder per table under the output directory (Parquet by default,
 or JSON lines), then ``report.html`` next to them, made from small aggregates
-collected to the driver.  Output is overwritten.
+collected to the driver.  Output is overwritten.  The report's queries go to
+Spark two at a time (``run_concurrently``): a small fleet's queries spend
+much of their time being planned on the driver while the executors wait.
+Every persisted frame is read through its cache entry alone (``kept``), so
+that planning a table does not walk the scan's lineage again.
 """
 
 from __future__ import annotations
