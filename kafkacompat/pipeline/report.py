@@ -409,13 +409,19 @@ def run_concurrently(spark: SparkSession, calls: Sequence[Callable[[], Any]]) ->
     executors wait; two at a time keep both cores busy (see docs/pipeline.md).
     Every call runs with the caller's local properties (job group, scheduler
     pool) and session tags, copied for each call: a call may change its own.
+    The first failure, in the order of ``calls``, is raised.
     """
     from pyspark.util import inheritable_thread_target
 
-    with ThreadPoolExecutor(max_workers=CONCURRENT_JOBS, thread_name_prefix="kafkacompat-spark") as pool:
+    pool = ThreadPoolExecutor(max_workers=CONCURRENT_JOBS, thread_name_prefix="kafkacompat-spark")
+    try:
         # Wrapped here, in the caller's thread: that is where the properties are copied from.
         futures = [pool.submit(inheritable_thread_target(spark)(call)) for call in calls]
         return [future.result() for future in futures]
+    finally:
+        # After a failure or an interrupt, the calls not started yet are dropped rather than run;
+        # those running end with their jobs (Ctrl-C cancels those: PySpark's SIGINT handler).
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _write_text(spark: SparkSession, path: str, text: str) -> None:

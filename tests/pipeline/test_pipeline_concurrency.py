@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -42,3 +43,28 @@ def test_a_failing_call_fails_the_whole(spark: SparkSession) -> None:
 
     with pytest.raises(ValueError, match="boom"):
         run_concurrently(spark, [lambda: 1, fail])
+
+
+def test_after_a_failure_the_calls_not_started_are_dropped(spark: SparkSession) -> None:
+    # Two run at a time: "fails" raises once "slow" runs; its thread then takes "next"; "last"
+    # waits in the queue behind the two sleeping calls, and must be dropped, not run.
+    assert CONCURRENT_JOBS == 2
+    started: list[str] = []
+    slow_running = threading.Event()
+
+    def fails() -> None:
+        slow_running.wait(60)
+        raise ValueError("boom")
+
+    def sleeper(name: str) -> Callable[[], None]:
+        def run() -> None:
+            started.append(name)
+            if name == "slow":
+                slow_running.set()
+            time.sleep(3)
+
+        return run
+
+    with pytest.raises(ValueError, match="boom"):
+        run_concurrently(spark, [fails, sleeper("slow"), sleeper("next"), sleeper("last")])
+    assert "last" not in started and "slow" in started
