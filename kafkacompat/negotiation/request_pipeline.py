@@ -60,7 +60,7 @@ from kafkacompat.negotiation.pipeline_events import (
     Ticket,
 )
 from kafkacompat.protocol import _wire, framing, messages
-from kafkacompat.protocol.message import KafkaMessage, Reader
+from kafkacompat.protocol.message import KafkaMessage, Reader, decode_at
 from kafkacompat.protocol.messages import RequestHeader
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
@@ -412,11 +412,10 @@ def _read_body(
     A body that cannot be read is read again on its own by ``decode``, so that the
     error says exactly what the codec says of that body (offsets from its first byte).
     """
-    data = frame if frame.__class__ is bytes else bytes(frame)  # readers work on bytes
     try:
-        response: KafkaMessage = reader(data, start)[0]
-    except (DecodeError, *_wire.DECODE_FAILURES):
-        return ticket.response_cls.decode(memoryview(data)[start:], ticket.version, allow_trailing=True)
+        response: KafkaMessage = decode_at(ticket.response_cls.NAME, reader, frame, start, ticket.version)[0]
+    except DecodeError:
+        return ticket.response_cls.decode(memoryview(frame)[start:], ticket.version, allow_trailing=True)
     return response
 
 
