@@ -95,17 +95,18 @@ def class_archive(directory: Path | None = None, key: str | None = None) -> Clas
         archive = folder / f"{name}.jsa"
         if _complete(archive):
             return ClassArchive("reused", archive)
-        # Finished archives of earlier JVMs: adopt the newest (a rename: atomic), drop the rest.
-        finished = sorted(
-            (p for p in folder.glob(f"{name}-*{_PENDING}") if _complete(p)),
-            key=lambda p: p.stat().st_mtime_ns,
-        )
-        for stale in finished[:-1]:
-            stale.unlink(missing_ok=True)
+        # Archives earlier JVMs wrote: adopt the newest finished one (a rename: atomic), drop
+        # the other finished ones and those whose JVM died writing them.
+        finished: list[Path] = []
         now = time.time()
         for pending in folder.glob(f"{name}-*{_PENDING}"):
-            if not _complete(pending) and now - pending.stat().st_mtime > _ABANDONED_SECONDS:
+            if _complete(pending):
+                finished.append(pending)
+            elif now - pending.stat().st_mtime > _ABANDONED_SECONDS:
                 pending.unlink(missing_ok=True)
+        finished.sort(key=lambda p: p.stat().st_mtime_ns)
+        for stale in finished[:-1]:
+            stale.unlink(missing_ok=True)
         if finished:
             with contextlib.suppress(FileNotFoundError):  # another session adopted it first
                 os.replace(finished[-1], archive)
