@@ -48,7 +48,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -192,7 +191,7 @@ class SnapshotScan:
         return locate_bad_lines(self.spark, bad, "snapshots", self.max_locate_bytes, sizes)
 
     def unpersist(self) -> None:
-        for frame in [*self.held, self.rows]:  # rows: persisted itself when it could not be cut
+        for frame in self.held:  # rows' persisted frame among them: rows itself reads its cache
             frame.unpersist()
         self.held.clear()
 
@@ -353,6 +352,7 @@ class ClientRead:
 
     records: DataFrame
     bad: DataFrame
+    held: tuple[DataFrame, ...] = ()  # persisted for both: unpersist when done
 
 
 def read_clients(
@@ -369,7 +369,8 @@ def read_clients(
     staged = checked.withColumn(
         "reason", F.when(repeated, F.lit(DUPLICATE_PROFILE)).otherwise(F.col("reason"))
     )
-    staged = staged.persist(StorageLevel.MEMORY_AND_DISK_DESER)  # profiles are few; read once
+    held: list[DataFrame] = []
+    staged = keep(staged, held)  # profiles are few; read once for both frames
     records = staged.where(F.col("reason") == "").select(
         *[F.col("r")[f.name].alias(f.name) for f in CLIENT_SCHEMA.fields], F.col("file").alias("source_file")
     )
@@ -377,4 +378,4 @@ def read_clients(
         "file", "file_size", F.lit(None).cast("long").alias("line"), "reason", F.col("value").alias("text")
     )
     limit = default_locate_limit(spark) if max_locate_bytes is None else max_locate_bytes
-    return ClientRead(records, locate_bad_lines(spark, bad, "clients", limit))
+    return ClientRead(records, locate_bad_lines(spark, bad, "clients", limit), tuple(held))

@@ -304,9 +304,9 @@ def _define_tables(
 ) -> FleetTables:
     """Every table, lazily; ``bad_records`` holds the profiles' bad lines only (the caller adds the
     snapshots' once they are counted)."""
-    persisted: list[DataFrame] = []
     with _timed(work, "bad records"):
         profiles = read_clients(spark, clients, max_locate_bytes=max_locate_bytes)
+    persisted = list(profiles.held)
     with _timed(work, "latest"):
         # Filled by the first write that reads it, not by a count of its own.
         latest = keep(latest_observations(scan), persisted)

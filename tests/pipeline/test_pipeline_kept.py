@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafkacompat.pipeline import kept
 from kafkacompat.pipeline.kept import keep
+from kafkacompat.pipeline.report import build_fleet_report, write_fleet_report
+from kafkacompat.pipeline.what_if_core import parse_targets
 from tests.pipeline.conftest import BuiltFleet
 
 # Leaves a table's analyzed plan may have: a cache entry, or rows given by the driver (facts).
@@ -53,3 +58,21 @@ def test_without_the_internal_calls_the_persisted_frame_is_used(spark: SparkSess
     finally:
         spark._jsparkSession = original
         persisted.unpersist()
+
+
+def test_unpersisting_a_report_releases_every_cache_entry_it_made(
+    spark: SparkSession, fleet: BuiltFleet, tmp_path: Path
+) -> None:
+    # Copies of the fixture's files: plans of their own, so no cache entry is shared with the
+    # fixture's report (persisting a plan already cached adds no entry).
+    copies = [str(shutil.copy(path, tmp_path / Path(path).name)) for path in fleet.snapshot_paths]
+    clients = str(shutil.copy(fleet.client_path, tmp_path / "clients-copy.jsonl"))
+    cache = spark._jsparkSession.sharedState().cacheManager()
+    before = cache.numCachedEntries()
+    report = build_fleet_report(spark, copies, [clients], targets=parse_targets("4.0"))
+    try:
+        write_fleet_report(report, tmp_path / "out", html=False)
+        assert cache.numCachedEntries() > before
+    finally:
+        report.unpersist()
+    assert cache.numCachedEntries() == before
