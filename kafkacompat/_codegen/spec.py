@@ -65,10 +65,6 @@ class FieldSpec:
     struct: StructSpec | None = None
     aliases: tuple[str, ...] = ()  # older snake_case names of this field (renamed by Kafka)
 
-    @property
-    def is_struct(self) -> bool:
-        return self.struct is not None
-
 
 @dataclass
 class StructSpec:

@@ -52,10 +52,6 @@ class Output:
     def stderr(self) -> TextIO:
         return self._stderr if self._stderr is not None else sys.stderr
 
-    @property
-    def is_terminal(self) -> bool:
-        return _is_tty(self.stdout)
-
     def _write(self, text: str) -> None:
         """Write to stdout; a reader that went away (``| head``) ends the output quietly."""
         if self.closed:

@@ -157,12 +157,6 @@ def uvarint(value: int) -> bytes:
     return _uvarint_bytes(value)
 
 
-def uvarlong(value: int) -> bytes:
-    if value < 0 or value > 0xFFFFFFFFFFFFFFFF:
-        raise EncodeError(f"{value} does not fit an unsigned varlong")
-    return _uvarint_bytes(value)
-
-
 def _uvarint_bytes(value: int) -> bytes:
     out = bytearray()
     while value >= 0x80:
