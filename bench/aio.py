@@ -54,9 +54,9 @@ from bench.transport import (
     run_child,
 )
 from kafkacompat.aio import open_connection
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.protocol import messages
 from kafkacompat.testing import TansuBroker
-from kafkacompat.transport.config import ConnectionConfig
 
 __all__ = ["TITLE", "run"]
 

@@ -34,10 +34,10 @@ from collections.abc import Callable
 import trio
 
 from bench.common import BenchConfig, Row
+from kafkacompat.blocking.probe import probe_broker
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.testing.kafka09 import Kafka09Broker
 from kafkacompat.transport import open_connection
-from kafkacompat.transport.probe import probe_broker
 
 TITLE = "legacy detection on a real Kafka 0.9.0.1 (time beyond the TCP connect)"
 WORKLOAD = "no configuration: learn that the broker is 0.9.0 and use its table"

@@ -84,14 +84,14 @@ import trio
 import kafkacompat
 from bench.common import BenchConfig, Row, format_seconds, join
 from bench.transport_pipelined import pipelined_rows
+from kafkacompat.blocking.probe import probe_broker
+from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.testing import TansuBroker
 from kafkacompat.transport.cluster import Cluster
-from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import open_connection
-from kafkacompat.transport.coordinator_lookup import CoordinatorLookup
-from kafkacompat.transport.probe import probe_broker
 
 __all__ = ["TITLE", "run"]
 
@@ -983,12 +983,12 @@ net.close()
 CHILD_BARE = "APIS = 0\n"
 CHILD_TRIO = "import trio\nAPIS = 0\n"
 CHILD_PROBE = """
-from kafkacompat.transport.probe import probe_broker
+from kafkacompat.blocking.probe import probe_broker
 APIS = len(probe_broker(HOST, PORT, timeout=10).api_ranges)
 """
 CHILD_BLOCKING = """
 from kafkacompat.protocol.messages import MetadataRequest
-from kafkacompat.transport.blocking import open_blocking_connection
+from kafkacompat.blocking.connection import open_blocking_connection
 with open_blocking_connection(HOST, PORT, timeout=10) as conn:
     conn.request(MetadataRequest(topics=[]))
     APIS = len(conn.capabilities.api_ranges)

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kafkacompat.cli import main as cli_main
-from kafkacompat.testing import BrokerStartError, Kafka09Broker, TansuBroker, ThreadedCluster
+from kafkacompat.errors import BrokerStartError
+from kafkacompat.testing import Kafka09Broker, TansuBroker, ThreadedCluster
 
 __all__ = ["main"]
 

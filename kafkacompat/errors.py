@@ -218,7 +218,7 @@ class ReplyTooLargeError(ProtocolError):
 
 
 class ConfigError(KafkaCompatError, ValueError):
-    """A configuration value that cannot work (also importable from ``kafkacompat.transport.config``)."""
+    """A configuration value that cannot work (also importable from ``kafkacompat.connection.config``)."""
 
 
 class InvalidAddressError(ConfigError):
@@ -354,14 +354,12 @@ class BrokerRejectedError(NegotiationError):
     """The broker answered ApiVersions with an error code; ``error_name`` is Kafka's."""
 
     def __init__(
-        self, message: str, *, error_code: int, node: str | None = None, transcript: Any = None
+        self, message: str, *, error_code: int, error_name: str, node: str | None = None,
+        transcript: Any = None,
     ) -> None:
-        # Imported here: the codec package raises these errors, so loading it at import would be circular.
-        from kafkacompat.protocol.error_codes import error_for
-
         super().__init__(message, node=node, transcript=transcript)
         self.error_code = error_code
-        self.error_name = error_for(error_code).name
+        self.error_name = error_name  # the raiser reads it from the codec's table: errors.py imports nothing
 
 
 class InvalidRequestError(BrokerRejectedError):

@@ -34,10 +34,10 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+from kafkacompat.errors import BrokerStartError  # noqa: E402
 from kafkacompat.testing.kafka09 import Kafka09Broker  # noqa: E402
 from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker  # noqa: E402
 from kafkacompat.testing.noida import NoidaBroker  # noqa: E402
-from kafkacompat.testing.ports import BrokerStartError  # noqa: E402
 from kafkacompat.testing.process import BrokerProcess  # noqa: E402
 from kafkacompat.testing.tansu import TansuBroker  # noqa: E402
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster  # noqa: E402

@@ -144,7 +144,7 @@ def _render_init() -> str:
             "",
             "from typing import TYPE_CHECKING",
             "",
-            "from kafkacompat import _lazy_exports",
+            "from kafkacompat._lazy import lazy_exports as _lazy_exports",
             "",
             "if TYPE_CHECKING:",
             *(

@@ -1,8 +1,8 @@
 """The asyncio driver: negotiated connections and clusters for asyncio applications, no trio, no thread.
 
 The same decisions as the trio transport (they live in the sans-I/O
-``kafkacompat.negotiation.client_connection`` and the cluster layer written
-once in ``kafkacompat.transport.cluster_core``), moved by asyncio streams.
+``kafkacompat.connection.client_connection`` and the cluster layer written
+once in ``kafkacompat.cluster.core``), moved by asyncio streams.
 The cluster names are loaded on first use, so that an application opening
 one connection does not import the cluster layer or tenacity.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkacompat import _lazy_exports
+from kafkacompat._lazy import lazy_exports as _lazy_exports
 from kafkacompat.aio.connection import BrokerConnection, open_connection
 
 if TYPE_CHECKING:

@@ -17,10 +17,10 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from kafkacompat.aio.connection import BrokerConnection
-from kafkacompat.transport.cluster_backend import Job
-from kafkacompat.transport.cluster_core import ClusterCore
-from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
-from kafkacompat.transport.discovery import parse_bootstrap
+from kafkacompat.cluster.backend import Job
+from kafkacompat.cluster.core import ClusterCore
+from kafkacompat.cluster.discovery import parse_bootstrap
+from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
 
 __all__ = ["AsyncioBackend", "Cluster", "connect"]
 

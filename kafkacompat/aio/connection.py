@@ -27,6 +27,17 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, cast
 
 from kafkacompat.aio.channel import Channel, SocketChannel, StreamChannel
+from kafkacompat.connection.client_connection import (
+    ClientConnection,
+    OpenSocket,
+    Read,
+    Ready,
+    SetupFailed,
+    Write,
+)
+from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.connection.os_errors import translate_os_error
+from kafkacompat.connection.sasl import sasl_login
 from kafkacompat.errors import (
     AuthenticationError,
     KafkaCompatError,
@@ -37,14 +48,6 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import check_address, literal_version
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.client_connection import (
-    ClientConnection,
-    OpenSocket,
-    Read,
-    Ready,
-    SetupFailed,
-    Write,
-)
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
@@ -54,9 +57,6 @@ from kafkacompat.negotiation.pipeline_events import (
     Ticket,
 )
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
-from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
-from kafkacompat.transport.os_errors import translate_os_error
-from kafkacompat.transport.sasl import sasl_login
 
 if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
     from kafkacompat.negotiation.capability_changes import CapabilityChange
@@ -279,7 +279,7 @@ class BrokerConnection:
             else:
                 context: ssl.SSLContext | None = None
                 if tls is not None:
-                    from kafkacompat.transport.tls import tls_context
+                    from kafkacompat.connection.tls import tls_context
 
                     context = tls_context(tls)
                 server_hostname = (tls.server_hostname or self.host) if tls is not None else None

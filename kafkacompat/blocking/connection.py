@@ -25,7 +25,19 @@ import time
 from types import TracebackType
 from typing import cast
 
+from kafkacompat.blocking.sockets import BlockingSocket
+from kafkacompat.connection.client_connection import (
+    ClientConnection,
+    OpenSocket,
+    Read,
+    Ready,
+    SetupFailed,
+    Write,
+)
+from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.connection.sasl import sasl_login
 from kafkacompat.errors import (
+    ConfigError,
     KafkaCompatError,
     KafkaTimeoutError,
     NegotiationError,
@@ -35,14 +47,6 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.client_connection import (
-    ClientConnection,
-    OpenSocket,
-    Read,
-    Ready,
-    SetupFailed,
-    Write,
-)
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
@@ -53,9 +57,6 @@ from kafkacompat.negotiation.pipeline_events import (
     Ticket,
 )
 from kafkacompat.protocol.message import KafkaMessage
-from kafkacompat.transport.blocking_socket import BlockingSocket
-from kafkacompat.transport.config import DEFAULT_CONFIG, ConfigError, ConnectionConfig
-from kafkacompat.transport.sasl import sasl_login
 
 __all__ = ["BlockingConnection", "open_blocking_connection"]
 

@@ -2,7 +2,7 @@
 
 For callers that only want to know what a broker can do: health checks,
 sidecars, threads, asyncio through ``asyncio.to_thread``.  It is the blocking
-driver (``kafkacompat.transport.blocking``) stopped after the handshake: every
+driver (``kafkacompat.blocking.connection``) stopped after the handshake: every
 decision is the sans-I/O ``ClientConnection``'s, the pre-0.10 fallback
 included, and it imports neither trio, tenacity nor asyncio (``ssl`` only for
 TLS).  It learns capabilities and nothing else: no SASL (Kafka answers
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from kafkacompat.blocking.connection import BlockingConnection
+from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation.addresses import check_address, split_host_port
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.transport.blocking import BlockingConnection
-from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 
 __all__ = ["probe_address", "probe_broker"]
 

@@ -1,6 +1,6 @@
 """One blocking socket (TLS where configured), every call bounded by a deadline.
 
-The byte-moving half of the blocking driver (``kafkacompat.transport.blocking``,
+The byte-moving half of the blocking driver (``kafkacompat.blocking.connection``,
 which ``probe_broker`` also runs on): connect (every address sharing one
 deadline), the TLS handshake, whole writes, bounded reads.  Every failure comes
 out as a kafkacompat error; ``ssl`` is imported only when TLS is configured.
@@ -13,9 +13,9 @@ import socket
 import time
 from typing import TYPE_CHECKING
 
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.os_errors import translate_os_error
 from kafkacompat.errors import ConfigError, KafkaTimeoutError
-from kafkacompat.transport.config import ConnectionConfig
-from kafkacompat.transport.os_errors import translate_os_error
 
 if TYPE_CHECKING:
     import ssl
@@ -28,7 +28,7 @@ _CHUNK = 65536
 class BlockingSocket:
     """One blocking socket (TLS where configured) at a time to ``host:port``, every call
     bounded by a deadline, every failure a kafkacompat error.  Shared by the probe and
-    ``kafkacompat.transport.blocking``."""
+    ``kafkacompat.blocking.connection``."""
 
     def __init__(self, host: str, port: int, config: ConnectionConfig) -> None:
         self.host, self.port, self.config = host, port, config
@@ -43,7 +43,7 @@ class BlockingSocket:
             if tls_config is not None and self.context is None:
                 import ssl  # here: a plaintext probe never loads ssl
 
-                from kafkacompat.transport.tls import tls_context
+                from kafkacompat.connection.tls import tls_context
 
                 self.context = tls_context(tls_config)
                 # ssl refuses some server names (a leading dot, not IDNA) only once it owns the

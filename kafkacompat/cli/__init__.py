@@ -14,7 +14,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from kafkacompat import __version__
+from kafkacompat._version import __version__
 from kafkacompat.errors import KafkaCompatError
 
 # Subcommand modules, in the order ``--help`` lists them.

@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kafkacompat import __version__
+from kafkacompat._version import __version__
 from kafkacompat.cli.connection_options import add_connection_options, resolve_connection, warn_ignored
 from kafkacompat.cli.output import Output
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import ConfigError, KafkaCompatError
 from kafkacompat.negotiation.release_guess import guess_release
 from kafkacompat.negotiation.verdicts import BrokerSide, ClientSide, Verdict, client_side, judge, worst
 from kafkacompat.pipeline.client_format import kafkacompat_client_profile, parse_client_line
@@ -34,7 +34,6 @@ from kafkacompat.pipeline.snapshot_format import validate_snapshot
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import API_NAMES
 from kafkacompat.reference.releases import KINDS, RELEASES
-from kafkacompat.transport.config import ConfigError
 
 __all__ = ["brokers_for_release", "load_clients", "register", "run", "verdict_document"]
 

@@ -29,17 +29,17 @@ from typing import Any
 
 from kafkacompat.cli.properties import JaasEntry, load_properties, parse_jaas_config
 from kafkacompat.cli.redaction import Redactor
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
-from kafkacompat.negotiation.version_policy import VersionPolicy
-from kafkacompat.transport.config import (
+from kafkacompat.connection.config import (
     MECHANISMS,
-    ConfigError,
     ConnectionConfig,
     RetryPolicy,
     SaslConfig,
     Secret,
     TlsConfig,
 )
+from kafkacompat.errors import ConfigError
+from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.version_policy import VersionPolicy
 
 __all__ = [
     "PROTOCOLS",

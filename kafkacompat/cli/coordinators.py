@@ -20,10 +20,10 @@ from typing import Any
 from kafkacompat.cli.connection_options import add_connection_options, resolve_connection, warn_ignored
 from kafkacompat.cli.output import Output
 from kafkacompat.cli.probe import execute
+from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup
+from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation.coordinators import CoordinatorFound, KeyLookupFailure
 from kafkacompat.transport.cluster import Cluster
-from kafkacompat.transport.config import ConfigError
-from kafkacompat.transport.coordinator_lookup import CoordinatorLookup
 
 __all__ = ["coordinators_document", "read_keys_file", "register", "render_text", "run"]
 

@@ -18,8 +18,9 @@ from typing import Any
 
 import trio
 
+from kafkacompat.errors import EmulatorConfigError
 from kafkacompat.reference.releases import KINDS
-from kafkacompat.testing.emulator import EmulatedCluster, EmulatorConfigError, SaslConfig
+from kafkacompat.testing.emulator import EmulatedCluster, SaslConfig
 from kafkacompat.testing.emulator.sasl import MECHANISMS
 
 __all__ = ["build_cluster", "register", "run"]

@@ -9,19 +9,21 @@ attached as its cause (shown with ``--debug``).
 
 from __future__ import annotations
 
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import (
     AuthenticationError,
+    BrokersUnavailableError,
     BrokerTooOldError,
+    ConfigError,
     KafkaCompatError,
     KafkaTimeoutError,
+    NoBrokerReachableError,
+    PeerClosedError,
     TransportError,
     UnsupportedVersionError,
     WrongEndpointError,
     WrongProtocolError,
 )
-from kafkacompat.transport.cluster import BrokersUnavailableError, NoBrokerReachableError
-from kafkacompat.transport.config import ConfigError, ConnectionConfig
-from kafkacompat.transport.stream import PeerClosedError
 
 __all__ = ["CommandFailed", "explain_failure"]
 

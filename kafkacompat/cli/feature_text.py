@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kafkacompat.negotiation.features import CATALOG, METADATA_VERSION, FeatureError
+from kafkacompat.errors import FeatureError
+from kafkacompat.negotiation.features import CATALOG, METADATA_VERSION
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ["epoch_text", "feature_lines", "level_text"]

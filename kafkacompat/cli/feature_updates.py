@@ -18,13 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from kafkacompat.errors import FeatureError
 from kafkacompat.negotiation.feature_updates import result_sentence as core_sentence
 from kafkacompat.negotiation.features import (
     CATALOG,
     METADATA_VERSION,
     BlockingBroker,
     BlockingDependency,
-    FeatureError,
     FinalizeVerdict,
 )
 from kafkacompat.transport.cluster import BrokerAddress

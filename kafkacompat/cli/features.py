@@ -33,10 +33,9 @@ from kafkacompat.cli.feature_updates import (
 from kafkacompat.cli.features_describe import describe_document, describe_lines
 from kafkacompat.cli.output import Output
 from kafkacompat.cli.probe import execute
-from kafkacompat.negotiation.features import FeatureError
+from kafkacompat.errors import FeatureError, FeatureUpdateBlockedError
 from kafkacompat.protocol.error_codes import error_for
 from kafkacompat.transport.cluster import Cluster
-from kafkacompat.transport.features_admin import FeatureUpdateBlockedError
 
 __all__ = ["register", "run"]
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from kafkacompat.cli.feature_text import epoch_text, level_text
-from kafkacompat.negotiation.features import CATALOG, FeatureError
+from kafkacompat.cluster.features_admin import ClusterFeatures
+from kafkacompat.errors import FeatureError
+from kafkacompat.negotiation.features import CATALOG
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.transport.features_admin import ClusterFeatures
 
 __all__ = ["describe_document", "describe_lines"]
 

@@ -21,10 +21,9 @@ from kafkacompat.cli.connection_options import ConnectionOptions
 from kafkacompat.cli.failures import CommandFailed, explain_failure
 from kafkacompat.cli.inspect_model import BrokerProbe, ProbeReport
 from kafkacompat.cli.output import Progress
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import ConfigError, KafkaCompatError
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
 from kafkacompat.transport.cluster import BrokerAddress, Cluster, connect
-from kafkacompat.transport.config import ConfigError
 
 __all__ = ["execute", "probe", "probe_cluster", "run_async", "with_cluster"]
 

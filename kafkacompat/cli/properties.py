@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkacompat.transport.config import ConfigError
+from kafkacompat.errors import ConfigError
 
 __all__ = ["JaasEntry", "load_properties", "parse_jaas_config", "parse_properties"]
 

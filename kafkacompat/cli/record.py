@@ -25,10 +25,9 @@ from typing import Any, TextIO
 
 import trio
 
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import ConfigError, KafkaCompatError
 from kafkacompat.negotiation.recording import ProfileBook
 from kafkacompat.testing.emulator.broker import check_bind_host
-from kafkacompat.transport.config import ConfigError
 from kafkacompat.transport.record_proxy import RecordProxy
 
 __all__ = ["parse_address", "register", "run", "write_profiles"]

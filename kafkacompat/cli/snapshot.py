@@ -25,9 +25,9 @@ from kafkacompat.cli.inspect import failure_note
 from kafkacompat.cli.inspect_model import ProbeReport
 from kafkacompat.cli.output import Output, Progress
 from kafkacompat.cli.probe import probe
+from kafkacompat.cluster.controller_discovery import UNKNOWN_NODE_ID
+from kafkacompat.errors import ConfigError
 from kafkacompat.pipeline.snapshot_format import snapshot_json, snapshot_line, validate_snapshot
-from kafkacompat.transport.config import ConfigError
-from kafkacompat.transport.controller_discovery import UNKNOWN_NODE_ID
 
 __all__ = ["register", "run", "snapshot_lines"]
 

@@ -17,11 +17,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol, TypeVar
 
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.capability_changes import CapabilityChange
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
-from kafkacompat.transport.config import ConnectionConfig
 
 __all__ = ["ClusterBackend", "ConnT", "Job", "NodeConnection"]
 

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from kafkacompat.cluster.backend import NodeConnection
+from kafkacompat.cluster.discovery import BrokerAddress, ClusterMetadata, broker_from_reply
 from kafkacompat.errors import KafkaCompatError, NegotiationError, WrongEndpointError, attach_context
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.protocol.error_codes import error_for
 from kafkacompat.protocol.messages import DescribeClusterRequest
-from kafkacompat.transport.cluster_backend import NodeConnection
-from kafkacompat.transport.discovery import BrokerAddress, ClusterMetadata, broker_from_reply
 
 __all__ = ["UNKNOWN_NODE_ID", "ask_controllers"]
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from kafkacompat.cluster.backend import ClusterBackend, Job
+from kafkacompat.cluster.retries import retry_on_result
 from kafkacompat.errors import ConfigError, KafkaCompatError, TransportError
 from kafkacompat.negotiation.coordinators import (
     DEFAULT_MAX_BATCH,
@@ -39,11 +41,9 @@ from kafkacompat.negotiation.coordinators import (
     plan_coordinator_lookups,
     replan,
 )
-from kafkacompat.transport.cluster_backend import ClusterBackend, Job
-from kafkacompat.transport.retries import retry_on_result
 
 if TYPE_CHECKING:
-    from kafkacompat.transport.cluster_core import ClusterCore
+    from kafkacompat.cluster.core import ClusterCore
 
     Cluster = ClusterCore[Any]
 

@@ -17,7 +17,34 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Generic
 
-from kafkacompat.errors import KafkaCompatError, TransportError, attach_context
+from kafkacompat.cluster.backend import ClusterBackend, ConnT, Job, NodeConnection
+from kafkacompat.cluster.controller_discovery import ask_controllers
+from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup, KeyTypeLike, find_coordinators
+from kafkacompat.cluster.discovery import (
+    RETRIABLE,
+    BrokerAddress,
+    ClusterMetadata,
+    address_label,
+    ask_metadata,
+    describe_failure,
+    raise_failures,
+)
+from kafkacompat.cluster.features_admin import (
+    ClusterFeatures,
+    FeatureUpdateReport,
+    describe_features,
+    update_features,
+)
+from kafkacompat.cluster.retries import retrying
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.errors import (
+    BrokersUnavailableError,
+    KafkaCompatError,
+    NoBrokerReachableError,
+    TransportError,
+    UnknownBrokerError,
+    attach_context,
+)
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.capability_changes import CapabilityChange
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
@@ -25,29 +52,6 @@ from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
-from kafkacompat.transport.cluster_backend import ClusterBackend, ConnT, Job, NodeConnection
-from kafkacompat.transport.config import ConnectionConfig
-from kafkacompat.transport.controller_discovery import ask_controllers
-from kafkacompat.transport.coordinator_lookup import CoordinatorLookup, KeyTypeLike, find_coordinators
-from kafkacompat.transport.discovery import (
-    RETRIABLE,
-    BrokerAddress,
-    BrokersUnavailableError,
-    ClusterMetadata,
-    NoBrokerReachableError,
-    UnknownBrokerError,
-    address_label,
-    ask_metadata,
-    describe_failure,
-    raise_failures,
-)
-from kafkacompat.transport.features_admin import (
-    ClusterFeatures,
-    FeatureUpdateReport,
-    describe_features,
-    update_features,
-)
-from kafkacompat.transport.retries import retrying
 
 __all__ = ["ClusterCore"]
 

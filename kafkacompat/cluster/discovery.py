@@ -12,30 +12,25 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from kafkacompat.cluster.backend import NodeConnection
 from kafkacompat.errors import (
     BrokersUnavailableError,
+    ConfigError,
     InvalidAddressError,
     KafkaCompatError,
     KafkaTimeoutError,
-    NoBrokerReachableError,
     TransportError,
-    UnknownBrokerError,
     attach_context,
     describe_failure,
 )
 from kafkacompat.negotiation.addresses import MAX_HOST_LENGTH, check_address, display_host, split_host_port
 from kafkacompat.negotiation.node_role import NodeKind
 from kafkacompat.protocol.messages import MetadataRequest
-from kafkacompat.transport.cluster_backend import NodeConnection
-from kafkacompat.transport.config import ConfigError
 
 __all__ = [
     "RETRIABLE",
     "BrokerAddress",
-    "BrokersUnavailableError",
     "ClusterMetadata",
-    "NoBrokerReachableError",
-    "UnknownBrokerError",
     "address_label",
     "ask_metadata",
     "broker_from_reply",

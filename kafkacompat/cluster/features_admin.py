@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from kafkacompat.cluster.backend import ClusterBackend, Job, NodeConnection
+from kafkacompat.cluster.discovery import raise_failures
+from kafkacompat.cluster.retries import retry_on_result
 from kafkacompat.errors import FeatureUpdateBlockedError, KafkaCompatError
 from kafkacompat.negotiation.feature_updates import (
     UPDATE_FEATURES,
@@ -54,18 +57,14 @@ from kafkacompat.negotiation.handshake_reply import first_ranges
 from kafkacompat.protocol.error_codes import BY_NAME
 from kafkacompat.protocol.messages import UpdateFeaturesResponse
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.transport.cluster_backend import ClusterBackend, Job, NodeConnection
-from kafkacompat.transport.discovery import raise_failures
-from kafkacompat.transport.retries import retry_on_result
 
 if TYPE_CHECKING:
-    from kafkacompat.transport.cluster_core import ClusterCore
+    from kafkacompat.cluster.core import ClusterCore
 
     Cluster = ClusterCore[Any]
 
 __all__ = [
     "ClusterFeatures",
-    "FeatureUpdateBlockedError",
     "FeatureUpdateReport",
     "NodeFeatures",
     "describe_features",

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 import tenacity
 
-from kafkacompat.transport.config import RetryPolicy
+from kafkacompat.connection.config import RetryPolicy
 
 __all__ = ["backoff", "retry_on_result", "retrying"]
 

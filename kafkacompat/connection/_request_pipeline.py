@@ -68,7 +68,6 @@ from kafkacompat.protocol.versions import VersionRange
 __all__ = [
     "ConnectionFailed",
     "PipelineEvent",
-    "PipelineStateError",
     "RequestFailed",
     "RequestPipeline",
     "ResponseReceived",

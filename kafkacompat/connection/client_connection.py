@@ -75,7 +75,7 @@ from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.reply_limits import ReplyLimits
 
 if TYPE_CHECKING:  # the exchange and its messages load when a connection logs in, not before
-    from kafkacompat.negotiation.request_pipeline import RequestPipeline  # loaded by the first request
+    from kafkacompat.connection._request_pipeline import RequestPipeline  # loaded by the first request
     from kafkacompat.negotiation.sasl_exchange import Authenticated, SaslExchange, SaslMechanism
     from kafkacompat.negotiation.version_policy import VersionPolicy  # loaded by the first pick
 
@@ -227,10 +227,6 @@ class ClientConnection:
         return self._capabilities
 
     @property
-    def handshake_result(self) -> HandshakeResult | None:
-        return self._result
-
-    @property
     def transcript(self) -> HandshakeTranscript:
         return self._handshake.transcript
 
@@ -243,7 +239,7 @@ class ClientConnection:
         if self._first_request_id is None:
             raise PipelineStateError(f"the connection is not ready (phase {self._phase})", node=self.node)
         assert self._capabilities is not None
-        from kafkacompat.negotiation.request_pipeline import RequestPipeline  # see pipeline_events
+        from kafkacompat.connection._request_pipeline import RequestPipeline  # see pipeline_events
 
         self._pipeline = pipeline = RequestPipeline(
             node=self.node,

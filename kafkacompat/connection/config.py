@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CONFIG",
-    "ConfigError",
     "ConnectionConfig",
     "ReplyLimits",
     "RetryPolicy",

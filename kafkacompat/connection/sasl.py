@@ -13,15 +13,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kafkacompat.negotiation.client_connection import SaslLogin
-from kafkacompat.transport.config import ConnectionConfig
+from kafkacompat.connection.client_connection import SaslLogin
+from kafkacompat.connection.config import ConnectionConfig
 
 if TYPE_CHECKING:  # the exchange loads when a connection logs in: every driver imports this module
     from kafkacompat.negotiation.sasl_exchange import Authenticated
 
 __all__ = ["log_authenticated", "sasl_login"]
 
-log = logging.getLogger("kafkacompat.transport.sasl")
+log = logging.getLogger("kafkacompat.connection.sasl")
 
 
 def sasl_login(config: ConnectionConfig) -> SaslLogin | None:
@@ -29,7 +29,7 @@ def sasl_login(config: ConnectionConfig) -> SaslLogin | None:
     sasl = config.sasl
     if sasl is None:
         return None
-    from kafkacompat.transport.sasl_mechanisms import create_mechanism  # only SASL users pay for it
+    from kafkacompat.connection.sasl_mechanisms import create_mechanism  # only SASL users pay for it
 
     return SaslLogin(lambda: create_mechanism(sasl), sasl.username, sasl.redact)
 

@@ -38,9 +38,9 @@ import hashlib
 import hmac
 import secrets
 
+from kafkacompat.connection.config import SaslConfig, Secret
 from kafkacompat.errors import AuthenticationError
 from kafkacompat.negotiation.sasl_exchange import SaslMechanism  # what the mechanisms here satisfy
-from kafkacompat.transport.config import SaslConfig, Secret
 
 __all__ = [
     "MIN_SCRAM_ITERATIONS",

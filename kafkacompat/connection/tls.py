@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ssl
 
-from kafkacompat.transport.config import TlsConfig
+from kafkacompat.connection.config import TlsConfig
 
 __all__ = ["tls_context"]
 

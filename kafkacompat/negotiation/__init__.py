@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkacompat import _lazy_exports
+from kafkacompat._lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from kafkacompat.negotiation.capabilities import BrokerCapabilities

@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
-from kafkacompat.errors import UnsupportedVersionError
-from kafkacompat.negotiation.features import CATALOG, ChangeKind, FeatureError, classify_change
+from kafkacompat.errors import FeatureError, UnsupportedVersionError
+from kafkacompat.negotiation.features import CATALOG, ChangeKind, classify_change
 from kafkacompat.protocol.error_codes import error_for
 from kafkacompat.protocol.messages import ApiKey, UpdateFeaturesRequest, UpdateFeaturesResponse
 
@@ -61,9 +61,6 @@ class FeatureUpdate:
         if self.level == 0:
             return "disable"
         return "upgrade" if self.upgrade_type is UpgradeType.UPGRADE else "downgrade"
-
-    def describe_level(self) -> str:
-        return CATALOG.describe(self.feature, self.level)
 
 
 @dataclass(frozen=True, slots=True)

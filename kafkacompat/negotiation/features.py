@@ -39,11 +39,27 @@ from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.features import FEATURES, FeatureLevelFact
 
 __all__ = [
-    "CATALOG", "METADATA_VERSION", "UNKNOWN_EPOCH", "BlockingBroker", "BlockingDependency",
-    "BrokerFeatures", "ChangeKind", "FeatureCatalog", "FeatureChange", "FeatureError",
-    "FeatureLevel", "FinalizeVerdict", "FinalizedObservation", "FinalizedView",
-    "StaleObservation", "SupportsFeatures", "can_finalize", "can_finalize_all",
-    "classify_change", "max_safe_level", "merge_finalized", "supported_levels",
+    "CATALOG",
+    "METADATA_VERSION",
+    "UNKNOWN_EPOCH",
+    "BlockingBroker",
+    "BlockingDependency",
+    "BrokerFeatures",
+    "ChangeKind",
+    "FeatureCatalog",
+    "FeatureChange",
+    "FeatureLevel",
+    "FinalizeVerdict",
+    "FinalizedObservation",
+    "FinalizedView",
+    "StaleObservation",
+    "SupportsFeatures",
+    "can_finalize",
+    "can_finalize_all",
+    "classify_change",
+    "max_safe_level",
+    "merge_finalized",
+    "supported_levels",
 ]
 
 METADATA_VERSION = "metadata.version"

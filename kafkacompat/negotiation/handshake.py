@@ -61,16 +61,11 @@ from typing import TYPE_CHECKING, Final
 
 from kafkacompat.errors import (
     DecodeError,
+    HandshakeStateError,
     KafkaTimeoutError,
     TransportError,
 )
-from kafkacompat.negotiation.handshake_config import (
-    ClientSoftwareWarning,
-    HandshakeConfig,
-    HandshakeConfigError,
-    check_correlation_id,
-    release_ranges,
-)
+from kafkacompat.negotiation.handshake_config import HandshakeConfig, check_correlation_id, release_ranges
 from kafkacompat.negotiation.handshake_legacy import LegacySteps, failure_verdict, mismatch_verdict
 from kafkacompat.negotiation.handshake_reply import Verdict, foreign_verdict, judge_reply
 from kafkacompat.negotiation.handshake_results import accepted_result, stand_in_result
@@ -86,13 +81,10 @@ from kafkacompat.negotiation.handshake_table import (
 )
 from kafkacompat.negotiation.handshake_types import (
     Action,
-    BrokerRejectedError,
     Connect,
     Done,
     Fail,
     HandshakeResult,
-    HandshakeStateError,
-    InvalidRequestError,
     ReceiveReply,
     SendProbe,
     SendRequest,
@@ -110,17 +102,12 @@ __all__ = [
     "TRANSITIONS",
     "Action",
     "ApiVersionsHandshake",
-    "BrokerRejectedError",
-    "ClientSoftwareWarning",
     "Connect",
     "Done",
     "Event",
     "Fail",
     "HandshakeConfig",
-    "HandshakeConfigError",
     "HandshakeResult",
-    "HandshakeStateError",
-    "InvalidRequestError",
     "ReceiveReply",
     "SendProbe",
     "SendRequest",

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from kafkacompat import __version__
+from kafkacompat._version import __version__
 from kafkacompat.errors import ClientSoftwareWarning, EncodeError, HandshakeConfigError, NegotiationError
 from kafkacompat.protocol.framing import encode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
@@ -29,9 +29,7 @@ __all__ = [
     "DEFAULT_QUIET_PERIOD",
     "FIRST_SOFTWARE_FIELDS_VERSION",
     "SOFTWARE_FIELD_PATTERN",
-    "ClientSoftwareWarning",
     "HandshakeConfig",
-    "HandshakeConfigError",
     "check_correlation_id",
     "release_ranges",
     "software_field_problems",

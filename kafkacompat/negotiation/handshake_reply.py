@@ -16,7 +16,9 @@ from types import MappingProxyType
 from typing import Any, Final, NamedTuple, TypeVar
 
 from kafkacompat.errors import (
+    BrokerRejectedError,
     DecodeError,
+    InvalidRequestError,
     KafkaCompatError,
     ProtocolViolationError,
     UnsupportedVersionError,
@@ -28,7 +30,6 @@ from kafkacompat.negotiation.handshake_config import (
     FIRST_SOFTWARE_FIELDS_VERSION,
     HandshakeConfig,
 )
-from kafkacompat.negotiation.handshake_types import BrokerRejectedError, InvalidRequestError
 from kafkacompat.protocol.error_codes import INVALID_REQUEST, NONE, UNSUPPORTED_VERSION, error_for
 from kafkacompat.protocol.framing import sniff_foreign_protocol
 from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse
@@ -137,7 +138,7 @@ def _judge_afresh(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
             error_type=InvalidRequestError,
             message=f"the broker answered {name} to ApiVersions v{sent}; the likely cause is "
             f"{cause}; the connection must be closed",
-            error_fields={"error_code": code},
+            error_fields={"error_code": code, "error_name": name},
         )
     return Verdict(
         "broker-error",
@@ -146,7 +147,7 @@ def _judge_afresh(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
         flags=reread,
         error_type=BrokerRejectedError,
         message=f"the broker answered ApiVersions v{sent} with error {name} ({code}): {says}",
-        error_fields={"error_code": code},
+        error_fields={"error_code": code, "error_name": name},
     )
 
 

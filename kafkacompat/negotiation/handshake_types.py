@@ -31,9 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 from kafkacompat.errors import (
-    BrokerRejectedError,
-    HandshakeStateError,
-    InvalidRequestError,
     KafkaCompatError,
 )
 from kafkacompat.negotiation.transcript import HandshakeTranscript
@@ -42,13 +39,10 @@ from kafkacompat.protocol.versions import VersionRange
 
 __all__ = [
     "Action",
-    "BrokerRejectedError",
     "Connect",
     "Done",
     "Fail",
     "HandshakeResult",
-    "HandshakeStateError",
-    "InvalidRequestError",
     "ReceiveReply",
     "SendProbe",
     "SendRequest",

@@ -35,12 +35,12 @@ from kafkacompat.errors import (
     AuthenticationError,
     KafkaCompatError,
     KafkaTimeoutError,
+    PipelineStateError,
     ProtocolError,
     UnsupportedVersionError,
     attach_context,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.request_pipeline import PipelineStateError
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol import _wire, framing
 from kafkacompat.protocol.error_codes import ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM, error_for

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkacompat import _lazy_exports
+from kafkacompat._lazy import lazy_exports as _lazy_exports
 from kafkacompat.pipeline.client_format import (
     KAFKACOMPAT_REQUIRED_APIS,
     client_profile,

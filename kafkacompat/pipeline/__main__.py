@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from kafkacompat.cli.fleet import build_report_parser, run_report
+    from kafkacompat.pipeline.command import build_report_parser, run_report
 
     parser = build_report_parser(prog="python -m kafkacompat.pipeline")
     return run_report(parser.parse_args(argv))

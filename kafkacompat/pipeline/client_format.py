@@ -36,7 +36,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkacompat import __version__
+from kafkacompat._version import __version__
 from kafkacompat.pipeline.snapshot_format import MALFORMED, entry_problems, missing, shape_ok
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.versions import VersionRange

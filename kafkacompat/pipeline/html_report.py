@@ -23,7 +23,7 @@ from typing import Any
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafkacompat import __version__
+from kafkacompat._version import __version__
 from kafkacompat.pipeline.heatmap import HeatmapCell, render_heatmap
 from kafkacompat.pipeline.report import FleetTables, run_concurrently
 from kafkacompat.pipeline.what_if_page import render_what_if, upgrade_overview

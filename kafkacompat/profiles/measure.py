@@ -46,9 +46,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kafkacompat._cache import cache_root
 from kafkacompat.pipeline.client_format import validate_client_profile
 from kafkacompat.testing import ThreadedCluster
-from kafkacompat.testing.cache import cache_root
 from kafkacompat.testing.client_traffic import read_report
 
 __all__ = ["AGAINST", "ERA", "MEASURED", "era_evidence", "measure", "merge_profiles", "with_era"]

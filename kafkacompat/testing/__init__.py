@@ -12,7 +12,6 @@ from kafkacompat.testing.emulator import (
     BrokerProfile,
     EmulatedBroker,
     EmulatedCluster,
-    EmulatorConfigError,
     Fault,
     FaultKind,
     SaslConfig,
@@ -24,17 +23,15 @@ from kafkacompat.testing.hostile import HostileBroker, Reply, Request
 from kafkacompat.testing.kafka09 import Kafka09Broker, kafka09_home
 from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker, install_confluent_kafka
 from kafkacompat.testing.noida import NoidaBroker, noida_binary
-from kafkacompat.testing.ports import BrokerStartError, free_port
+from kafkacompat.testing.ports import free_port
 from kafkacompat.testing.process import BrokerProcess
 from kafkacompat.testing.tansu import TansuBroker, tansu_binary
 
 __all__ = [
     "BrokerProcess",
     "BrokerProfile",
-    "BrokerStartError",
     "EmulatedBroker",
     "EmulatedCluster",
-    "EmulatorConfigError",
     "Fault",
     "FaultKind",
     "HostileBroker",

@@ -58,7 +58,7 @@ def run_entry(entry: str, address: str, timeout: float, *, roomy: bool = False) 
     ``roomy`` lifts every reply ceiling to the frame limit (100 MiB), as a user
     who needs more might: then only the deadlines and the count limits hold.
     """
-    from kafkacompat.transport.config import ConnectionConfig, RetryPolicy
+    from kafkacompat.connection.config import ConnectionConfig, RetryPolicy
 
     settings: dict[str, Any] = {}
     if roomy:  # imported only here: the module also runs against checkouts older than ReplyLimits
@@ -70,7 +70,7 @@ def run_entry(entry: str, address: str, timeout: float, *, roomy: bool = False) 
                               **settings)
     host, _, port_text = address.rpartition(":")
     if entry == "probe":
-        from kafkacompat.transport.probe import probe_broker
+        from kafkacompat.blocking.probe import probe_broker
 
         return probe_broker(host, int(port_text), config, timeout=timeout)
     if entry.startswith("inspect"):
@@ -102,8 +102,8 @@ def run_entry(entry: str, address: str, timeout: float, *, roomy: bool = False) 
 
         return asyncio.run(run_aio_cluster())
     if entry == "blocking":
+        from kafkacompat.blocking.connection import open_blocking_connection
         from kafkacompat.protocol.messages import MetadataRequest as BlockingMetadata
-        from kafkacompat.transport.blocking import open_blocking_connection
 
         with open_blocking_connection(host, int(port_text), config) as blocking:
             return blocking.request(BlockingMetadata(topics=[]))

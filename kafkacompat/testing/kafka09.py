@@ -41,11 +41,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat._cache import cache_root
+from kafkacompat.errors import BrokerStartError, KafkaCompatError
 from kafkacompat.protocol import framing
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
-from kafkacompat.testing.cache import cache_root
-from kafkacompat.testing.ports import LOOPBACK, BrokerStartError, free_port
+from kafkacompat.testing.ports import LOOPBACK, free_port
 
 __all__ = ["KAFKA09_PACKAGE", "Kafka09Broker", "kafka09_cache_dir", "kafka09_home", "metadata_v0"]
 
@@ -68,7 +68,7 @@ log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
 
 
 def kafka09_cache_dir() -> Path:
-    """Where the unpacked jars live: the testing kit's cache (``testing.cache.cache_root``)."""
+    """Where the unpacked jars live: the testing kit's cache (``kafkacompat._cache.cache_root``)."""
     return cache_root()
 
 

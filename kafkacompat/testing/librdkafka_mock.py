@@ -26,8 +26,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from kafkacompat.testing.cache import cache_root
-from kafkacompat.testing.ports import BrokerStartError
+from kafkacompat._cache import cache_root
+from kafkacompat.errors import BrokerStartError
 from kafkacompat.testing.process import BrokerProcess
 
 __all__ = ["OLD_CONFLUENT_KAFKA", "LibrdkafkaMockBroker", "install_confluent_kafka"]

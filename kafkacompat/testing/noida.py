@@ -22,7 +22,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from kafkacompat.testing.ports import BrokerStartError
+from kafkacompat.errors import BrokerStartError
 from kafkacompat.testing.process import BrokerProcess
 
 __all__ = ["NOIDA_VERSION", "NoidaBroker", "noida_binary"]

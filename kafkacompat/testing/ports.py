@@ -5,11 +5,15 @@ from __future__ import annotations
 import socket
 import time
 
-from kafkacompat.errors import BrokerStartError, ProtocolError
+from kafkacompat.errors import ProtocolError
 from kafkacompat.protocol import framing
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
-__all__ = ["LOOPBACK", "BrokerStartError", "free_port", "probe_api_versions"]
+__all__ = [
+    "LOOPBACK",
+    "free_port",
+    "probe_api_versions",
+]
 
 LOOPBACK = "127.0.0.1"
 

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import IO, ClassVar, Self
 
-from kafkacompat.errors import KafkaCompatError
-from kafkacompat.testing.ports import LOOPBACK, BrokerStartError, free_port, probe_api_versions
+from kafkacompat.errors import BrokerStartError, KafkaCompatError
+from kafkacompat.testing.ports import LOOPBACK, free_port, probe_api_versions
 
 __all__ = ["BrokerProcess"]
 

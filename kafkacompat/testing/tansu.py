@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from kafkacompat.testing.ports import BrokerStartError
+from kafkacompat.errors import BrokerStartError
 from kafkacompat.testing.process import BrokerProcess
 
 __all__ = ["TansuBroker", "tansu_binary"]

@@ -1,21 +1,24 @@
-"""The trio transport: connections that negotiate by themselves, and clusters of them.
+"""The trio driver: connections that negotiate by themselves, clusters of them, and a sync facade.
 
-This package is the only place that imports trio and tenacity.  Its names are
-loaded on first use, so that opening one connection does not import the
-cluster layer, tenacity or the blocking facade.
+This package and the record proxy are the only places that import trio.  It
+only moves bytes, sleeps and waits: the connection's protocol is
+``kafkacompat.connection`` (sans-I/O), the cluster logic ``kafkacompat.cluster``.
+Its names are loaded on first use.  ``ConnectionConfig`` and its parts, and the
+blocking driver's ``open_blocking_connection``, are also offered here because
+the guides import them from here; their homes are ``kafkacompat.connection``
+and ``kafkacompat.blocking``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkacompat import _lazy_exports
+from kafkacompat._lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
-    from kafkacompat.negotiation.capability_changes import CapabilityChange
-    from kafkacompat.transport.blocking import BlockingConnection, open_blocking_connection
-    from kafkacompat.transport.cluster import Cluster, connect
-    from kafkacompat.transport.config import (
+    from kafkacompat.blocking.connection import BlockingConnection, open_blocking_connection
+    from kafkacompat.blocking.probe import probe_address, probe_broker
+    from kafkacompat.connection.config import (
         ConnectionConfig,
         ReplyLimits,
         RetryPolicy,
@@ -23,8 +26,9 @@ if TYPE_CHECKING:
         Secret,
         TlsConfig,
     )
+    from kafkacompat.negotiation.capability_changes import CapabilityChange
+    from kafkacompat.transport.cluster import Cluster, connect
     from kafkacompat.transport.connection import BrokerConnection, open_connection
-    from kafkacompat.transport.probe import probe_address, probe_broker
     from kafkacompat.transport.sync import SyncCluster, connect_sync
 
 _HOMES = {
@@ -33,18 +37,18 @@ _HOMES = {
     "open_connection": "connection",
     "Cluster": "cluster",
     "connect": "cluster",
-    "ConnectionConfig": "config",
-    "ReplyLimits": "config",
-    "RetryPolicy": "config",
-    "SaslConfig": "config",
-    "Secret": "config",
-    "TlsConfig": "config",
+    "ConnectionConfig": "kafkacompat.connection.config",
+    "ReplyLimits": "kafkacompat.connection.config",
+    "RetryPolicy": "kafkacompat.connection.config",
+    "SaslConfig": "kafkacompat.connection.config",
+    "Secret": "kafkacompat.connection.config",
+    "TlsConfig": "kafkacompat.connection.config",
     "SyncCluster": "sync",
     "connect_sync": "sync",
-    "probe_address": "probe",
-    "probe_broker": "probe",
-    "BlockingConnection": "blocking",
-    "open_blocking_connection": "blocking",
+    "probe_address": "kafkacompat.blocking.probe",
+    "probe_broker": "kafkacompat.blocking.probe",
+    "BlockingConnection": "kafkacompat.blocking.connection",
+    "open_blocking_connection": "kafkacompat.blocking.connection",
 }
 
 __all__ = [

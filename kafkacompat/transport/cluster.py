@@ -47,28 +47,18 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import trio
 
-from kafkacompat.transport.cluster_backend import Job
-from kafkacompat.transport.cluster_core import ClusterCore
-from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.cluster.backend import Job
+from kafkacompat.cluster.core import ClusterCore
+from kafkacompat.cluster.discovery import BrokerAddress, ClusterMetadata, parse_bootstrap
+from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection
-from kafkacompat.transport.discovery import (
-    BrokerAddress,
-    BrokersUnavailableError,
-    ClusterMetadata,
-    NoBrokerReachableError,
-    UnknownBrokerError,
-    parse_bootstrap,
-)
 from kafkacompat.transport.seam import raise_lone
 
 __all__ = [
     "BrokerAddress",
-    "BrokersUnavailableError",
     "Cluster",
     "ClusterMetadata",
-    "NoBrokerReachableError",
     "TrioBackend",
-    "UnknownBrokerError",
     "connect",
     "parse_bootstrap",
 ]

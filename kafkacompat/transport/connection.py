@@ -50,6 +50,9 @@ from typing import TYPE_CHECKING
 import outcome  # trio's own dependency: what wakes a task
 import trio
 
+from kafkacompat.connection.client_connection import ClientConnection
+from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.connection.sasl import log_authenticated, sasl_login
 from kafkacompat.errors import (
     KafkaCompatError,
     KafkaTimeoutError,
@@ -58,7 +61,6 @@ from kafkacompat.errors import (
     attach_context,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.client_connection import ClientConnection
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
@@ -68,16 +70,14 @@ from kafkacompat.negotiation.pipeline_events import (
     Ticket,
 )
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
-from kafkacompat.transport.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.transport.connection_tasks import ConnectionTasks, Scopes
 from kafkacompat.transport.deadlines import DeadlineKeeper
 from kafkacompat.transport.negotiate import set_up
-from kafkacompat.transport.sasl import log_authenticated, sasl_login
 from kafkacompat.transport.stream import ByteStream
 
 if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
+    from kafkacompat.connection._request_pipeline import RequestPipeline
     from kafkacompat.negotiation.capability_changes import CapabilityChange
-    from kafkacompat.negotiation.request_pipeline import RequestPipeline
 
 __all__ = ["BrokerConnection", "open_connection"]
 

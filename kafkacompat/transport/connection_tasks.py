@@ -17,11 +17,11 @@ from typing import Any
 
 import trio
 
-from kafkacompat.errors import KafkaCompatError, TransportError
-from kafkacompat.negotiation.client_connection import ClientConnection
+from kafkacompat.connection.client_connection import ClientConnection
+from kafkacompat.errors import KafkaCompatError, PeerClosedError, TransportError
 from kafkacompat.negotiation.pipeline_events import PipelineEvent
 from kafkacompat.transport.deadlines import DeadlineKeeper
-from kafkacompat.transport.stream import ByteStream, PeerClosedError
+from kafkacompat.transport.stream import ByteStream
 
 __all__ = ["ConnectionTasks", "Scopes", "cancel_scopes"]
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import trio
 
-from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError, attach_context
-from kafkacompat.negotiation.client_connection import (
+from kafkacompat.connection.client_connection import (
     ClientConnection,
     OpenSocket,
     Read,
@@ -23,7 +22,8 @@ from kafkacompat.negotiation.client_connection import (
     SetupFailed,
     Write,
 )
-from kafkacompat.transport.config import ConnectionConfig
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError, attach_context
 from kafkacompat.transport.stream import ByteStream, open_byte_stream
 
 __all__ = ["set_up"]

@@ -13,8 +13,8 @@ from typing import NoReturn
 
 import trio
 
+from kafkacompat.connection.os_errors import translate_os_error
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError
-from kafkacompat.transport.os_errors import translate_os_error
 
 __all__ = ["lone_exception", "raise_lone", "translate"]
 

@@ -17,13 +17,15 @@ from typing import TypeVar
 
 import trio
 
-from kafkacompat.errors import PeerClosedError
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.tls import tls_context
 from kafkacompat.negotiation.addresses import check_address, literal_version
-from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.seam import translate
-from kafkacompat.transport.tls import tls_context
 
-__all__ = ["ByteStream", "PeerClosedError", "open_byte_stream"]
+__all__ = [
+    "ByteStream",
+    "open_byte_stream",
+]
 
 CHUNK = 65536
 _Into = TypeVar("_Into", int, memoryview)  # what a read is given: a size, or a buffer

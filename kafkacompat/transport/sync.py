@@ -27,10 +27,10 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 import trio
 
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import TransportError
 from kafkacompat.negotiation.capability_changes import CapabilityChange
 from kafkacompat.transport.cluster import BrokerAddress, Cluster, ClusterMetadata, connect
-from kafkacompat.transport.config import ConnectionConfig
 
 __all__ = ["SyncCluster", "connect_sync"]
 

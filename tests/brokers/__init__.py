@@ -8,6 +8,6 @@ failure, never a skip.
 
 from __future__ import annotations
 
-from kafkacompat.testing.ports import LOOPBACK, BrokerStartError, free_port
+from kafkacompat.testing.ports import LOOPBACK, free_port
 
-__all__ = ["LOOPBACK", "BrokerStartError", "free_port"]
+__all__ = ["LOOPBACK", "free_port"]

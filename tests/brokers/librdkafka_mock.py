@@ -13,7 +13,8 @@ from types import TracebackType
 
 import confluent_kafka
 
-from tests.brokers import LOOPBACK, BrokerStartError
+from kafkacompat.errors import BrokerStartError
+from tests.brokers import LOOPBACK
 from tests.brokers.raw import api_versions_request, exchange, parse_api_versions
 
 __all__ = ["LibrdkafkaMockCluster"]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkacompat.testing import BrokerStartError, LibrdkafkaMockBroker, NoidaBroker, install_confluent_kafka
+from kafkacompat.errors import BrokerStartError
+from kafkacompat.testing import LibrdkafkaMockBroker, NoidaBroker, install_confluent_kafka
 from kafkacompat.testing.ports import probe_api_versions
 
 pytestmark = pytest.mark.broker

@@ -11,8 +11,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafkacompat.cli import main
-from kafkacompat.cli.fleet import SPARK_MISSING
 from kafkacompat.pipeline.client_format import validate_client_profile
+from kafkacompat.pipeline.command import SPARK_MISSING
 from kafkacompat.pipeline.report import TABLES, WHAT_IF_TABLES
 from kafkacompat.pipeline.snapshot_format import parse_snapshot_line
 

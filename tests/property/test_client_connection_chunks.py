@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkacompat.negotiation.client_connection import ClientConnection, Ready, SaslLogin
-from kafkacompat.negotiation.request_pipeline import ResponseReceived
+from kafkacompat.connection._request_pipeline import ResponseReceived
+from kafkacompat.connection.client_connection import ClientConnection, Ready, SaslLogin
+from kafkacompat.connection.config import SaslConfig as ClientSasl
+from kafkacompat.connection.sasl_mechanisms import create_mechanism
 from kafkacompat.protocol import messages
 from kafkacompat.testing.emulator import ClusterState, Node, SaslConfig, release_profiles
-from kafkacompat.transport.config import SaslConfig as ClientSasl
-from kafkacompat.transport.sasl_mechanisms import create_mechanism
 from tests.support.memory_wire import MemoryWire, round_trip, set_up
 
 SERVING = [p for p in release_profiles() if p.kind != "kraft-controller" and 18 in p.apis and 3 in p.apis]

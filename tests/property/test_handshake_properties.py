@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import HandshakeStateError, KafkaCompatError
 from kafkacompat.negotiation.handshake import (
     TRANSITIONS,
     ApiVersionsHandshake,
@@ -28,7 +28,6 @@ from kafkacompat.negotiation.handshake import (
     Event,
     Fail,
     HandshakeConfig,
-    HandshakeStateError,
     ReceiveReply,
     SendProbe,
     SendRequest,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkacompat.negotiation.request_pipeline import RequestPipeline, ResponseReceived
+from kafkacompat.connection._request_pipeline import RequestPipeline, ResponseReceived
 from kafkacompat.protocol import _wire, framing, messages
 from kafkacompat.protocol.message import KafkaMessage
 from tests.support.codec_strategies import all_versions, instances

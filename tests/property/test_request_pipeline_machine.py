@@ -14,7 +14,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from kafkacompat.negotiation.request_pipeline import (
+from kafkacompat.connection._request_pipeline import (
     ConnectionFailed,
     PipelineEvent,
     RequestFailed,

@@ -34,12 +34,12 @@ async def main():
 asyncio.run(main())
 """,
     "blocking": """
-from kafkacompat.transport.blocking import open_blocking_connection
+from kafkacompat.blocking.connection import open_blocking_connection
 with open_blocking_connection(HOST, PORT, timeout=10) as conn:
     assert conn.capabilities.api_ranges
 """,
     "probe": """
-from kafkacompat.transport.probe import probe_broker
+from kafkacompat.blocking.probe import probe_broker
 assert probe_broker(HOST, PORT, timeout=10).api_ranges
 """,
 }
@@ -56,17 +56,17 @@ NOT_FOR_A_PLAIN_CONNECTION = frozenset(
         "kafkacompat.negotiation.sasl_exchange",  # SASL: read when a connection logs in
         "kafkacompat.protocol.messages.sasl_handshake",
         "kafkacompat.protocol.messages.sasl_authenticate",
-        "kafkacompat.transport.sasl_mechanisms",
+        "kafkacompat.connection.sasl_mechanisms",
         "kafkacompat.negotiation.feature_gates",  # read on the first gated version pick
         "kafkacompat.negotiation.version_policy",  # read on the first version pick: a handshake makes none
-        "kafkacompat.negotiation.request_pipeline",  # made by the first request
+        "kafkacompat.connection._request_pipeline",  # made by the first request
         "kafkacompat.negotiation.capability_changes",  # read on a reconnect
         "kafkacompat.reference.api_names",
         "kafkacompat.negotiation.legacy_probe",  # pre-0.10 brokers only
         "kafkacompat.negotiation.features",
         "kafkacompat.negotiation.coordinators",
         "kafkacompat.transport.cluster",
-        "kafkacompat.transport.cluster_core",
+        "kafkacompat.cluster.core",
         "kafkacompat.aio.cluster",
         "tenacity",
         "uuid",  # with platform: only messages with UUID fields need it

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from kafkacompat.negotiation.client_connection import (
+from kafkacompat.connection._request_pipeline import PipelineEvent
+from kafkacompat.connection.client_connection import (
     ClientConnection,
     OpenSocket,
     Read,
@@ -19,7 +20,6 @@ from kafkacompat.negotiation.client_connection import (
     SetupFailed,
     Write,
 )
-from kafkacompat.negotiation.request_pipeline import PipelineEvent
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.testing.emulator import ClusterState, Connection, FaultPlan, RequestRecord, SaslConfig
 from kafkacompat.testing.emulator.faults import Close, Send, Stall

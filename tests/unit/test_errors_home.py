@@ -76,25 +76,36 @@ def test_every_public_exception_class_is_defined_in_errors() -> None:
     )
 
 
-def test_the_old_import_paths_give_the_same_classes() -> None:
-    old_homes = {
-        "kafkacompat.transport.discovery": ["NoBrokerReachableError", "BrokersUnavailableError",
-                                            "UnknownBrokerError"],
-        "kafkacompat.transport.stream": ["PeerClosedError"],
-        "kafkacompat.transport.features_admin": ["FeatureUpdateBlockedError"],
-        "kafkacompat.negotiation.handshake_config": ["HandshakeConfigError", "ClientSoftwareWarning"],
-        "kafkacompat.negotiation.request_pipeline": ["PipelineStateError"],
-        "kafkacompat.negotiation.features": ["FeatureError"],
-        "kafkacompat.negotiation.handshake_types": ["HandshakeStateError", "BrokerRejectedError",
-                                                    "InvalidRequestError"],
-        "kafkacompat.testing.emulator.profile": ["EmulatorConfigError"],
-        "kafkacompat.testing.ports": ["BrokerStartError"],
-        "kafkacompat.transport.config": ["ConfigError"],
-    }
-    for module_name, names in old_homes.items():
-        module = importlib.import_module(module_name)
-        for name in names:
-            assert getattr(module, name) is getattr(errors, name), f"{module_name}.{name}"
+def _error_classes() -> set[str]:
+    tree = ast.parse((PACKAGE / "errors.py").read_text(encoding="utf-8"))
+    return {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+
+
+def test_exceptions_are_imported_from_errors_and_re_exported_nowhere() -> None:
+    """One door per exception: no module lists one in ``__all__``, nobody imports one elsewhere."""
+    defined = _error_classes()
+    root = PACKAGE.parent
+    doors = []
+    for folder in ("kafkacompat", "tests", "bench", "examples"):
+        for path in sorted((root / folder).rglob("*.py")):
+            relative = path.relative_to(root).as_posix()
+            if relative == "kafkacompat/errors.py":
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+                    and node.module.startswith("kafkacompat") and node.module != "kafkacompat.errors"
+                ):
+                    doors += [f"{relative}: from {node.module} import {a.name}"
+                              for a in node.names if a.name in defined]
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+                ):
+                    listed = ast.literal_eval(node.value)
+                    doors += [f"{relative}: __all__ lists {n}" for n in listed if n in defined]
+    assert doors == []
 
 
 @pytest.mark.parametrize("cls", [ConfigError, HandshakeConfigError, EmulatorConfigError, InvalidAddressError])
@@ -103,11 +114,11 @@ def test_the_configuration_family_is_a_value_error(cls: type[Exception]) -> None
 
 
 def test_configuration_errors_raised_by_the_package_are_in_the_family() -> None:
+    from kafkacompat.connection.config import ConnectionConfig
     from kafkacompat.negotiation.coordinators import plan_coordinator_lookups
     from kafkacompat.negotiation.handshake_config import HandshakeConfig
     from kafkacompat.negotiation.version_policy import VersionPolicy
     from kafkacompat.testing.emulator import EmulatedCluster
-    from kafkacompat.transport.config import ConnectionConfig
 
     attempts = [
         lambda: HandshakeConfig(max_connections=0),

@@ -20,7 +20,6 @@ from kafkacompat.testing.emulator.handlers import Handler, Request
 from kafkacompat.testing.emulator.profile import (
     ApiVersionsEra,
     BrokerProfile,
-    EmulatorConfigError,
     custom_profile,
     default_features,
     parse_profile_spec,
@@ -37,7 +36,6 @@ __all__ = [
     "Connection",
     "EmulatedBroker",
     "EmulatedCluster",
-    "EmulatorConfigError",
     "Fault",
     "FaultKind",
     "FaultPlan",

@@ -24,10 +24,11 @@ from collections.abc import Iterable, Mapping
 
 import trio
 
+from kafkacompat.errors import EmulatorConfigError
 from kafkacompat.testing.emulator.connection import Connection, RequestRecord
 from kafkacompat.testing.emulator.faults import Close, Fault, FaultPlan, Send, Sleep, Stall
 from kafkacompat.testing.emulator.handlers import Handler
-from kafkacompat.testing.emulator.profile import BrokerProfile, EmulatorConfigError
+from kafkacompat.testing.emulator.profile import BrokerProfile
 from kafkacompat.testing.emulator.sasl import SaslConfig
 from kafkacompat.testing.emulator.state import ClusterState, FeatureSnapshot, Node
 

@@ -29,11 +29,12 @@ from typing import Any
 
 import trio
 
+from kafkacompat.errors import EmulatorConfigError
 from kafkacompat.testing.emulator.broker import EmulatedBroker, check_bind_host
 from kafkacompat.testing.emulator.connection import RequestRecord
 from kafkacompat.testing.emulator.faults import Fault
 from kafkacompat.testing.emulator.handlers import Handler
-from kafkacompat.testing.emulator.profile import BrokerProfile, EmulatorConfigError, parse_profile_spec
+from kafkacompat.testing.emulator.profile import BrokerProfile, parse_profile_spec
 from kafkacompat.testing.emulator.sasl import SaslConfig
 from kafkacompat.testing.emulator.state import ClusterState, Node
 

@@ -28,8 +28,9 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from kafkacompat.errors import EmulatorConfigError
 from kafkacompat.protocol.versions import OPEN_END, VersionRange
-from kafkacompat.testing.emulator.profile import API_VERSIONS_KEY, EmulatorConfigError
+from kafkacompat.testing.emulator.profile import API_VERSIONS_KEY
 
 __all__ = [
     "GARBAGE",

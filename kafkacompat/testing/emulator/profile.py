@@ -58,7 +58,6 @@ __all__ = [
     "EMULATOR_CATALOG",
     "ApiVersionsEra",
     "BrokerProfile",
-    "EmulatorConfigError",
     "Kind",
     "custom_profile",
     "default_features",

@@ -25,7 +25,7 @@ from typing import Any
 
 from scramp import ScramException, ScramMechanism  # type: ignore[import-untyped]
 
-from kafkacompat.testing.emulator.profile import EmulatorConfigError
+from kafkacompat.errors import EmulatorConfigError
 
 __all__ = ["MECHANISMS", "SaslConfig", "SaslFailure", "SaslSession"]
 

@@ -26,7 +26,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from kafkacompat.testing.emulator.profile import BrokerProfile, EmulatorConfigError
+from kafkacompat.errors import EmulatorConfigError
+from kafkacompat.testing.emulator.profile import BrokerProfile
 
 __all__ = [
     "COORDINATOR_PARTITIONS",

@@ -17,6 +17,9 @@ from typing import TypeVar
 import pytest
 
 from kafkacompat.aio import BrokerConnection, open_connection
+from kafkacompat.blocking.probe import probe_broker
+from kafkacompat.connection.config import ConnectionConfig, TlsConfig
+from kafkacompat.connection.config import SaslConfig as ClientSasl
 from kafkacompat.errors import (
     AuthenticationError,
     BrokerTooOldError,
@@ -29,9 +32,6 @@ from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.protocol import messages
 from kafkacompat.testing.emulator import Fault, SaslConfig, ThreadedCluster
 from kafkacompat.testing.tansu import TansuBroker
-from kafkacompat.transport.config import ConnectionConfig, TlsConfig
-from kafkacompat.transport.config import SaslConfig as ClientSasl
-from kafkacompat.transport.probe import probe_broker
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster
 from tests.support.fault_proxy import Fault as ProxyFault
 from tests.support.fault_proxy import fault_proxy

@@ -8,12 +8,12 @@ partial for that reason.
 
 from __future__ import annotations
 
+from kafkacompat.blocking.probe import probe_broker
 from kafkacompat.cli.render_inspect import details_lines
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.testing.emulator import ThreadedCluster
-from kafkacompat.transport.config import ConnectionConfig
-from kafkacompat.transport.probe import probe_broker
 
 
 def _probe(release: str, max_version: int) -> BrokerCapabilities:

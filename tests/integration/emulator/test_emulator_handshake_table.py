@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import trio
 
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.testing.emulator import ApiVersionsEra, BrokerProfile, Fault, release_profiles
-from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import open_connection
 
 PROFILES = release_profiles()

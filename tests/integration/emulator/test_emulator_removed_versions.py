@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 import trio
 
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import TransportError, VersionRemovedError
 from kafkacompat.protocol import messages as m
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.testing.emulator import EmulatedCluster, Fault
-from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import open_connection
 
 QUICK = ConnectionConfig(connect_timeout=3.0, request_timeout=5.0)

@@ -12,11 +12,11 @@ from typing import Any
 
 import trio
 
+from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup
 from kafkacompat.protocol.messages import FindCoordinatorResponse
 from kafkacompat.testing.emulator import EmulatedCluster, Request
 from kafkacompat.testing.emulator.handlers import find_coordinator
 from kafkacompat.transport.cluster import connect
-from kafkacompat.transport.coordinator_lookup import CoordinatorLookup
 
 KEYS = [f"group-{i}" for i in range(24)]
 

@@ -8,6 +8,7 @@ import pytest
 import scramp  # type: ignore[import-untyped]
 import trio
 
+from kafkacompat.errors import EmulatorConfigError
 from kafkacompat.protocol.messages import (
     ApiVersionsRequest,
     DescribeClusterRequest,
@@ -17,7 +18,7 @@ from kafkacompat.protocol.messages import (
     SaslHandshakeRequest,
     UpdateFeaturesRequest,
 )
-from kafkacompat.testing import EmulatedCluster, EmulatorConfigError, SaslConfig, ThreadedCluster
+from kafkacompat.testing import EmulatedCluster, SaslConfig, ThreadedCluster
 from tests.integration.emulator.wire_client import WireClient
 
 V3 = ApiVersionsRequest(client_software_name="emulator-tests", client_software_version="1.0")

@@ -13,12 +13,12 @@ from typing import Any
 
 import trio
 
+from kafkacompat.blocking.probe import probe_broker
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake_config import HandshakeConfig, release_ranges
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.testing.kafka09 import Kafka09Broker
 from kafkacompat.transport import ConnectionConfig, connect, open_connection
-from kafkacompat.transport.probe import probe_broker
 from tests.integration.cli.cli_runner import Runner
 
 FIND_COORDINATOR, METADATA = 10, 3

@@ -42,11 +42,12 @@ from typing import Any
 
 import pytest
 
+from kafkacompat.errors import BrokerStartError
 from kafkacompat.profiles import load_measured
 from kafkacompat.profiles.measure import DEFAULT_CACHE, ERA, MEASURED, ROOT, era_evidence, install, record_run
 from kafkacompat.testing.client_traffic import read_report
 from kafkacompat.testing.kafka09 import Kafka09Broker
-from kafkacompat.testing.ports import BrokerStartError, free_port
+from kafkacompat.testing.ports import free_port
 
 API_VERSIONS = 18
 # The clients' own request timeout: long enough for the real broker on a loaded machine to

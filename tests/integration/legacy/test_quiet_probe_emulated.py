@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import trio
 
+from kafkacompat.blocking.probe import probe_broker
 from kafkacompat.errors import KafkaTimeoutError
 from kafkacompat.negotiation.handshake_config import HandshakeConfig, release_ranges
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.testing.emulator import Fault
 from kafkacompat.transport import ConnectionConfig, open_connection
-from kafkacompat.transport.probe import probe_broker
 
 QUIET = 0.1
 CONFIG = ConnectionConfig(connect_timeout=5, request_timeout=3, handshake=HandshakeConfig(quiet_period=QUIET))

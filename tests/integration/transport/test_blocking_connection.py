@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from kafkacompat.blocking.connection import BlockingConnection, open_blocking_connection
+from kafkacompat.blocking.probe import probe_broker
+from kafkacompat.connection.config import ConnectionConfig, Secret, TlsConfig
+from kafkacompat.connection.config import SaslConfig as ClientSasl
 from kafkacompat.errors import (
     AuthenticationError,
     BrokerTooOldError,
@@ -31,10 +35,6 @@ from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol import messages
 from kafkacompat.testing.emulator import Fault, SaslConfig, ThreadedCluster
 from kafkacompat.testing.tansu import TansuBroker
-from kafkacompat.transport.blocking import BlockingConnection, open_blocking_connection
-from kafkacompat.transport.config import ConnectionConfig, Secret, TlsConfig
-from kafkacompat.transport.config import SaslConfig as ClientSasl
-from kafkacompat.transport.probe import probe_broker
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster
 from tests.support.fault_proxy import Fault as ProxyFault
 from tests.support.fault_proxy import fault_proxy
@@ -230,7 +230,7 @@ def test_a_connection_opens_again_after_close() -> None:
 def test_the_blocking_path_imports_no_trio_tenacity_or_asyncio(tansu: TansuBroker) -> None:
     code = (
         "import sys\n"
-        "from kafkacompat.transport.blocking import open_blocking_connection\n"
+        "from kafkacompat.blocking.connection import open_blocking_connection\n"
         "from kafkacompat.protocol.messages import MetadataRequest\n"
         f"with open_blocking_connection('{tansu.host}', {tansu.port}) as conn:\n"
         "    conn.request(MetadataRequest(topics=[]))\n"

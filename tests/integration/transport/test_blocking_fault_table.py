@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from kafkacompat.blocking.connection import open_blocking_connection
 from kafkacompat.errors import KafkaCompatError
 from kafkacompat.protocol import messages as m
 from kafkacompat.testing.tansu import TansuBroker
-from kafkacompat.transport.blocking import open_blocking_connection
 from tests.integration.transport.test_connection_faults import (
     CONFIG,
     KEY,

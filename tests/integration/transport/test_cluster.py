@@ -32,14 +32,22 @@ import trio.testing
 
 import kafkacompat
 import kafkacompat.aio
+from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup
+from kafkacompat.cluster.features_admin import ClusterFeatures, FeatureUpdateReport
+from kafkacompat.connection.config import ConnectionConfig, RetryPolicy
 from kafkacompat.errors import (
+    BrokersUnavailableError,
+    ConfigError,
+    FeatureError,
+    FeatureUpdateBlockedError,
     KafkaCompatError,
     NegotiationError,
+    NoBrokerReachableError,
     TransportError,
+    UnknownBrokerError,
     UnsupportedVersionError,
     WrongProtocolError,
 )
-from kafkacompat.negotiation.features import FeatureError
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol import framing
 from kafkacompat.protocol.error_codes import (
@@ -60,19 +68,7 @@ from kafkacompat.testing import EmulatedCluster
 from kafkacompat.testing.emulator.state import FeatureSnapshot
 from kafkacompat.testing.ports import free_port
 from kafkacompat.testing.tansu import TansuBroker
-from kafkacompat.transport.cluster import (
-    BrokersUnavailableError,
-    NoBrokerReachableError,
-    UnknownBrokerError,
-    parse_bootstrap,
-)
-from kafkacompat.transport.config import ConfigError, ConnectionConfig, RetryPolicy
-from kafkacompat.transport.coordinator_lookup import CoordinatorLookup
-from kafkacompat.transport.features_admin import (
-    ClusterFeatures,
-    FeatureUpdateBlockedError,
-    FeatureUpdateReport,
-)
+from kafkacompat.transport.cluster import parse_bootstrap
 from kafkacompat.transport.sync import SyncCluster
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster
 from tests.support.cluster_drivers import Driver, Side

@@ -13,15 +13,19 @@ from typing import Any
 import pytest
 import trio
 
-from kafkacompat.errors import AuthenticationError, KafkaCompatError, KafkaTimeoutError
+from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup
+from kafkacompat.connection.config import ConnectionConfig, RetryPolicy, TlsConfig
+from kafkacompat.connection.config import SaslConfig as ClientSasl
+from kafkacompat.errors import (
+    AuthenticationError,
+    KafkaCompatError,
+    KafkaTimeoutError,
+    NoBrokerReachableError,
+)
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.testing import EmulatedCluster
 from kafkacompat.testing.emulator import SaslConfig
 from kafkacompat.testing.tansu import TansuBroker
-from kafkacompat.transport.cluster import NoBrokerReachableError
-from kafkacompat.transport.config import ConnectionConfig, RetryPolicy, TlsConfig
-from kafkacompat.transport.config import SaslConfig as ClientSasl
-from kafkacompat.transport.coordinator_lookup import CoordinatorLookup
 from tests.support.cluster_drivers import Driver, Side
 from tests.support.fault_proxy import Fault, fault_proxy
 from tests.support.tls_terminator import TlsFiles, make_tls_files, terminate_tls_for

@@ -15,16 +15,21 @@ import pytest
 import trio
 
 import kafkacompat
-from kafkacompat.errors import KafkaCompatError, NegotiationError, UnsupportedVersionError, WrongEndpointError
+from kafkacompat.cluster.controller_discovery import UNKNOWN_NODE_ID
+from kafkacompat.connection.config import ConnectionConfig, RetryPolicy
+from kafkacompat.errors import (
+    KafkaCompatError,
+    NegotiationError,
+    NoBrokerReachableError,
+    UnsupportedVersionError,
+    WrongEndpointError,
+)
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.error_codes import CLUSTER_AUTHORIZATION_FAILED, UNKNOWN_SERVER_ERROR
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import DescribeClusterResponse
 from kafkacompat.testing.emulator import EmulatedCluster, ThreadedCluster
 from kafkacompat.testing.emulator.handlers import Request
-from kafkacompat.transport.cluster import NoBrokerReachableError
-from kafkacompat.transport.config import ConnectionConfig, RetryPolicy
-from kafkacompat.transport.controller_discovery import UNKNOWN_NODE_ID
 from tests.support.cluster_drivers import Driver, Side
 
 pytestmark = pytest.mark.broker

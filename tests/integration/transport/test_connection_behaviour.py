@@ -20,10 +20,10 @@ import pytest
 import trio
 import trio.testing
 
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError
 from kafkacompat.protocol import messages as m
 from kafkacompat.testing.tansu import TansuBroker
-from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection, open_connection
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster
 from tests.support.fault_proxy import ConnectionRecord, Fault, FaultProxy, fault_proxy

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import trio
 
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import (
     BrokerTooOldError,
     DecodeError,
@@ -35,7 +36,6 @@ from kafkacompat.errors import (
 )
 from kafkacompat.protocol import messages as m
 from kafkacompat.testing.tansu import TansuBroker
-from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection, open_connection
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster
 from tests.support.fault_proxy import (

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import trio
 
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError
 from kafkacompat.protocol import messages as m
 from kafkacompat.testing.tansu import TansuBroker
-from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection, open_connection
 from kafkacompat.transport.stream import ByteStream
 from tests.support.fault_proxy import Fault, fault_proxy

@@ -24,6 +24,8 @@ import pytest
 import trio
 
 from kafkacompat.aio import connect as connect_aio
+from kafkacompat.blocking.probe import probe_broker
+from kafkacompat.connection.config import ConnectionConfig, RetryPolicy
 from kafkacompat.errors import (
     FanOutLimitError,
     InvalidAddressError,
@@ -49,9 +51,7 @@ from kafkacompat.testing.hostile import (
 )
 from kafkacompat.testing.hostile_client import client_argv, measure
 from kafkacompat.transport.cluster import connect
-from kafkacompat.transport.config import ConnectionConfig, RetryPolicy
 from kafkacompat.transport.connection import open_connection
-from kafkacompat.transport.probe import probe_broker
 
 REPO = Path(__file__).resolve().parents[3]
 TIMEOUT = 2.0

@@ -12,10 +12,10 @@ import asyncio
 import pytest
 
 from kafkacompat import aio
+from kafkacompat.connection.config import ConnectionConfig, Secret
+from kafkacompat.connection.config import SaslConfig as ClientSasl
 from kafkacompat.protocol.messages import ApiKey, MetadataRequest
 from kafkacompat.testing.emulator import EmulatedCluster, SaslConfig, ThreadedCluster
-from kafkacompat.transport.config import ConnectionConfig, Secret
-from kafkacompat.transport.config import SaslConfig as ClientSasl
 from kafkacompat.transport.connection import open_connection
 
 CLIENT_ID = "billing-7"

@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 import trio
 
+from kafkacompat.blocking.probe import probe_address, probe_broker
+from kafkacompat.connection.config import ConnectionConfig, TlsConfig
 from kafkacompat.errors import (
     AuthenticationError,
     BrokerTooOldError,
@@ -38,9 +40,7 @@ from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.testing import Fault, ThreadedCluster, profile_for
 from kafkacompat.testing.ports import free_port
 from kafkacompat.testing.tansu import TansuBroker
-from kafkacompat.transport.config import ConnectionConfig, TlsConfig
 from kafkacompat.transport.connection import open_connection
-from kafkacompat.transport.probe import probe_address, probe_broker
 from tests.brokers.librdkafka_mock import LibrdkafkaMockCluster
 from tests.support.tls_terminator import (
     TlsFiles,
@@ -301,7 +301,7 @@ def test_closed_port_is_a_transport_error() -> None:
 CHILD = """
 import json, resource, sys
 import kafkacompat
-from kafkacompat.transport.config import ConnectionConfig, TlsConfig
+from kafkacompat.connection.config import ConnectionConfig, TlsConfig
 tls = TlsConfig(ca_file=sys.argv[3]) if len(sys.argv) > 3 else None
 config = ConnectionConfig(connect_timeout=3, request_timeout=3, tls=tls)
 before = sorted(m for m in ("ssl", "_ssl") if m in sys.modules)

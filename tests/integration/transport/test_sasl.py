@@ -16,16 +16,15 @@ import pytest
 import trio
 import trio.testing
 
-from kafkacompat.errors import AuthenticationError, KafkaCompatError, KafkaTimeoutError
+from kafkacompat.connection.config import ConnectionConfig, SaslConfig, Secret
+from kafkacompat.errors import AuthenticationError, BrokerStartError, KafkaCompatError, KafkaTimeoutError
 from kafkacompat.protocol.messages import (
     MetadataRequest,
     MetadataResponse,
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
-from kafkacompat.testing.ports import BrokerStartError
 from kafkacompat.testing.tansu import TansuBroker
-from kafkacompat.transport.config import ConnectionConfig, SaslConfig, Secret
 from kafkacompat.transport.connection import open_connection
 from tests.support.sasl_server import run_sasl_server
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from kafkacompat.connection.config import ConnectionConfig, SaslConfig, Secret, TlsConfig
 from kafkacompat.errors import (
     AuthenticationError,
     BrokerTooOldError,
@@ -22,7 +23,6 @@ from kafkacompat.errors import (
 )
 from kafkacompat.protocol.messages import MetadataRequest, MetadataResponse
 from kafkacompat.testing.tansu import TansuBroker
-from kafkacompat.transport.config import ConnectionConfig, SaslConfig, Secret, TlsConfig
 from kafkacompat.transport.connection import open_connection
 from tests.support.sasl_server import run_sasl_server
 from tests.support.tls_terminator import (

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from kafkacompat.cli.check import brokers_for_release, brokers_from_snapshots, load_clients
+from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.release_guess import known_api_ranges
 from kafkacompat.pipeline.snapshot_format import snapshot_json, snapshot_line
-from kafkacompat.transport.config import ConfigError
 
 
 def test_profiles_by_name_and_version() -> None:

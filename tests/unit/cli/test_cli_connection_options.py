@@ -9,7 +9,7 @@ import pytest
 
 from kafkacompat.cli import build_parser
 from kafkacompat.cli.connection_options import ConnectionOptions, resolve_connection
-from kafkacompat.transport.config import ConfigError
+from kafkacompat.errors import ConfigError
 
 PASSWORD = "Wonderland-0xC0FFEE"
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"

@@ -17,18 +17,18 @@ from kafkacompat.cli.feature_updates import (
     wrong_direction,
 )
 from kafkacompat.cli.features_describe import describe_document, describe_lines, kafka_lines
+from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup
+from kafkacompat.cluster.features_admin import ClusterFeatures, NodeFeatures
+from kafkacompat.errors import FeatureError
 from kafkacompat.negotiation.coordinators import CoordinatorFound, CoordinatorKeyType, KeyLookupFailure
 from kafkacompat.negotiation.features import (
     BrokerFeatures,
-    FeatureError,
     FinalizedObservation,
     can_finalize_all,
     merge_finalized,
 )
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.transport.cluster import BrokerAddress
-from kafkacompat.transport.coordinator_lookup import CoordinatorLookup
-from kafkacompat.transport.features_admin import ClusterFeatures, NodeFeatures
 
 # -- parsing --------------------------------------------------------------------------------
 

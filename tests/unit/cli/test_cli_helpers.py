@@ -12,17 +12,18 @@ import pytest
 from kafkacompat.cli.failures import CommandFailed, explain_failure
 from kafkacompat.cli.output import Output, Progress, progress_mode
 from kafkacompat.cli.redaction import Redactor
+from kafkacompat.connection.config import ConnectionConfig, SaslConfig, Secret, TlsConfig
 from kafkacompat.errors import (
     AuthenticationError,
     BrokerTooOldError,
+    ConfigError,
     KafkaTimeoutError,
+    NoBrokerReachableError,
+    PeerClosedError,
     TransportError,
     UnsupportedVersionError,
     WrongProtocolError,
 )
-from kafkacompat.transport.cluster import NoBrokerReachableError
-from kafkacompat.transport.config import ConfigError, ConnectionConfig, SaslConfig, Secret, TlsConfig
-from kafkacompat.transport.stream import PeerClosedError
 
 SECRET = "hunter2-0xC0FFEE"
 PLAIN = ConnectionConfig()

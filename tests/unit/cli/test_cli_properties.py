@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kafkacompat.cli.properties import load_properties, parse_jaas_config, parse_properties
-from kafkacompat.transport.config import ConfigError
+from kafkacompat.errors import ConfigError
 
 SECRET = "s3cr3t-Value-with:separators"
 

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkacompat.errors import (
-    AuthenticationError,
-    BrokerTooOldError,
-    KafkaTimeoutError,
-    ProtocolError,
-    TransportError,
-    WrongProtocolError,
-)
-from kafkacompat.negotiation.client_connection import (
+from kafkacompat.connection._request_pipeline import ConnectionFailed, ResponseReceived
+from kafkacompat.connection.client_connection import (
     ClientConnection,
     Phase,
     Read,
@@ -20,8 +13,18 @@ from kafkacompat.negotiation.client_connection import (
     SaslLogin,
     SetupFailed,
 )
+from kafkacompat.connection.config import SaslConfig as ClientSasl
+from kafkacompat.connection.sasl_mechanisms import create_mechanism
+from kafkacompat.errors import (
+    AuthenticationError,
+    BrokerTooOldError,
+    KafkaTimeoutError,
+    PipelineStateError,
+    ProtocolError,
+    TransportError,
+    WrongProtocolError,
+)
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
-from kafkacompat.negotiation.request_pipeline import ConnectionFailed, PipelineStateError, ResponseReceived
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.framing import decode_request, encode_response
 from kafkacompat.testing.emulator import (
@@ -34,8 +37,6 @@ from kafkacompat.testing.emulator import (
     SaslConfig,
     release_profiles,
 )
-from kafkacompat.transport.config import SaslConfig as ClientSasl
-from kafkacompat.transport.sasl_mechanisms import create_mechanism
 from tests.support.memory_wire import MemoryWire, round_trip, set_up
 
 PROFILES = release_profiles()

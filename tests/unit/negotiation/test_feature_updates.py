@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkacompat.errors import UnsupportedVersionError
+from kafkacompat.errors import FeatureError, UnsupportedVersionError
 from kafkacompat.negotiation.feature_updates import (
     FeatureUpdate,
     UpgradeType,
@@ -12,7 +12,6 @@ from kafkacompat.negotiation.feature_updates import (
     plan_feature_updates,
     read_update_features,
 )
-from kafkacompat.negotiation.features import FeatureError
 from kafkacompat.protocol.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
 
 

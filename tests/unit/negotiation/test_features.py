@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from kafkacompat.errors import NegotiationError
+from kafkacompat.errors import FeatureError, NegotiationError
 from kafkacompat.negotiation.features import (
     CATALOG,
     BlockingBroker,
     BlockingDependency,
     BrokerFeatures,
     ChangeKind,
-    FeatureError,
     FinalizedObservation,
     FinalizedView,
     StaleObservation,

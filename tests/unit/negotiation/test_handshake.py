@@ -15,8 +15,13 @@ from typing import Any, TypeVar
 import pytest
 
 from kafkacompat.errors import (
+    BrokerRejectedError,
     BrokerTooOldError,
+    ClientSoftwareWarning,
     DecodeError,
+    HandshakeConfigError,
+    HandshakeStateError,
+    InvalidRequestError,
     KafkaCompatError,
     KafkaTimeoutError,
     NegotiationError,
@@ -29,17 +34,12 @@ from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import (
     TRANSITIONS,
     ApiVersionsHandshake,
-    BrokerRejectedError,
-    ClientSoftwareWarning,
     Connect,
     Done,
     Event,
     Fail,
     HandshakeConfig,
-    HandshakeConfigError,
     HandshakeResult,
-    HandshakeStateError,
-    InvalidRequestError,
     ReceiveReply,
     SendProbe,
     SendRequest,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError
+from kafkacompat.errors import HandshakeConfigError, HandshakeStateError, KafkaCompatError, KafkaTimeoutError
 from kafkacompat.negotiation.handshake import (
     TRANSITIONS,
     ApiVersionsHandshake,
@@ -22,8 +22,6 @@ from kafkacompat.negotiation.handshake import (
     Event,
     Fail,
     HandshakeConfig,
-    HandshakeConfigError,
-    HandshakeStateError,
     ReceiveReply,
     SendProbe,
     SendRequest,

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 CHILD = """
 import json, sys
-import kafkacompat.aio, kafkacompat.transport.blocking
-from kafkacompat.negotiation.client_connection import ClientConnection, Ready
+import kafkacompat.aio, kafkacompat.blocking.connection
+from kafkacompat.connection.client_connection import ClientConnection, Ready
 from kafkacompat.protocol.framing import decode_request, encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse
 

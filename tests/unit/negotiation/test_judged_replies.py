@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from kafkacompat.connection.client_connection import ClientConnection, Ready
 from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation import capabilities, handshake_reply
 from kafkacompat.negotiation.capabilities import BrokerCapabilities, sealed
-from kafkacompat.negotiation.client_connection import ClientConnection, Ready
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.negotiation.handshake_reply import judge_reply
 from kafkacompat.negotiation.handshake_types import HandshakeResult

@@ -16,11 +16,11 @@ import pytest
 
 import kafkacompat
 from kafkacompat import aio
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.negotiation import version_policy
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.protocol.messages import ApiKey
-from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import BrokerConnection
 
 PACKAGE = Path(kafkacompat.__file__).parent

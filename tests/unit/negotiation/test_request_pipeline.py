@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from kafkacompat.errors import DecodeError, KafkaTimeoutError, ProtocolError, TransportError
-from kafkacompat.negotiation.request_pipeline import (
+from kafkacompat.connection._request_pipeline import (
     ConnectionFailed,
-    PipelineStateError,
     RequestFailed,
     RequestPipeline,
     ResponseReceived,
     SentWithoutReply,
+)
+from kafkacompat.errors import (
+    DecodeError,
+    KafkaTimeoutError,
+    PipelineStateError,
+    ProtocolError,
+    TransportError,
 )
 from kafkacompat.protocol import framing, messages
 

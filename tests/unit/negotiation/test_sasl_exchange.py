@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkacompat.errors import AuthenticationError, KafkaTimeoutError, ProtocolError
+from kafkacompat.errors import AuthenticationError, KafkaTimeoutError, PipelineStateError, ProtocolError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.request_pipeline import PipelineStateError
 from kafkacompat.negotiation.sasl_exchange import (
     MAX_ROUND_TRIPS,
     Authenticated,

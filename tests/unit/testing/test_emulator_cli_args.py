@@ -6,7 +6,8 @@ import pytest
 
 from kafkacompat.cli import COMMANDS, build_parser, main
 from kafkacompat.cli.emulate import build_cluster
-from kafkacompat.testing.emulator import EmulatorConfigError, check_bind_host
+from kafkacompat.errors import EmulatorConfigError
+from kafkacompat.testing.emulator import check_bind_host
 
 
 def cluster_of(*argv: str) -> object:

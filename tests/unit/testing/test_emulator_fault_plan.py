@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from kafkacompat.errors import EmulatorConfigError
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.testing.emulator import EmulatorConfigError, Fault, FaultKind, FaultPlan
+from kafkacompat.testing.emulator import Fault, FaultKind, FaultPlan
 from kafkacompat.testing.emulator.faults import (
     GARBAGE,
     HTTP_REPLY,

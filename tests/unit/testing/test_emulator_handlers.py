@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from kafkacompat.errors import EmulatorConfigError
 from kafkacompat.protocol.messages import (
     DescribeClusterRequest,
     FindCoordinatorRequest,
     MetadataRequest,
 )
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.testing.emulator import EmulatorConfigError, profile_for
+from kafkacompat.testing.emulator import profile_for
 from kafkacompat.testing.emulator.state import java_string_hash
 from tests.unit.testing.emulator_harness import Close, Harness, cluster
 

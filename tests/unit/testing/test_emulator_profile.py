@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from kafkacompat.errors import EmulatorConfigError
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.releases import RELEASES, ReleaseProfile
 from kafkacompat.testing.emulator import (
     ApiVersionsEra,
-    EmulatorConfigError,
     custom_profile,
     default_features,
     parse_profile_spec,

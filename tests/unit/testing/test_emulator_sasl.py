@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 import scramp  # type: ignore[import-untyped]
 
+from kafkacompat.errors import EmulatorConfigError
 from kafkacompat.protocol.messages import (
     ApiVersionsRequest,
     MetadataRequest,
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
 )
-from kafkacompat.testing.emulator import EmulatorConfigError, SaslConfig
+from kafkacompat.testing.emulator import SaslConfig
 from tests.unit.testing.emulator_harness import Close, Harness, Send, cluster, sent
 
 USERS = {"alice": "alice-secret"}

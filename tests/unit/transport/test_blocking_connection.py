@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from kafkacompat.blocking.connection import BlockingConnection, open_blocking_connection
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import (
     ConfigError,
     KafkaTimeoutError,
@@ -33,8 +35,6 @@ from kafkacompat.protocol.messages import (
     MetadataResponse,
     ProduceRequest,
 )
-from kafkacompat.transport.blocking import BlockingConnection, open_blocking_connection
-from kafkacompat.transport.config import ConnectionConfig
 
 LOOPBACK = "127.0.0.1"
 LIMIT = 5.0

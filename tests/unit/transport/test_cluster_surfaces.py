@@ -109,9 +109,9 @@ def test_one_asyncio_connection_does_not_load_the_cluster_layer() -> None:
     code = (
         "import sys\n"
         "from kafkacompat.aio import open_connection\n"
-        "assert 'kafkacompat.transport.cluster_core' not in sys.modules\n"
+        "assert 'kafkacompat.cluster.core' not in sys.modules\n"
         "assert 'tenacity' not in sys.modules\n"
         "from kafkacompat.aio import connect\n"
-        "assert 'kafkacompat.transport.cluster_core' in sys.modules\n"
+        "assert 'kafkacompat.cluster.core' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from kafkacompat.cluster.coordinator_lookup import coordinator_key_type
 from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation.coordinators import CoordinatorKeyType
-from kafkacompat.transport.coordinator_lookup import coordinator_key_type
 
 
 @pytest.mark.parametrize(

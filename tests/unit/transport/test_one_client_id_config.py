@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from kafkacompat.connection.client_connection import ClientConnection, Ready, SaslLogin
+from kafkacompat.connection.config import ConnectionConfig
+from kafkacompat.connection.config import SaslConfig as ClientSasl
+from kafkacompat.connection.sasl_mechanisms import create_mechanism
 from kafkacompat.errors import ConfigError
-from kafkacompat.negotiation.client_connection import ClientConnection, Ready, SaslLogin
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.testing.emulator import ClusterState, Node, SaslConfig, profile_for
-from kafkacompat.transport.config import ConnectionConfig
-from kafkacompat.transport.config import SaslConfig as ClientSasl
-from kafkacompat.transport.sasl_mechanisms import create_mechanism
 from tests.support.memory_wire import MemoryWire, round_trip, set_up
 
 

@@ -22,8 +22,13 @@ from typing import Any
 
 import pytest
 
+from kafkacompat.blocking import connection as blocking_module
+from kafkacompat.blocking.probe import probe_address, probe_broker
+from kafkacompat.connection.config import ConnectionConfig, TlsConfig
+from kafkacompat.connection.os_errors import translate_os_error
 from kafkacompat.errors import (
     BrokerTooOldError,
+    ConfigError,
     InvalidAddressError,
     KafkaCompatError,
     KafkaTimeoutError,
@@ -38,10 +43,6 @@ from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.framing import RequestFrame, decode_request, encode_response
 from kafkacompat.protocol.messages import ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
-from kafkacompat.transport import blocking as blocking_module
-from kafkacompat.transport.config import ConfigError, ConnectionConfig, TlsConfig
-from kafkacompat.transport.os_errors import translate_os_error
-from kafkacompat.transport.probe import probe_address, probe_broker
 
 LOOPBACK = "127.0.0.1"
 LIMIT = 5.0  # seconds any server-side wait may take
@@ -389,7 +390,7 @@ def test_address_forms(form: str) -> None:
 
 def test_sasl_is_ignored() -> None:
     """Kafka answers ApiVersions before authentication: the probe sends nothing else."""
-    from kafkacompat.transport.config import SaslConfig, Secret
+    from kafkacompat.connection.config import SaslConfig, Secret
 
     config = ConnectionConfig(sasl=SaslConfig("PLAIN", "alice", Secret("x")), request_timeout=2.0)
 

@@ -9,9 +9,9 @@ import pytest
 import trio
 import trio.testing
 
+from kafkacompat.cluster.retries import retry_on_result, retrying
+from kafkacompat.connection.config import RetryPolicy
 from kafkacompat.errors import KafkaTimeoutError, ProtocolError, TransportError
-from kafkacompat.transport.config import RetryPolicy
-from kafkacompat.transport.retries import retry_on_result, retrying
 
 POLICY = RetryPolicy(attempts=4, initial_backoff=1.0, max_backoff=3.0, jitter=0.0)
 RETRIABLE = (TransportError, KafkaTimeoutError)

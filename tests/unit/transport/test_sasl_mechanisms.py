@@ -9,14 +9,14 @@ import hmac
 import pytest
 import scramp  # type: ignore[import-untyped]
 
-from kafkacompat.errors import AuthenticationError
-from kafkacompat.transport.config import SaslConfig, Secret
-from kafkacompat.transport.sasl_mechanisms import (
+from kafkacompat.connection.config import SaslConfig, Secret
+from kafkacompat.connection.sasl_mechanisms import (
     MIN_SCRAM_ITERATIONS,
     PlainMechanism,
     ScramMechanism,
     create_mechanism,
 )
+from kafkacompat.errors import AuthenticationError
 
 # RFC 7677, section 3.
 RFC_NONCE = "rOprNGfwEbeRWgbNEkqO"

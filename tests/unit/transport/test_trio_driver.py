@@ -14,13 +14,13 @@ import pytest
 import trio
 import trio.testing
 
+from kafkacompat.connection.client_connection import ClientConnection
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import EncodeError, KafkaTimeoutError, TransportError
-from kafkacompat.negotiation.client_connection import ClientConnection
 from kafkacompat.protocol import messages as m
 from kafkacompat.testing.emulator import ClusterState, Connection, Fault, FaultPlan, Node
 from kafkacompat.testing.emulator.faults import Close, Send, Sleep, Stall
 from kafkacompat.testing.emulator.profile import profile_for
-from kafkacompat.transport.config import ConnectionConfig
 from kafkacompat.transport.connection import REFILL_DELAY, BrokerConnection, open_connection
 
 METADATA, API_VERSIONS, FIND_COORDINATOR = 3, 18, 10

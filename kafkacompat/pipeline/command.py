@@ -1,0 +1,160 @@
+"""The fleet report's command: its options and its run, shared by ``kafkacompat fleet-report``
+and ``python -m kafkacompat.pipeline`` (spark-submit's entry script).
+
+It lives in the pipeline so that the pipeline's entry point needs nothing from
+the CLI above it; the CLI registers the same options and handler.  Spark is
+imported when the report runs, never at import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from kafkacompat.pipeline.what_if_core import parse_targets
+
+__all__ = ["SPARK_MISSING", "add_report_arguments", "build_report_parser", "run_report"]
+
+SPARK_MISSING = (
+    "kafkacompat fleet-report needs PySpark, which is not installed: "
+    "pip install 'kafkacompat[spark]' (and a Java 17+ runtime)."
+)
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``fleet-report`` options (shared with ``python -m kafkacompat.pipeline``)."""
+    parser.add_argument(
+        "--snapshots",
+        nargs="+",
+        required=True,
+        metavar="PATH",
+        help="snapshot files, folders or globs (JSON lines; Parquet when every path ends in .parquet)",
+    )
+    parser.add_argument(
+        "--clients", nargs="+", required=True, metavar="PATH", help="client profile JSON lines"
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="output folder (overwritten), local or any Spark URI"
+    )
+    parser.add_argument(
+        "--master",
+        help="Spark master (default: $KAFKACOMPAT_SPARK_MASTER, else spark-submit's, else local[*])",
+    )
+    parser.add_argument(
+        "--format", choices=("parquet", "json"), default="parquet", help="table format (default parquet)"
+    )
+    parser.add_argument(
+        "--snapshots-format",
+        choices=("auto", "json", "parquet"),
+        default="auto",
+        help="input format of the snapshots (default: from the paths' names)",
+    )
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting (repeatable)"
+    )
+    parser.add_argument(
+        "--what-if",
+        action="append",
+        default=[],
+        metavar="RELEASES",
+        help="also judge upgrading every cluster to these releases, e.g. 4.0,4.2 or 3.9/kraft-broker "
+        "(repeatable): writes what_if/ and upgrade_first/",
+    )
+
+
+def build_report_parser(prog: str = "kafkacompat fleet-report") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Build the fleet compatibility report with Spark."
+    )
+    add_report_arguments(parser)
+    return parser
+
+
+def _settings(pairs: list[str]) -> dict[str, str]:
+    settings: dict[str, str] = {}
+    for pair in pairs:
+        key, found, value = pair.partition("=")
+        if not found or not key:
+            raise ValueError(f"--conf wants KEY=VALUE, got {pair!r}")
+        settings[key] = value
+    return settings
+
+
+def run_report(args: argparse.Namespace) -> int:
+    try:
+        settings = _settings(args.conf)
+        targets = parse_targets(args.what_if) if args.what_if else ()
+    except ValueError as exc:  # ConfigError is a ValueError too
+        print(f"kafkacompat fleet-report: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print(SPARK_MISSING, file=sys.stderr)
+        return 1
+    from pyspark.sql import SparkSession
+
+    from kafkacompat.pipeline.report import build_fleet_report, write_fleet_report
+    from kafkacompat.pipeline.session import fleet_session
+
+    settings.setdefault("spark.ui.showConsoleProgress", "false")
+    started = time.perf_counter()
+    ours = SparkSession.getActiveSession() is None  # stop only a session this command started
+    try:
+        # The snapshot files, known before the JVM starts, let a small fleet's JVM be set for it.
+        spark = fleet_session(args.master, conf=settings, snapshots=args.snapshots)
+    except Exception as exc:  # Spark reports a missing Java or a bad master this way
+        print(f"kafkacompat fleet-report: could not start Spark: {exc}", file=sys.stderr)
+        return 1
+    try:
+        report = build_fleet_report(
+            spark, args.snapshots, args.clients, snapshots_format=args.snapshots_format, targets=targets
+        )
+        counts = write_fleet_report(report, args.out, args.format)
+        first = _upgrade_first_lines(report)
+        report.unpersist()
+    finally:
+        if ours:
+            spark.stop()
+    elapsed = time.perf_counter() - started
+    _print_summary(args.out, report.valid_snapshots, counts, report.timings, elapsed)
+    for line in first:
+        print(line)
+    return 0
+
+
+def _upgrade_first_lines(report: Any, shown: int = 5) -> list[str]:
+    """Per target: clusters every client can follow, and the clients that block the most."""
+    if report.upgrade_first is None:
+        return []
+    from kafkacompat.pipeline.what_if_page import upgrade_overview
+
+    lines = []
+    for target in upgrade_overview(report):
+        lines.append(
+            f"  what if {target.label}: {target.upgradable:,} of {target.clusters:,} clusters can be "
+            f"upgraded today ({target.blocked:,} blocked, {target.unknown:,} could not tell)"
+        )
+        for client in target.blockers[:shown]:
+            apis = ", ".join(client.breaking_apis)
+            lines.append(f"    upgrade first: {client.label} blocks {client.blocked:,} cluster(s): {apis}")
+    return lines
+
+
+def _print_summary(
+    out: str, valid: int, counts: dict[str, int], timings: dict[str, float], elapsed: float
+) -> None:
+    width = max(len(name) for name in counts)
+    print(f"fleet report in {out} ({elapsed:.1f} s; {valid:,} valid snapshot lines)")
+    for name, rows in counts.items():
+        print(f"  {name.ljust(width)}  {rows:>12,} rows")
+    html = Path(out.removeprefix("file:")) / "report.html"
+    if html.exists():
+        print(f"  report: {html}")
+    print("  stages: " + ", ".join(f"{stage} {seconds:.1f} s" for stage, seconds in timings.items()))
+    bad = counts.get("bad_records", 0)
+    if bad:
+        print(f"  {bad:,} bad input line(s): see {out}/bad_records and the report")
