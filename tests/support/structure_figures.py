@@ -27,9 +27,10 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from kafkacompat._generated import is_generated as generated_path
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kafkacompat"
-GENERATED_DIRS = ("kafkacompat/protocol/messages",)
 ABOVE_DRIVERS = ("testing", "cli", "pipeline", "profiles", "_codegen")
 
 
@@ -46,8 +47,7 @@ def modules() -> dict[str, Path]:
 
 
 def is_generated(path: Path) -> bool:
-    rel = path.relative_to(ROOT).as_posix()
-    return any(rel.startswith(d) for d in GENERATED_DIRS)
+    return generated_path(path.relative_to(ROOT).as_posix())
 
 
 def _is_type_checking(node: ast.If) -> bool:

@@ -17,6 +17,7 @@ import pytest
 
 import kafkacompat
 from kafkacompat import errors
+from kafkacompat._generated import is_generated
 from kafkacompat.errors import (
     ConfigError,
     EmulatorConfigError,
@@ -29,7 +30,6 @@ from kafkacompat.errors import (
 )
 
 PACKAGE = Path(kafkacompat.__file__).parent
-GENERATED = ("protocol/messages/", "reference/")
 #: Public exception classes defined outside errors.py, and why.
 ELSEWHERE = {
     # The CLI's envelope for an expected failure: its main prints it; a library caller never sees it.
@@ -44,7 +44,7 @@ def _public_classes() -> list[tuple[str, str]]:
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE.parent).with_suffix("")
         parts = relative.parts[1:]
-        if relative.as_posix().removeprefix("kafkacompat/").startswith(GENERATED):
+        if is_generated(relative.as_posix()):
             continue
         if any(part.startswith("_") and part != "__init__" for part in parts):
             continue
