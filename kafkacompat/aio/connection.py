@@ -34,15 +34,14 @@ from kafkacompat.connection.client_connection import (
     Ready,
     SetupFailed,
     Write,
+    require_request,
 )
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
 from kafkacompat.connection.os_errors import translate_os_error
-from kafkacompat.connection.sasl import sasl_login
 from kafkacompat.errors import (
     AuthenticationError,
     KafkaCompatError,
     KafkaTimeoutError,
-    ProtocolError,
     TransportError,
     attach_context,
 )
@@ -111,16 +110,7 @@ class BrokerConnection:
         if self._protocol is not None and not self._closed:
             raise TransportError("this connection is already open", node=self.node)
         self._closed = False
-        protocol = ClientConnection(
-            self.config.handshake,
-            node=self.node,
-            node_id=self.node_id,
-            sasl=sasl_login(self.config),
-            policy=self.config.policy,
-            max_in_flight=self.config.max_in_flight,
-            max_frame_size=self.config.max_frame_size,
-            reply_limits=self.config.reply_limits,
-        )
+        protocol = ClientConnection(self.config, node=self.node, node_id=self.node_id)
         ready = await self._set_up(protocol)
         channel = self._channel
         if isinstance(channel, SocketChannel):  # a write it finishes later may fail with nobody waiting
@@ -180,20 +170,19 @@ class BrokerConnection:
         protocol = self._protocol
         if protocol is None or self.capabilities is None:
             raise TransportError("the connection has not negotiated yet", node=self.node)
-        if message.MESSAGE_TYPE != "request" or message.API_KEY is None:
-            raise ProtocolError(f"{message.NAME} is not a request")
+        api_key = require_request(message)
         if version is None:
-            version = self.pick_version(message.API_KEY)
+            version = self.pick_version(api_key)
         limit = request_timeout if request_timeout is not None else self.config.request_timeout
         deadline = asyncio.get_running_loop().time() + limit
         ticket: Ticket | None = None
         try:
             async with asyncio.timeout_at(deadline):
                 async with self._slots:
-                    failure = protocol.pipeline.failure
+                    failure = protocol.failure
                     if failure is not None or self._closed:
                         raise (failure or TransportError("the connection was closed", node=self.node))
-                    ticket = protocol.pipeline.send(message, version)
+                    ticket = protocol.send(message, version)
                     if self._read_task is None:
                         reading = self._read_loop(protocol)
                         self._read_task = asyncio.create_task(reading, name=f"kafkacompat reader {self.node}")
@@ -358,7 +347,7 @@ class BrokerConnection:
         channel = self._channel
         if channel is None or not protocol.is_ready:
             return
-        data = protocol.pipeline.bytes_to_send()
+        data = protocol.bytes_to_send()
         if not data:
             return
         try:
@@ -368,7 +357,7 @@ class BrokerConnection:
         except (OSError, ssl.SSLError) as exc:
             self._dispatch(protocol.closed(translate_os_error(exc, self.node, "writing a request")))
             return
-        self._dispatch(protocol.pipeline.write_done())
+        self._dispatch(protocol.write_done())
 
     def _write_failed(self, protocol: ClientConnection, exc: OSError) -> None:
         if protocol.is_ready:
@@ -379,7 +368,7 @@ class BrokerConnection:
         if waiter is not None and not waiter.done():
             waiter.cancel()
         if protocol.is_ready:
-            self._dispatch(protocol.pipeline.abandon(ticket))
+            self._dispatch(protocol.abandon(ticket))
 
     def _dispatch(self, events: list[PipelineEvent]) -> None:
         for event in events:

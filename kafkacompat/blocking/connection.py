@@ -33,15 +33,14 @@ from kafkacompat.connection.client_connection import (
     Ready,
     SetupFailed,
     Write,
+    require_request,
 )
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
-from kafkacompat.connection.sasl import sasl_login
 from kafkacompat.errors import (
     ConfigError,
     KafkaCompatError,
     KafkaTimeoutError,
     NegotiationError,
-    ProtocolError,
     TransportError,
     attach_context,
 )
@@ -56,7 +55,7 @@ from kafkacompat.negotiation.pipeline_events import (
     SentWithoutReply,
     Ticket,
 )
-from kafkacompat.protocol.message import KafkaMessage
+from kafkacompat.protocol.message import KafkaRequest, ResponseT
 
 __all__ = ["BlockingConnection", "open_blocking_connection"]
 
@@ -116,16 +115,7 @@ class BlockingConnection:
             if self.is_ready:
                 raise TransportError("this connection is already open", node=self.node)
             self._close_locked()
-            protocol = ClientConnection(
-                self.config.handshake,
-                node=self.node,
-                node_id=self.node_id,
-                sasl=sasl_login(self.config),
-                policy=self.config.policy,
-                max_in_flight=self.config.max_in_flight,
-                max_frame_size=self.config.max_frame_size,
-                reply_limits=self.config.reply_limits,
-            )
+            protocol = ClientConnection(self.config, node=self.node, node_id=self.node_id)
             try:
                 ready = self._set_up(protocol, overall)
             except KafkaCompatError as exc:
@@ -156,16 +146,19 @@ class BlockingConnection:
         return self.capabilities.pick_version(api_key, self.config.policy)
 
     def request(
-        self, message: KafkaMessage, *, version: int | None = None, request_timeout: float | None = None
-    ) -> KafkaMessage:
+        self,
+        message: KafkaRequest[ResponseT],
+        *,
+        version: int | None = None,
+        request_timeout: float | None = None,
+    ) -> ResponseT:
         """Send ``message`` at the picked (or given) version; return the decoded response.
 
         ``request_timeout`` (default: the configured one) covers writing, waiting
         and decoding; past it the request is given up and ``KafkaTimeoutError``
         raised.  A Produce with ``acks=0`` returns None once written.
         """
-        if message.MESSAGE_TYPE != "request" or message.API_KEY is None:
-            raise ProtocolError(f"{message.NAME} is not a request", node=self.node)
+        api_key = require_request(message, self.node)
         limit = self.config.request_timeout if request_timeout is None else request_timeout
         if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < limit < math.inf:
             raise ConfigError(f"request_timeout must be a positive number of seconds, not {limit!r}")
@@ -174,14 +167,14 @@ class BlockingConnection:
             if protocol is None:
                 raise TransportError("the connection has not negotiated yet", node=self.node)
             if version is None:
-                version = self.pick_version(message.API_KEY)
+                version = self.pick_version(api_key)
             deadline = time.monotonic() + limit
-            ticket = protocol.pipeline.send(message, version)  # raises what ended a failed connection
+            ticket = protocol.send(message, version)  # raises what ended a failed connection
             what = f"{message.NAME} v{version}"
             response = self._exchange(protocol, ticket, deadline, what)
             if time.monotonic() > deadline:  # decoding ran past it: a deadline covers the whole call
                 raise KafkaTimeoutError(f"no response to {what} within the timeout", node=self.node)
-            return cast(KafkaMessage, response)  # None only for an acks=0 Produce
+            return cast(ResponseT, response)  # None only for an acks=0 Produce
 
     # -- driving the sans-I/O connection ------------------------------------------------
 
@@ -245,20 +238,19 @@ class BlockingConnection:
                 raise KafkaTimeoutError(f"timed out while reading {action.what}", node=self.node)
 
     def _exchange(self, protocol: ClientConnection, ticket: Ticket, deadline: float, what: str) -> object:
-        pipeline = protocol.pipeline
         if time.monotonic() >= deadline:  # still queued: taken back as if never asked
-            self._settled(ticket, pipeline.abandon(ticket))
+            self._settled(ticket, protocol.abandon(ticket))
             raise KafkaTimeoutError(f"timed out before sending {what}", node=self.node)
         try:
-            self._wire.write(pipeline.bytes_to_send(), deadline)
+            self._wire.write(protocol.bytes_to_send(), deadline)
         except KafkaTimeoutError:
             # Perhaps cut off half-way: the pipeline decides (the connection fails if so).
-            self._settled(ticket, pipeline.abandon(ticket))
+            self._settled(ticket, protocol.abandon(ticket))
             raise KafkaTimeoutError(f"timed out sending {what}", node=self.node) from None
         except TransportError as exc:
             events = protocol.closed(exc)
         else:
-            events = pipeline.write_done()
+            events = protocol.write_done()
         while True:
             ended, response = self._settled(ticket, events)
             if ended:
@@ -266,7 +258,7 @@ class BlockingConnection:
             try:
                 data = self._wire.receive(deadline, f"reading the answer to {what}")
             except KafkaTimeoutError:
-                self._settled(ticket, pipeline.abandon(ticket))  # its late answer is read and dropped
+                self._settled(ticket, protocol.abandon(ticket))  # its late answer is read and dropped
                 raise KafkaTimeoutError(f"no response to {what} within the timeout", node=self.node) from None
             except TransportError as exc:
                 events = protocol.closed(exc)

@@ -41,6 +41,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from kafkacompat.connection.config import DEFAULT_MAX_IN_FLIGHT
 from kafkacompat.errors import (
     DecodeError,
     KafkaCompatError,
@@ -103,7 +104,7 @@ class RequestPipeline:
         node: str | None = None,
         client_id: str | None = None,
         first_correlation_id: int = 0,
-        max_in_flight: int = 64,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         max_abandoned: int = 1024,
         frames: framing.FrameSplitter | None = None,
         reply_limits: ReplyLimits | None = None,

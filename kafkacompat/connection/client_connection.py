@@ -43,22 +43,23 @@ reads to ``receive_data`` and wakes the callers named in the events returned
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from enum import Enum, StrEnum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.connection.sasl import SaslLogin, sasl_login
 from kafkacompat.errors import (
-    ConfigError,
     KafkaCompatError,
     KafkaTimeoutError,
     PipelineStateError,
+    ProtocolError,
     TransportError,
     WrongProtocolError,
     attach_context,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
-from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION, HandshakeConfig
+from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION
 from kafkacompat.negotiation.handshake_types import (
     Connect,
     Done,
@@ -70,14 +71,12 @@ from kafkacompat.negotiation.handshake_types import (
 )
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket
 from kafkacompat.negotiation.transcript import HandshakeTranscript
-from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameSplitter
+from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.protocol.message import KafkaMessage
-from kafkacompat.protocol.reply_limits import ReplyLimits
 
 if TYPE_CHECKING:  # the exchange and its messages load when a connection logs in, not before
     from kafkacompat.connection._request_pipeline import RequestPipeline  # loaded by the first request
-    from kafkacompat.negotiation.sasl_exchange import Authenticated, SaslExchange, SaslMechanism
-    from kafkacompat.negotiation.version_policy import VersionPolicy  # loaded by the first pick
+    from kafkacompat.negotiation.sasl_exchange import Authenticated, SaslExchange
 
 __all__ = [
     "ClientConnection",
@@ -85,14 +84,10 @@ __all__ = [
     "Phase",
     "Read",
     "Ready",
-    "SaslLogin",
     "SetupFailed",
     "Write",
+    "require_request",
 ]
-
-
-class _Same(Enum):
-    AS_HANDSHAKE = "as the handshake's"
 
 
 class Phase(StrEnum):
@@ -136,15 +131,14 @@ class SetupFailed(NamedTuple):
 SetupAction = OpenSocket | Write | Read | Ready | SetupFailed
 # Enum members as plain names: reading one through its class costs ~0.1 us on CPython 3.11.
 _SETUP, _READY, _FAILED, _CLOSED = Phase.SETUP, Phase.READY, Phase.FAILED, Phase.CLOSED
-_AS_HANDSHAKE: Final = _Same.AS_HANDSHAKE
 
 
-class SaslLogin(NamedTuple):
-    """How to authenticate: a fresh mechanism per connection, the user name, a redactor."""
-
-    new_mechanism: Callable[[], SaslMechanism]
-    username: str
-    redact: Callable[[str], str] = str
+def require_request(message: KafkaMessage, node: str | None = None) -> int:
+    """The api key of ``message``, which must be a request: every driver's one check."""
+    api_key = message.API_KEY
+    if message.MESSAGE_TYPE != "request" or api_key is None:
+        raise ProtocolError(f"{message.NAME} is not a request", node=node)
+    return api_key
 
 
 # What a Write and a Read say, per ApiVersions version: made once, not per connection.
@@ -163,32 +157,28 @@ class ClientConnection:
 
     def __init__(
         self,
-        handshake: HandshakeConfig | None = None,
+        config: ConnectionConfig | None = None,
         *,
         node: str | None = None,
         node_id: int | None = None,
         sasl: SaslLogin | None = None,
-        policy: VersionPolicy | None = None,
-        client_id: str | _Same | None = _Same.AS_HANDSHAKE,
-        max_in_flight: int = 32,
-        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-        reply_limits: ReplyLimits | None = None,
     ) -> None:
+        """A connection made as ``config`` says (its client id, bounds, policy, SASL).
+
+        ``sasl`` stands in for the config's login, for a mechanism the config cannot name.
+        """
+        config = config if config is not None else DEFAULT_CONFIG
+        self.config = config
         self.node = node
         self.node_id = node_id
-        self.policy = policy
-        self.max_in_flight = max_in_flight
-        self.max_frame_size = max_frame_size
-        self.reply_limits = reply_limits if reply_limits is not None else ReplyLimits()
-        self.handshake_config = handshake if handshake is not None else HandshakeConfig()
-        # One client id for the whole connection: the handshake's.  A second one is refused
-        # rather than sent on the requests after the handshake.
-        self.client_id = self.handshake_config.client_id
-        if client_id is not _AS_HANDSHAKE and client_id != self.client_id:
-            raise ConfigError(
-                f"client_id {client_id!r} differs from the handshake's {self.client_id!r}; "
-                "a connection has one client id: set it on the HandshakeConfig"
-            )
+        self.policy = config.policy
+        self.max_in_flight = config.max_in_flight
+        self.max_frame_size = max_frame_size = config.max_frame_size
+        self.reply_limits = config.reply_limits
+        self.handshake_config = config.handshake
+        self.client_id = config.client_id  # the handshake's too: ConnectionConfig keeps them one
+        if sasl is None and config.sasl is not None:
+            sasl = sasl_login(config)
         self._sasl_login = sasl
         self._handshake = ApiVersionsHandshake(self.handshake_config, node=node)
         self._frames = FrameSplitter(max_frame_size)
@@ -230,9 +220,8 @@ class ClientConnection:
     def transcript(self) -> HandshakeTranscript:
         return self._handshake.transcript
 
-    @property
-    def pipeline(self) -> RequestPipeline:
-        """The request side; only once the connection is ready."""
+    def _request_side(self) -> RequestPipeline:
+        """The request pipeline (private); only once the connection is ready."""
         pipeline = self._pipeline
         if pipeline is not None:
             return pipeline
@@ -287,7 +276,7 @@ class ClientConnection:
     def receive_data(self, data: bytes | bytearray | memoryview) -> list[PipelineEvent]:
         """Bytes read from the socket: setup moves on, or responses come out (once ready)."""
         if self._phase is _READY:
-            return self._watch(self.pipeline.receive_data(data))
+            return self._watch(self._request_side().receive_data(data))
         self._expect(Read)
         self._frames.push(data)
         return self._read_setup_frames()
@@ -318,7 +307,7 @@ class ClientConnection:
         if self._first_request_id is not None and self._frames.pending:
             # Setup ended on a frame of this read; any frame after it answers nothing asked
             # yet, and the pipeline fails the connection for it.
-            return self._watch(self.pipeline.read_frames())
+            return self._watch(self._request_side().read_frames())
         return []
 
     def _setup_ceiling(self) -> tuple[int, str]:
@@ -341,7 +330,7 @@ class ClientConnection:
             if self._pipeline is None:  # no request was ever made: nothing pending, nothing to load
                 self._close_error = error
                 return []
-            return self.pipeline.connection_lost(error)
+            return self._request_side().connection_lost(error)
         if self._phase is not _SETUP:
             return []
         if self._sasl is not None:
@@ -375,12 +364,47 @@ class ClientConnection:
     # -- requests, once ready -----------------------------------------------------------
 
     def send(self, message: KafkaMessage, version: int | None = None) -> Ticket:
-        """Queue a request at ``version`` (default: the version picked for this broker)."""
-        pipeline = self.pipeline
+        """Queue a request at ``version`` (default: the version picked for this broker).
+
+        Raises ``PipelineStateError`` past the in-flight bound (``has_capacity`` says
+        when there is room) and what ended the connection once it failed.
+        """
+        pipeline = self._request_side()
         if version is None:
             assert self._capabilities is not None
-            version = self._capabilities.pick_version(message.API_KEY or 0, self.policy)
+            version = self._capabilities.pick_version(require_request(message, self.node), self.policy)
         return pipeline.send(message, version)
+
+    def bytes_to_send(self) -> bytes:
+        """Once ready: the frames queued and not written yet, at once (``write_done`` after)."""
+        return self._request_side().bytes_to_send()
+
+    def write_done(self) -> list[PipelineEvent]:
+        """What ``bytes_to_send`` returned was written: the events of requests that end there."""
+        return self._request_side().write_done()
+
+    def abandon(self, ticket: Ticket) -> list[PipelineEvent]:
+        """The caller of ``ticket`` gave up: its slot is freed, its late answer read and dropped."""
+        return self._request_side().abandon(ticket)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not ended; 0 before the connection is ready."""
+        pipeline = self._pipeline
+        return pipeline.in_flight if pipeline is not None else 0
+
+    @property
+    def has_capacity(self) -> bool:
+        """Whether ``send`` would take one more request now."""
+        return self._request_side().has_capacity
+
+    @property
+    def failure(self) -> KafkaCompatError | None:
+        """Once ready: the error that ended the connection, if it failed (a close included)."""
+        pipeline = self._pipeline
+        if pipeline is None and self._first_request_id is None:
+            return None  # not ready yet: setup failures are SetupFailed's
+        return (pipeline if pipeline is not None else self._request_side()).failure
 
     def body_room(self) -> memoryview | None:
         """Once ready: the unfilled part of the reply body being read, for a driver that
@@ -390,7 +414,7 @@ class ClientConnection:
     def body_filled(self, count: int) -> list[PipelineEvent]:
         """``count`` bytes were read into ``body_room()``: the events of what completed."""
         self._frames.body_filled(count)
-        return self._watch(self.pipeline.read_frames())
+        return self._watch(self._request_side().read_frames())
 
     # -- moving between phases ----------------------------------------------------------
 

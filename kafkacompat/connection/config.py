@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CONFIG",
+    "DEFAULT_MAX_IN_FLIGHT",
     "ConnectionConfig",
     "ReplyLimits",
     "RetryPolicy",
@@ -111,6 +112,10 @@ class RetryPolicy:
             raise ConfigError("backoff bounds must satisfy 0 <= initial <= max")
 
 
+#: Requests sent and not answered, per connection: the one default, the pipeline's too.
+DEFAULT_MAX_IN_FLIGHT = 32
+
+
 @dataclass(frozen=True, slots=True)
 class ConnectionConfig:
     """Everything about how connections are made; one object shared by every driver.
@@ -131,7 +136,7 @@ class ConnectionConfig:
 
     connect_timeout: float = 10.0
     request_timeout: float = 30.0
-    max_in_flight: int = 32
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     client_id: str | None = "kafkacompat"
     handshake: HandshakeConfig = field(default_factory=HandshakeConfig)

@@ -1,4 +1,4 @@
-"""SASL for the trio driver: the login a ``ClientConnection`` runs, built from the config.
+"""SASL for every driver: the login a ``ClientConnection`` runs, built from the config.
 
 The exchange itself (SaslHandshake, then SaslAuthenticate or raw v0 tokens,
 the versions picked from the handshake's answer, the round trips bounded,
@@ -11,17 +11,25 @@ that says it worked: the password never appears in either.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
 
-from kafkacompat.connection.client_connection import SaslLogin
 from kafkacompat.connection.config import ConnectionConfig
 
 if TYPE_CHECKING:  # the exchange loads when a connection logs in: every driver imports this module
-    from kafkacompat.negotiation.sasl_exchange import Authenticated
+    from kafkacompat.negotiation.sasl_exchange import Authenticated, SaslMechanism
 
-__all__ = ["log_authenticated", "sasl_login"]
+__all__ = ["SaslLogin", "log_authenticated", "sasl_login"]
 
 log = logging.getLogger("kafkacompat.connection.sasl")
+
+
+class SaslLogin(NamedTuple):
+    """How to authenticate: a fresh mechanism per connection, the user name, a redactor."""
+
+    new_mechanism: Callable[[], SaslMechanism]
+    username: str
+    redact: Callable[[str], str] = str
 
 
 def sasl_login(config: ConnectionConfig) -> SaslLogin | None:

@@ -50,13 +50,12 @@ from typing import TYPE_CHECKING
 import outcome  # trio's own dependency: what wakes a task
 import trio
 
-from kafkacompat.connection.client_connection import ClientConnection
+from kafkacompat.connection.client_connection import ClientConnection, require_request
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
-from kafkacompat.connection.sasl import log_authenticated, sasl_login
+from kafkacompat.connection.sasl import log_authenticated
 from kafkacompat.errors import (
     KafkaCompatError,
     KafkaTimeoutError,
-    ProtocolError,
     TransportError,
     attach_context,
 )
@@ -76,7 +75,6 @@ from kafkacompat.transport.negotiate import set_up
 from kafkacompat.transport.stream import ByteStream
 
 if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
-    from kafkacompat.connection._request_pipeline import RequestPipeline
     from kafkacompat.negotiation.capability_changes import CapabilityChange
 
 __all__ = ["BrokerConnection", "open_connection"]
@@ -174,7 +172,7 @@ class BrokerConnection(ConnectionTasks):
     @property
     def in_flight(self) -> int:
         protocol = self._protocol
-        return protocol.pipeline.in_flight if protocol is not None and protocol.is_ready else 0
+        return protocol.in_flight if protocol is not None and protocol.is_ready else 0
 
     def __repr__(self) -> str:
         state = "ready" if self.is_ready else ("closed" if self._closed else "not ready")
@@ -192,16 +190,7 @@ class BrokerConnection(ConnectionTasks):
             raise TransportError("this connection is already open", node=self.node)
         self._closed = False
         config = self.config
-        protocol = ClientConnection(
-            config.handshake,
-            node=self.node,
-            node_id=self.node_id,
-            sasl=sasl_login(config),
-            policy=config.policy,
-            max_in_flight=config.max_in_flight,
-            max_frame_size=config.max_frame_size,
-            reply_limits=config.reply_limits,
-        )
+        protocol = ClientConnection(config, node=self.node, node_id=self.node_id)
         try:
             stream, ready = await set_up(protocol, self.host, self.port, config)
         except KafkaCompatError as exc:
@@ -270,23 +259,21 @@ class BrokerConnection(ConnectionTasks):
         """
         limit = request_timeout if request_timeout is not None else self.config.request_timeout
         deadline = self._now() + limit
-        if message.MESSAGE_TYPE != "request" or message.API_KEY is None:
-            raise ProtocolError(f"{message.NAME} is not a request")
+        api_key = require_request(message)
         protocol = self._protocol
         if protocol is None or self._failure is not None:  # not open yet, or it failed
             protocol = await self._usable(deadline)
         if version is None:
-            version = self.pick_version(message.API_KEY)
-        pipeline = protocol.pipeline
+            version = self.pick_version(api_key)
         call = _Call(trio.lowlevel.current_task(), message, version, deadline)
         if self._io_scopes is None:
             self._start_io()
-        if self._backlog or not pipeline.has_capacity:
-            if pipeline.failure is not None:
-                raise pipeline.failure.with_traceback(None)
+        if self._backlog or not protocol.has_capacity:
+            if protocol.failure is not None:
+                raise protocol.failure.with_traceback(None)
             self._backlog.append(call)  # sent on its behalf when a slot frees, in turn
         else:
-            self._send(pipeline, call)  # an encoding error is raised here, to this caller
+            self._send(protocol, call)  # an encoding error is raised here, to this caller
             self._wake_writer()  # the callers of this scheduling round go out in one write
         # The deadline covers the wait for an in-flight slot as well.  It is kept by the
         # connection's deadline keeper, not a cancel scope per call (see deadlines.py).
@@ -327,8 +314,8 @@ class BrokerConnection(ConnectionTasks):
             raise failure.with_traceback(None)
         return protocol
 
-    def _send(self, pipeline: RequestPipeline, call: _Call) -> None:
-        call.ticket = ticket = pipeline.send(call.message, call.version)
+    def _send(self, protocol: ClientConnection, call: _Call) -> None:
+        call.ticket = ticket = protocol.send(call.message, call.version)
         self._callers[ticket] = call
 
     def _refill_due(self) -> bool:
@@ -344,9 +331,9 @@ class BrokerConnection(ConnectionTasks):
         protocol = self._protocol
         if protocol is None or not protocol.is_ready:
             return True  # _fill knows what to do
-        pipeline = protocol.pipeline
-        free = pipeline.max_in_flight - pipeline.in_flight
-        return free >= max(1, pipeline.max_in_flight // 4) or free == pipeline.max_in_flight
+        bound = protocol.max_in_flight
+        free = bound - protocol.in_flight
+        return free >= max(1, bound // 4) or free == bound
 
     def _fill(self) -> None:
         """Send what waits for a slot, oldest first, while there are slots; the callers sleep on."""
@@ -356,11 +343,10 @@ class BrokerConnection(ConnectionTasks):
         protocol, backlog = self._protocol, self._backlog
         if protocol is None or not protocol.is_ready:
             return
-        pipeline = protocol.pipeline
-        while backlog and pipeline.has_capacity:
+        while backlog and protocol.has_capacity:
             call = backlog.popleft()
             try:
-                self._send(pipeline, call)
+                self._send(protocol, call)
             except KafkaCompatError as exc:  # this caller's message cannot be encoded
                 self._wake(call, _Failed(exc))
         if self._writer is None or self._writing_now:
@@ -380,7 +366,7 @@ class BrokerConnection(ConnectionTasks):
             return
         self._callers.pop(ticket, None)
         if protocol.is_ready:
-            self._dispatch(protocol.pipeline.abandon(ticket))
+            self._dispatch(protocol.abandon(ticket))
             self._fill()  # its slot, if it held one
 
     # -- waking callers -----------------------------------------------------------------

@@ -66,12 +66,12 @@ class ConnectionTasks:
         self._write_due_flag = False
         if self._writer is None or self._writing_now:
             return
-        stream, pipeline = self._stream, protocol.pipeline
+        stream = self._stream
         assert stream is not None
         self._writing_now = True  # the write_done below may refill: this loop sends those too
         try:
-            while pipeline.failure is None:
-                data = pipeline.bytes_to_send()
+            while protocol.failure is None:
+                data = protocol.bytes_to_send()
                 if not data:
                     return
                 rest = stream.send_now(data)
@@ -79,7 +79,7 @@ class ConnectionTasks:
                     self._unsent = memoryview(data) if rest is None else rest
                     self._wake_writer()
                     return
-                self._dispatch(pipeline.write_done())
+                self._dispatch(protocol.write_done())
         except KafkaCompatError as exc:
             self._write_failed(protocol, exc)
         finally:
@@ -158,21 +158,20 @@ class ConnectionTasks:
         a thousand groups): one system call and one scheduling round trip per
         wave instead of per request.
         """
-        pipeline = protocol.pipeline
         with scopes[1]:
             try:
-                while pipeline.failure is None:
+                while protocol.failure is None:
                     data: bytes | memoryview | None = self._unsent
                     if data is not None:  # a write begun without waiting, to finish
                         self._unsent = None
                     else:
-                        data = pipeline.bytes_to_send()
+                        data = protocol.bytes_to_send()
                     if not data:
                         self._writer = trio.lowlevel.current_task()
                         await trio.lowlevel.wait_task_rescheduled(self._writer_aborted)
                         continue
                     await stream.send_all(data)
-                    self._dispatch(pipeline.write_done())
+                    self._dispatch(protocol.write_done())
             except KafkaCompatError as exc:
                 self._write_failed(protocol, exc)
             finally:

@@ -6,8 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkacompat.connection._request_pipeline import ResponseReceived
-from kafkacompat.connection.client_connection import ClientConnection, Ready, SaslLogin
+from kafkacompat.connection.client_connection import ClientConnection, Ready
 from kafkacompat.connection.config import SaslConfig as ClientSasl
+from kafkacompat.connection.sasl import SaslLogin
 from kafkacompat.connection.sasl_mechanisms import create_mechanism
 from kafkacompat.protocol import messages
 from kafkacompat.testing.emulator import ClusterState, Node, SaslConfig, release_profiles

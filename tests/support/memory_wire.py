@@ -104,13 +104,13 @@ def set_up(client: ClientConnection, wire: MemoryWire, max_steps: int = 200) -> 
 def round_trip(client: ClientConnection, wire: MemoryWire, *requests: KafkaMessage) -> list[PipelineEvent]:
     """Send ``requests`` on a ready ``client`` and read until each has ended."""
     tickets = [client.send(message) for message in requests]
-    data = client.pipeline.bytes_to_send()
+    data = client.bytes_to_send()
     events: list[PipelineEvent] = []
     if not wire.client_writes(data):
         return events + client.closed()
-    events += client.pipeline.write_done()
+    events += client.write_done()
     ended = {id(event.ticket) for event in events if hasattr(event, "ticket")}
-    while any(id(t) not in ended for t in tickets) and client.pipeline.failure is None:
+    while any(id(t) not in ended for t in tickets) and client.failure is None:
         if not wire.inbox:
             events += client.closed() if wire.broker_closed else []
             break

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from kafkacompat.connection._request_pipeline import ConnectionFailed, ResponseReceived
 from kafkacompat.connection.client_connection import (
     ClientConnection,
     Phase,
     Read,
     Ready,
-    SaslLogin,
     SetupFailed,
 )
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.connection.config import SaslConfig as ClientSasl
+from kafkacompat.connection.sasl import SaslLogin
 from kafkacompat.connection.sasl_mechanisms import create_mechanism
 from kafkacompat.errors import (
     AuthenticationError,
@@ -25,6 +25,7 @@ from kafkacompat.errors import (
     WrongProtocolError,
 )
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.pipeline_events import ConnectionFailed, ResponseReceived
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.framing import decode_request, encode_response
 from kafkacompat.testing.emulator import (
@@ -158,7 +159,7 @@ def test_a_tls_answer_is_the_wrong_protocol() -> None:
 
 
 def test_an_oversized_reply_is_refused_before_it_is_buffered() -> None:
-    client = ClientConnection(node="b", max_frame_size=1024)
+    client = ClientConnection(ConnectionConfig(max_frame_size=1024), node="b")
     client.connected()
     client.written()
     client.receive_data((4096).to_bytes(4, "big"))
@@ -201,7 +202,7 @@ def test_a_close_before_any_request_fails_later_requests_with_the_close() -> Non
     reason = TransportError("the driver closed it", node="b")
     assert client.closed(reason) == []  # nothing was pending: no event, and no pipeline made for it
     assert client.phase is Phase.CLOSED and not client.is_ready
-    assert client.pipeline.failure is reason
+    assert client.failure is reason
     with pytest.raises(TransportError, match="the driver closed it"):
         client.send(messages.MetadataRequest(topics=[]))
 
@@ -213,8 +214,8 @@ def test_a_body_read_into_its_buffer_answers_as_bytes_handed_over_do() -> None:
     assert isinstance(set_up(client, wire), Ready)
     assert client.body_room() is None  # nothing under way
     ticket = client.send(messages.MetadataRequest(topics=[]))
-    assert wire.client_writes(client.pipeline.bytes_to_send())
-    client.pipeline.write_done()
+    assert wire.client_writes(client.bytes_to_send())
+    client.write_done()
     reply = bytes(wire.inbox)
     wire.inbox.clear()
     assert client.receive_data(reply[:5]) == []  # the size prefix and one byte of the body
@@ -228,8 +229,8 @@ def test_a_body_read_into_its_buffer_answers_as_bytes_handed_over_do() -> None:
     wire = wire_for(profile("3.9"))
     assert isinstance(set_up(again, wire), Ready)
     again.send(messages.MetadataRequest(topics=[]))
-    assert wire.client_writes(again.pipeline.bytes_to_send())
-    again.pipeline.write_done()
+    assert wire.client_writes(again.bytes_to_send())
+    again.write_done()
     (same,) = again.receive_data(bytes(wire.inbox))
     assert isinstance(same, ResponseReceived) and same.response == events[0].response
 
@@ -267,7 +268,8 @@ def test_part_of_a_frame_after_the_reply_waits_and_requests_continue_the_handsha
 
 def test_each_connection_reads_with_its_own_configs_quiet_period() -> None:
     for quiet in (1, 1.0, 0.5, None, 1):  # the actions are shared: 1 and 1.0 must stay apart
-        connection = ClientConnection(HandshakeConfig(quiet_period=quiet), node="h:1")
+        config = ConnectionConfig(handshake=HandshakeConfig(quiet_period=quiet))
+        connection = ClientConnection(config, node="h:1")
         connection.connected()
         connection.written()
         read = connection.next_action()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafkacompat.connection.client_connection import ClientConnection, Ready, SaslLogin
+from kafkacompat.connection.client_connection import ClientConnection, Ready
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.connection.config import SaslConfig as ClientSasl
+from kafkacompat.connection.sasl import SaslLogin
 from kafkacompat.connection.sasl_mechanisms import create_mechanism
 from kafkacompat.errors import ConfigError
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
@@ -37,22 +38,17 @@ def test_a_second_different_client_id_is_refused() -> None:
     assert same.handshake.client_id == "a"
 
 
-def test_the_sans_io_connection_refuses_a_second_client_id() -> None:
-    with pytest.raises(ConfigError, match="one client id"):
-        ClientConnection(HandshakeConfig(client_id="a"), client_id="b")
-    assert ClientConnection(HandshakeConfig(client_id="a"), client_id="a").client_id == "a"
+def test_the_sans_io_connection_takes_its_client_id_from_the_config_alone() -> None:
+    assert ClientConnection(ConnectionConfig(client_id="a")).client_id == "a"
+    with pytest.raises(TypeError):
+        ClientConnection(ConnectionConfig(client_id="a"), client_id="b")  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize("client_id", ["billing-7", None])
 def test_every_request_of_a_connection_carries_the_configured_client_id(client_id: str | None) -> None:
     config = ConnectionConfig(client_id=client_id)
     sasl = ClientSasl("SCRAM-SHA-256", "alice", "secret")  # type: ignore[arg-type]
-    client = ClientConnection(
-        config.handshake,
-        node="b",
-        sasl=SaslLogin(lambda: create_mechanism(sasl), "alice"),
-        client_id=config.client_id,
-    )
+    client = ClientConnection(config, node="b", sasl=SaslLogin(lambda: create_mechanism(sasl), "alice"))
     profile = profile_for("3.9", "zk-broker")
     wire = MemoryWire(ClusterState([Node(1, profile, port=9092)]), sasl=SaslConfig({"alice": "secret"}))
     assert isinstance(set_up(client, wire), Ready)
