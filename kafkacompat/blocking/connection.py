@@ -94,6 +94,12 @@ class BlockingConnection:
         protocol = self._protocol
         return protocol is not None and protocol.is_ready and self._wire.sock is not None
 
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not ended: at most one, as requests take turns on the socket."""
+        protocol = self._protocol
+        return protocol.in_flight if protocol is not None and protocol.is_ready else 0
+
     def __repr__(self) -> str:
         return f"<BlockingConnection {self.node} {'ready' if self.is_ready else 'not ready'}>"
 
@@ -127,6 +133,12 @@ class BlockingConnection:
                 raise
             self._protocol, self.handshake, self.capabilities = protocol, ready.handshake, ready.capabilities
             return ready.capabilities
+
+    def reconnect(self, *, timeout: float | None = None) -> BrokerCapabilities:
+        """Close and negotiate again; the new capabilities replace the old ones."""
+        with self._lock:
+            self._close_locked()
+        return self.open(timeout=timeout)
 
     def close(self) -> None:
         """Close the socket (after a request another thread is running ends)."""

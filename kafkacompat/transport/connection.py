@@ -59,6 +59,7 @@ from kafkacompat.errors import (
     TransportError,
     attach_context,
 )
+from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import (
@@ -135,8 +136,7 @@ class BrokerConnection(ConnectionTasks):
     def __init__(
         self, host: str, port: int, config: ConnectionConfig | None = None, *, node_id: int | None = None
     ) -> None:
-        self.host = host
-        self.port = port
+        self.host, self.port = check_address(host, port, source="the caller")  # as every driver: here
         self.node_id = node_id
         self.config = config or DEFAULT_CONFIG
         self.capabilities: BrokerCapabilities | None = None
