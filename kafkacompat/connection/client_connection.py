@@ -372,7 +372,7 @@ class ClientConnection:
         pipeline = self._request_side()
         if version is None:
             assert self._capabilities is not None
-            version = self._capabilities.pick_version(require_request(message, self.node), self.policy)
+            version = self._capabilities.pick_version(require_request(message, self.node))
         return pipeline.send(message, version)
 
     def bytes_to_send(self) -> bytes:
@@ -434,7 +434,7 @@ class ClientConnection:
         if type(action) is Done:
             self._result = action.result
             self._capabilities = BrokerCapabilities.from_handshake(
-                action.result, node=self.node, node_id=self.node_id
+                action.result, node=self.node, node_id=self.node_id, policy=self.policy
             )
             if action.needs_new_connection:
                 return OpenSocket(self._handshake.transcript.connections + 1)

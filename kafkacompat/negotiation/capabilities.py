@@ -183,6 +183,9 @@ class BrokerCapabilities:
     throttle_time_ms: int = 0
     transcript: HandshakeTranscript | None = field(default=None, compare=False)
     fallback_release: str | None = None
+    #: The version policy bound when the capabilities were negotiated (the connection's config):
+    #: ``pick_version(api_key)`` and ``explain(api_key)`` apply it without being told.
+    policy: VersionPolicy | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.node, str) or not self.node:
@@ -195,7 +198,8 @@ class BrokerCapabilities:
 
     @classmethod
     def from_handshake(
-        cls, result: Any, *, node: str | None = None, node_id: int | None = None
+        cls, result: Any, *, node: str | None = None, node_id: int | None = None,
+        policy: VersionPolicy | None = None,
     ) -> BrokerCapabilities:
         """Build from a handshake result, read by attribute (duck-typed).
 
@@ -230,6 +234,7 @@ class BrokerCapabilities:
                 throttle_time_ms=throttle,
                 transcript=transcript,
                 fallback_release=fallback,
+                policy=policy,
             )
         # Once per connection: the fields __init__ and __post_init__ would set (the node
         # is a label, the tables in their kept form), stored at once, as a frozen
@@ -245,6 +250,7 @@ class BrokerCapabilities:
             throttle_time_ms=throttle,
             transcript=transcript,
             fallback_release=fallback,
+            policy=policy,
         )
         return capabilities
 
@@ -342,10 +348,13 @@ class BrokerCapabilities:
         policy: VersionPolicy | None = None,
         client_ranges: Mapping[int, VersionRange] | None = None,
     ) -> int:
-        """The version to send ``api_key`` at to this node; see ``version_policy.pick_version``."""
+        """The version to send ``api_key`` at to this node; see ``version_policy.pick_version``.
+
+        The spelling to use: ``policy`` defaults to the one bound at negotiation.
+        """
         from kafkacompat.negotiation.version_policy import pick_version
 
-        return pick_version(api_key, self, policy, client_ranges)
+        return pick_version(api_key, self, self.policy if policy is None else policy, client_ranges)
 
     def explain(
         self,
@@ -353,7 +362,10 @@ class BrokerCapabilities:
         policy: VersionPolicy | None = None,
         client_ranges: Mapping[int, VersionRange] | None = None,
     ) -> VersionChoice:
-        """Why a version (or none) would be picked; see ``version_policy.explain``."""
+        """Why a version (or none) would be picked; see ``version_policy.explain``.
+
+        ``policy`` defaults to the one bound at negotiation, as in ``pick_version``.
+        """
         from kafkacompat.negotiation.version_policy import explain
 
-        return explain(api_key, self, policy, client_ranges)
+        return explain(api_key, self, self.policy if policy is None else policy, client_ranges)

@@ -102,3 +102,20 @@ def test_the_scan_would_see_a_second_implementation() -> None:
     rogue = "def choose_version(ours, theirs):\n    return min(ours.highest, theirs.highest)\n"
     (node,) = ast.parse(rogue).body
     assert _PICKS.search(node.name) and not _function_calls(node) & _DELEGATES
+
+
+def test_negotiated_capabilities_carry_the_connections_policy() -> None:
+    """``capabilities.pick_version(api_key)`` / ``explain(api_key)``: the policy was bound at negotiation."""
+    from kafkacompat.connection.client_connection import ClientConnection, Ready
+    from kafkacompat.testing.emulator import ClusterState, Node, profile_for
+    from tests.support.memory_wire import MemoryWire, set_up
+
+    wire = MemoryWire(ClusterState([Node(1, profile_for("3.9", "zk-broker"), port=9092)]))
+    config = ConnectionConfig(policy=VersionPolicy(caps={"Metadata": 4}))
+    ready = set_up(ClientConnection(config, node="b:9092"), wire)
+    assert isinstance(ready, Ready)
+    negotiated = ready.capabilities
+    assert negotiated.policy is config.policy
+    assert negotiated.pick_version(ApiKey.METADATA) == 4 == negotiated.explain(ApiKey.METADATA).chosen
+    assert negotiated.pick_version(ApiKey.METADATA, VersionPolicy()) > 4  # a policy given still wins
+    assert caps().policy is None and caps().pick_version(ApiKey.METADATA) == 12
