@@ -27,7 +27,11 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from kafkacompat._generated import is_generated as generated_path
+try:
+    from kafkacompat._generated import is_generated as generated_path
+except ImportError:  # a checkout from before the one list: the same paths
+    def generated_path(relative: str) -> bool:
+        return relative.startswith(("kafkacompat/protocol/messages/", "kafkacompat/reference/"))
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kafkacompat"
@@ -114,7 +118,10 @@ def here_is_package(name: str, known: set[str]) -> bool:
 
 
 def package_of(name: str, known: set[str]) -> str:
-    return name if here_is_package(name, known) else name.rpartition(".")[0]
+    """The package a module belongs to; a top-level module (errors, demo) stands for itself."""
+    if here_is_package(name, known) or name.count(".") == 1:
+        return name
+    return name.rpartition(".")[0]
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -212,7 +219,8 @@ def figures() -> dict[str, object]:
     routes: list[str] = []
     skip = ("kafkacompat.protocol", "kafkacompat.testing", "kafkacompat.cli", "kafkacompat._codegen")
     for name, tree in trees.items():
-        in_scope = not name.startswith(skip)
+        # private modules (a part starting with "_") are plumbing, not a door a user can set
+        in_scope = not name.startswith(skip) and not any(p.startswith("_") for p in name.split("."))
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 fields = {
