@@ -1,7 +1,7 @@
 """The trio driver: connections that negotiate by themselves, clusters of them, and a sync facade.
 
-This package and the record proxy are the only places that import trio.  It
-only moves bytes, sleeps and waits: the connection's protocol is
+Of the library's layers (below testing and the CLI) it is the one that imports
+trio.  It only moves bytes, sleeps and waits: the connection's protocol is
 ``kafkacompat.connection`` (sans-I/O), the cluster logic ``kafkacompat.cluster``.
 Its names are loaded on first use.  ``ConnectionConfig`` and its parts, and the
 blocking driver's ``open_blocking_connection``, are also offered here because
