@@ -25,6 +25,8 @@ record-frames: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check kafkacompat tests bench examples
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/python -m kafkacompat._api_listing --check
 
 test: check-generated lint
 	$(BIN)/pytest -q -p no:cacheprovider
