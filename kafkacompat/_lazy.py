@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,6 +22,8 @@ def lazy_exports(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib  # not loaded at startup: only a lazy name's first use pays for it
+
         value = getattr(importlib.import_module(home if "." in home else f"{package}.{home}"), name)
         namespace[name] = value
         return value

@@ -14,7 +14,7 @@ def test_the_committed_listing_is_the_public_api(capsys: object) -> None:
 def test_the_listing_holds_every_public_name_with_its_signature() -> None:
     text = _api_listing.listing()
     assert "class kafkacompat.connection.config.ConnectionConfig" in text
-    assert "    max_in_flight: int = 32" in text
+    assert "    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT" in text
     assert "@asynccontextmanager async def kafkacompat.aio.connection.open_connection(" in text
     listed_modules = set()
     for line in text.splitlines():

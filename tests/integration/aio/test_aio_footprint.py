@@ -16,7 +16,10 @@ from tests.support.connection_footprint import NOT_FOR_A_PLAIN_CONNECTION, added
 # kafkacompat modules one asyncio connection loads: aio.channel (the bare-socket path,
 # three loop turns per connect instead of eight) and the pipeline's events, but not the
 # version picker, the pipeline or the capability-change record, which a handshake never uses.
-BUDGET = 34
+# Two more since the layers became folders (issue 24): the private _version and _lazy, and the
+# connection kit's package in place of the trio transport's; `make bench` showed the RSS
+# target still held.
+BUDGET = 36
 
 
 @pytest.mark.broker

@@ -17,7 +17,10 @@ from tests.support.connection_footprint import NOT_FOR_A_PLAIN_CONNECTION, added
 
 # kafkacompat modules each driver loaded when the RSS targets were met (issue 14); the trio
 # driver's one more since is connection.py split in two (its tasks in connection_tasks.py).
-BUDGET = {"trio": 38, "blocking": 33, "probe": 34}
+# Three more since the layers became folders (issue 24): the private _version and _lazy,
+# which the package face held before, and the connection kit's package (the blocking
+# driver's own package replaces transport's); `make bench` showed the RSS targets still held.
+BUDGET = {"trio": 41, "blocking": 36, "probe": 37}
 
 
 @pytest.mark.broker
