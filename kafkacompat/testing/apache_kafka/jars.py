@@ -39,6 +39,16 @@ __all__ = ["artifact_of", "java_for", "parse_release", "release_home"]
 _GROUP = "org.apache.kafka"
 _DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies"
 _LOGGING_BINDING = ("org.slf4j", "slf4j-simple", "1.7.36")
+# What old releases took from Java 8 or from log4j without declaring it at run time (seen when
+# they failed to start on Java 17): JAXB for the cluster id of 0.10.1-1.1, log4j 1 for the
+# MBeans ZooKeeper 3.4 registers (Kafka 1.1-2.3).
+_EXTRAS = (
+    ((2, 0), ("javax.xml.bind", "jaxb-api", "2.3.1")),
+    ((2, 4), ("log4j", "log4j", "1.2.17")),
+)
+_DEPENDENCY = (
+    "    <dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version></dependency>\n"
+)
 _FETCH_TIMEOUT = 900.0
 _SYSTEM_JVMS = Path("/usr/lib/jvm")
 _MAVEN_CAUSE = re.compile(r"Could not (?:(?:find|resolve|transfer) artifact|resolve dependencies) .*")
@@ -55,7 +65,7 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <dependencies>
     <dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{release}</version></dependency>
     <dependency><groupId>{log_group}</groupId><artifactId>{log_artifact}</artifactId><version>{log_version}</version></dependency>
-  </dependencies>
+{extras}  </dependencies>
 </project>
 """
 
@@ -131,8 +141,12 @@ def _copy_dependencies(mvn: str, release: str, artifact: str, repository: Path, 
     """Resolve one artifact into ``staging/libs``; the reason it failed, or None."""
     log_group, log_artifact, log_version = _LOGGING_BINDING
     pom = staging / "pom.xml"
+    extras = "".join(
+        _DEPENDENCY.format(*coordinate) for before, coordinate in _EXTRAS if parse_release(release) < before
+    )
     pom.write_text(
         _POM.format(
+            extras=extras,
             release=release,
             group=_GROUP,
             artifact=artifact,

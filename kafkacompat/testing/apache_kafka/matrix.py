@@ -151,6 +151,61 @@ def run_matrix(releases: list[str], out: Path) -> int:
     return 0
 
 
+_MEASURED_NOTE = (
+    " Entries with a 'measured' field are the ApiVersions answer of the real release "
+    "(make real-kafka, tests/data/real_kafka); the others stay derived."
+)
+_TABLE_LAST = (4, 2)  # newer releases belong to the newer table generation
+
+
+def _version(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split("."))
+
+
+def measured_tables(records: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[dict[str, Any], str]]:
+    """(minor, kind) -> (the real answer, where it came from), preferring the split modes' pure nodes."""
+    found: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+    preference = {"zookeeper": 0, "kraft-split": 0, "kraft-combined": 1}
+    ranked = sorted(records, key=lambda r: (preference[r["mode"]], _version(r["release"])))
+    for record in ranked:
+        if not record["started"] or _version(minor_of(record["release"])) > _TABLE_LAST:
+            continue
+        for role in ("broker", "controller"):
+            answer = best_answer(record.get(role, {}))
+            key = (minor_of(record["release"]), node_kind(record["mode"], role))
+            if answer is not None and key not in found:
+                found[key] = (answer, f"Apache Kafka {record['release']} ({record['mode']} {role})")
+    return found
+
+
+def apply_to_release_table(records: list[dict[str, Any]], table: Path) -> list[str]:
+    """Replace the derived API ranges in ``table`` (releases.json) by the measured ones; what changed."""
+    data = json.loads(table.read_text(encoding="utf-8"))
+    entries = {(entry["release"], entry["kind"]): entry for entry in data["releases"]}
+    changed = []
+    for (minor, kind), (answer, origin) in sorted(measured_tables(records).items()):
+        apis = {
+            str(key): {"min": low, "max": high}
+            for key, (low, high) in sorted((int(k), v) for k, v in answer["apis"].items())
+        }
+        entry = entries.get((minor, kind))
+        if entry is None:
+            entry = {"release": minor, "kind": kind, "apis": {}}
+            data["releases"].append(entry)
+        if entry["apis"] != apis:
+            changed.append(f"{minor} {kind}: replaced by {origin}")
+        entry["apis"] = apis
+        entry["measured"] = origin
+    if _MEASURED_NOTE not in data["source"]:
+        data["source"] += _MEASURED_NOTE
+    table.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return changed
+
+
+def _records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(out.glob("*.json"))]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m kafkacompat.testing.apache_kafka.matrix", description=__doc__
@@ -164,10 +219,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--summary", action="store_true", help="print the summary of the records in --out only"
     )
+    parser.add_argument(
+        "--apply-to", type=Path, metavar="RELEASES_JSON",
+        help="replace the release table's ranges (vendor/kafka-protocol/releases.json) by the recorded ones",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.apply_to is not None:
+        print("\n".join(apply_to_release_table(_records(args.out), args.apply_to)))
+        return 0
     if args.summary:
-        for path in sorted(args.out.glob("*.json")):
-            print("\n".join(summarize(json.loads(path.read_text(encoding="utf-8")))))
+        for record in _records(args.out):
+            print("\n".join(summarize(record)))
         return 0
     return run_matrix(args.releases or list(LAST_PATCHES), args.out)
 

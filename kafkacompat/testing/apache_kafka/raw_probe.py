@@ -17,11 +17,11 @@ from typing import Any
 
 from kafkacompat.errors import KafkaCompatError
 from kafkacompat.protocol import framing
-from kafkacompat.protocol.messages import ApiVersionsResponse
+from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse
 
 __all__ = ["ask_api_versions", "decode_api_versions", "request_bytes"]
 
-_API_VERSIONS = 18
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
 _CLIENT_ID = b"kafkacompat-matrix"
 _SOFTWARE = (b"kafkacompat-matrix", b"1")
 _CODEC_MAX = 4  # the highest ApiVersions version the codec reads

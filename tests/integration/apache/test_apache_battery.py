@@ -45,7 +45,7 @@ EXPECTED = {
         "0-4", "Kafka 4.0 (kraft-broker)", 6, True, "4.0-IV3", "Kafka 4.0 (kraft-controller)"
     ),
     "4.4.0-kraft-split": Expected(
-        "0-4", "Kafka 4.4 (kraft-broker)", 6, True, "4.4-IV2", "Kafka 4.4 (kraft-controller)"
+        "0-5", "Kafka 4.4 (kraft-broker)", 6, True, "4.4-IV2", "Kafka 4.4 (kraft-controller)"
     ),
 }
 
