@@ -143,6 +143,16 @@ class ApacheKafka:
         return f"{endpoints[0][1]}:{endpoints[0][2]}" if endpoints else None
 
     @property
+    def pids(self) -> dict[str, int]:
+        """The process id of every node started and not stopped, by node name."""
+        return {name: proc.pid for name, proc in self._procs.items()}
+
+    @property
+    def workdir(self) -> Path | None:
+        """The temporary folder of the configurations and data (None when stopped)."""
+        return None if self._dir is None else Path(self._dir.name)
+
+    @property
     def running(self) -> bool:
         return any(proc.poll() is None for proc in self._procs.values())
 

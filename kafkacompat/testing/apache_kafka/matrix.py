@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ LAST_PATCHES = (
     "2.4.1", "2.5.1", "2.6.3", "2.7.2", "2.8.2", "3.0.2", "3.1.2", "3.2.3", "3.3.2", "3.4.1", "3.5.2",
     "3.6.2", "3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0",
 )  # fmt: skip
+_EXCEPTION = re.compile(r"\b[\w.$]+(?:Exception|Error)\b(?::.*)?$")
 REQUEST_VERSIONS = range(6)  # ApiVersions v0 to v5: v5 is one no release knows yet
 
 
@@ -120,11 +122,20 @@ def _range(versions: tuple[int, ...] | None) -> str:
     return "absent" if versions is None else f"{versions[0]}-{versions[1]}"
 
 
+def failure_cause(record: dict[str, Any]) -> str:
+    """The first exception a node that did not start printed (its class and message)."""
+    for line in record.get("output", "").splitlines():
+        match = _EXCEPTION.search(line)
+        if match and not line.lstrip().startswith("at "):
+            return match.group(0)[:300]
+    return "no exception in its output"
+
+
 def summarize(record: dict[str, Any]) -> list[str]:
     """The lines the matrix prints for one record."""
     head = f"{record['release']:>9} {record['mode']:<15}"
     if not record["started"]:
-        return [f"{head} did not start: {record.get('error', '?')}"]
+        return [f"{head} did not start: {record.get('error', '?')}", f"    cause: {failure_cause(record)}"]
     lines = [f"{head} started in {record['startup_seconds']:.1f}s"]
     for role in ("broker", "controller"):
         if role not in record:
