@@ -27,13 +27,13 @@ def test_modes_follow_the_release() -> None:
 
 
 def test_a_release_maven_central_does_not_have_is_a_download_error_naming_it() -> None:
-    kafka = ApacheKafka("0.0.1", mode="zookeeper")
+    kafka = ApacheKafka("9.9.9", mode="kraft-combined")  # one Scala suffix to try: 2.13
     with pytest.raises(ReleaseDownloadError) as caught:
         kafka.start()
     message = str(caught.value)
-    assert message.startswith("cannot fetch Apache Kafka 0.0.1 from Maven Central; ")
-    assert "org.apache.kafka:kafka_2.12:0.0.1: " in message and "kafka_2.10:0.0.1" in message
-    assert not (cache_root() / "apache-kafka" / "0.0.1").exists()  # nothing half-fetched is kept
+    assert message.startswith("cannot fetch Apache Kafka 9.9.9 from Maven Central; ")
+    assert "org.apache.kafka:kafka_2.13:9.9.9: " in message and "9.9.9" in message.split(": ", 2)[2]
+    assert not (cache_root() / "apache-kafka" / "9.9.9").exists()  # nothing half-fetched is kept
     assert not kafka.running and kafka.workdir is None
 
 
