@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles
+.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles real-kafka
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ bench: $(STAMP)
 # cache directory, never into .venv): kafkacompat/profiles/measured.jsonl.
 profiles: $(STAMP)
 	$(BIN)/python -m kafkacompat.profiles.measure
+
+# Every Apache Kafka minor release 0.10.0-4.4 (last patch) in every mode it has, one cluster at a
+# time, from Maven Central into the cache: records tests/data/real_kafka/, prints the differences
+# from the release table and the emulator.  Long (about an hour on 2 cores).
+real-kafka: $(STAMP)
+	$(BIN)/python -m kafkacompat.testing.apache_kafka.matrix --out tests/data/real_kafka
 
 fuzz: $(STAMP)
 	$(BIN)/python -m bench.fuzz_decoders

@@ -24,6 +24,7 @@ families, and callers are expected to catch a family rather than a leaf:
       FanOutLimitError     connections a broker asked for beyond the configured limit, not opened
       PipelineStateError   a call a connection's request pipeline cannot take in its state
       BrokerStartError     a test broker (testing kit) that could not be started
+        ReleaseDownloadError   its release's files could not be fetched
 
 Leaves that belong to one family: NoBrokerReachableError, BrokersUnavailableError,
 UnknownBrokerError and PeerClosedError are TransportErrors; FeatureError (and
@@ -76,6 +77,7 @@ __all__ = [
     "PipelineStateError",
     "ProtocolError",
     "ProtocolViolationError",
+    "ReleaseDownloadError",
     "ReplyTooLargeError",
     "TransportError",
     "UnknownBrokerError",
@@ -269,6 +271,10 @@ class PipelineStateError(KafkaCompatError):
 
 class BrokerStartError(KafkaCompatError):
     """A test broker could not be started, or did not answer in time."""
+
+
+class ReleaseDownloadError(BrokerStartError):
+    """A broker release (testing kit) whose files could not be fetched: the message names the artifact."""
 
 
 # -- transport leaves -----------------------------------------------------------------------

@@ -171,7 +171,11 @@ def _render_api_names(data: Mapping[str, Any], names: Mapping[int, str]) -> str:
     # Its own module: naming an API (every version-picking message does) must not
     # load the release table beside it.
     try:
-        used_keys = {int(key) for entry in data.get("releases", []) for key in entry["apis"]}
+        used_keys = {
+            int(key)
+            for entry in data.get("releases", [])
+            for key in [*entry["apis"], *entry.get("optional_apis", {})]  # optional: listed when configured
+        }
     except (KeyError, TypeError, ValueError) as exc:
         raise ReferenceDataError("releases.json: malformed entry") from exc
     lines = [

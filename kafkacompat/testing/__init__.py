@@ -3,11 +3,13 @@
 Real brokers, each started, checked and stopped by a context manager:
 ``TansuBroker`` (Tansu), ``NoidaBroker`` (noida-db's Kafka service),
 ``LibrdkafkaMockBroker`` (librdkafka 2.0.2's mock cluster) and
-``Kafka09Broker`` (Apache Kafka 0.9.0.1 with ZooKeeper).  Emulated ones:
+``Kafka09Broker`` (Apache Kafka 0.9.0.1 with ZooKeeper) and ``ApacheKafka``
+(any Apache Kafka release from Maven Central, ZooKeeper or KRaft).  Emulated ones:
 ``EmulatedCluster`` and friends; a scripted ``HostileBroker``.  See
 docs/testing.md.
 """
 
+from kafkacompat.testing.apache_kafka import ApacheKafka
 from kafkacompat.testing.emulator import (
     BrokerProfile,
     EmulatedBroker,
@@ -28,6 +30,7 @@ from kafkacompat.testing.process import BrokerProcess
 from kafkacompat.testing.tansu import TansuBroker, tansu_binary
 
 __all__ = [
+    "ApacheKafka",
     "BrokerProcess",
     "BrokerProfile",
     "EmulatedBroker",

@@ -107,7 +107,7 @@ def api_versions_reply(
             for key, r in sorted(profile.apis.items())
         ],
     )
-    if version >= 3 and profile.reports_finalized:
+    if version >= 3:
         # A broker that has ApiVersions v4 leaves features of minimum 0 out of older
         # answers, which old clients would reject (KAFKA-17011).
         drop_min_0 = (
@@ -118,6 +118,7 @@ def api_versions_reply(
             for name, r in sorted(profile.supported_features.items())
             if not (drop_min_0 and r.lowest == 0)
         ]
+    if version >= 3 and profile.reports_finalized:  # a 3.3-3.5 controller lists features, finalizes none
         seen = state.features_seen_by(node)
         response.finalized_features_epoch = seen.epoch
         response.finalized_features = [

@@ -27,9 +27,13 @@ what it answers follows from three facts about its release:
   metadata.version a broker accepts is 3.3-IV3 (7); before, 3.0-IV1 (1).  A
   fresh KRaft cluster finalizes metadata.version at its latest level and every
   other feature at its bootstrapped default (kraft.version stays 0: a static
-  quorum).  ZooKeeper clusters finalize nothing: the feature znode is empty.
-  Brokers report finalized features at all only from 2.7 (ZooKeeper) and in
-  every KRaft release.
+  quorum).  Some levels are supported a release before they are bootstrapped
+  (eligible.leader.replicas.version 1 in 4.0, share.version 1 in 4.1): listed,
+  left at 0 by a fresh cluster.  A ZooKeeper broker lists no feature at all,
+  metadata.version included, and finalizes nothing: the feature znode is empty
+  (all three read from the real releases, ``make real-kafka``).
+  Brokers report finalized features at all only from 2.7 (ZooKeeper), 3.3
+  (KRaft brokers) and 3.6 (KRaft controllers).
 
 The reference feature table stops at metadata.version 25 (4.0-IV3); the levels
 4.1 and 4.2 added (26-29, 4.1-IV0 to 4.2-IV1, none changing the metadata
@@ -159,12 +163,28 @@ def _production_level(feature: str, latest_mv: int) -> int:
     return level
 
 
+# Levels a release supports before the metadata.version that bootstraps them is production
+# (seen on the real releases: make real-kafka): the release lists them, a fresh cluster leaves
+# them at 0 until someone upgrades.
+_SUPPORTED_EARLY: Mapping[str, Mapping[int, tuple[int, ...]]] = MappingProxyType({
+    "eligible.leader.replicas.version": {1: (4, 0)},
+    "share.version": {1: (4, 1)},
+})
+
+
+def _supported_level(feature: str, latest_mv: int, version: tuple[int, ...]) -> int:
+    early = [level for level, since in _SUPPORTED_EARLY.get(feature, {}).items() if version >= since]
+    return max([_production_level(feature, latest_mv), *early])
+
+
 def default_features(release: str, kind: str) -> tuple[dict[str, VersionRange], dict[str, int], bool]:
     """(supported features, what a fresh cluster finalizes, whether finalized features are reported)."""
     version = parse_release(release)
-    reports = kind != "zk-broker" or version >= (2, 7)  # KIP-584 shipped in 2.7
+    # KIP-584 shipped in 2.7 (ZooKeeper); KRaft brokers report from 3.3 and controllers from 3.6
+    # (real 2.8-3.2 KRaft nodes and 3.3-3.5 controllers answer epoch -1: make real-kafka).
+    reports = version >= {"zk-broker": (2, 7), "kraft-broker": (3, 3)}.get(kind, (3, 6))
     latest_mv = latest_metadata_level(release)
-    if latest_mv is None:
+    if latest_mv is None or kind == "zk-broker":  # a ZooKeeper broker supports no feature (real 2.8-3.9)
         return {}, {}, reports
     lowest_mv = 7 if version >= (4, 0) else 1  # 4.0 dropped metadata.version below 3.3-IV3
     supported = {METADATA_VERSION: VersionRange(lowest_mv, latest_mv)}
@@ -173,12 +193,11 @@ def default_features(release: str, kind: str) -> tuple[dict[str, VersionRange], 
         if feature == METADATA_VERSION:
             continue
         level = _production_level(feature, latest_mv)
-        if level > 0:
-            supported[feature] = VersionRange(0, level)
-            if feature != "kraft.version":  # a static quorum, as kafka-storage formats by default
-                finalized[feature] = level
-    if kind == "zk-broker":
-        finalized = {}  # the ZooKeeper feature znode starts empty
+        supported_level = _supported_level(feature, latest_mv, version)
+        if supported_level > 0:
+            supported[feature] = VersionRange(0, supported_level)
+        if level > 0 and feature != "kraft.version":  # a static quorum, as kafka-storage formats by default
+            finalized[feature] = level
     return supported, finalized, reports
 
 

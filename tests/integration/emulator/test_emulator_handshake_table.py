@@ -90,7 +90,8 @@ async def test_the_handshake_through_event_hubs_and_tansu_impersonations(emulate
 
 async def test_a_broker_closing_on_v4_only_is_answered_at_v3_with_features(emulated_cluster: object) -> None:
     # What issue 11 found Azure Event Hubs doing: v4 closes, v3 (flexible, named) is answered.
-    hubs = await emulated_cluster("3.9", faults=[Fault.event_hubs(from_version=4)])  # type: ignore[operator]
+    # A KRaft 3.9 profile: a real ZooKeeper 3.9 broker lists no feature.
+    hubs = await emulated_cluster("3.9/kraft-broker", faults=[Fault.event_hubs(from_version=4)])  # type: ignore[operator]
     broker = hubs.brokers[0]
     with trio.fail_after(15):
         async with open_connection(broker.host, broker.port, CONFIG) as conn:

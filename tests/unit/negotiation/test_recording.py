@@ -11,6 +11,7 @@ from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import (
     ApiVersionsRequest,
     JoinGroupRequest,
+    ListOffsetsRequest,
     MetadataRequest,
     ProduceRequest,
     SaslHandshakeRequest,
@@ -91,12 +92,12 @@ def test_without_software_fields_the_client_id_names_the_client() -> None:
 def test_a_version_outside_the_offer_is_a_fixed_pick_and_a_close_is_recorded() -> None:
     pair = Pair("4.0/kraft-broker")
     pair.send(ApiVersionsRequest(client_software_name="old", client_software_version="0.1"), 3)
-    pair.send(JoinGroupRequest(group_id="g", protocol_type="consumer"), 1)  # 4.0 has JoinGroup 2-9
+    pair.send(ListOffsetsRequest(replica_id=-1), 0)  # 4.0 has ListOffsets 1-10
     pair.recorder.closed(by_broker=True)
-    join = entry(pair.profile(), 11)
-    assert (join["pick"], join["min"], join["max"]) == ("fixed", 1, 1)
+    offsets = entry(pair.profile(), 2)
+    assert (offsets["pick"], offsets["min"], offsets["max"]) == ("fixed", 0, 0)
     requests = pair.profile()["recorded"]["requests"]
-    assert {"api_key": 11, "version": 1, "outcomes": {"closed": 1}} in requests
+    assert {"api_key": 2, "version": 0, "outcomes": {"closed": 1}} in requests
 
 
 def test_an_api_versions_closed_on_is_all_a_connection_said_and_still_kept() -> None:

@@ -114,6 +114,7 @@ def test_40_raises_the_lowest_metadata_version_and_adds_group_and_transaction_ve
         "group.version": R(0, 1),
         "kraft.version": R(0, 1),
         "transaction.version": R(0, 2),
+        "eligible.leader.replicas.version": R(0, 1),  # supported, not bootstrapped (real 4.0.2)
     }
     assert finalized == {"metadata.version": 25, "group.version": 1, "transaction.version": 2}
     assert reports
@@ -121,7 +122,8 @@ def test_40_raises_the_lowest_metadata_version_and_adds_group_and_transaction_ve
 
 def test_41_and_42_features() -> None:
     assert default_features("4.1", "kraft-broker")[0]["eligible.leader.replicas.version"] == R(0, 1)
-    assert "share.version" not in default_features("4.1", "kraft-broker")[0]
+    supported, finalized, _ = default_features("4.1", "kraft-broker")
+    assert supported["share.version"] == R(0, 1) and "share.version" not in finalized  # real 4.1.2
     supported = default_features("4.2", "kraft-controller")[0]
     assert supported["metadata.version"] == R(7, 29)
     assert supported["share.version"] == R(0, 1)
@@ -129,12 +131,13 @@ def test_41_and_42_features() -> None:
 
 
 def test_releases_before_33_list_no_features_and_zookeeper_finalizes_nothing() -> None:
-    assert default_features("3.2", "kraft-broker") == ({}, {}, True)
+    # As the real releases answer (tests/data/real_kafka): epoch -1 means "reports nothing".
+    assert default_features("3.2", "kraft-broker") == ({}, {}, False)
     assert default_features("2.6", "zk-broker") == ({}, {}, False)  # no KIP-584 before 2.7
     assert default_features("2.7", "zk-broker") == ({}, {}, True)
-    supported, finalized, _ = default_features("3.9", "zk-broker")
-    assert supported["metadata.version"] == R(1, 21)
-    assert finalized == {}
+    assert default_features("3.9", "zk-broker") == ({}, {}, True)  # no metadata.version either
+    assert default_features("3.5", "kraft-controller")[2] is False
+    assert default_features("3.6", "kraft-controller")[2] is True
 
 
 def test_custom_profiles() -> None:

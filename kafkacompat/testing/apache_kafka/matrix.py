@@ -1,0 +1,249 @@
+"""The release matrix: every Apache Kafka minor from 0.10.0 to 4.4, for real, against what kafkacompat holds.
+
+``python -m kafkacompat.testing.apache_kafka.matrix [--out DIR] [RELEASE ...]``
+runs the last patch release of each minor (``LAST_PATCHES``) in every mode it
+has (``modes_of``), one cluster at a time: one broker, plus one controller in
+``kraft-split``.  For each it records, as JSON in ``DIR`` (one file per
+release and mode), how the start went and the raw ApiVersions answer at every
+request version v0 to v5 of the broker and, in KRaft, of the controller
+(``raw_probe``): the bytes, and the ranges and features read from them, which
+are the supported and finalized features right after format.  It prints, per
+release and mode: whether it started, in how long, and every difference
+between the real answer and kafkacompat's release table
+(``reference.releases``) and emulator profile (``testing.emulator``); a
+release that cannot run says why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from kafkacompat.errors import BrokerStartError, EmulatorConfigError
+from kafkacompat.testing.apache_kafka.launcher import ApacheKafka, modes_of
+from kafkacompat.testing.apache_kafka.raw_probe import ask_api_versions
+
+__all__ = ["LAST_PATCHES", "best_answer", "differences", "minor_of", "node_kind", "run_matrix"]
+
+#: The last patch of every minor release on Maven Central when this was written.
+LAST_PATCHES = (
+    "0.10.0.1", "0.10.1.1", "0.10.2.2", "0.11.0.3", "1.0.2", "1.1.1", "2.0.1", "2.1.1", "2.2.2", "2.3.1",
+    "2.4.1", "2.5.1", "2.6.3", "2.7.2", "2.8.2", "3.0.2", "3.1.2", "3.2.3", "3.3.2", "3.4.1", "3.5.2",
+    "3.6.2", "3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0",
+)  # fmt: skip
+_EXCEPTION = re.compile(r"\b[\w.$]+(?:Exception|Error)\b(?::.*)?$")
+REQUEST_VERSIONS = range(6)  # ApiVersions v0 to v5: v5 is one no release knows yet
+
+
+def minor_of(release: str) -> str:
+    """``"0.10.2.2"`` -> ``"0.10.2"``, ``"3.9.2"`` -> ``"3.9"``: the name the release table uses."""
+    parts = release.split(".")
+    return ".".join(parts[:3] if parts[0] == "0" else parts[:2])
+
+
+def node_kind(mode: str, role: str) -> str:
+    """The release-table kind of a node: zk-broker, kraft-broker or kraft-controller."""
+    if mode == "zookeeper":
+        return "zk-broker"
+    return "kraft-controller" if role == "controller" else "kraft-broker"
+
+
+def _answers(host: str, port: int) -> dict[str, Any]:
+    return {f"v{version}": ask_api_versions(host, port, version) for version in REQUEST_VERSIONS}
+
+
+def record_release(release: str, mode: str) -> dict[str, Any]:
+    """Start ``release`` in ``mode``, ask it ApiVersions at v0-v5, stop it: the record."""
+    record: dict[str, Any] = {"release": release, "mode": mode, "started": False}
+    kafka = ApacheKafka(release, mode=mode, brokers=1, startup_timeout=240.0)
+    try:
+        kafka.start()
+    except BrokerStartError as exc:
+        record["artifact"] = kafka.artifact
+        record["error"] = str(exc).splitlines()[0][:400]
+        record["output"] = str(exc)[-3000:]
+        return record
+    try:
+        record.update(
+            artifact=kafka.artifact, started=True, startup_seconds=round(kafka.startup_seconds or 0, 1)
+        )
+        _, host, port = kafka.broker_endpoints[0]
+        record["broker"] = _answers(host, port)
+        if kafka.controller_endpoints:
+            _, host, port = kafka.controller_endpoints[0]
+            record["controller"] = _answers(host, port)
+    finally:
+        kafka.stop()
+    return record
+
+
+def best_answer(answers: dict[str, Any]) -> dict[str, Any] | None:
+    """The fullest answer: the highest request version answered without error."""
+    for version in reversed(REQUEST_VERSIONS):
+        answer = answers.get(f"v{version}", {})
+        decoded = answer.get("decoded")
+        if decoded is not None and decoded["error_code"] == 0 and answer.get("decoded_as") == min(version, 4):
+            return dict(decoded)
+    return None
+
+
+def differences(release: str, kind: str, answer: dict[str, Any]) -> list[str]:
+    """Every difference between a real answer and the release table and emulator profile of ``release``."""
+    from kafkacompat.reference.api_names import API_NAMES
+    from kafkacompat.testing.emulator.profile import profile_for
+
+    try:
+        profile = profile_for(minor_of(release), kind)
+    except EmulatorConfigError:
+        return [f"no {kind} profile for {minor_of(release)} in the release table"]
+    found = []
+    real = {int(key): tuple(value) for key, value in answer["apis"].items()}
+    held = {key: (r.lowest, r.highest) for key, r in profile.apis.items()}
+    for key in sorted(set(real) | set(held)):
+        if real.get(key) != held.get(key):
+            name = API_NAMES.get(key, "?")
+            found.append(f"{name}({key}): real {_range(real.get(key))}, table {_range(held.get(key))}")
+    real_supported = {name: tuple(value) for name, value in answer["supported_features"].items()}
+    held_supported = {name: (r.lowest, r.highest) for name, r in profile.supported_features.items()}
+    if real_supported != held_supported:
+        found.append(f"supported features: real {real_supported}, emulator {held_supported}")
+    real_finalized = {name: value[1] for name, value in answer["finalized_features"].items()}
+    held_finalized = {name: level for name, level in profile.default_finalized.items() if level > 0}
+    if real_finalized != held_finalized:
+        found.append(f"finalized features after format: real {real_finalized}, emulator {held_finalized}")
+    return found
+
+
+def _range(versions: tuple[int, ...] | None) -> str:
+    return "absent" if versions is None else f"{versions[0]}-{versions[1]}"
+
+
+def failure_cause(record: dict[str, Any]) -> str:
+    """The first exception a node that did not start printed (its class and message)."""
+    for line in record.get("output", "").splitlines():
+        match = _EXCEPTION.search(line)
+        if match and not line.lstrip().startswith("at "):
+            return match.group(0)[:300]
+    return "no exception in its output"
+
+
+def summarize(record: dict[str, Any]) -> list[str]:
+    """The lines the matrix prints for one record."""
+    head = f"{record['release']:>9} {record['mode']:<15}"
+    if not record["started"]:
+        return [f"{head} did not start: {record.get('error', '?')}", f"    cause: {failure_cause(record)}"]
+    lines = [f"{head} started in {record['startup_seconds']:.1f}s"]
+    for role in ("broker", "controller"):
+        if role not in record:
+            continue
+        kind = node_kind(record["mode"], role)
+        answer = best_answer(record[role])
+        if answer is None:
+            lines.append(f"    {role}: no ApiVersions answer read without error")
+            continue
+        found = differences(record["release"], kind, answer)
+        lines.append(f"    {role} ({kind}): {len(found)} difference(s) from the model")
+        lines += [f"      {line}" for line in found]
+    return lines
+
+
+def run_matrix(releases: list[str], out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    for release in releases:
+        for mode in modes_of(release):
+            record = record_release(release, mode)
+            path = out / f"{release}-{mode}.json"
+            path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            print("\n".join(summarize(record)), flush=True)
+    return 0
+
+
+_MEASURED_NOTE = (
+    " Entries with a 'measured' field are the ApiVersions answer of the real release "
+    "(make real-kafka, tests/data/real_kafka); the others stay derived."
+)
+_TABLE_LAST = (4, 2)  # newer releases belong to the newer table generation
+
+
+def _version(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split("."))
+
+
+def measured_tables(records: list[dict[str, Any]]) -> dict[tuple[str, str], tuple[dict[str, Any], str]]:
+    """(minor, kind) -> (the real answer, where it came from), preferring the split modes' pure nodes."""
+    found: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
+    preference = {"zookeeper": 0, "kraft-split": 0, "kraft-combined": 1}
+    ranked = sorted(records, key=lambda r: (preference[r["mode"]], _version(r["release"])))
+    for record in ranked:
+        if not record["started"] or _version(minor_of(record["release"])) > _TABLE_LAST:
+            continue
+        for role in ("broker", "controller"):
+            answer = best_answer(record.get(role, {}))
+            key = (minor_of(record["release"]), node_kind(record["mode"], role))
+            if answer is not None and key not in found:
+                found[key] = (answer, f"Apache Kafka {record['release']} ({record['mode']} {role})")
+    return found
+
+
+def apply_to_release_table(records: list[dict[str, Any]], table: Path) -> list[str]:
+    """Replace the derived API ranges in ``table`` (releases.json) by the measured ones; what changed."""
+    data = json.loads(table.read_text(encoding="utf-8"))
+    entries = {(entry["release"], entry["kind"]): entry for entry in data["releases"]}
+    changed = []
+    for (minor, kind), (answer, origin) in sorted(measured_tables(records).items()):
+        apis = {
+            str(key): {"min": low, "max": high}
+            for key, (low, high) in sorted((int(k), v) for k, v in answer["apis"].items())
+        }
+        entry = entries.get((minor, kind))
+        if entry is None:
+            entry = {"release": minor, "kind": kind, "apis": {}}
+            data["releases"].append(entry)
+        if entry["apis"] != apis:
+            changed.append(f"{minor} {kind}: replaced by {origin}")
+        entry["apis"] = apis
+        entry["measured"] = origin
+    if _MEASURED_NOTE not in data["source"]:
+        data["source"] += _MEASURED_NOTE
+    table.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return changed
+
+
+def _records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(out.glob("*.json"))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m kafkacompat.testing.apache_kafka.matrix", description=__doc__
+    )
+    parser.add_argument(
+        "releases", nargs="*", help=f"releases to run (default: {len(LAST_PATCHES)} last patches)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("tests/data/real_kafka"), help="where the records go"
+    )
+    parser.add_argument(
+        "--summary", action="store_true", help="print the summary of the records in --out only"
+    )
+    parser.add_argument(
+        "--apply-to", type=Path, metavar="RELEASES_JSON",
+        help="replace the release table's ranges (vendor/kafka-protocol/releases.json) by the recorded ones",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.apply_to is not None:
+        print("\n".join(apply_to_release_table(_records(args.out), args.apply_to)))
+        return 0
+    if args.summary:
+        for record in _records(args.out):
+            print("\n".join(summarize(record)))
+        return 0
+    return run_matrix(args.releases or list(LAST_PATCHES), args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
