@@ -38,8 +38,9 @@ __all__ = [
 ]
 
 # Both halves must be known: a version we can send but not read back is useless.
+# v5 (KIP-1242, Kafka 4.4) is held back until the handshake sends identities.
 CODEC_MAX_VERSION: Final[int] = min(
-    ApiVersionsRequest.VALID_VERSIONS.highest, ApiVersionsResponse.VALID_VERSIONS.highest
+    ApiVersionsRequest.VALID_VERSIONS.highest, ApiVersionsResponse.VALID_VERSIONS.highest, 4
 )
 
 # KIP-511 added ClientSoftwareName/Version in v3; below it they are not on the wire.

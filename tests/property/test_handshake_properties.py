@@ -34,11 +34,12 @@ from kafkacompat.negotiation.handshake import (
     SendRequest,
     State,
 )
-from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION
+from kafkacompat.protocol.messages import ApiVersionsResponse
 from tests.support.codec_strategies import instances
 
 R = ApiVersionsResponse
-CODEC_MAX = ApiVersionsRequest.VALID_VERSIONS.highest
+CODEC_MAX = CODEC_MAX_VERSION  # the first version the handshake offers
 
 
 def action_bound(config: HandshakeConfig) -> int:

@@ -47,6 +47,7 @@ from kafkacompat.negotiation.handshake import (
     Transition,
     release_ranges,
 )
+from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION
 from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.framing import FrameSplitter, decode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
@@ -54,7 +55,7 @@ from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.releases import RELEASES
 
 R = ApiVersionsResponse
-CODEC_MAX = ApiVersionsRequest.VALID_VERSIONS.highest
+CODEC_MAX = CODEC_MAX_VERSION  # the first version the handshake offers
 UNSUPPORTED_VERSION, INVALID_REQUEST, CLUSTER_AUTHORIZATION_FAILED = 35, 42, 31
 APIS = ((0, 0, 9), (1, 0, 13), (3, 0, 12))  # Produce, Fetch, Metadata
 
