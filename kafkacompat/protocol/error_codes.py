@@ -1,7 +1,7 @@
 """Kafka's protocol error codes as a table.
 
-Every code Apache Kafka defines in its ``Errors`` enum (``-1`` … ``133``, as of
-Kafka 4.x), with the enum's name and the retriable flag Kafka gives it: an error
+Every code Apache Kafka defines in its ``Errors`` enum (``-1`` … ``136``, as of
+Kafka 4.4), with the enum's name and the retriable flag Kafka gives it: an error
 is retriable exactly when Kafka's exception class for it extends
 ``RetriableException`` (directly or through ``InvalidMetadataException``).  The
 one-line messages are our own wording.

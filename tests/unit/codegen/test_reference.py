@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafkacompat._codegen.reference import BANNER, ReferenceDataError, render_reference
+from kafkacompat._codegen.release_inputs import FEATURE_FILES, RELEASE_FILES
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO / "vendor" / "kafka-protocol"
@@ -42,22 +43,24 @@ def test_every_file_starts_with_the_banner_and_compiles() -> None:
 def _copy_shuffled(target: Path, seed: int) -> None:
     """The vendored folder with its JSON lists and objects in another order."""
     shuffle = random.Random(seed).shuffle
-    releases = json.loads((SHARED / "releases.json").read_text(encoding="utf-8"))
-    shuffle(releases["releases"])
-    for entry in releases["releases"]:
-        items = list(entry["apis"].items())
-        shuffle(items)
-        entry["apis"] = dict(items)
-    features = json.loads((SHARED / "features.json").read_text(encoding="utf-8"))
-    names = list(features["features"].items())
-    shuffle(names)
-    features["features"] = dict(names)
-    for body in features["features"].values():
-        shuffle(body["levels"])
-    (target / "releases.json").write_text(json.dumps(releases), encoding="utf-8")
-    (target / "features.json").write_text(json.dumps(features), encoding="utf-8")
-    (target / "spec").symlink_to(SHARED / "spec")
-    (target / "spec-4.3").symlink_to(SHARED / "spec-4.3")
+    for name in RELEASE_FILES:
+        releases = json.loads((SHARED / name).read_text(encoding="utf-8"))
+        shuffle(releases["releases"])
+        for entry in releases["releases"]:
+            items = list(entry["apis"].items())
+            shuffle(items)
+            entry["apis"] = dict(items)
+        (target / name).write_text(json.dumps(releases), encoding="utf-8")
+    for name in FEATURE_FILES:
+        features = json.loads((SHARED / name).read_text(encoding="utf-8"))
+        names = list(features["features"].items())
+        shuffle(names)
+        features["features"] = dict(names)
+        for body in features["features"].values():
+            shuffle(body["levels"])
+        (target / name).write_text(json.dumps(features), encoding="utf-8")
+    for folder in ("spec", "spec-4.3", "spec-4.4"):
+        (target / folder).symlink_to(SHARED / folder)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
