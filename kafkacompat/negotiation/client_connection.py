@@ -59,6 +59,7 @@ from kafkacompat.errors import (
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
 from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION, HandshakeConfig
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake_types import (
     Connect,
     Done,
@@ -173,6 +174,8 @@ class ClientConnection:
         max_in_flight: int = 32,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         reply_limits: ReplyLimits | None = None,
+        identity: BrokerIdentity | None = None,
+        api_versions_memory: ApiVersionsMemory | None = None,
     ) -> None:
         self.node = node
         self.node_id = node_id
@@ -190,7 +193,11 @@ class ClientConnection:
                 "a connection has one client id: set it on the HandshakeConfig"
             )
         self._sasl_login = sasl
-        self._handshake = ApiVersionsHandshake(self.handshake_config, node=node)
+        # KIP-1242: the broker meant (None on a bootstrap connection), and the per-address
+        # memory of advertised ApiVersions maxima; both are the handshake's (handshake_identity).
+        self._handshake = ApiVersionsHandshake(
+            self.handshake_config, node=node, identity=identity, memory=api_versions_memory
+        )
         self._frames = FrameSplitter(max_frame_size)
         self._sockets = 0  # sockets opened: the first one reads into the splitter made here
         self._sasl: SaslExchange | None = None
