@@ -45,6 +45,7 @@ from kafkacompat.negotiation.client_connection import (
     SetupFailed,
     Write,
 )
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
@@ -78,6 +79,10 @@ class BrokerConnection:
         self.config = config or DEFAULT_CONFIG
         self.capabilities: BrokerCapabilities | None = None
         self.handshake: HandshakeResult | None = None
+        # KIP-1242: the broker this connection means to reach (None: a bootstrap connection)
+        # and the cluster's memory of advertised ApiVersions maxima; the cluster layer sets both.
+        self.identity: BrokerIdentity | None = None
+        self.api_versions_memory: ApiVersionsMemory | None = None
         self.changes: list[CapabilityChange] = []
         self._protocol: ClientConnection | None = None
         self._channel: Channel | None = None
@@ -120,6 +125,8 @@ class BrokerConnection:
             max_in_flight=self.config.max_in_flight,
             max_frame_size=self.config.max_frame_size,
             reply_limits=self.config.reply_limits,
+            identity=self.identity,
+            api_versions_memory=self.api_versions_memory,
         )
         ready = await self._set_up(protocol)
         channel = self._channel

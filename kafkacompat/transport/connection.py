@@ -59,6 +59,7 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.client_connection import ClientConnection
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
@@ -143,6 +144,10 @@ class BrokerConnection(ConnectionTasks):
         self.config = config or DEFAULT_CONFIG
         self.capabilities: BrokerCapabilities | None = None
         self.handshake: HandshakeResult | None = None
+        # KIP-1242: the broker this connection means to reach (None: a bootstrap connection)
+        # and the cluster's memory of advertised ApiVersions maxima; the cluster layer sets both.
+        self.identity: BrokerIdentity | None = None
+        self.api_versions_memory: ApiVersionsMemory | None = None
         self.changes: list[CapabilityChange] = []
         self._protocol: ClientConnection | None = None
         self._stream: ByteStream | None = None
@@ -201,6 +206,8 @@ class BrokerConnection(ConnectionTasks):
             max_in_flight=config.max_in_flight,
             max_frame_size=config.max_frame_size,
             reply_limits=config.reply_limits,
+            identity=self.identity,
+            api_versions_memory=self.api_versions_memory,
         )
         try:
             stream, ready = await set_up(protocol, self.host, self.port, config)
