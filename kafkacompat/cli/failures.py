@@ -12,8 +12,10 @@ from __future__ import annotations
 from kafkacompat.errors import (
     AuthenticationError,
     BrokerTooOldError,
+    ClusterMismatchError,
     KafkaCompatError,
     KafkaTimeoutError,
+    RebootstrapRequiredError,
     TransportError,
     UnsupportedVersionError,
     WrongEndpointError,
@@ -78,6 +80,8 @@ def _category(exc: KafkaCompatError, config: ConnectionConfig, bootstrap: str) -
         return "wrong endpoint", _ENDPOINT_HINT
     if isinstance(exc, UnsupportedVersionError):
         return "no usable version", None
+    if isinstance(exc, ClusterMismatchError | RebootstrapRequiredError):
+        return "wrong cluster", None
     if isinstance(exc, KafkaTimeoutError):
         return "timed out", None
     if isinstance(exc, TransportError):
