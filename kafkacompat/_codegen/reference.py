@@ -19,6 +19,7 @@ from typing import Any
 from kafkacompat._codegen.release_inputs import load_features, load_releases
 from kafkacompat._codegen.removals import KINDS as REMOVAL_KINDS
 from kafkacompat._codegen.removals import load_removals
+from kafkacompat._codegen.spec import SpecError
 from kafkacompat.errors import KafkaCompatError
 
 __all__ = ["BANNER", "ReferenceDataError", "api_names", "render_reference"]
@@ -35,8 +36,11 @@ class ReferenceDataError(KafkaCompatError):
 
 def render_reference(shared_dir: Path) -> dict[str, str]:
     """Return ``{file name: text}`` for the generated ``kafkacompat/reference`` package."""
-    releases = load_releases(shared_dir)
-    features = load_features(shared_dir)
+    try:
+        releases = load_releases(shared_dir)
+        features = load_features(shared_dir)
+    except SpecError as exc:
+        raise ReferenceDataError(str(exc)) from exc
     names = api_names(shared_dir)
     return {
         "__init__.py": _render_init(),

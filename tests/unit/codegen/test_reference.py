@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafkacompat._codegen.reference import BANNER, ReferenceDataError, render_reference
-from kafkacompat._codegen.release_inputs import FEATURE_FILES, RELEASE_FILES
+from kafkacompat._codegen.release_inputs import FEATURE_FILES, RELEASE_FILES, load_features, load_releases
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO / "vendor" / "kafka-protocol"
@@ -72,7 +72,7 @@ def test_input_order_does_not_change_the_output(tmp_path: Path, seed: int) -> No
 def test_generated_tables_hold_the_shared_facts() -> None:
     from kafkacompat.reference import API_NAMES, FEATURES, KINDS, RELEASES
 
-    releases = json.loads((SHARED / "releases.json").read_text(encoding="utf-8"))["releases"]
+    releases = load_releases(SHARED)["releases"]
     assert {(p.release, p.kind): dict(p.apis) for p in RELEASES} == {
         (e["release"], e["kind"]): {int(k): (r["min"], r["max"]) for k, r in e["apis"].items()}
         for e in releases
@@ -80,7 +80,7 @@ def test_generated_tables_hold_the_shared_facts() -> None:
     assert KINDS == ("kraft-broker", "kraft-controller", "zk-broker")
     assert all(key in API_NAMES for p in RELEASES for key in p.apis)
     assert API_NAMES[60] == "DescribeCluster" and API_NAMES[18] == "ApiVersions"
-    features = json.loads((SHARED / "features.json").read_text(encoding="utf-8"))["features"]
+    features = load_features(SHARED)["features"]
     assert sorted(FEATURES) == sorted(features)
     for name, levels in FEATURES.items():
         assert [lv.level for lv in levels] == sorted(e["level"] for e in features[name]["levels"])
