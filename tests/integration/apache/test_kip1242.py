@@ -95,7 +95,10 @@ def check_a_controller_accepts_any_identity(kafka: Any) -> None:
 
 def _raw_v5(host: str, port: int, cluster_id: str | None, node_id: int) -> int:
     request = ApiVersionsRequest(
-        client_software_name="kafkacompat", client_software_version="1.0", cluster_id=cluster_id, node_id=node_id
+        client_software_name="kafkacompat",
+        client_software_version="1.0",
+        cluster_id=cluster_id,
+        node_id=node_id,
     )
     with socket.create_connection((host, port), timeout=10) as sock:
         sock.sendall(encode_request(request, 5, 1, "kip1242-test"))
