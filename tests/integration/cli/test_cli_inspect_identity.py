@@ -40,7 +40,8 @@ async def test_the_expected_cluster_is_checked(emulated_cluster: Any, cli: Runne
     result = await cli("inspect", cluster.bootstrap, "--expect-cluster-id", CLUSTER, *FAST)
     assert result.code == 0, result.stderr
     assert f"Cluster: {CLUSTER}, as expected" in result.stdout
-    result = await cli("inspect", cluster.bootstrap, "--expect-cluster-id", CLUSTER, "--format", "json", *FAST)
+    expecting = ("--expect-cluster-id", CLUSTER)
+    result = await cli("inspect", cluster.bootstrap, *expecting, "--format", "json", *FAST)
     assert json.loads(result.stdout)["expected_cluster_id"] == CLUSTER
 
 
