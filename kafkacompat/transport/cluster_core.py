@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Generic
 
-from kafkacompat.errors import KafkaCompatError, TransportError, attach_context
+from kafkacompat.errors import KafkaCompatError, RebootstrapRequiredError, TransportError, attach_context
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.capability_changes import CapabilityChange
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
@@ -139,7 +139,10 @@ class ClusterCore(Generic[ConnT]):
                 return conn
             if conn is not None:
                 log.info("reconnecting to node %s at %s", node_id, broker.address)
-            conn = await self._open_node(broker, conn)
+            try:
+                conn = await self._open_node(broker, conn)
+            except RebootstrapRequiredError as exc:
+                conn = await self._rebootstrapped(broker, exc)
             self._connections[node_id] = conn
             return conn
 
@@ -304,6 +307,21 @@ class ClusterCore(Generic[ConnT]):
                 await self._backend.open(conn)
                 return conn
         raise AssertionError("tenacity neither returned nor raised")  # pragma: no cover
+
+    async def _rebootstrapped(self, stale: BrokerAddress, error: RebootstrapRequiredError) -> ConnT:
+        """REBOOTSTRAP_REQUIRED (KIP-1242): the address is someone else's now.  Resolve the
+        bootstrap addresses and read Metadata again, then open the node where Metadata now
+        puts it, once; still at the same address (or gone), the error stands."""
+        log.info("node %s at %s is someone else now: bootstrapping again", stale.node_id, stale.address)
+        self._connections.pop(stale.node_id, None)
+        await self._bootstrap()
+        adopted = self._connections.pop(stale.node_id, None)
+        if adopted is not None and adopted.is_ready and adopted.handshake is not None:
+            return adopted  # the bootstrap connection answered from the node's new address
+        broker = self.brokers.get(stale.node_id)
+        if broker is None or broker.address == stale.address:
+            raise error
+        return await self._open_node(broker, None)
 
     def _meant(self, conn: ConnT, node_id: int | None) -> None:
         """Tell ``conn`` which broker it means to reach (KIP-1242) and share the memory."""

@@ -5,6 +5,8 @@ The emulated 4.4 nodes check identities as a real 4.4.0 did (test_emulator_ident
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import trio
 
@@ -66,3 +68,22 @@ async def test_an_unexpected_cluster_id_is_refused_before_any_node_is_used(emula
     with trio.fail_after(15), pytest.raises(ClusterMismatchError, match="not to the expected cluster"):
         async with connect(emulated.bootstrap, config):
             pass
+
+
+async def test_rebootstrap_required_reads_metadata_again_and_finds_the_node(emulated_cluster: object) -> None:
+    emulated = await emulated_cluster(["4.4/kraft-broker", "4.4/kraft-broker"])  # type: ignore[operator]
+    with trio.fail_after(15):
+        async with connect(emulated.bootstrap.split(",")[0], CONFIG) as cluster:
+            right = cluster.brokers[2]
+            # Stale metadata: node 2 is believed to be where node 1 listens (a moved broker).
+            stale = dataclasses.replace(right, host=cluster.brokers[1].host, port=cluster.brokers[1].port)
+            cluster._metadata = dataclasses.replace(  # type: ignore[attr-defined]
+                cluster.metadata, brokers={**cluster.metadata.brokers, 2: stale}
+            )
+            conn = await cluster.connection(2)
+            assert (conn.host, conn.port) == (right.host, right.port)
+            assert cluster.brokers[2].address == right.address  # Metadata was read again
+            assert conn.handshake is not None and conn.handshake.transcript.identity_sent is not None
+    refused = [r for r in emulated.brokers[0].requests if r.api_key == 18 and r.api_version == 5]
+    outcomes = [r.outcome for r in refused]
+    assert any("129" in outcome or "REBOOTSTRAP" in outcome for outcome in outcomes), outcomes
