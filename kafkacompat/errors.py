@@ -58,6 +58,7 @@ __all__ = [
     "BrokerTooOldError",
     "BrokersUnavailableError",
     "ClientSoftwareWarning",
+    "ClusterMismatchError",
     "ConfigError",
     "DecodeError",
     "EmulatorConfigError",
@@ -67,6 +68,7 @@ __all__ = [
     "FeatureUpdateBlockedError",
     "HandshakeConfigError",
     "HandshakeStateError",
+    "IdentityRefusedError",
     "InvalidAddressError",
     "InvalidRequestError",
     "KafkaCompatError",
@@ -77,6 +79,7 @@ __all__ = [
     "PipelineStateError",
     "ProtocolError",
     "ProtocolViolationError",
+    "RebootstrapRequiredError",
     "ReleaseDownloadError",
     "ReplyTooLargeError",
     "TransportError",
@@ -370,6 +373,87 @@ class BrokerRejectedError(NegotiationError):
 
 class InvalidRequestError(BrokerRejectedError):
     """INVALID_REQUEST: the broker could not accept the request as written."""
+
+
+def _expected(cluster_id: str | None, node_id: int | None) -> str:
+    if cluster_id is None:
+        return "no identity"
+    return f"node {node_id} of cluster {cluster_id}" if node_id is not None else f"cluster {cluster_id}"
+
+
+class RebootstrapRequiredError(BrokerRejectedError):
+    """REBOOTSTRAP_REQUIRED (129): the broker at that address is not the one the client meant
+    to reach (KIP-1242); ``expected_cluster_id``/``expected_node_id`` name the one meant.
+    The remedy is to resolve the bootstrap addresses and read Metadata again."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_code: int = 129,
+        error_name: str = "REBOOTSTRAP_REQUIRED",
+        expected_cluster_id: str | None = None,
+        expected_node_id: int | None = None,
+        node: str | None = None,
+        transcript: Any = None,
+    ) -> None:
+        super().__init__(
+            message, error_code=error_code, error_name=error_name, node=node, transcript=transcript
+        )
+        self.expected_cluster_id = expected_cluster_id
+        self.expected_node_id = expected_node_id
+
+    @property
+    def expected(self) -> str:
+        return _expected(self.expected_cluster_id, self.expected_node_id)
+
+
+class IdentityRefusedError(InvalidRequestError):
+    """INVALID_REQUEST to ApiVersions v5 that carried an identity: the broker refused the
+    ClusterId/NodeId pair itself (KIP-1242 requires both or neither)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_code: int = 42,
+        error_name: str = "INVALID_REQUEST",
+        expected_cluster_id: str | None = None,
+        expected_node_id: int | None = None,
+        node: str | None = None,
+        transcript: Any = None,
+    ) -> None:
+        super().__init__(
+            message, error_code=error_code, error_name=error_name, node=node, transcript=transcript
+        )
+        self.expected_cluster_id = expected_cluster_id
+        self.expected_node_id = expected_node_id
+
+
+class ClusterMismatchError(NegotiationError):
+    """The cluster (or node) found at an address is not the one expected: the client-side
+    misrouting check, for brokers that cannot check it themselves (before Kafka 4.4)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        expected_cluster_id: str | None,
+        found_cluster_id: str | None,
+        expected_node_id: int | None = None,
+        found_node_id: int | None = None,
+        node: str | None = None,
+        transcript: Any = None,
+    ) -> None:
+        super().__init__(message, node=node, transcript=transcript)
+        self.expected_cluster_id = expected_cluster_id
+        self.found_cluster_id = found_cluster_id
+        self.expected_node_id = expected_node_id
+        self.found_node_id = found_node_id
+
+    @property
+    def expected(self) -> str:
+        return _expected(self.expected_cluster_id, self.expected_node_id)
 
 
 # -- context --------------------------------------------------------------------------------

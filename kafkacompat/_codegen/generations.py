@@ -1,23 +1,27 @@
-"""Two generations of Kafka's specs merged into one model with every version.
+"""Kafka's spec generations merged into one model with every version.
 
 Kafka 4.x spec files drop the versions KIP-896 removed (``FetchRequest`` says
 ``4-18``), while a client of every broker era still needs ``Fetch`` v0-3.  So
-the generator reads both generations in ``vendor/kafka-protocol``:
+the generator reads every generation in ``vendor/kafka-protocol``, oldest
+first, each one overriding the versions it defines:
 
 - ``spec/``: Kafka's files of October 2024 (between 3.9 and 4.0), every version
   any 3.x broker speaks;
 - ``spec-4.3/message/``: Kafka's own files at the 4.3 level; and, only for the
   APIs and versions listed in ``DERIVED_USED``, ``spec-4.3/derived/`` (files
-  converted from another client's definitions, not Kafka's text, each checked
-  against a real broker's bytes by the tests).
+  converted from another client's definitions, not Kafka's text);
+- ``spec-4.4/message/`` and ``spec-4.4/metadata/``: Kafka 4.4.0's own files,
+  copied from the ``kafka-clients`` and ``kafka-metadata`` 4.4.0 jars.  Being
+  the newest, they win wherever they overlap an older generation.
 
 For every version the layout comes from the newest generation that defines
-it.  A version both define must agree on the wire (types, order, nullability,
-tags, flexibility, tagged defaults); the generator checks that and fails with
-the message, version and field where they differ.  Class fields are the union,
-each with the versions where the owning generation has it.  Where Kafka renamed
-a message (same API key) or a field (same wire position at a version both
-define), the newer name is primary and the old one is kept as an alias.
+it.  A version two generations define must agree on the wire (types, order,
+nullability, tags, flexibility, tagged defaults); the generator checks that
+and fails with the message, version and field where they differ.  Class fields
+are the union, each with the versions where the owning generation has it.
+Where Kafka renamed a message (same API key) or a field (same wire position at
+a version both define), the newer name is primary and the old one is kept as
+an alias.
 """
 
 from __future__ import annotations
@@ -35,23 +39,17 @@ __all__ = ["DERIVED_USED", "GenerationError", "MergedSpecs", "load_generations"]
 OLD = "Kafka Oct 2024 (spec/)"
 NEW = "Kafka 4.3 (spec-4.3/message/)"
 DERIVED = "derived (spec-4.3/derived/)"
+KAFKA_44 = "Kafka 4.4.0 (spec-4.4/)"
 
-# Derived files used, and only at these versions: each version here is checked
-# against a real broker's bytes (the librdkafka mock answers ShareGroupHeartbeat,
-# ShareFetch and ShareAcknowledge at v1) in tests/integration/test_codec_real_brokers.py.
-# Every other derived API stays at its Kafka-text versions (docs/codec.md).
-DERIVED_USED: dict[str, VersionRange] = {
-    "ShareGroupHeartbeatRequest": VersionRange(1, 1),
-    "ShareGroupHeartbeatResponse": VersionRange(1, 1),
-    "ShareFetchRequest": VersionRange(1, 1),
-    "ShareFetchResponse": VersionRange(1, 1),
-    "ShareAcknowledgeRequest": VersionRange(1, 1),
-    "ShareAcknowledgeResponse": VersionRange(1, 1),
-}
+# Derived files used, and only at these versions.  Kafka 4.4.0's own files now
+# define every API the derived files describe (the Share APIs' v1 included), so
+# none is needed; the mechanism stays for an API newer than the newest Kafka
+# files (each version listed must then be checked against a real broker's bytes).
+DERIVED_USED: dict[str, VersionRange] = {}
 
 
 class GenerationError(SpecError):
-    """The two generations disagree on the wire, or cannot be merged."""
+    """The generations disagree on the wire, or cannot be merged."""
 
 
 @dataclass
@@ -67,55 +65,76 @@ def _load_dir(folder: Path) -> dict[str, MessageSpec]:
     return {s.name: s for s in (load_spec(p) for p in sorted(folder.glob("*.json")))}
 
 
+_Layer = dict[str, tuple[MessageSpec, VersionRange]]
+
+
+def _kafka_layer(folder: Path) -> _Layer:
+    # retired APIs are kept as "validVersions": "none": nothing to take from them
+    return {name: (spec, spec.valid) for name, spec in _load_dir(folder).items() if not spec.valid.empty}
+
+
 def load_generations(root: Path, derived_used: dict[str, VersionRange] | None = None) -> MergedSpecs:
     old = _load_dir(root / "spec" / "message")
-    records = [load_spec(p) for p in sorted((root / "spec" / "metadata").glob("*.json"))]
     if not old:
         raise SpecError(f"no specs found under {root / 'spec'}")
-    new = _load_dir(root / "spec-4.3" / "message")
+    new = _kafka_layer(root / "spec-4.3" / "message")
     derived = _load_dir(root / "spec-4.3" / "derived")
-    newer: dict[str, tuple[MessageSpec, VersionRange, str]] = {}
-    for name, spec in new.items():
-        if spec.valid.empty:  # retired APIs are kept as "validVersions": "none"
-            continue
-        newer[name] = (spec, spec.valid, NEW)
+    chosen: _Layer = {}
     for name, versions in (DERIVED_USED if derived_used is None else derived_used).items():
-        if name in newer:
+        if name in new:
             raise GenerationError(f"{name}: both a Kafka 4.3 file and a derived file are selected")
         if name not in derived:
             raise GenerationError(f"{name}: no derived file")
         spec = derived[name]
         if not spec.valid.contains_range(versions):
             raise GenerationError(f"{name}: the derived file has no versions {versions}")
-        newer[name] = (spec, versions, DERIVED)
-    by_key = {(s.api_key, s.type): s.name for s in old.values() if s.api_key is not None}
+        chosen[name] = (spec, versions)
+    layers = [(NEW, new), (DERIVED, chosen), (KAFKA_44, _kafka_layer(root / "spec-4.4" / "message"))]
+    messages, aliases = _merge_layers(old, layers)
+    records, _ = _merge_layers(
+        _load_dir(root / "spec" / "metadata"),
+        [(KAFKA_44, _kafka_layer(root / "spec-4.4" / "metadata"))],
+    )
+    merged = [spec for spec, _ in messages.values()] + [spec for spec, _ in records.values()]
+    owners = {name: owner for name, (_, owner) in messages.items()}
+    return MergedSpecs(merged, aliases, owners)
+
+
+def _merge_layers(
+    base: dict[str, MessageSpec], layers: list[tuple[str, _Layer]]
+) -> tuple[dict[str, tuple[MessageSpec, dict[int, str]]], dict[str, str]]:
+    """Apply ``layers`` (oldest first) over ``base``; return name -> (spec, owners), and the renames."""
+    current = {name: (spec, dict.fromkeys(spec.versions, OLD)) for name, spec in base.items()}
     aliases: dict[str, str] = {}
-    for name, (spec, _, _) in newer.items():
-        old_name = by_key.get((spec.api_key, spec.type)) if spec.api_key is not None else None
-        if old_name is not None and old_name != name:
-            aliases[old_name] = name
-    merged: list[MessageSpec] = []
-    owners: dict[str, dict[int, str]] = {}
-    renamed_to = set(aliases.values())
-    for name in sorted(set(old) | set(newer)):
-        if name in aliases:
-            continue  # merged under its new name
-        old_name = next((o for o, n in aliases.items() if n == name), name) if name in renamed_to else name
-        o = old.get(old_name)
-        if name not in newer:
-            assert o is not None
-            merged.append(o)
-            owners[name] = dict.fromkeys(o.versions, OLD)
-            continue
-        n, n_versions, n_label = newer[name]
-        if o is None:
-            merged.append(_restricted(n, n_versions))
-            owners[name] = dict.fromkeys(range(n_versions.lowest, n_versions.highest + 1), n_label)
-            continue
-        spec, owner = _merge_message(o, n, n_versions, n_label)
-        merged.append(spec)
-        owners[name] = owner
-    return MergedSpecs(merged + records, aliases, owners)
+    for label, layer in layers:
+        by_key = {(s.api_key, s.type): name for name, (s, _) in current.items() if s.api_key is not None}
+        unstable_top = {
+            s.api_key: s.valid.highest
+            for s, _ in current.values()
+            if s.type == "request" and s.latest_unstable and s.api_key is not None
+        }
+        for name, (spec, versions) in sorted(layer.items()):
+            earlier = by_key.get((spec.api_key, spec.type)) if spec.api_key is not None else name
+            earlier = name if earlier is None else earlier
+            if earlier != name:  # Kafka renamed the message: merged under its new name
+                aliases[earlier] = name
+                for old_name, target in list(aliases.items()):
+                    if target == earlier:
+                        aliases[old_name] = name
+            known = current.pop(earlier, None)
+            unstable = (
+                {unstable_top[spec.api_key]}
+                if spec.type in ("request", "response") and spec.api_key in unstable_top
+                else set()
+            )
+            if known is None:
+                current[name] = (
+                    _restricted(spec, versions),
+                    dict.fromkeys(range(versions.lowest, versions.highest + 1), label),
+                )
+            else:
+                current[name] = _merge_message(known[0], known[1], spec, versions, label, unstable)
+    return dict(sorted(current.items())), aliases
 
 
 def _restricted(spec: MessageSpec, versions: VersionRange) -> MessageSpec:
@@ -170,37 +189,46 @@ def _compare(a: MessageSpec, a_label: str, b: MessageSpec, b_label: str, version
 
 
 def _merge_message(
-    o: MessageSpec, n: MessageSpec, n_versions: VersionRange, n_label: str
+    o: MessageSpec,
+    o_owner: dict[int, str],
+    n: MessageSpec,
+    n_versions: VersionRange,
+    n_label: str,
+    unstable: set[int],
 ) -> tuple[MessageSpec, dict[int, str]]:
-    owner: dict[int, str] = dict.fromkeys(o.versions, OLD)
+    """``unstable``: the older generation's versions its request marked unstable
+    (``latestVersionUnstable``).  They were no wire fact yet, so the newer file's
+    layout replaces them unchecked (Kafka changed ReadShareGroupStateSummary v0
+    after October 2024)."""
+    owner = dict(o_owner)
     for v in range(n_versions.lowest, n_versions.highest + 1):
-        if v in o.valid:
-            _compare(o, OLD, n, n_label, v)
+        if v in o.valid and v not in unstable:
+            _compare(o, owner[v], n, n_label, v)
         owner[v] = n_label
     versions = sorted(owner)
     if versions != list(range(versions[0], versions[-1] + 1)):
         raise GenerationError(f"{n.name}: the generations leave a gap in the versions {versions}")
     valid = VersionRange(versions[0], versions[-1])
+    new_versions = {v for v in versions if v in n_versions}
     flexible = _to_range(
-        {v for v in versions if v in (n.flexible if owner[v] != OLD else o.flexible)},
+        {v for v in versions if v in (n.flexible if v in new_versions else o.flexible)},
         valid,
         n.name,
         "flexible",
     )
-    new_versions = {v for v in versions if owner[v] != OLD}
-    merger = _StructMerger(n.name, new_versions)
+    merger = _StructMerger(n.name, new_versions, new_versions - unstable)
     root = merger.merge(o.root, n.root, valid)
     spec = replace(
         n,
         valid=valid,
         flexible=flexible,
         deprecated=o.deprecated,
-        latest_unstable=n.latest_unstable if owner[versions[-1]] != OLD else o.latest_unstable,
+        latest_unstable=n.latest_unstable if versions[-1] in new_versions else o.latest_unstable,
         root=root,
         structs=[s for s in merger.order if s is not root],
     )
     for v in versions:  # the merged model must give each version its owner's layout
-        source = n if owner[v] != OLD else o
+        source = n if v in new_versions else o
         _compare(source, owner[v], spec, "the merged model", v)
     return spec, owner
 
@@ -221,9 +249,10 @@ def _to_range(
 
 
 class _StructMerger:
-    def __init__(self, message: str, new_versions: set[int]) -> None:
+    def __init__(self, message: str, new_versions: set[int], comparable: set[int]) -> None:
         self.message = message
         self.new_versions = new_versions
+        self.comparable = comparable  # versions both sides define as the same wire layout
         self.order: list[StructSpec] = []
         self.done: dict[str, StructSpec] = {}
 
@@ -236,7 +265,7 @@ class _StructMerger:
         if n.name in self.done:
             return self.done[n.name]
         where = f"{self.message}.{n.name}"
-        renames = _field_renames(o, n, self.new_versions, where)
+        renames = _field_renames(o, n, self.comparable, where)
         old_by_new = {renames.get(f.name, f.name): f for f in o.fields}
         new_by_name = {f.name: f for f in n.fields}
         names = _merged_order([renames.get(f.name, f.name) for f in o.fields], [f.name for f in n.fields])

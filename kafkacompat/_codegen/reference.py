@@ -16,8 +16,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kafkacompat._codegen.release_inputs import load_features, load_releases
 from kafkacompat._codegen.removals import KINDS as REMOVAL_KINDS
 from kafkacompat._codegen.removals import load_removals
+from kafkacompat._codegen.spec import SpecError
 from kafkacompat.errors import KafkaCompatError
 
 __all__ = ["BANNER", "ReferenceDataError", "api_names", "render_reference"]
@@ -34,8 +36,11 @@ class ReferenceDataError(KafkaCompatError):
 
 def render_reference(shared_dir: Path) -> dict[str, str]:
     """Return ``{file name: text}`` for the generated ``kafkacompat/reference`` package."""
-    releases = _load_json(shared_dir / "releases.json")
-    features = _load_json(shared_dir / "features.json")
+    try:
+        releases = load_releases(shared_dir)
+        features = load_features(shared_dir)
+    except SpecError as exc:
+        raise ReferenceDataError(str(exc)) from exc
     names = api_names(shared_dir)
     return {
         "__init__.py": _render_init(),
@@ -48,23 +53,14 @@ def render_reference(shared_dir: Path) -> dict[str, str]:
 
 def api_names(inputs: Path) -> dict[int, str]:
     """API key -> name. Kafka's current names win (ListClientMetricsResources is
-    ListConfigResources since 4.1); the derived files name the APIs newer than
-    both Kafka snapshots."""
+    ListConfigResources since 4.1): the newest Kafka files name each API; the
+    derived files only name an API no Kafka file has."""
     names = _api_names(inputs / "spec" / "message")
     names.update(_api_names(inputs / "spec-4.3" / "message"))
+    names.update(_api_names(inputs / "spec-4.4" / "message"))
     for key, name in _api_names(inputs / "spec-4.3" / "derived").items():
         names.setdefault(key, name)
     return names
-
-
-def _load_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReferenceDataError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ReferenceDataError(f"{path}: expected a JSON object at the top")
-    return data
 
 
 def _api_names(message_dir: Path) -> dict[int, str]:
@@ -119,6 +115,7 @@ def _render_init() -> str:
     homes = {
         "API_NAMES": "api_names",
         "FEATURES": "features",
+        "FEATURE_DEFAULTS": "features",
         "FeatureLevelFact": "features",
         "KINDS": "releases",
         "RELEASES": "releases",
@@ -273,6 +270,16 @@ def _render_features(data: Mapping[str, Any]) -> str:
         for level in sorted(levels, key=lambda entry: int(entry["level"])):
             lines.append(f"        {_feature_level(name, level)},")
         lines.append("    ),")
+    lines += ["}", ""]
+    defaults = data.get("defaults", {})
+    lines += [
+        "# release -> the level of each feature a new cluster of that release is formatted with",
+        "FEATURE_DEFAULTS: Final[Mapping[str, Mapping[str, int]]] = {",
+    ]
+    for release in sorted(defaults, key=_release_order):
+        lines.append(f"    {_literal(release)}: {{")
+        lines += _wrapped((f"{_literal(k)}: {int(v)}" for k, v in sorted(defaults[release].items())), " " * 8)
+        lines.append("    },")
     lines += ["}", ""]
     return "\n".join(lines)
 

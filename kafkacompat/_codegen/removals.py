@@ -1,8 +1,10 @@
 """What Kafka 4.0 and later removed, as facts the generated code carries.
 
 Input: ``spec-4.3/removed-versions.json`` (versions the October 2024 specs
-define and Kafka's 4.3 specs no longer do, per API key), checked against the
-release table so that the kind of each removal is a fact, not a guess:
+define and Kafka's 4.3 specs no longer do, per API key), checked against
+Kafka 4.4.0's own files (none of them defines a removed version again) and
+against the release table, 4.3 and 4.4 included, so that the kind of each
+removal is a fact, not a guess:
 
 - ``kip-896``: removed in 4.0 (KIP-896); no 4.x release advertises them.
 - ``advertised-rejected``: gone from the specs, yet every 4.x broker still
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafkacompat._codegen.release_inputs import load_releases
 from kafkacompat._codegen.spec import SpecError, load_spec
 from kafkacompat.protocol.versions import VersionRange
 
@@ -56,7 +59,7 @@ def _release_key(release: str) -> tuple[int, ...]:
 def load_removals(root: Path) -> dict[int, Removal]:
     try:
         entries: list[dict[str, Any]] = json.loads((root / "spec-4.3" / "removed-versions.json").read_text())
-        releases = json.loads((root / "releases.json").read_text())["releases"]
+        releases = load_releases(root)["releases"]
     except (OSError, ValueError, KeyError) as exc:
         raise SpecError(f"cannot read the removal facts: {exc}") from exc
     four = [r for r in releases if _release_key(r["release"]) >= (4, 0)]
@@ -77,6 +80,11 @@ def load_removals(root: Path) -> dict[int, Removal]:
                 VersionRange(r["apis"][str(key)]["min"], r["apis"][str(key)]["max"])
             ).empty
         )
+        newest = root / "spec-4.4" / "message" / str(entry.get("spec44_file", ""))
+        if entry.get("spec44_file") and newest.is_file():
+            still = load_spec(newest).valid.intersect(versions)
+            if not still.empty:
+                raise SpecError(f"API {key} v{versions} is listed as removed; Kafka 4.4.0 defines v{still}")
         old_request = root / "spec" / "message" / f"{entry['api']}Request.json"
         unstable = old_request.exists() and load_spec(old_request).latest_unstable
         if entry.get("spec43") == "none":

@@ -6,13 +6,13 @@ lines; the generator rewrites what is between them and ``--check`` compares it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kafkacompat._codegen.generations import MergedSpecs, describe_owners
+from kafkacompat._codegen.release_inputs import load_releases
 from kafkacompat._codegen.removals import KINDS, Removal
 
 __all__ = ["render_blocks", "replace_blocks"]
@@ -31,15 +31,15 @@ def _advertised(releases: list[dict[str, Any]], release: str, kind: str, key: in
 
 
 def removal_table(removals: Mapping[int, Removal], names: Mapping[int, str], inputs: Path) -> str:
-    releases = json.loads((inputs / "releases.json").read_text(encoding="utf-8"))["releases"]
+    releases = load_releases(inputs)["releases"]
     lines = [
-        "| key | API | versions | what Kafka 4.x does | since | advertised by 4.2 broker / controller |",
+        "| key | API | versions | what Kafka 4.x does | since | advertised by 4.4 broker / controller |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for key in sorted(removals):
         r = removals[key]
-        broker = _advertised(releases, "4.2", "kraft-broker", key)
-        controller = _advertised(releases, "4.2", "kraft-controller", key)
+        broker = _advertised(releases, "4.4", "kraft-broker", key)
+        controller = _advertised(releases, "4.4", "kraft-controller", key)
         lines.append(
             f"| {key} | {names.get(key, r.api)} | {r.versions} | {KINDS[r.kind]} | {r.since} "
             f"| {broker} / {controller} |"

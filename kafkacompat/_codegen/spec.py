@@ -182,7 +182,7 @@ def _build_message(raw: dict[str, Any]) -> MessageSpec:
         return spec
 
     root = StructSpec(raw["name"], [], valid)
-    root.fields = [build_field(f, valid) for f in raw["fields"]]
+    root.fields = [build_field(f, valid) for f in raw.get("fields", [])]  # a retired API has none
     listeners = tuple(raw.get("listeners", ()))
     return MessageSpec(
         name=raw["name"],

@@ -47,6 +47,7 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import check_address, literal_version
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
@@ -77,6 +78,10 @@ class BrokerConnection:
         self.config = config or DEFAULT_CONFIG
         self.capabilities: BrokerCapabilities | None = None
         self.handshake: HandshakeResult | None = None
+        # KIP-1242: the broker this connection means to reach (None: a bootstrap connection)
+        # and the cluster's memory of advertised ApiVersions maxima; the cluster layer sets both.
+        self.identity: BrokerIdentity | None = None
+        self.api_versions_memory: ApiVersionsMemory | None = None
         self.changes: list[CapabilityChange] = []
         self._protocol: ClientConnection | None = None
         self._channel: Channel | None = None
@@ -110,7 +115,13 @@ class BrokerConnection:
         if self._protocol is not None and not self._closed:
             raise TransportError("this connection is already open", node=self.node)
         self._closed = False
-        protocol = ClientConnection(self.config, node=self.node, node_id=self.node_id)
+        protocol = ClientConnection(
+            self.config,
+            node=self.node,
+            node_id=self.node_id,
+            identity=self.identity,
+            api_versions_memory=self.api_versions_memory,
+        )
         ready = await self._set_up(protocol)
         channel = self._channel
         if isinstance(channel, SocketChannel):  # a write it finishes later may fail with nobody waiting

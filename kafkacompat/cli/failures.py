@@ -14,11 +14,13 @@ from kafkacompat.errors import (
     AuthenticationError,
     BrokersUnavailableError,
     BrokerTooOldError,
+    ClusterMismatchError,
     ConfigError,
     KafkaCompatError,
     KafkaTimeoutError,
     NoBrokerReachableError,
     PeerClosedError,
+    RebootstrapRequiredError,
     TransportError,
     UnsupportedVersionError,
     WrongEndpointError,
@@ -80,6 +82,8 @@ def _category(exc: KafkaCompatError, config: ConnectionConfig, bootstrap: str) -
         return "wrong endpoint", _ENDPOINT_HINT
     if isinstance(exc, UnsupportedVersionError):
         return "no usable version", None
+    if isinstance(exc, ClusterMismatchError | RebootstrapRequiredError):
+        return "wrong cluster", None
     if isinstance(exc, KafkaTimeoutError):
         return "timed out", None
     if isinstance(exc, TransportError):

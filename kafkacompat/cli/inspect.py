@@ -13,9 +13,15 @@ answered, 1 otherwise (the others are still shown).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
-from kafkacompat.cli.connection_options import add_connection_options, resolve_connection, warn_ignored
+from kafkacompat.cli.connection_options import (
+    ConnectionOptions,
+    add_connection_options,
+    resolve_connection,
+    warn_ignored,
+)
 from kafkacompat.cli.inspect_model import ProbeReport
 from kafkacompat.cli.output import Output, Progress
 from kafkacompat.cli.probe import probe
@@ -50,6 +56,12 @@ def register(subparsers: Any) -> None:
     add_connection_options(parser)
     parser.add_argument("--all-brokers", action="store_true", help="inspect every broker Metadata names")
     parser.add_argument(
+        "--expect-cluster-id",
+        metavar="ID",
+        help="the cluster the address must belong to: another one is an error (KIP-1242 on 4.4 brokers, "
+        "Metadata's cluster id on older ones)",
+    )
+    parser.add_argument(
         "--brief",
         action="store_true",
         help="only the blocks kafka-broker-api-versions prints, exactly as it prints them",
@@ -81,8 +93,16 @@ def failure_note(report: ProbeReport) -> str:
     return f"{len(failed)} of {len(report.brokers)} broker(s) could not be inspected: {listed}"
 
 
+def expect_cluster(options: ConnectionOptions, cluster_id: str) -> ConnectionOptions:
+    """The options with ``cluster_id`` expected by every handshake and bootstrap."""
+    handshake = dataclasses.replace(options.config.handshake, expected_cluster_id=cluster_id)
+    return dataclasses.replace(options, config=dataclasses.replace(options.config, handshake=handshake))
+
+
 def run(args: argparse.Namespace) -> int:
     options = resolve_connection(args)
+    if args.expect_cluster_id is not None:
+        options = expect_cluster(options, args.expect_cluster_id)
     output = Output(options.redactor)
     warn_ignored(options)
     progress = None

@@ -34,6 +34,7 @@ __all__ = [
     "api_entries",
     "broker_api_keys",
     "cluster_summary",
+    "identity_status",
     "refused_by_4x",
     "spec_deprecated",
 ]
@@ -75,6 +76,7 @@ class ProbeReport:
     node_kind: str = "broker"  # "controller": KRaft controllers (DescribeCluster, or the node alone)
     note: str = ""  # why discovery found less than asked for (ClusterMetadata.note)
     not_contacted: str | None = None  # why some brokers Metadata names were left out (fan-out limit)
+    expected_cluster_id: str | None = None  # --expect-cluster-id: Metadata's cluster id matched it
 
     @property
     def capabilities(self) -> dict[int, BrokerCapabilities]:
@@ -83,6 +85,27 @@ class ProbeReport:
     @property
     def failed(self) -> tuple[BrokerProbe, ...]:
         return tuple(b for b in self.brokers if not b.ok)
+
+
+def identity_status(capabilities: BrokerCapabilities) -> tuple[str, str]:
+    """(token, sentence): whether the broker confirmed which broker it is (KIP-1242, ApiVersions v5).
+
+    ``confirmed``: v5 carried the identity and a broker accepted it (a broker checks it);
+    ``unchecked``: a controller accepted it (controllers do not check); ``unsupported``:
+    the broker speaks no ApiVersions v5 (before Kafka 4.4); ``not-sent``: the connection
+    knew no identity to send.
+    """
+    transcript = capabilities.transcript
+    sent = transcript.identity_sent if transcript is not None else None
+    if sent is not None:
+        if capabilities.release_guess.kind == "kraft-controller":
+            return "unchecked", f"sent {sent}; a controller accepts it without checking (KIP-1242)"
+        return "confirmed", f"the broker confirmed it is {sent} (ApiVersions v5, KIP-1242)"
+    own = capabilities.api_ranges.get(18)
+    if own is None or own.highest < 5:
+        top = "no ApiVersions" if own is None else f"ApiVersions up to v{own.highest}"
+        return "unsupported", f"not confirmed: the broker speaks {top}; confirming needs v5 (Kafka 4.4)"
+    return "not-sent", "not confirmed: the connection knew no node id and cluster id to send"
 
 
 @cache

@@ -21,7 +21,9 @@ from kafkacompat.cli.connection_options import ConnectionOptions
 from kafkacompat.cli.failures import CommandFailed, explain_failure
 from kafkacompat.cli.inspect_model import BrokerProbe, ProbeReport
 from kafkacompat.cli.output import Progress
+from kafkacompat.cluster.backend import NodeConnection
 from kafkacompat.errors import ConfigError, KafkaCompatError
+from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
 from kafkacompat.transport.cluster import BrokerAddress, Cluster, connect
 
@@ -82,11 +84,38 @@ async def _probe_one(cluster: Cluster, broker: BrokerAddress) -> BrokerProbe:
             error_type=type(exc).__name__,
         )
     capabilities = conn.capabilities
+    if capabilities is not None and _may_confirm(cluster, conn, capabilities):
+        # The bootstrap connection knew no node id, so it sent no identity (KIP-1242): the
+        # node's own connection does, and says whether the broker confirms who it is.
+        await conn.aclose()
+        try:
+            conn = await cluster.connection(broker.node_id)
+        except KafkaCompatError as exc:
+            return BrokerProbe(
+                broker.node_id,
+                broker.host,
+                broker.port,
+                broker.rack,
+                error=str(exc),
+                error_type=type(exc).__name__,
+            )
+        capabilities = conn.capabilities
     if capabilities is None:  # pragma: no cover - a ready connection has capabilities
         return BrokerProbe(broker.node_id, broker.host, broker.port, broker.rack, error="not negotiated")
     if capabilities.node_id is None:
         capabilities = dataclasses.replace(capabilities, node_id=broker.node_id)
     return BrokerProbe(broker.node_id, broker.host, broker.port, broker.rack, capabilities)
+
+
+def _may_confirm(cluster: Cluster, conn: NodeConnection, capabilities: BrokerCapabilities) -> bool:
+    """An inspected connection sent no identity, yet the broker speaks v5 and one is known."""
+    own = capabilities.api_ranges.get(18)
+    return (
+        getattr(conn, "identity", None) is None
+        and own is not None
+        and own.highest >= 5
+        and cluster.cluster_id is not None
+    )
 
 
 async def probe_cluster(
@@ -129,6 +158,7 @@ async def probe_cluster(
         node_kind=metadata.node_kind,
         note=metadata.note,
         not_contacted=fanout_error(len(skipped), len(metadata.brokers), limit).message if skipped else None,
+        expected_cluster_id=cluster.config.handshake.expected_cluster_id,
     )
 
 

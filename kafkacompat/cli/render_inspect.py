@@ -30,6 +30,7 @@ from kafkacompat.cli.inspect_model import (
     ProbeReport,
     api_entries,
     cluster_summary,
+    identity_status,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.transcript import HandshakeTranscript
@@ -114,6 +115,7 @@ def details_lines(capabilities: BrokerCapabilities) -> list[str]:
     guess = capabilities.release_guess
     lines.append(f"Release guess: {guess.text}" + (" (exact)" if guess.relation == "exact" else ""))
     lines += [f"{INDENT}{evidence}" for evidence in guess.evidence]
+    lines.append(f"Identity: {identity_status(capabilities)[1]}")
     detected = capabilities.transcript.detected_release if capabilities.transcript else None
     if capabilities.fallback_release:
         how = "was configured to stand in" if capabilities.fallback_release != detected else "stands in"
@@ -214,4 +216,6 @@ def render_report(report: ProbeReport, *, details: bool = True) -> list[str]:
         lines.pop()
     if report.note:
         lines.append(f"Note: {report.note}")
+    if report.expected_cluster_id is not None:
+        lines.append(f"Cluster: {report.cluster_id}, as expected")
     return lines

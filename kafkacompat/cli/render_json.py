@@ -17,6 +17,7 @@ from kafkacompat.cli.inspect_model import (
     ProbeReport,
     api_entries,
     cluster_summary,
+    identity_status,
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.release_guess import ReleaseGuess
@@ -70,6 +71,8 @@ def _capabilities(capabilities: BrokerCapabilities, policy: VersionPolicy | None
     transcript = capabilities.transcript
     return {
         "release_guess": release_guess_document(capabilities.release_guess),
+        "identity": dict(zip(("status", "text"), identity_status(capabilities), strict=True))
+        | {"sent": transcript.identity.to_dict() if transcript and transcript.identity_sent else None},
         "handshake": transcript.to_dict() if transcript is not None else None,
         "apis": [_api(entry) for entry in api_entries(capabilities, policy)],
         "supported_features": _features(capabilities.supported_features),
@@ -138,6 +141,7 @@ def inspect_document(report: ProbeReport) -> dict[str, Any]:
         "observed_at": report.observed_at.isoformat().replace("+00:00", "Z"),
         "bootstrap": report.bootstrap,
         "cluster_id": report.cluster_id,
+        "expected_cluster_id": report.expected_cluster_id,
         "controller_id": report.controller_id,
         "node_kind": report.node_kind,
         "note": report.note or None,

@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.capability_changes import CapabilityChange
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
 
@@ -36,6 +37,8 @@ class NodeConnection(Protocol):
     capabilities: BrokerCapabilities | None
     handshake: HandshakeResult | None
     changes: list[CapabilityChange]
+    identity: BrokerIdentity | None  # KIP-1242: set by the cluster before each open
+    api_versions_memory: ApiVersionsMemory | None
 
     @property
     def node(self) -> str: ...

@@ -41,6 +41,7 @@ from kafkacompat.errors import (
     BrokersUnavailableError,
     KafkaCompatError,
     NoBrokerReachableError,
+    RebootstrapRequiredError,
     TransportError,
     UnknownBrokerError,
     attach_context,
@@ -50,6 +51,7 @@ from kafkacompat.negotiation.capability_changes import CapabilityChange
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, check_cluster_id, identity_for
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
 
@@ -81,6 +83,8 @@ class ClusterCore(Generic[ConnT]):
         self._connections: dict[int, ConnT] = {}
         self._locks: dict[int, AbstractAsyncContextManager[object]] = {}
         self._retired_changes: list[CapabilityChange] = []
+        # KIP-1242: each address's advertised ApiVersions max, for the next connection to it
+        self._api_versions_memory = ApiVersionsMemory()
         self._closed = False
 
     def __repr__(self) -> str:
@@ -140,7 +144,10 @@ class ClusterCore(Generic[ConnT]):
                 return conn
             if conn is not None:
                 log.info("reconnecting to node %s at %s", node_id, broker.address)
-            conn = await self._open_node(broker, conn)
+            try:
+                conn = await self._open_node(broker, conn)
+            except RebootstrapRequiredError as exc:
+                conn = await self._rebootstrapped(broker, exc)
             self._connections[node_id] = conn
             return conn
 
@@ -297,12 +304,37 @@ class ClusterCore(Generic[ConnT]):
         async for attempt in retrying(self.config.retry, self._backend.sleep, retry_on=RETRIABLE):
             with attempt:
                 if previous is not None and previous.capabilities is not None:
+                    self._meant(previous, broker.node_id)
                     await self._backend.open(previous)  # negotiated again, keeping its history of changes
                     return previous
                 conn = self._backend.connection(broker.host, broker.port, self.config, broker.node_id)
+                self._meant(conn, broker.node_id)
                 await self._backend.open(conn)
                 return conn
         raise AssertionError("tenacity neither returned nor raised")  # pragma: no cover
+
+    async def _rebootstrapped(self, stale: BrokerAddress, error: RebootstrapRequiredError) -> ConnT:
+        """REBOOTSTRAP_REQUIRED (KIP-1242): the address is someone else's now.  Resolve the
+        bootstrap addresses and read Metadata again, then open the node where Metadata now
+        puts it, once; still at the same address (or gone), the error stands."""
+        log.info("node %s at %s is someone else now: bootstrapping again", stale.node_id, stale.address)
+        self._connections.pop(stale.node_id, None)
+        await self._bootstrap()
+        adopted = self._connections.pop(stale.node_id, None)
+        if adopted is not None and adopted.is_ready and adopted.handshake is not None:
+            return adopted  # the bootstrap connection answered from the node's new address
+        broker = self.brokers.get(stale.node_id)
+        if broker is None or broker.address == stale.address:
+            raise error
+        return await self._open_node(broker, None)
+
+    def _meant(self, conn: ConnT, node_id: int | None) -> None:
+        """Tell ``conn`` which broker it means to reach (KIP-1242) and share the memory."""
+        metadata = self._metadata
+        cluster_id = metadata.cluster_id if metadata is not None else None
+        expected = self.config.handshake.expected_cluster_id
+        conn.identity = identity_for(node_id, cluster_id, expected_cluster_id=expected)
+        conn.api_versions_memory = self._api_versions_memory
 
     async def _bootstrap(self) -> None:
         reasons: dict[str, KafkaCompatError] = {}
@@ -318,9 +350,12 @@ class ClusterCore(Generic[ConnT]):
         for host, port in self.bootstrap:
             label = address_label(host, port)
             conn = self._backend.connection(host, port, self.config, None)
+            self._meant(conn, None)  # a bootstrap connection: no identity, the memory only
             try:
                 await self._backend.open(conn)
                 metadata = await self._discover(conn)
+                # the client-side misrouting check: the cluster Metadata names is the one expected
+                check_cluster_id(self.config.handshake.expected_cluster_id, metadata.cluster_id, node=label)
             except KafkaCompatError as exc:
                 await conn.aclose()
                 reasons[label] = exc

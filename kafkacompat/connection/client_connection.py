@@ -60,6 +60,7 @@ from kafkacompat.errors import (
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
 from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake_types import (
     Connect,
     Done,
@@ -162,6 +163,8 @@ class ClientConnection:
         node: str | None = None,
         node_id: int | None = None,
         sasl: SaslLogin | None = None,
+        identity: BrokerIdentity | None = None,
+        api_versions_memory: ApiVersionsMemory | None = None,
     ) -> None:
         """A connection made as ``config`` says (its client id, bounds, policy, SASL).
 
@@ -180,7 +183,11 @@ class ClientConnection:
         if sasl is None and config.sasl is not None:
             sasl = sasl_login(config)
         self._sasl_login = sasl
-        self._handshake = ApiVersionsHandshake(self.handshake_config, node=node)
+        # KIP-1242: the broker meant (None on a bootstrap connection), and the per-address
+        # memory of advertised ApiVersions maxima; both are the handshake's (handshake_identity).
+        self._handshake = ApiVersionsHandshake(
+            self.handshake_config, node=node, identity=identity, memory=api_versions_memory
+        )
         self._frames = FrameSplitter(max_frame_size)
         self._sockets = 0  # sockets opened: the first one reads into the splitter made here
         self._sasl: SaslExchange | None = None

@@ -65,7 +65,13 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     TransportError,
 )
-from kafkacompat.negotiation.handshake_config import HandshakeConfig, check_correlation_id, release_ranges
+from kafkacompat.negotiation.handshake_config import (
+    CODEC_MAX_VERSION,
+    HandshakeConfig,
+    check_correlation_id,
+    release_ranges,
+)
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake_legacy import LegacySteps, failure_verdict, mismatch_verdict
 from kafkacompat.negotiation.handshake_reply import Verdict, foreign_verdict, judge_reply
 from kafkacompat.negotiation.handshake_results import accepted_result, stand_in_result
@@ -92,6 +98,7 @@ from kafkacompat.negotiation.handshake_types import (
 )
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.protocol.framing import sniff_foreign_protocol
+from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
@@ -117,6 +124,7 @@ __all__ = [
 ]
 
 _INT32_MAX: Final = 2**31 - 1
+_API_VERSIONS_KEY: Final = int(ApiKey.API_VERSIONS)
 # The states and events as plain names: on CPython 3.11 reading an enum member through its
 # class costs ~0.1 us (gh-93910), and the handshake reads several on every event.
 _CONNECT, _SEND, _RECEIVE, _PROBE, _DRAIN = State.CONNECT, State.SEND, State.RECEIVE, State.PROBE, State.DRAIN
@@ -144,21 +152,37 @@ class ApiVersionsHandshake(LegacySteps):
         *,
         node: str | None = None,
         first_correlation_id: int = 0,
+        identity: BrokerIdentity | None = None,
+        memory: ApiVersionsMemory | None = None,
     ) -> None:
         self.config = HandshakeConfig() if config is None else config
         self.node = node
+        # rule 11: sent at v5 only, both halves; rule 12: the address's advertised max
+        self.identity = identity
+        self._memory = memory if node is not None else None
         if first_correlation_id != 0 or type(first_correlation_id) is not int:  # 0: nothing to check
             check_correlation_id(first_correlation_id)
         self._next_correlation_id = first_correlation_id
         self._correlation_id = first_correlation_id
         self._state = _CONNECT
         self._version = self.config.max_version
+        self._remembered: int | None = None
+        if self._memory is not None:
+            assert node is not None
+            remembered = self._memory.recall(node)
+            if remembered is not None and remembered < self._version:
+                self._version = self._remembered = max(remembered, 0)
         self._connections = 0
         self._round_trips = 0
         self._replies_understood = 0
         self._attempts: list[HandshakeAttempt] = []
         self._history: list[Transition] = []
         self._notes: list[str] = list(self.config.software_problems)
+        if self._remembered is not None:
+            self._notes.append(
+                f"started at ApiVersions v{self._remembered}: the broker at this address advertised "
+                f"no higher version before"
+            )
         self._accepted_version: int | None = None
         self._fallback_release: str | None = None
         self._detected_release: str | None = None
@@ -227,6 +251,7 @@ class ApiVersionsHandshake(LegacySteps):
             notes=tuple(self._notes),
             node=self.node,
             detected_release=self._detected_release,
+            identity=self.identity,
         )
 
     # -- events -------------------------------------------------------------------------
@@ -277,6 +302,10 @@ class ApiVersionsHandshake(LegacySteps):
             self._finish_drain(_ON_CONNECTION_CLOSED, "closed-after-answer")
             return
         self._probe_id = None  # its reply died with the connection
+        if self._remembered is not None and self._version == self._remembered and self._memory is not None:
+            assert self.node is not None
+            self._memory.forget(self.node)  # rule 12: it closed on what it advertised: forget it
+            self._remembered = None
         if self._check is not None:
             self._check_closed()
             return
@@ -374,7 +403,7 @@ class ApiVersionsHandshake(LegacySteps):
     # -- applying judgements ------------------------------------------------------------
 
     def _judge(self, body: bytes) -> None:
-        verdict = judge_reply(body, self._version, self.config)
+        verdict = judge_reply(body, self._version, self.config, self.identity)
         self._replies_understood += verdict.understood
         if verdict.response is not None and self._probe_id is not None:
             verdict = verdict._replace(outcome="ok-probe-pending")  # drain the probe's reply first
@@ -399,8 +428,16 @@ class ApiVersionsHandshake(LegacySteps):
             self._action = Fail(error, close_connection=still_open)
         elif verdict.response is not None and self._state is _DRAIN:
             self._answer = self._result(verdict)
+            self._remember(verdict)
         elif verdict.response is not None:
             self._action = Done(self._result(verdict))
+            self._remember(verdict)
+
+    def _remember(self, verdict: Verdict) -> None:
+        """Rule 12: keep the address's advertised ApiVersions max for its next connection."""
+        own = verdict.api_ranges.get(_API_VERSIONS_KEY) if verdict.api_ranges is not None else None
+        if self._memory is not None and own is not None and self.node is not None:
+            self._memory.remember(self.node, min(own.highest, CODEC_MAX_VERSION))
 
     def _result(self, verdict: Verdict) -> HandshakeResult:
         assert verdict.response is not None and verdict.reply is not None  # an accepted verdict
@@ -491,9 +528,10 @@ class ApiVersionsHandshake(LegacySteps):
             self._action = ReceiveReply(self._version, self._probe_id)
 
     def _send_request(self) -> SendRequest:
-        request = self.config.request(self._version)
+        identity = self.identity
+        request = self.config.request(self._version, identity)
         self._correlation_id = cid = self._take_correlation_id()
-        frame = self.config.request_frame(self._version, cid)
+        frame = self.config.request_frame(self._version, cid, identity)
         return SendRequest(self._version, cid, request, frame)
 
     def _take_correlation_id(self) -> int:

@@ -20,6 +20,7 @@ from typing import Final
 
 from kafkacompat._version import __version__
 from kafkacompat.errors import ClientSoftwareWarning, EncodeError, HandshakeConfigError, NegotiationError
+from kafkacompat.negotiation.handshake_identity import IDENTITY_VERSION, BrokerIdentity
 from kafkacompat.protocol.framing import encode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
@@ -99,6 +100,11 @@ class HandshakeConfig:
     stands in when the broker does not answer ApiVersions (pre-0.10): it
     closes even at v0 (0.8.x), or it skips the request (0.9, whose own table
     stands in when no fallback is configured).
+    ``expected_cluster_id``: the cluster the user means to reach.  A connection
+    to a known node sends it at v5 (KIP-1242) when Metadata named no cluster id,
+    and a Metadata cluster id that differs from it is a ``ClusterMismatchError``
+    (``handshake_identity``).  A bootstrap connection never sends it: the broker
+    would refuse a ClusterId without a NodeId.
     ``quiet_period``: seconds without a reply to ApiVersions after which a
     Metadata v0 probe is written on the same connection, once per connection,
     to tell a pre-0.10 broker (the probe is answered first) from a slow one
@@ -115,6 +121,7 @@ class HandshakeConfig:
     fallback_release: str | None = None
     fallback_kind: str = "zk-broker"
     quiet_period: float | None = DEFAULT_QUIET_PERIOD
+    expected_cluster_id: str | None = None
     fallback_ranges: Mapping[int, VersionRange] | None = field(
         init=False, repr=False, compare=False, default=None
     )
@@ -144,6 +151,9 @@ class HandshakeConfig:
             raise HandshakeConfigError(f"quiet_period must be positive seconds or None, not {quiet!r}")
         if self.client_id is not None and not isinstance(self.client_id, str):
             raise HandshakeConfigError("client_id must be a str or None")
+        expected = self.expected_cluster_id
+        if expected is not None and (not isinstance(expected, str) or not expected):
+            raise HandshakeConfigError(f"expected_cluster_id must be a non-empty str or None: {expected!r}")
         try:  # a field that cannot be written should fail here, not mid-handshake
             self.request_frame(self.max_version, 0)
         except EncodeError as exc:
@@ -158,23 +168,34 @@ class HandshakeConfig:
         for problem in self.software_problems:
             warnings.warn(problem, ClientSoftwareWarning, stacklevel=3)
 
-    def request(self, version: int) -> ApiVersionsRequest:
-        """The ApiVersions request at ``version``: the software fields only where they exist."""
+    def request(self, version: int, identity: BrokerIdentity | None = None) -> ApiVersionsRequest:
+        """The ApiVersions request at ``version``: the software fields only where they exist,
+        the identity (both halves, never one) only from v5 on."""
         if version < FIRST_SOFTWARE_FIELDS_VERSION:
             return ApiVersionsRequest()
+        if identity is not None and version >= IDENTITY_VERSION:
+            return ApiVersionsRequest(
+                client_software_name=self.client_software_name,
+                client_software_version=self.client_software_version,
+                cluster_id=identity.cluster_id,
+                node_id=identity.node_id,
+            )
         return ApiVersionsRequest(
             client_software_name=self.client_software_name,
             client_software_version=self.client_software_version,
         )
 
-
-    def request_frame(self, version: int, correlation_id: int) -> bytes:
+    def request_frame(
+        self, version: int, correlation_id: int, identity: BrokerIdentity | None = None
+    ) -> bytes:
         """The whole ApiVersions request frame at ``version`` (``encode_request`` of ``request``).
 
         Encoded once per version; a frame differs from another only in its correlation id,
         which every request header carries at the same place, after the size prefix, the api
         key and the version.
         """
+        if identity is not None and version >= IDENTITY_VERSION:  # per connection: not kept
+            return encode_request(self.request(version, identity), version, correlation_id, self.client_id)
         template = self._frames.get(version)
         if template is None:
             template = encode_request(self.request(version), version, 0, self.client_id)

@@ -163,7 +163,9 @@ class LegacySteps(ABC):
 
     def _step_down(self) -> int:
         """The version to reconnect at after a close at ``self._version`` (rule 4)."""
-        lower = self._version - 1
+        # v4 (a fix) and v5 (the identity) add nothing a peer that closes on them needs:
+        # a close there goes straight to v3, as a close at v4 did before v5 existed.
+        lower = min(self._version - 1, FIRST_SOFTWARE_FIELDS_VERSION)
         left = self.config.max_connections - self._connections
         # One flexible version lower while a connection is left after it for v0.
         return lower if lower >= FIRST_SOFTWARE_FIELDS_VERSION and left >= 2 else 0

@@ -18,9 +18,11 @@ from typing import Any, Final, NamedTuple, TypeVar
 from kafkacompat.errors import (
     BrokerRejectedError,
     DecodeError,
+    IdentityRefusedError,
     InvalidRequestError,
     KafkaCompatError,
     ProtocolViolationError,
+    RebootstrapRequiredError,
     UnsupportedVersionError,
     WrongProtocolError,
 )
@@ -30,7 +32,14 @@ from kafkacompat.negotiation.handshake_config import (
     FIRST_SOFTWARE_FIELDS_VERSION,
     HandshakeConfig,
 )
-from kafkacompat.protocol.error_codes import INVALID_REQUEST, NONE, UNSUPPORTED_VERSION, error_for
+from kafkacompat.negotiation.handshake_identity import IDENTITY_VERSION, BrokerIdentity
+from kafkacompat.protocol.error_codes import (
+    INVALID_REQUEST,
+    NONE,
+    REBOOTSTRAP_REQUIRED,
+    UNSUPPORTED_VERSION,
+    error_for,
+)
 from kafkacompat.protocol.framing import sniff_foreign_protocol
 from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
@@ -79,7 +88,9 @@ _JUDGED_MAX: Final = 16
 _JUDGED_MAX_BYTES: Final = 4096
 
 
-def judge_reply(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
+def judge_reply(
+    body: bytes, sent: int, config: HandshakeConfig, identity: BrokerIdentity | None = None
+) -> Verdict:
     """What the reply ``body`` (after the correlation id) to ApiVersions v``sent`` means.
 
     An accepted verdict's ``response`` may be shared with other connections (the memo
@@ -89,7 +100,7 @@ def judge_reply(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
     known = _JUDGED.get(key)
     if known is not None:
         return known
-    verdict = _judge_afresh(key[0], sent, config)
+    verdict = _judge_afresh(key[0], sent, config, identity if sent >= IDENTITY_VERSION else None)
     if verdict.outcome == "ok" and verdict.error_type is None and len(body) <= _JUDGED_MAX_BYTES:
         if len(_JUDGED) >= _JUDGED_MAX:
             _JUDGED.clear()
@@ -97,7 +108,9 @@ def judge_reply(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
     return verdict
 
 
-def _judge_afresh(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
+def _judge_afresh(
+    body: bytes, sent: int, config: HandshakeConfig, identity: BrokerIdentity | None
+) -> Verdict:
     response, layout, problems = _read(body, sent)
     if response is None:
         if sniff_foreign_protocol(body) is not None:
@@ -123,6 +136,8 @@ def _judge_afresh(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
     if code == UNSUPPORTED_VERSION:
         return _unsupported(response, sent, ())
     name, says = error_for(code).name, error_for(code).message
+    if code == REBOOTSTRAP_REQUIRED or (code == INVALID_REQUEST and identity is not None):
+        return _identity_verdict(code, name, sent, identity, reread)
     if code == INVALID_REQUEST:
         cause = (
             f"the client software name {config.client_software_name!r} or version "
@@ -148,6 +163,40 @@ def _judge_afresh(body: bytes, sent: int, config: HandshakeConfig) -> Verdict:
         error_type=BrokerRejectedError,
         message=f"the broker answered ApiVersions v{sent} with error {name} ({code}): {says}",
         error_fields={"error_code": code, "error_name": name},
+    )
+
+
+def _identity_verdict(
+    code: int, name: str, sent: int, identity: BrokerIdentity | None, reread: tuple[str, ...]
+) -> Verdict:
+    """Rule 11 (KIP-1242): the broker is not the one meant, or refused the identity sent."""
+    fields = {
+        "error_code": code,
+        "error_name": name,
+        "expected_cluster_id": identity.cluster_id if identity is not None else None,
+        "expected_node_id": identity.node_id if identity is not None else None,
+    }
+    if code == REBOOTSTRAP_REQUIRED:
+        meant = f"expected {identity}" if identity is not None else "no identity was sent"
+        return Verdict(
+            "rebootstrap-required",
+            f"{name} ({code}); {meant}",
+            understood=True,
+            flags=reread,
+            error_type=RebootstrapRequiredError,
+            message=f"the broker at this address is someone else: {meant}, and it answered {name} "
+            f"to ApiVersions v{sent} (KIP-1242); resolve the bootstrap addresses and read Metadata again",
+            error_fields=fields,
+        )
+    return Verdict(
+        "identity-refused",
+        f"{name} ({code}); sent {identity}",
+        understood=True,
+        flags=reread,
+        error_type=IdentityRefusedError,
+        message=f"the broker refused the identity sent with ApiVersions v{sent} ({identity}): it answered "
+        f"{name} (KIP-1242 wants both a cluster id and a node id, or neither)",
+        error_fields=fields,
     )
 
 

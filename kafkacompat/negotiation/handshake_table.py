@@ -1,4 +1,4 @@
-"""The rules of the ApiVersions handshake (KIP-35, KIP-511), and its transition table.
+"""The rules of the ApiVersions handshake (KIP-35, KIP-511, KIP-1242), and its transition table.
 
 Theory
 ======
@@ -15,7 +15,9 @@ UNSUPPORTED_VERSION in the v0 layout: from 2.4 on with its own ApiVersions
 
 The rules the handshake follows (the groups of rows in ``TRANSITIONS``):
 
-1. Start at the highest version the codec and the config allow.
+1. Start at the highest version the codec and the config allow (v5 since
+   Kafka 4.4), or, when the broker at that address advertised a lower
+   ApiVersions max before, at that max (rule 12).
 2. UNSUPPORTED_VERSION with a key-18 range: retry on the same connection at
    its max, only if strictly lower than the version sent; a broker refusing a
    version it still advertises would loop us, so that fails.  Without key 18:
@@ -28,7 +30,8 @@ The rules the handshake follows (the groups of rows in ``TRANSITIONS``):
    closes on ApiVersions it cannot read (0.10+ answers UNSUPPORTED_VERSION,
    0.9 nothing); a proxy or a service that resets on flexible versions does
    (Azure Event Hubs closes on v4).  So a close at a flexible version (v3+)
-   retries one flexible version lower while a connection is left for a last
+   retries one flexible version lower (from v4 or v5, at v3: what v4 and v5
+   add, a fix and the identity, no such peer needs) while a connection is left for a last
    try at v0, so that the software name is still sent and features still read
    wherever a flexible version is accepted; below v3 it retries at v0 (v1 and
    v2 add only ThrottleTimeMs).  A close at v0 means the broker predates
@@ -59,6 +62,19 @@ The rules the handshake follows (the groups of rows in ``TRANSITIONS``):
     OffsetFetch v0 answered names 0.8.1, else 0.8.0 (the keys each release
     added; its table stands in).  At most two connections beyond
     ``max_connections``.
+
+11. KIP-1242 (v5): a connection that knows which broker it meant to reach
+    (node id and cluster id, ``handshake_identity``) sends both; one without
+    the other is never sent, and a bootstrap connection sends neither.
+    REBOOTSTRAP_REQUIRED fails with ``RebootstrapRequiredError``, naming the
+    identity expected: the address is someone else's broker now.
+    INVALID_REQUEST to a v5 request with an identity fails with
+    ``IdentityRefusedError``: the broker refused the identity itself.
+    Controllers do not check; their OK is not a confirmation.
+12. The broker's advertised ApiVersions max is remembered per address
+    (``ApiVersionsMemory``, when the driver gives one): a pre-4.4 broker
+    costs one extra round trip (UNSUPPORTED_VERSION to v5) once, not on every
+    connection.  A close at the remembered version forgets it.
 
 Every new attempt is at a strictly lower version than the one before, so a
 handshake ends after at most ``max_version + 1`` requests, one probe per
@@ -182,6 +198,9 @@ TRANSITIONS: Final[tuple[Transition, ...]] = (
     # 7: the broker refuses the request
     _T(_R, _E.RECEIVED,          "invalid-request",           _F, "fail and close the connection"),
     _T(_R, _E.RECEIVED,          "broker-error",              _F, "fail and close the connection"),
+    # 11: KIP-1242: the broker is someone else, or refused the identity sent
+    _T(_R, _E.RECEIVED,          "rebootstrap-required",      _F, "fail and close: rebootstrap"),
+    _T(_R, _E.RECEIVED,          "identity-refused",          _F, "fail and close: the identity was refused"),
     # 9: quiet: probe with Metadata v0; the order of the replies decides
     _T(_R, _E.QUIET,             "quiet",                     _P, "write a Metadata v0 probe here"),
     _T(_P, _E.REQUEST_SENT,      "probe-sent",                _R, "read on: the first reply decides"),

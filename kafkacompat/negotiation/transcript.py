@@ -65,6 +65,15 @@ class HandshakeTranscript:
     notes: tuple[str, ...] = field(default=())
     node: str | None = None
     detected_release: str | None = None
+    identity: Any = None  # the BrokerIdentity the connection meant to reach (KIP-1242), if it knew one
+
+    @property
+    def identity_sent(self) -> Any:
+        """The identity carried by the accepted request (v5+), or None: what the broker checked."""
+        version = self.api_versions_version
+        if self.identity is None or version is None or version < 5:
+            return None
+        return self.identity
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -83,6 +92,8 @@ class HandshakeTranscript:
             "api_versions_version": self.api_versions_version,
             "fallback_release": self.fallback_release,
             "detected_release": self.detected_release,
+            "identity": None if self.identity is None else self.identity.to_dict(),
+            "identity_sent": self.identity_sent is not None,
             "notes": list(self.notes),
         }
 

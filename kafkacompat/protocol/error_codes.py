@@ -1,7 +1,7 @@
 """Kafka's protocol error codes as a table.
 
-Every code Apache Kafka defines in its ``Errors`` enum (``-1`` … ``133``, as of
-Kafka 4.x), with the enum's name and the retriable flag Kafka gives it: an error
+Every code Apache Kafka defines in its ``Errors`` enum (``-1`` … ``136``, as of
+Kafka 4.4), with the enum's name and the retriable flag Kafka gives it: an error
 is retriable exactly when Kafka's exception class for it extends
 ``RetriableException`` (directly or through ``InvalidMetadataException``).  The
 one-line messages are our own wording.
@@ -32,6 +32,7 @@ __all__ = [
     "INVALID_UPDATE_VERSION",
     "NONE",
     "NOT_COORDINATOR",
+    "REBOOTSTRAP_REQUIRED",
     "SASL_AUTHENTICATION_FAILED",
     "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
     "UNKNOWN_SERVER_ERROR",
@@ -102,3 +103,4 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED: Final = 53
 SASL_AUTHENTICATION_FAILED: Final = 58
 INVALID_UPDATE_VERSION: Final = 95
 FEATURE_UPDATE_FAILED: Final = 96
+REBOOTSTRAP_REQUIRED: Final = 129

@@ -1,7 +1,9 @@
 """The rows of Kafka's protocol error table, read by ``error_codes`` on first use.
 
 Facts only: (code, Kafka's name, whether Kafka retries it, our one-line
-summary).  ``kafkacompat.protocol.error_codes`` says where they come from and
+summary).  Every code, name and retriable flag was compared with the ``Errors``
+enum of ``org.apache.kafka:kafka-clients:4.4.0`` (codes -1 to 136; 134-136 are
+new in Kafka 4.4) and agrees.  ``kafkacompat.protocol.error_codes`` says where they come from and
 answers questions about them.
 """
 
@@ -156,4 +158,7 @@ ERROR_TABLE: Final[tuple[tuple[int, str, bool, str], ...]] = (
     (131, "STREAMS_INVALID_TOPOLOGY_EPOCH", _F, "The streams topology epoch is not valid."),
     (132, "STREAMS_TOPOLOGY_FENCED", _F, "The streams topology epoch is out of date."),
     (133, "SHARE_SESSION_LIMIT_REACHED", _R, "The broker cannot open more share sessions."),
+    (134, "GROUP_DELETION_FAILED", _F, "DeleteGroups failed; each group's result says why."),
+    (135, "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED", _F, "The topology description was not taken."),
+    (136, "CONTROLLER_ID_NOT_REGISTERED", _F, "No controller is registered under that id."),
 )

@@ -12,13 +12,14 @@ from kafkacompat._lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from kafkacompat.reference.api_names import API_NAMES
-    from kafkacompat.reference.features import FEATURES, FeatureLevelFact
+    from kafkacompat.reference.features import FEATURE_DEFAULTS, FEATURES, FeatureLevelFact
     from kafkacompat.reference.releases import KINDS, RELEASES, ReleaseProfile
     from kafkacompat.reference.removals import REMOVAL_KINDS, REMOVALS, RemovalFact
 
 _HOMES = {
     "API_NAMES": "api_names",
     "FEATURES": "features",
+    "FEATURE_DEFAULTS": "features",
     "FeatureLevelFact": "features",
     "KINDS": "releases",
     "RELEASES": "releases",
@@ -31,6 +32,7 @@ _HOMES = {
 __all__ = [
     "API_NAMES",
     "FEATURES",
+    "FEATURE_DEFAULTS",
     "KINDS",
     "RELEASES",
     "REMOVALS",

@@ -99,4 +99,6 @@ API_NAMES: Final[Mapping[int, str]] = {
     90: "DescribeShareGroupOffsets",
     91: "AlterShareGroupOffsets",
     92: "DeleteShareGroupOffsets",
+    93: "StreamsGroupTopologyDescriptionUpdate",
+    94: "UnregisterController",
 }

@@ -19,6 +19,10 @@ class FeatureLevelFact(NamedTuple):
 
 # feature name -> its levels, lowest first
 FEATURES: Final[Mapping[str, tuple[FeatureLevelFact, ...]]] = {
+    "eligible.leader.replicas.version": (
+        FeatureLevelFact(0, {}),
+        FeatureLevelFact(1, {"metadata.version": 23}, bootstrap_metadata_version=26),
+    ),
     "group.version": (
         FeatureLevelFact(0, {}),
         FeatureLevelFact(1, {}, bootstrap_metadata_version=22),
@@ -53,10 +57,39 @@ FEATURES: Final[Mapping[str, tuple[FeatureLevelFact, ...]]] = {
         FeatureLevelFact(23, {}, name="IBP_4_0_IV1", release="4.0", iv="IV1", metadata_changed=True),
         FeatureLevelFact(24, {}, name="IBP_4_0_IV2", release="4.0", iv="IV2", metadata_changed=False),
         FeatureLevelFact(25, {}, name="IBP_4_0_IV3", release="4.0", iv="IV3", metadata_changed=False),
+        FeatureLevelFact(26, {}, name="IBP_4_1_IV0", release="4.1", iv="IV0", metadata_changed=False),
+        FeatureLevelFact(27, {}, name="IBP_4_1_IV1", release="4.1", iv="IV1", metadata_changed=False),
+        FeatureLevelFact(28, {}, name="IBP_4_2_IV0", release="4.2", iv="IV0", metadata_changed=False),
+        FeatureLevelFact(29, {}, name="IBP_4_2_IV1", release="4.2", iv="IV1", metadata_changed=False),
+        FeatureLevelFact(30, {}, name="IBP_4_3_IV0", release="4.3", iv="IV0", metadata_changed=True),
+        FeatureLevelFact(31, {}, name="IBP_4_4_IV0", release="4.4", iv="IV0", metadata_changed=False),
+        FeatureLevelFact(32, {}, name="IBP_4_4_IV1", release="4.4", iv="IV1", metadata_changed=True),
+        FeatureLevelFact(33, {}, name="IBP_4_4_IV2", release="4.4", iv="IV2", metadata_changed=True),
+    ),
+    "share.version": (
+        FeatureLevelFact(0, {}),
+        FeatureLevelFact(1, {}, bootstrap_metadata_version=28),
+        FeatureLevelFact(2, {}, bootstrap_metadata_version=31),
+    ),
+    "streams.version": (
+        FeatureLevelFact(0, {}),
+        FeatureLevelFact(1, {}, bootstrap_metadata_version=29),
     ),
     "transaction.version": (
         FeatureLevelFact(0, {}),
         FeatureLevelFact(1, {}, bootstrap_metadata_version=24),
         FeatureLevelFact(2, {}, bootstrap_metadata_version=24),
     ),
+}
+
+# release -> the level of each feature a new cluster of that release is formatted with
+FEATURE_DEFAULTS: Final[Mapping[str, Mapping[str, int]]] = {
+    "4.3": {
+        "eligible.leader.replicas.version": 1, "group.version": 1, "kraft.version": 1,
+        "metadata.version": 30, "share.version": 1, "streams.version": 1, "transaction.version": 2,
+    },
+    "4.4": {
+        "eligible.leader.replicas.version": 1, "group.version": 1, "kraft.version": 1,
+        "metadata.version": 33, "share.version": 2, "streams.version": 1, "transaction.version": 2,
+    },
 }

@@ -61,6 +61,7 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake_types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
@@ -141,6 +142,10 @@ class BrokerConnection(ConnectionTasks):
         self.config = config or DEFAULT_CONFIG
         self.capabilities: BrokerCapabilities | None = None
         self.handshake: HandshakeResult | None = None
+        # KIP-1242: the broker this connection means to reach (None: a bootstrap connection)
+        # and the cluster's memory of advertised ApiVersions maxima; the cluster layer sets both.
+        self.identity: BrokerIdentity | None = None
+        self.api_versions_memory: ApiVersionsMemory | None = None
         self.changes: list[CapabilityChange] = []
         self._protocol: ClientConnection | None = None
         self._stream: ByteStream | None = None
@@ -190,7 +195,13 @@ class BrokerConnection(ConnectionTasks):
             raise TransportError("this connection is already open", node=self.node)
         self._closed = False
         config = self.config
-        protocol = ClientConnection(config, node=self.node, node_id=self.node_id)
+        protocol = ClientConnection(
+            config,
+            node=self.node,
+            node_id=self.node_id,
+            identity=self.identity,
+            api_versions_memory=self.api_versions_memory,
+        )
         try:
             stream, ready = await set_up(protocol, self.host, self.port, config)
         except KafkaCompatError as exc:

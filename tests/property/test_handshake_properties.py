@@ -7,7 +7,11 @@ Whatever the order of events and whatever bytes the peer sends:
 - the versions it asks for strictly decrease;
 - it ends (Done or Fail) within a bounded number of actions when fed only
   events it accepts (the Metadata v0 probe of a quiet connection included);
-- its transcript counts exactly the round trips and connections fed.
+- its transcript counts exactly the round trips and connections fed;
+- identity (KIP-1242): a request carries ClusterId and NodeId both or
+  neither, both only at v5+ and only when the handshake was given an
+  identity; REBOOTSTRAP_REQUIRED and a refused identity fail typed, naming
+  the identity expected; a remembered ApiVersions max only lowers the start.
 """
 
 from __future__ import annotations
@@ -19,7 +23,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkacompat.errors import HandshakeStateError, KafkaCompatError
+from kafkacompat.errors import (
+    HandshakeStateError,
+    IdentityRefusedError,
+    KafkaCompatError,
+    RebootstrapRequiredError,
+)
 from kafkacompat.negotiation.handshake import (
     TRANSITIONS,
     ApiVersionsHandshake,
@@ -33,11 +42,14 @@ from kafkacompat.negotiation.handshake import (
     SendRequest,
     State,
 )
+from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION
+from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.protocol.framing import decode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from tests.support.codec_strategies import instances
 
 R = ApiVersionsResponse
-CODEC_MAX = ApiVersionsRequest.VALID_VERSIONS.highest
+CODEC_MAX = CODEC_MAX_VERSION  # the first version the handshake offers
 
 
 def action_bound(config: HandshakeConfig) -> int:
@@ -48,7 +60,7 @@ def action_bound(config: HandshakeConfig) -> int:
 
 
 ACTION_BOUND = action_bound(HandshakeConfig(max_connections=3))
-INTERESTING_CODES = [0, 0, 35, 42, -1, 31]
+INTERESTING_CODES = [0, 0, 35, 42, -1, 31, 129]
 
 versions = st.integers(min_value=-1, max_value=CODEC_MAX + 2)
 
@@ -106,6 +118,26 @@ configs = st.builds(
 )
 
 
+identities = st.one_of(
+    st.none(),
+    st.builds(BrokerIdentity, st.sampled_from(["MkU3OEVBNTcwNTJENDM2Qk", "c"]), st.integers(0, 2**31 - 1)),
+)
+NODE = "b:1"
+
+
+@st.composite
+def handshakes(draw: st.DrawFn, config: HandshakeConfig | None = None) -> ApiVersionsHandshake:
+    """A handshake with a drawn config, identity (or none) and memory of the address (or none)."""
+    memory = draw(st.sampled_from([None, ApiVersionsMemory(4)]))
+    if memory is not None:
+        remembered = draw(st.one_of(st.none(), st.integers(min_value=0, max_value=CODEC_MAX)))
+        if remembered is not None:
+            memory.remember(NODE, remembered)
+    return ApiVersionsHandshake(
+        draw(configs) if config is None else config, node=NODE, identity=draw(identities), memory=memory
+    )
+
+
 @dataclass
 class Fed:
     """What the driver fed and saw, to check the transcript and the actions against."""
@@ -153,8 +185,18 @@ EVENTS_OF = {s: {t.event for t in TRANSITIONS if t.source is s} for s in State}
 def check(hs: ApiVersionsHandshake, fed: Fed) -> None:
     transcript = hs.transcript
     assert (transcript.round_trips, transcript.connections) == (fed.round_trips, fed.connections)
-    sent = [a.version for a in fed.actions if isinstance(a, SendRequest)]
+    requests = [a for a in fed.actions if isinstance(a, SendRequest)]
+    sent = [a.version for a in requests]
     assert all(a > b for a, b in itertools.pairwise(sent)), sent
+    assert all(version <= hs.config.max_version for version in sent)
+    for request in requests:
+        body = decode_request(request.frame[4:]).body
+        assert isinstance(body, ApiVersionsRequest)
+        assert (body.cluster_id is None) == (body.node_id == -1), body  # both or neither, always
+        if request.version >= 5 and hs.identity is not None:
+            assert (body.cluster_id, body.node_id) == (hs.identity.cluster_id, hs.identity.node_id)
+        else:
+            assert body.cluster_id is None  # no identity below v5, none without one given
     tried = transcript.versions_tried
     assert all(a > b for a, b in itertools.pairwise(tried)), tried
     assert len([a for a in fed.actions if not isinstance(a, Done | Fail)]) <= action_bound(hs.config)
@@ -162,6 +204,12 @@ def check(hs: ApiVersionsHandshake, fed: Fed) -> None:
     action = hs.next_action()
     if isinstance(action, Fail):
         assert action.error.transcript == transcript
+        error = action.error
+        if isinstance(error, RebootstrapRequiredError | IdentityRefusedError):
+            expected = hs.identity if hs.version >= 5 else None
+            assert error.expected_cluster_id == (expected.cluster_id if expected else None)
+            assert error.expected_node_id == (expected.node_id if expected else None)
+            assert isinstance(error, RebootstrapRequiredError) or expected is not None
     if isinstance(action, Done):
         assert action.result.transcript == transcript
         assert action.result.used_fallback == (action.result.response is None)
@@ -177,7 +225,7 @@ def check(hs: ApiVersionsHandshake, fed: Fed) -> None:
 def test_events_the_machine_accepts_always_end_it_within_the_bound(
     config: HandshakeConfig, data: st.DataObject
 ) -> None:
-    hs = ApiVersionsHandshake(config)
+    hs = data.draw(handshakes(config))
     fed = Fed(actions=[hs.next_action()])
     while not isinstance(hs.next_action(), Done | Fail):
         event = data.draw(accepted_events(hs))
@@ -191,7 +239,7 @@ def test_events_the_machine_accepts_always_end_it_within_the_bound(
 def test_any_event_sequence_raises_only_typed_errors(
     config: HandshakeConfig, events: list[Event], data: st.DataObject
 ) -> None:
-    hs = ApiVersionsHandshake(config)
+    hs = data.draw(handshakes(config))
     fed = Fed(actions=[hs.next_action()])
     for event in events:
         feed(hs, event, data, fed)
@@ -200,7 +248,7 @@ def test_any_event_sequence_raises_only_typed_errors(
 
 def _reach(state: State, data: st.DataObject) -> ApiVersionsHandshake:
     """A handshake in ``state``, reached by a drawn path of accepted events."""
-    hs = ApiVersionsHandshake(data.draw(configs))
+    hs = data.draw(handshakes())
     fed = Fed()
     for _ in range(4 * ACTION_BOUND):
         if hs.state is state:

@@ -14,6 +14,8 @@ __all__ = ['AddRaftVoterRequest', 'AddRaftVoterResponse']
 
 _new = object.__new__
 _NONE = VersionRange.NONE
+_F_o = struct.Struct(">?")
+_F_oB = struct.Struct(">?B")
 _F_H = struct.Struct(">H")
 _F_HB = struct.Struct(">HB")
 _F_ih = struct.Struct(">ih")
@@ -21,20 +23,21 @@ _F_ii = struct.Struct(">ii")
 
 
 class AddRaftVoterRequest(KafkaRequest['AddRaftVoterResponse']):
-    __slots__ = ('cluster_id', 'listeners', 'timeout_ms', 'voter_directory_id', 'voter_id')
+    __slots__ = ('ack_when_committed', 'cluster_id', 'listeners', 'timeout_ms', 'voter_directory_id', 'voter_id')
 
-    def __init__(self, *, cluster_id: str | None = "", timeout_ms: int = 0, voter_id: int = 0, voter_directory_id: uuid.UUID = _wire.ZERO_UUID, listeners: list[AddRaftVoterRequest.Listener] = _wire.DEFAULT) -> None:
+    def __init__(self, *, cluster_id: str | None = "", timeout_ms: int = 0, voter_id: int = 0, voter_directory_id: uuid.UUID = _wire.ZERO_UUID, listeners: list[AddRaftVoterRequest.Listener] = _wire.DEFAULT, ack_when_committed: bool = True) -> None:
         self.cluster_id = cluster_id
         self.timeout_ms = timeout_ms
         self.voter_id = voter_id
         self.voter_directory_id = voter_directory_id
         self.listeners = _wire.KeyedList() if listeners is _wire.DEFAULT else listeners
+        self.ack_when_committed = ack_when_committed
         self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'AddRaftVoterRequest'
     API_KEY = 80
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = VersionRange(0, 0)
+    VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     LISTENERS = ('controller', 'broker')
 
@@ -61,7 +64,7 @@ class AddRaftVoterResponse(KafkaMessage):
     NAME = 'AddRaftVoterResponse'
     API_KEY = 80
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = VersionRange(0, 0)
+    VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
 
@@ -153,6 +156,7 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
         o1.voter_id = s1_voter_id
         o1.voter_directory_id = s1_voter_directory_id
         o1.listeners = s1_listeners
+        o1.ack_when_committed = True
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read AddRaftVoterRequest: {exc}", offset=pos) from None
@@ -160,6 +164,133 @@ def _r_AddRaftVoterRequest_0(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, i
 
 
 def _w_AddRaftVoterRequest_0(out: bytearray, o: AddRaftVoterRequest) -> None:
+    x: Any
+    item: Any
+    try:
+        if not o.ack_when_committed:
+            raise EncodeError("field ack_when_committed has a non-default value but does not exist at this version")
+        x = o.cluster_id
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_ii.pack(o.timeout_ms, o.voter_id)
+        x = o.voter_directory_id
+        _wire.write_uuid(out, x)
+        x = o.listeners
+        if x is None:
+            raise EncodeError("field listeners is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_AddRaftVoterRequest__Listener_0(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write AddRaftVoterRequest: {exc}") from None
+
+
+def _r_AddRaftVoterRequest_1(buf: Any, pos: int) -> tuple[AddRaftVoterRequest, int]:
+    s1_cluster_id: str | None
+    s1_listeners: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    try:
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_timeout_ms, s1_voter_id,) = _F_ii.unpack_from(buf, pos)
+        pos += 8
+        s1_voter_directory_id, pos = _wire.read_uuid(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("listeners", pos)
+        else:
+            s1_listeners = _wire.KeyedList()
+            add2 = s1_listeners.append
+            for _ in range(n):
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, t3,) = _F_HB.unpack_from(buf, pos)
+                pos += 3
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        seen3.append((tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
+                o3 = _new(_C_AddRaftVoterRequest__Listener)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3._unknown_tags = u3
+                add2(o3)
+        (s1_ack_when_committed, t1,) = _F_oB.unpack_from(buf, pos)
+        pos += 2
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                seen1.append((tag1, bytes(buf[pos:end1])))
+                pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(AddRaftVoterRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.timeout_ms = s1_timeout_ms
+        o1.voter_id = s1_voter_id
+        o1.voter_directory_id = s1_voter_directory_id
+        o1.listeners = s1_listeners
+        o1.ack_when_committed = s1_ack_when_committed
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read AddRaftVoterRequest: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_AddRaftVoterRequest_1(out: bytearray, o: AddRaftVoterRequest) -> None:
     x: Any
     item: Any
     try:
@@ -183,6 +314,7 @@ def _w_AddRaftVoterRequest_0(out: bytearray, o: AddRaftVoterRequest) -> None:
                 out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_AddRaftVoterRequest__Listener_0(out, item)
+        out += _F_o.pack(o.ack_when_committed)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
@@ -280,12 +412,12 @@ def _w_AddRaftVoterResponse_0(out: bytearray, o: AddRaftVoterResponse) -> None:
 
 _C_AddRaftVoterRequest__Listener = AddRaftVoterRequest.Listener
 
-AddRaftVoterRequest._FIELDS = (FieldInfo('cluster_id', 'string', None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, False), FieldInfo('timeout_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('voter_id', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('listeners', 'Listener', _C_AddRaftVoterRequest__Listener, True, VersionRange(0, 0), _NONE, _NONE, None, False), )
-_C_AddRaftVoterRequest__Listener._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('host', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('port', 'uint16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), )
-AddRaftVoterRequest._READERS = {0: _r_AddRaftVoterRequest_0}
-AddRaftVoterRequest._WRITERS = {0: _w_AddRaftVoterRequest_0}
+AddRaftVoterRequest._FIELDS = (FieldInfo('cluster_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('timeout_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('voter_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('listeners', 'Listener', _C_AddRaftVoterRequest__Listener, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('ack_when_committed', 'bool', None, False, VersionRange(1, 1), _NONE, _NONE, None, False), )
+_C_AddRaftVoterRequest__Listener._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('host', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('port', 'uint16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
+AddRaftVoterRequest._READERS = {0: _r_AddRaftVoterRequest_0, 1: _r_AddRaftVoterRequest_1}
+AddRaftVoterRequest._WRITERS = {0: _w_AddRaftVoterRequest_0, 1: _w_AddRaftVoterRequest_1}
 
 
-AddRaftVoterResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, True), )
-AddRaftVoterResponse._READERS = {0: _r_AddRaftVoterResponse_0}
-AddRaftVoterResponse._WRITERS = {0: _w_AddRaftVoterResponse_0}
+AddRaftVoterResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, True), )
+AddRaftVoterResponse._READERS = {0: _r_AddRaftVoterResponse_0, 1: _r_AddRaftVoterResponse_0}
+AddRaftVoterResponse._WRITERS = {0: _w_AddRaftVoterResponse_0, 1: _w_AddRaftVoterResponse_0}

@@ -32,7 +32,7 @@ class AllocateProducerIdsRequest(KafkaRequest['AllocateProducerIdsResponse']):
     MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ('zkBroker', 'controller')
+    LISTENERS = ('controller',)
 
 class AllocateProducerIdsResponse(KafkaMessage):
     __slots__ = ('error_code', 'producer_id_len', 'producer_id_start', 'throttle_time_ms')

@@ -39,7 +39,7 @@ class AlterPartitionRequest(KafkaRequest['AlterPartitionResponse']):
     MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ('zkBroker', 'controller')
+    LISTENERS = ('controller',)
     REMOVED_VERSIONS = VersionRange(0, 1)
     REMOVED_SINCE = '4.0'
     REMOVAL_KIND = 'kip-896'

@@ -20,21 +20,24 @@ _F_hhB = struct.Struct(">hhB")
 _F_hhh = struct.Struct(">hhh")
 _F_hhhB = struct.Struct(">hhhB")
 _F_i = struct.Struct(">i")
+_F_iB = struct.Struct(">iB")
 _F_q = struct.Struct(">q")
 
 
 class ApiVersionsRequest(KafkaRequest['ApiVersionsResponse']):
-    __slots__ = ('client_software_name', 'client_software_version')
+    __slots__ = ('client_software_name', 'client_software_version', 'cluster_id', 'node_id')
 
-    def __init__(self, *, client_software_name: str = "", client_software_version: str = "") -> None:
+    def __init__(self, *, client_software_name: str = "", client_software_version: str = "", cluster_id: str | None = None, node_id: int = -1) -> None:
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
+        self.cluster_id = cluster_id
+        self.node_id = node_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ApiVersionsRequest'
     API_KEY = 18
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = VersionRange(0, 4)
+    VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
     LISTENERS = ('broker', 'controller')
 
@@ -54,7 +57,7 @@ class ApiVersionsResponse(KafkaMessage):
     NAME = 'ApiVersionsResponse'
     API_KEY = 18
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = VersionRange(0, 4)
+    VALID_VERSIONS = VersionRange(0, 5)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
 
     class ApiVersion(KafkaStruct):
@@ -99,6 +102,8 @@ def _r_ApiVersionsRequest_0(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
         o1 = _new(ApiVersionsRequest)
         o1.client_software_name = ""
         o1.client_software_version = ""
+        o1.cluster_id = None
+        o1.node_id = -1
         o1._unknown_tags = _wire.EMPTY_TAGS
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ApiVersionsRequest: {exc}", offset=pos) from None
@@ -146,6 +151,8 @@ def _r_ApiVersionsRequest_1(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int
         o1 = _new(ApiVersionsRequest)
         o1.client_software_name = s1_client_software_name
         o1.client_software_version = s1_client_software_version
+        o1.cluster_id = None
+        o1.node_id = -1
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read ApiVersionsRequest: {exc}", offset=pos) from None
@@ -173,6 +180,99 @@ def _w_ApiVersionsRequest_1(out: bytearray, o: ApiVersionsRequest) -> None:
             out += data
         else:
             _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write ApiVersionsRequest: {exc}") from None
+
+
+def _r_ApiVersionsRequest_2(buf: Any, pos: int) -> tuple[ApiVersionsRequest, int]:
+    s1_cluster_id: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    try:
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_client_software_name = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_client_software_name, pos = _wire.read_compact_text(buf, pos, "client_software_name")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_client_software_version = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_client_software_version, pos = _wire.read_compact_text(buf, pos, "client_software_version")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_node_id, t1,) = _F_iB.unpack_from(buf, pos)
+        pos += 5
+        u1 = _wire.EMPTY_TAGS
+        if t1:
+            pos -= 1
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                seen1.append((tag1, bytes(buf[pos:end1])))
+                pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(ApiVersionsRequest)
+        o1.client_software_name = s1_client_software_name
+        o1.client_software_version = s1_client_software_version
+        o1.cluster_id = s1_cluster_id
+        o1.node_id = s1_node_id
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read ApiVersionsRequest: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_ApiVersionsRequest_2(out: bytearray, o: ApiVersionsRequest) -> None:
+    x: Any
+    try:
+        x = o.client_software_name
+        if x is None:
+            raise EncodeError("field client_software_name is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.client_software_version
+        if x is None:
+            raise EncodeError("field client_software_version is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.cluster_id
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_i.pack(o.node_id)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
@@ -624,17 +724,17 @@ def _w_ApiVersionsResponse__FinalizedFeatureKey_0(out: bytearray, o: ApiVersions
 
 
 
-ApiVersionsRequest._FIELDS = (FieldInfo('client_software_name', 'string', None, False, VersionRange(3, 4), _NONE, _NONE, None, True), FieldInfo('client_software_version', 'string', None, False, VersionRange(3, 4), _NONE, _NONE, None, True), )
-ApiVersionsRequest._READERS = {0: _r_ApiVersionsRequest_0, 1: _r_ApiVersionsRequest_0, 2: _r_ApiVersionsRequest_0, 3: _r_ApiVersionsRequest_1, 4: _r_ApiVersionsRequest_1}
-ApiVersionsRequest._WRITERS = {0: _w_ApiVersionsRequest_0, 1: _w_ApiVersionsRequest_0, 2: _w_ApiVersionsRequest_0, 3: _w_ApiVersionsRequest_1, 4: _w_ApiVersionsRequest_1}
+ApiVersionsRequest._FIELDS = (FieldInfo('client_software_name', 'string', None, False, VersionRange(3, 5), _NONE, _NONE, None, True), FieldInfo('client_software_version', 'string', None, False, VersionRange(3, 5), _NONE, _NONE, None, True), FieldInfo('cluster_id', 'string', None, False, VersionRange(5, 5), VersionRange(5, 32767), _NONE, None, True), FieldInfo('node_id', 'int32', None, False, VersionRange(5, 5), _NONE, _NONE, None, True), )
+ApiVersionsRequest._READERS = {0: _r_ApiVersionsRequest_0, 1: _r_ApiVersionsRequest_0, 2: _r_ApiVersionsRequest_0, 3: _r_ApiVersionsRequest_1, 4: _r_ApiVersionsRequest_1, 5: _r_ApiVersionsRequest_2}
+ApiVersionsRequest._WRITERS = {0: _w_ApiVersionsRequest_0, 1: _w_ApiVersionsRequest_0, 2: _w_ApiVersionsRequest_0, 3: _w_ApiVersionsRequest_1, 4: _w_ApiVersionsRequest_1, 5: _w_ApiVersionsRequest_2}
 
 _C_ApiVersionsResponse__ApiVersion = ApiVersionsResponse.ApiVersion
 _C_ApiVersionsResponse__SupportedFeatureKey = ApiVersionsResponse.SupportedFeatureKey
 _C_ApiVersionsResponse__FinalizedFeatureKey = ApiVersionsResponse.FinalizedFeatureKey
 
-ApiVersionsResponse._FIELDS = (FieldInfo('error_code', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('api_keys', 'ApiVersion', _C_ApiVersionsResponse__ApiVersion, True, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(1, 4), _NONE, _NONE, None, True), FieldInfo('supported_features', 'SupportedFeatureKey', _C_ApiVersionsResponse__SupportedFeatureKey, True, VersionRange(3, 4), _NONE, VersionRange(3, 32767), 0, True), FieldInfo('finalized_features_epoch', 'int64', None, False, VersionRange(3, 4), _NONE, VersionRange(3, 32767), 1, True), FieldInfo('finalized_features', 'FinalizedFeatureKey', _C_ApiVersionsResponse__FinalizedFeatureKey, True, VersionRange(3, 4), _NONE, VersionRange(3, 32767), 2, True), FieldInfo('zk_migration_ready', 'bool', None, False, VersionRange(3, 4), _NONE, VersionRange(3, 32767), 3, True), )
-_C_ApiVersionsResponse__ApiVersion._FIELDS = (FieldInfo('api_key', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('min_version', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('max_version', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), )
-_C_ApiVersionsResponse__SupportedFeatureKey._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(3, 4), _NONE, _NONE, None, False), FieldInfo('min_version', 'int16', None, False, VersionRange(3, 4), _NONE, _NONE, None, False), FieldInfo('max_version', 'int16', None, False, VersionRange(3, 4), _NONE, _NONE, None, False), )
-_C_ApiVersionsResponse__FinalizedFeatureKey._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(3, 4), _NONE, _NONE, None, False), FieldInfo('max_version_level', 'int16', None, False, VersionRange(3, 4), _NONE, _NONE, None, False), FieldInfo('min_version_level', 'int16', None, False, VersionRange(3, 4), _NONE, _NONE, None, False), )
-ApiVersionsResponse._READERS = {0: _r_ApiVersionsResponse_0, 1: _r_ApiVersionsResponse_1, 2: _r_ApiVersionsResponse_1, 3: _r_ApiVersionsResponse_2, 4: _r_ApiVersionsResponse_2}
-ApiVersionsResponse._WRITERS = {0: _w_ApiVersionsResponse_0, 1: _w_ApiVersionsResponse_1, 2: _w_ApiVersionsResponse_1, 3: _w_ApiVersionsResponse_2, 4: _w_ApiVersionsResponse_2}
+ApiVersionsResponse._FIELDS = (FieldInfo('error_code', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('api_keys', 'ApiVersion', _C_ApiVersionsResponse__ApiVersion, True, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(1, 5), _NONE, _NONE, None, True), FieldInfo('supported_features', 'SupportedFeatureKey', _C_ApiVersionsResponse__SupportedFeatureKey, True, VersionRange(3, 5), _NONE, VersionRange(3, 32767), 0, True), FieldInfo('finalized_features_epoch', 'int64', None, False, VersionRange(3, 5), _NONE, VersionRange(3, 32767), 1, True), FieldInfo('finalized_features', 'FinalizedFeatureKey', _C_ApiVersionsResponse__FinalizedFeatureKey, True, VersionRange(3, 5), _NONE, VersionRange(3, 32767), 2, True), FieldInfo('zk_migration_ready', 'bool', None, False, VersionRange(3, 5), _NONE, VersionRange(3, 32767), 3, True), )
+_C_ApiVersionsResponse__ApiVersion._FIELDS = (FieldInfo('api_key', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('min_version', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('max_version', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), )
+_C_ApiVersionsResponse__SupportedFeatureKey._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(3, 5), _NONE, _NONE, None, False), FieldInfo('min_version', 'int16', None, False, VersionRange(3, 5), _NONE, _NONE, None, False), FieldInfo('max_version', 'int16', None, False, VersionRange(3, 5), _NONE, _NONE, None, False), )
+_C_ApiVersionsResponse__FinalizedFeatureKey._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(3, 5), _NONE, _NONE, None, False), FieldInfo('max_version_level', 'int16', None, False, VersionRange(3, 5), _NONE, _NONE, None, False), FieldInfo('min_version_level', 'int16', None, False, VersionRange(3, 5), _NONE, _NONE, None, False), )
+ApiVersionsResponse._READERS = {0: _r_ApiVersionsResponse_0, 1: _r_ApiVersionsResponse_1, 2: _r_ApiVersionsResponse_1, 3: _r_ApiVersionsResponse_2, 4: _r_ApiVersionsResponse_2, 5: _r_ApiVersionsResponse_2}
+ApiVersionsResponse._WRITERS = {0: _w_ApiVersionsResponse_0, 1: _w_ApiVersionsResponse_1, 2: _w_ApiVersionsResponse_1, 3: _w_ApiVersionsResponse_2, 4: _w_ApiVersionsResponse_2, 5: _w_ApiVersionsResponse_2}

@@ -21,21 +21,22 @@ _F_iqqooB = struct.Struct(">iqq??B")
 
 
 class BrokerHeartbeatRequest(KafkaRequest['BrokerHeartbeatResponse']):
-    __slots__ = ('broker_epoch', 'broker_id', 'current_metadata_offset', 'offline_log_dirs', 'want_fence', 'want_shut_down')
+    __slots__ = ('broker_epoch', 'broker_id', 'cordoned_log_dirs', 'current_metadata_offset', 'offline_log_dirs', 'want_fence', 'want_shut_down')
 
-    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, current_metadata_offset: int = 0, want_fence: bool = False, want_shut_down: bool = False, offline_log_dirs: list[uuid.UUID] = _wire.DEFAULT) -> None:
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, current_metadata_offset: int = 0, want_fence: bool = False, want_shut_down: bool = False, offline_log_dirs: list[uuid.UUID] = _wire.DEFAULT, cordoned_log_dirs: list[uuid.UUID] | None = None) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.current_metadata_offset = current_metadata_offset
         self.want_fence = want_fence
         self.want_shut_down = want_shut_down
         self.offline_log_dirs = [] if offline_log_dirs is _wire.DEFAULT else offline_log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
         self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'BrokerHeartbeatRequest'
     API_KEY = 63
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = VersionRange(0, 1)
+    VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     LISTENERS = ('controller',)
 
@@ -53,7 +54,7 @@ class BrokerHeartbeatResponse(KafkaMessage):
     NAME = 'BrokerHeartbeatResponse'
     API_KEY = 63
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = VersionRange(0, 1)
+    VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
 
@@ -83,6 +84,7 @@ def _r_BrokerHeartbeatRequest_0(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
         o1.want_fence = s1_want_fence
         o1.want_shut_down = s1_want_shut_down
         o1.offline_log_dirs = []
+        o1.cordoned_log_dirs = None
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerHeartbeatRequest: {exc}", offset=pos) from None
@@ -93,6 +95,8 @@ def _w_BrokerHeartbeatRequest_0(out: bytearray, o: BrokerHeartbeatRequest) -> No
     try:
         if o.offline_log_dirs:
             raise EncodeError("field offline_log_dirs has a non-default value but does not exist at this version")
+        if o.cordoned_log_dirs is not None:
+            raise EncodeError("field cordoned_log_dirs has a non-default value but does not exist at this version")
         out += _F_iqqoo.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
@@ -146,6 +150,7 @@ def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
         o1.want_fence = s1_want_fence
         o1.want_shut_down = s1_want_shut_down
         o1.offline_log_dirs = s1_offline_log_dirs
+        o1.cordoned_log_dirs = None
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerHeartbeatRequest: {exc}", offset=pos) from None
@@ -153,6 +158,104 @@ def _r_BrokerHeartbeatRequest_1(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequ
 
 
 def _w_BrokerHeartbeatRequest_1(out: bytearray, o: BrokerHeartbeatRequest) -> None:
+    x: Any
+    item: Any
+    try:
+        if o.cordoned_log_dirs is not None:
+            raise EncodeError("field cordoned_log_dirs has a non-default value but does not exist at this version")
+        out += _F_iqqoo.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
+        tags: list[tuple[int, bytearray]] = []
+        if o.offline_log_dirs:
+            t = bytearray()
+            x = o.offline_log_dirs
+            if x is None:
+                raise EncodeError("field offline_log_dirs is None but not nullable at this version")
+            else:
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                for item in x:
+                    _wire.write_uuid(t, item)
+            tags.append((0, t))
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write BrokerHeartbeatRequest: {exc}") from None
+
+
+def _r_BrokerHeartbeatRequest_2(buf: Any, pos: int) -> tuple[BrokerHeartbeatRequest, int]:
+    item: Any
+    s1_cordoned_log_dirs: list[Any] | None
+    s1_offline_log_dirs: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    try:
+        (s1_broker_id, s1_broker_epoch, s1_current_metadata_offset, s1_want_fence, s1_want_shut_down,) = _F_iqqoo.unpack_from(buf, pos)
+        pos += 22
+        s1_offline_log_dirs = []
+        s1_cordoned_log_dirs = None
+        u1 = _wire.EMPTY_TAGS
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        raise _wire.null_error("offline_log_dirs", pos)
+                    else:
+                        s1_offline_log_dirs = []
+                        add2 = s1_offline_log_dirs.append
+                        for _ in range(n):
+                            item, pos = _wire.read_uuid(buf, pos)
+                            add2(item)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 1:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        s1_cordoned_log_dirs = None
+                    else:
+                        s1_cordoned_log_dirs = []
+                        add3 = s1_cordoned_log_dirs.append
+                        for _ in range(n):
+                            item, pos = _wire.read_uuid(buf, pos)
+                            add3(item)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                else:
+                    seen1.append((tag1, bytes(buf[pos:end1])))
+                    pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(BrokerHeartbeatRequest)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.current_metadata_offset = s1_current_metadata_offset
+        o1.want_fence = s1_want_fence
+        o1.want_shut_down = s1_want_shut_down
+        o1.offline_log_dirs = s1_offline_log_dirs
+        o1.cordoned_log_dirs = s1_cordoned_log_dirs
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read BrokerHeartbeatRequest: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_BrokerHeartbeatRequest_2(out: bytearray, o: BrokerHeartbeatRequest) -> None:
     x: Any
     item: Any
     try:
@@ -171,6 +274,19 @@ def _w_BrokerHeartbeatRequest_1(out: bytearray, o: BrokerHeartbeatRequest) -> No
                 for item in x:
                     _wire.write_uuid(t, item)
             tags.append((0, t))
+        if o.cordoned_log_dirs is not None:
+            t = bytearray()
+            x = o.cordoned_log_dirs
+            if x is None:
+                t += b'\x00'
+            else:
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                for item in x:
+                    _wire.write_uuid(t, item)
+            tags.append((1, t))
         if tags or o._unknown_tags:
             _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
@@ -219,11 +335,11 @@ def _w_BrokerHeartbeatResponse_0(out: bytearray, o: BrokerHeartbeatResponse) -> 
 
 
 
-BrokerHeartbeatRequest._FIELDS = (FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('current_metadata_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('want_fence', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('want_shut_down', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('offline_log_dirs', 'uuid', None, True, VersionRange(1, 1), _NONE, VersionRange(1, 32767), 0, False), )
-BrokerHeartbeatRequest._READERS = {0: _r_BrokerHeartbeatRequest_0, 1: _r_BrokerHeartbeatRequest_1}
-BrokerHeartbeatRequest._WRITERS = {0: _w_BrokerHeartbeatRequest_0, 1: _w_BrokerHeartbeatRequest_1}
+BrokerHeartbeatRequest._FIELDS = (FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('current_metadata_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('want_fence', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('want_shut_down', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('offline_log_dirs', 'uuid', None, True, VersionRange(1, 2), _NONE, VersionRange(1, 32767), 0, False), FieldInfo('cordoned_log_dirs', 'uuid', None, True, VersionRange(2, 2), VersionRange(2, 32767), VersionRange(2, 32767), 1, False), )
+BrokerHeartbeatRequest._READERS = {0: _r_BrokerHeartbeatRequest_0, 1: _r_BrokerHeartbeatRequest_1, 2: _r_BrokerHeartbeatRequest_2}
+BrokerHeartbeatRequest._WRITERS = {0: _w_BrokerHeartbeatRequest_0, 1: _w_BrokerHeartbeatRequest_1, 2: _w_BrokerHeartbeatRequest_2}
 
 
-BrokerHeartbeatResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('is_caught_up', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('is_fenced', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('should_shut_down', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
-BrokerHeartbeatResponse._READERS = {0: _r_BrokerHeartbeatResponse_0, 1: _r_BrokerHeartbeatResponse_0}
-BrokerHeartbeatResponse._WRITERS = {0: _w_BrokerHeartbeatResponse_0, 1: _w_BrokerHeartbeatResponse_0}
+BrokerHeartbeatResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('is_caught_up', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('is_fenced', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('should_shut_down', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), )
+BrokerHeartbeatResponse._READERS = {0: _r_BrokerHeartbeatResponse_0, 1: _r_BrokerHeartbeatResponse_0, 2: _r_BrokerHeartbeatResponse_0}
+BrokerHeartbeatResponse._WRITERS = {0: _w_BrokerHeartbeatResponse_0, 1: _w_BrokerHeartbeatResponse_0, 2: _w_BrokerHeartbeatResponse_0}

@@ -19,20 +19,21 @@ _F_iq = struct.Struct(">iq")
 
 
 class BrokerRegistrationChangeRecord(KafkaMessage):
-    __slots__ = ('broker_epoch', 'broker_id', 'fenced', 'in_controlled_shutdown', 'log_dirs')
+    __slots__ = ('broker_epoch', 'broker_id', 'cordoned_log_dirs', 'fenced', 'in_controlled_shutdown', 'log_dirs')
 
-    def __init__(self, *, broker_id: int = 0, broker_epoch: int = 0, fenced: int = 0, in_controlled_shutdown: int = 0, log_dirs: list[uuid.UUID] = _wire.DEFAULT) -> None:
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = 0, fenced: int = 0, in_controlled_shutdown: int = 0, log_dirs: list[uuid.UUID] = _wire.DEFAULT, cordoned_log_dirs: list[uuid.UUID] | None = None) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.fenced = fenced
         self.in_controlled_shutdown = in_controlled_shutdown
         self.log_dirs = [] if log_dirs is _wire.DEFAULT else log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
         self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'BrokerRegistrationChangeRecord'
     API_KEY = 17
     MESSAGE_TYPE = 'metadata'
-    VALID_VERSIONS = VersionRange(0, 2)
+    VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
 
@@ -66,6 +67,7 @@ def _r_BrokerRegistrationChangeRecord_0(buf: Any, pos: int) -> tuple[BrokerRegis
         o1.fenced = s1_fenced
         o1.in_controlled_shutdown = 0
         o1.log_dirs = []
+        o1.cordoned_log_dirs = None
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerRegistrationChangeRecord: {exc}", offset=pos) from None
@@ -79,6 +81,8 @@ def _w_BrokerRegistrationChangeRecord_0(out: bytearray, o: BrokerRegistrationCha
             raise EncodeError("field in_controlled_shutdown has a non-default value but does not exist at this version")
         if o.log_dirs:
             raise EncodeError("field log_dirs has a non-default value but does not exist at this version")
+        if o.cordoned_log_dirs is not None:
+            raise EncodeError("field cordoned_log_dirs has a non-default value but does not exist at this version")
         out += _F_iq.pack(o.broker_id, o.broker_epoch)
         tags: list[tuple[int, bytearray]] = []
         if o.fenced != 0:
@@ -130,6 +134,7 @@ def _r_BrokerRegistrationChangeRecord_1(buf: Any, pos: int) -> tuple[BrokerRegis
         o1.fenced = s1_fenced
         o1.in_controlled_shutdown = s1_in_controlled_shutdown
         o1.log_dirs = []
+        o1.cordoned_log_dirs = None
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerRegistrationChangeRecord: {exc}", offset=pos) from None
@@ -141,6 +146,8 @@ def _w_BrokerRegistrationChangeRecord_1(out: bytearray, o: BrokerRegistrationCha
     try:
         if o.log_dirs:
             raise EncodeError("field log_dirs has a non-default value but does not exist at this version")
+        if o.cordoned_log_dirs is not None:
+            raise EncodeError("field cordoned_log_dirs has a non-default value but does not exist at this version")
         out += _F_iq.pack(o.broker_id, o.broker_epoch)
         tags: list[tuple[int, bytearray]] = []
         if o.fenced != 0:
@@ -216,6 +223,7 @@ def _r_BrokerRegistrationChangeRecord_2(buf: Any, pos: int) -> tuple[BrokerRegis
         o1.fenced = s1_fenced
         o1.in_controlled_shutdown = s1_in_controlled_shutdown
         o1.log_dirs = s1_log_dirs
+        o1.cordoned_log_dirs = None
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read BrokerRegistrationChangeRecord: {exc}", offset=pos) from None
@@ -226,6 +234,8 @@ def _w_BrokerRegistrationChangeRecord_2(out: bytearray, o: BrokerRegistrationCha
     x: Any
     item: Any
     try:
+        if o.cordoned_log_dirs is not None:
+            raise EncodeError("field cordoned_log_dirs has a non-default value but does not exist at this version")
         out += _F_iq.pack(o.broker_id, o.broker_epoch)
         tags: list[tuple[int, bytearray]] = []
         if o.fenced != 0:
@@ -259,7 +269,137 @@ def _w_BrokerRegistrationChangeRecord_2(out: bytearray, o: BrokerRegistrationCha
         raise EncodeError(f"cannot write BrokerRegistrationChangeRecord: {exc}") from None
 
 
+def _r_BrokerRegistrationChangeRecord_3(buf: Any, pos: int) -> tuple[BrokerRegistrationChangeRecord, int]:
+    item: Any
+    s1_cordoned_log_dirs: list[Any] | None
+    s1_log_dirs: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    try:
+        (s1_broker_id, s1_broker_epoch,) = _F_iq.unpack_from(buf, pos)
+        pos += 12
+        s1_fenced = 0
+        s1_in_controlled_shutdown = 0
+        s1_log_dirs = []
+        s1_cordoned_log_dirs = None
+        u1 = _wire.EMPTY_TAGS
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    (s1_fenced,) = _F_b.unpack_from(buf, pos)
+                    pos += 1
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 1:
+                    (s1_in_controlled_shutdown,) = _F_b.unpack_from(buf, pos)
+                    pos += 1
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 2:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        raise _wire.null_error("log_dirs", pos)
+                    else:
+                        s1_log_dirs = []
+                        add2 = s1_log_dirs.append
+                        for _ in range(n):
+                            item, pos = _wire.read_uuid(buf, pos)
+                            add2(item)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 2 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 3:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        s1_cordoned_log_dirs = None
+                    else:
+                        s1_cordoned_log_dirs = []
+                        add3 = s1_cordoned_log_dirs.append
+                        for _ in range(n):
+                            item, pos = _wire.read_uuid(buf, pos)
+                            add3(item)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 3 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                else:
+                    seen1.append((tag1, bytes(buf[pos:end1])))
+                    pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(BrokerRegistrationChangeRecord)
+        o1.broker_id = s1_broker_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.fenced = s1_fenced
+        o1.in_controlled_shutdown = s1_in_controlled_shutdown
+        o1.log_dirs = s1_log_dirs
+        o1.cordoned_log_dirs = s1_cordoned_log_dirs
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read BrokerRegistrationChangeRecord: {exc}", offset=pos) from None
+    return o1, pos
 
-BrokerRegistrationChangeRecord._FIELDS = (FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('fenced', 'int8', None, False, VersionRange(0, 2), _NONE, VersionRange(0, 32767), 0, False), FieldInfo('in_controlled_shutdown', 'int8', None, False, VersionRange(1, 2), _NONE, VersionRange(1, 32767), 1, False), FieldInfo('log_dirs', 'uuid', None, True, VersionRange(2, 2), _NONE, VersionRange(2, 32767), 2, False), )
-BrokerRegistrationChangeRecord._READERS = {0: _r_BrokerRegistrationChangeRecord_0, 1: _r_BrokerRegistrationChangeRecord_1, 2: _r_BrokerRegistrationChangeRecord_2}
-BrokerRegistrationChangeRecord._WRITERS = {0: _w_BrokerRegistrationChangeRecord_0, 1: _w_BrokerRegistrationChangeRecord_1, 2: _w_BrokerRegistrationChangeRecord_2}
+
+def _w_BrokerRegistrationChangeRecord_3(out: bytearray, o: BrokerRegistrationChangeRecord) -> None:
+    x: Any
+    item: Any
+    try:
+        out += _F_iq.pack(o.broker_id, o.broker_epoch)
+        tags: list[tuple[int, bytearray]] = []
+        if o.fenced != 0:
+            t = bytearray()
+            x = o.fenced
+            t += _F_b.pack(x)
+            tags.append((0, t))
+        if o.in_controlled_shutdown != 0:
+            t = bytearray()
+            x = o.in_controlled_shutdown
+            t += _F_b.pack(x)
+            tags.append((1, t))
+        if o.log_dirs:
+            t = bytearray()
+            x = o.log_dirs
+            if x is None:
+                raise EncodeError("field log_dirs is None but not nullable at this version")
+            else:
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                for item in x:
+                    _wire.write_uuid(t, item)
+            tags.append((2, t))
+        if o.cordoned_log_dirs is not None:
+            t = bytearray()
+            x = o.cordoned_log_dirs
+            if x is None:
+                t += b'\x00'
+            else:
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                for item in x:
+                    _wire.write_uuid(t, item)
+            tags.append((3, t))
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write BrokerRegistrationChangeRecord: {exc}") from None
+
+
+
+BrokerRegistrationChangeRecord._FIELDS = (FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('fenced', 'int8', None, False, VersionRange(0, 3), _NONE, VersionRange(0, 32767), 0, False), FieldInfo('in_controlled_shutdown', 'int8', None, False, VersionRange(1, 3), _NONE, VersionRange(1, 32767), 1, False), FieldInfo('log_dirs', 'uuid', None, True, VersionRange(2, 3), _NONE, VersionRange(2, 32767), 2, False), FieldInfo('cordoned_log_dirs', 'uuid', None, True, VersionRange(3, 3), VersionRange(3, 32767), VersionRange(3, 32767), 3, False), )
+BrokerRegistrationChangeRecord._READERS = {0: _r_BrokerRegistrationChangeRecord_0, 1: _r_BrokerRegistrationChangeRecord_1, 2: _r_BrokerRegistrationChangeRecord_2, 3: _r_BrokerRegistrationChangeRecord_3}
+BrokerRegistrationChangeRecord._WRITERS = {0: _w_BrokerRegistrationChangeRecord_0, 1: _w_BrokerRegistrationChangeRecord_1, 2: _w_BrokerRegistrationChangeRecord_2, 3: _w_BrokerRegistrationChangeRecord_3}

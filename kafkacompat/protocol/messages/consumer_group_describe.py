@@ -16,6 +16,8 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _F_o = struct.Struct(">?")
 _F_oB = struct.Struct(">?B")
+_F_b = struct.Struct(">b")
+_F_bB = struct.Struct(">bB")
 _F_h = struct.Struct(">h")
 _F_i = struct.Struct(">i")
 _F_iB = struct.Struct(">iB")
@@ -33,9 +35,9 @@ class ConsumerGroupDescribeRequest(KafkaRequest['ConsumerGroupDescribeResponse']
     NAME = 'ConsumerGroupDescribeRequest'
     API_KEY = 69
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = VersionRange(0, 0)
+    VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ('zkBroker', 'broker')
+    LISTENERS = ('broker',)
 
 class ConsumerGroupDescribeResponse(KafkaMessage):
     __slots__ = ('groups', 'throttle_time_ms')
@@ -48,7 +50,7 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
     NAME = 'ConsumerGroupDescribeResponse'
     API_KEY = 69
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = VersionRange(0, 0)
+    VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class TopicPartitions(KafkaStruct):
@@ -70,9 +72,9 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
 
 
     class Member(KafkaStruct):
-        __slots__ = ('assignment', 'client_host', 'client_id', 'instance_id', 'member_epoch', 'member_id', 'rack_id', 'subscribed_topic_names', 'subscribed_topic_regex', 'target_assignment')
+        __slots__ = ('assignment', 'client_host', 'client_id', 'instance_id', 'member_epoch', 'member_id', 'member_type', 'rack_id', 'subscribed_topic_names', 'subscribed_topic_regex', 'target_assignment')
 
-        def __init__(self, *, member_id: str = "", instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = "", client_host: str = "", subscribed_topic_names: list[str] = _wire.DEFAULT, subscribed_topic_regex: str | None = None, assignment: ConsumerGroupDescribeResponse.Assignment = _wire.DEFAULT, target_assignment: ConsumerGroupDescribeResponse.Assignment = _wire.DEFAULT) -> None:
+        def __init__(self, *, member_id: str = "", instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = "", client_host: str = "", subscribed_topic_names: list[str] = _wire.DEFAULT, subscribed_topic_regex: str | None = None, assignment: ConsumerGroupDescribeResponse.Assignment = _wire.DEFAULT, target_assignment: ConsumerGroupDescribeResponse.Assignment = _wire.DEFAULT, member_type: int = -1) -> None:
             self.member_id = member_id
             self.instance_id = instance_id
             self.rack_id = rack_id
@@ -83,6 +85,7 @@ class ConsumerGroupDescribeResponse(KafkaMessage):
             self.subscribed_topic_regex = subscribed_topic_regex
             self.assignment = ConsumerGroupDescribeResponse.Assignment() if assignment is _wire.DEFAULT else assignment
             self.target_assignment = ConsumerGroupDescribeResponse.Assignment() if target_assignment is _wire.DEFAULT else target_assignment
+            self.member_type = member_type
             self._unknown_tags = _wire.EMPTY_TAGS
 
 
@@ -511,6 +514,7 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                         o5.subscribed_topic_regex = s5_subscribed_topic_regex
                         o5.assignment = s5_assignment
                         o5.target_assignment = s5_target_assignment
+                        o5.member_type = -1
                         o5._unknown_tags = u5
                         add4(o5)
                 (s3_authorized_operations, t3,) = _F_iB.unpack_from(buf, pos)
@@ -574,6 +578,405 @@ def _w_ConsumerGroupDescribeResponse_0(out: bytearray, o: ConsumerGroupDescribeR
                 out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ConsumerGroupDescribeResponse__DescribedGroup_0(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write ConsumerGroupDescribeResponse: {exc}") from None
+
+
+def _r_ConsumerGroupDescribeResponse_1(buf: Any, pos: int) -> tuple[ConsumerGroupDescribeResponse, int]:
+    item: Any
+    s10_topic_partitions: list[Any]
+    s12_partitions: list[Any]
+    s1_groups: list[Any]
+    s3_error_message: str | None
+    s3_members: list[Any]
+    s5_assignment: ConsumerGroupDescribeResponse.Assignment
+    s5_instance_id: str | None
+    s5_rack_id: str | None
+    s5_subscribed_topic_names: list[Any]
+    s5_subscribed_topic_regex: str | None
+    s5_target_assignment: ConsumerGroupDescribeResponse.Assignment
+    s7_topic_partitions: list[Any]
+    s9_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u10: tuple[tuple[int, bytes], ...]
+    u12: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
+    try:
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        pos += 4
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("groups", pos)
+        else:
+            s1_groups = []
+            add2 = s1_groups.append
+            for _ in range(n):
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_id = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_state = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s3_group_state, pos = _wire.read_compact_text(buf, pos, "group_state")
+                (s3_group_epoch, s3_assignment_epoch,) = _F_ii.unpack_from(buf, pos)
+                pos += 8
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_assignor_name = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s3_assignor_name, pos = _wire.read_compact_text(buf, pos, "assignor_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("members", pos)
+                else:
+                    s3_members = []
+                    add4 = s3_members.append
+                    for _ in range(n):
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_member_id = buf[pos + 1 : stop].decode()
+                            pos = stop
+                        else:
+                            s5_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_instance_id = buf[pos + 1 : stop].decode()
+                            pos = stop
+                        else:
+                            s5_instance_id, pos = _wire.read_compact_string(buf, pos)
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_rack_id = buf[pos + 1 : stop].decode()
+                            pos = stop
+                        else:
+                            s5_rack_id, pos = _wire.read_compact_string(buf, pos)
+                        (s5_member_epoch,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_client_id = buf[pos + 1 : stop].decode()
+                            pos = stop
+                        else:
+                            s5_client_id, pos = _wire.read_compact_text(buf, pos, "client_id")
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_client_host = buf[pos + 1 : stop].decode()
+                            pos = stop
+                        else:
+                            s5_client_host, pos = _wire.read_compact_text(buf, pos, "client_host")
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("subscribed_topic_names", pos)
+                        else:
+                            s5_subscribed_topic_names = []
+                            add6 = s5_subscribed_topic_names.append
+                            for _ in range(n):
+                                size = buf[pos]
+                                if 0 < size < 0x80:
+                                    stop = pos + size
+                                    if stop > buflen:
+                                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                    item = buf[pos + 1 : stop].decode()
+                                    pos = stop
+                                else:
+                                    item, pos = _wire.read_compact_text(buf, pos, "subscribed_topic_names[]")
+                                add6(item)
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_subscribed_topic_regex = buf[pos + 1 : stop].decode()
+                            pos = stop
+                        else:
+                            s5_subscribed_topic_regex, pos = _wire.read_compact_string(buf, pos)
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("topic_partitions", pos)
+                        else:
+                            s7_topic_partitions = []
+                            add8 = s7_topic_partitions.append
+                            for _ in range(n):
+                                s9_topic_id, pos = _wire.read_uuid(buf, pos)
+                                size = buf[pos]
+                                if 0 < size < 0x80:
+                                    stop = pos + size
+                                    if stop > buflen:
+                                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                    s9_topic_name = buf[pos + 1 : stop].decode()
+                                    pos = stop
+                                else:
+                                    s9_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                                n = buf[pos] - 1
+                                if n < 0x7F:
+                                    pos += 1
+                                else:
+                                    n, pos = _wire.read_compact_array_count(buf, pos)
+                                if n < 0:
+                                    raise _wire.null_error("partitions", pos)
+                                else:
+                                    stop = pos + 4 * n
+                                    if n < 32 and stop <= buflen:
+                                        s9_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                        pos = stop
+                                    else:
+                                        s9_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                                u9 = _wire.EMPTY_TAGS
+                                if buf[pos] == 0:
+                                    pos += 1
+                                else:
+                                    count9, pos = _wire.read_tag_count(buf, pos)
+                                    seen9: list[tuple[int, bytes]] = []
+                                    for _ in range(count9):
+                                        tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                                        seen9.append((tag9, bytes(buf[pos:end9])))
+                                        pos = end9
+                                    if seen9:
+                                        u9 = tuple(seen9)
+                                o9 = _new(_C_ConsumerGroupDescribeResponse__TopicPartitions)
+                                o9.topic_id = s9_topic_id
+                                o9.topic_name = s9_topic_name
+                                o9.partitions = s9_partitions
+                                o9._unknown_tags = u9
+                                add8(o9)
+                        u7 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count7, pos = _wire.read_tag_count(buf, pos)
+                            seen7: list[tuple[int, bytes]] = []
+                            for _ in range(count7):
+                                tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                seen7.append((tag7, bytes(buf[pos:end7])))
+                                pos = end7
+                            if seen7:
+                                u7 = tuple(seen7)
+                        o7 = _new(_C_ConsumerGroupDescribeResponse__Assignment)
+                        o7.topic_partitions = s7_topic_partitions
+                        o7._unknown_tags = u7
+                        s5_assignment = o7
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("topic_partitions", pos)
+                        else:
+                            s10_topic_partitions = []
+                            add11 = s10_topic_partitions.append
+                            for _ in range(n):
+                                s12_topic_id, pos = _wire.read_uuid(buf, pos)
+                                size = buf[pos]
+                                if 0 < size < 0x80:
+                                    stop = pos + size
+                                    if stop > buflen:
+                                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                                    s12_topic_name = buf[pos + 1 : stop].decode()
+                                    pos = stop
+                                else:
+                                    s12_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                                n = buf[pos] - 1
+                                if n < 0x7F:
+                                    pos += 1
+                                else:
+                                    n, pos = _wire.read_compact_array_count(buf, pos)
+                                if n < 0:
+                                    raise _wire.null_error("partitions", pos)
+                                else:
+                                    stop = pos + 4 * n
+                                    if n < 32 and stop <= buflen:
+                                        s12_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                                        pos = stop
+                                    else:
+                                        s12_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                                u12 = _wire.EMPTY_TAGS
+                                if buf[pos] == 0:
+                                    pos += 1
+                                else:
+                                    count12, pos = _wire.read_tag_count(buf, pos)
+                                    seen12: list[tuple[int, bytes]] = []
+                                    for _ in range(count12):
+                                        tag12, pos, end12 = _wire.read_tag_header(buf, pos)
+                                        seen12.append((tag12, bytes(buf[pos:end12])))
+                                        pos = end12
+                                    if seen12:
+                                        u12 = tuple(seen12)
+                                o12 = _new(_C_ConsumerGroupDescribeResponse__TopicPartitions)
+                                o12.topic_id = s12_topic_id
+                                o12.topic_name = s12_topic_name
+                                o12.partitions = s12_partitions
+                                o12._unknown_tags = u12
+                                add11(o12)
+                        u10 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count10, pos = _wire.read_tag_count(buf, pos)
+                            seen10: list[tuple[int, bytes]] = []
+                            for _ in range(count10):
+                                tag10, pos, end10 = _wire.read_tag_header(buf, pos)
+                                seen10.append((tag10, bytes(buf[pos:end10])))
+                                pos = end10
+                            if seen10:
+                                u10 = tuple(seen10)
+                        o10 = _new(_C_ConsumerGroupDescribeResponse__Assignment)
+                        o10.topic_partitions = s10_topic_partitions
+                        o10._unknown_tags = u10
+                        s5_target_assignment = o10
+                        (s5_member_type, t5,) = _F_bB.unpack_from(buf, pos)
+                        pos += 2
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                seen5.append((tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
+                        o5 = _new(_C_ConsumerGroupDescribeResponse__Member)
+                        o5.member_id = s5_member_id
+                        o5.instance_id = s5_instance_id
+                        o5.rack_id = s5_rack_id
+                        o5.member_epoch = s5_member_epoch
+                        o5.client_id = s5_client_id
+                        o5.client_host = s5_client_host
+                        o5.subscribed_topic_names = s5_subscribed_topic_names
+                        o5.subscribed_topic_regex = s5_subscribed_topic_regex
+                        o5.assignment = s5_assignment
+                        o5.target_assignment = s5_target_assignment
+                        o5.member_type = s5_member_type
+                        o5._unknown_tags = u5
+                        add4(o5)
+                (s3_authorized_operations, t3,) = _F_iB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        seen3.append((tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
+                o3 = _new(_C_ConsumerGroupDescribeResponse__DescribedGroup)
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3.group_id = s3_group_id
+                o3.group_state = s3_group_state
+                o3.group_epoch = s3_group_epoch
+                o3.assignment_epoch = s3_assignment_epoch
+                o3.assignor_name = s3_assignor_name
+                o3.members = s3_members
+                o3.authorized_operations = s3_authorized_operations
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                seen1.append((tag1, bytes(buf[pos:end1])))
+                pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(ConsumerGroupDescribeResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.groups = s1_groups
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read ConsumerGroupDescribeResponse: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_ConsumerGroupDescribeResponse_1(out: bytearray, o: ConsumerGroupDescribeResponse) -> None:
+    x: Any
+    item: Any
+    try:
+        out += _F_i.pack(o.throttle_time_ms)
+        x = o.groups
+        if x is None:
+            raise EncodeError("field groups is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_ConsumerGroupDescribeResponse__DescribedGroup_1(out, item)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
@@ -720,6 +1123,89 @@ def _w_ConsumerGroupDescribeResponse__Member_0(out: bytearray, o: ConsumerGroupD
         raise EncodeError(f"cannot write Member: {exc}") from None
 
 
+def _w_ConsumerGroupDescribeResponse__Member_1(out: bytearray, o: ConsumerGroupDescribeResponse.Member) -> None:
+    x: Any
+    item: Any
+    try:
+        x = o.member_id
+        if x is None:
+            raise EncodeError("field member_id is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.instance_id
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.rack_id
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_i.pack(o.member_epoch)
+        x = o.client_id
+        if x is None:
+            raise EncodeError("field client_id is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.client_host
+        if x is None:
+            raise EncodeError("field client_host is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.subscribed_topic_names
+        if x is None:
+            raise EncodeError("field subscribed_topic_names is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                if item is None:
+                    raise EncodeError("an element of subscribed_topic_names is None")
+                if item.__class__ is str and len(item) < 0x20:
+                    data = item.encode()
+                    out.append(len(data) + 1)
+                    out += data
+                else:
+                    _wire.write_compact_string(out, item)
+        x = o.subscribed_topic_regex
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.assignment
+        _w_ConsumerGroupDescribeResponse__Assignment_0(out, x)
+        x = o.target_assignment
+        _w_ConsumerGroupDescribeResponse__Assignment_0(out, x)
+        out += _F_b.pack(o.member_type)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write Member: {exc}") from None
+
+
 def _w_ConsumerGroupDescribeResponse__DescribedGroup_0(out: bytearray, o: ConsumerGroupDescribeResponse.DescribedGroup) -> None:
     x: Any
     item: Any
@@ -779,20 +1265,79 @@ def _w_ConsumerGroupDescribeResponse__DescribedGroup_0(out: bytearray, o: Consum
         raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
 
 
+def _w_ConsumerGroupDescribeResponse__DescribedGroup_1(out: bytearray, o: ConsumerGroupDescribeResponse.DescribedGroup) -> None:
+    x: Any
+    item: Any
+    try:
+        out += _F_h.pack(o.error_code)
+        x = o.error_message
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.group_id
+        if x is None:
+            raise EncodeError("field group_id is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.group_state
+        if x is None:
+            raise EncodeError("field group_state is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_ii.pack(o.group_epoch, o.assignment_epoch)
+        x = o.assignor_name
+        if x is None:
+            raise EncodeError("field assignor_name is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.members
+        if x is None:
+            raise EncodeError("field members is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_ConsumerGroupDescribeResponse__Member_1(out, item)
+        out += _F_i.pack(o.authorized_operations)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write DescribedGroup: {exc}") from None
 
-ConsumerGroupDescribeRequest._FIELDS = (FieldInfo('group_ids', 'string', None, True, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('include_authorized_operations', 'bool', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), )
-ConsumerGroupDescribeRequest._READERS = {0: _r_ConsumerGroupDescribeRequest_0}
-ConsumerGroupDescribeRequest._WRITERS = {0: _w_ConsumerGroupDescribeRequest_0}
+
+
+ConsumerGroupDescribeRequest._FIELDS = (FieldInfo('group_ids', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('include_authorized_operations', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
+ConsumerGroupDescribeRequest._READERS = {0: _r_ConsumerGroupDescribeRequest_0, 1: _r_ConsumerGroupDescribeRequest_0}
+ConsumerGroupDescribeRequest._WRITERS = {0: _w_ConsumerGroupDescribeRequest_0, 1: _w_ConsumerGroupDescribeRequest_0}
 
 _C_ConsumerGroupDescribeResponse__TopicPartitions = ConsumerGroupDescribeResponse.TopicPartitions
 _C_ConsumerGroupDescribeResponse__Assignment = ConsumerGroupDescribeResponse.Assignment
 _C_ConsumerGroupDescribeResponse__Member = ConsumerGroupDescribeResponse.Member
 _C_ConsumerGroupDescribeResponse__DescribedGroup = ConsumerGroupDescribeResponse.DescribedGroup
 
-ConsumerGroupDescribeResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('groups', 'DescribedGroup', _C_ConsumerGroupDescribeResponse__DescribedGroup, True, VersionRange(0, 0), _NONE, _NONE, None, False), )
-_C_ConsumerGroupDescribeResponse__TopicPartitions._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False), FieldInfo('topic_name', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False), FieldInfo('partitions', 'int32', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False), )
-_C_ConsumerGroupDescribeResponse__Assignment._FIELDS = (FieldInfo('topic_partitions', 'TopicPartitions', _C_ConsumerGroupDescribeResponse__TopicPartitions, True, VersionRange(0, 32767), _NONE, _NONE, None, False), )
-_C_ConsumerGroupDescribeResponse__Member._FIELDS = (FieldInfo('member_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('instance_id', 'string', None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, False), FieldInfo('rack_id', 'string', None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('client_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('client_host', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('subscribed_topic_names', 'string', None, True, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('subscribed_topic_regex', 'string', None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, False), FieldInfo('assignment', 'Assignment', _C_ConsumerGroupDescribeResponse__Assignment, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('target_assignment', 'Assignment', _C_ConsumerGroupDescribeResponse__Assignment, False, VersionRange(0, 0), _NONE, _NONE, None, False), )
-_C_ConsumerGroupDescribeResponse__DescribedGroup._FIELDS = (FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, False), FieldInfo('group_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('group_state', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('group_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('assignment_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('assignor_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('members', 'Member', _C_ConsumerGroupDescribeResponse__Member, True, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('authorized_operations', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), )
-ConsumerGroupDescribeResponse._READERS = {0: _r_ConsumerGroupDescribeResponse_0}
-ConsumerGroupDescribeResponse._WRITERS = {0: _w_ConsumerGroupDescribeResponse_0}
+ConsumerGroupDescribeResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('groups', 'DescribedGroup', _C_ConsumerGroupDescribeResponse__DescribedGroup, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+_C_ConsumerGroupDescribeResponse__TopicPartitions._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'int32', None, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+_C_ConsumerGroupDescribeResponse__Assignment._FIELDS = (FieldInfo('topic_partitions', 'TopicPartitions', _C_ConsumerGroupDescribeResponse__TopicPartitions, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+_C_ConsumerGroupDescribeResponse__Member._FIELDS = (FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('instance_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('rack_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('client_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('client_host', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('subscribed_topic_names', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('subscribed_topic_regex', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('assignment', 'Assignment', _C_ConsumerGroupDescribeResponse__Assignment, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('target_assignment', 'Assignment', _C_ConsumerGroupDescribeResponse__Assignment, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('member_type', 'int8', None, False, VersionRange(1, 1), _NONE, _NONE, None, True), )
+_C_ConsumerGroupDescribeResponse__DescribedGroup._FIELDS = (FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('group_state', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('group_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('assignment_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('assignor_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('members', 'Member', _C_ConsumerGroupDescribeResponse__Member, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('authorized_operations', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
+ConsumerGroupDescribeResponse._READERS = {0: _r_ConsumerGroupDescribeResponse_0, 1: _r_ConsumerGroupDescribeResponse_1}
+ConsumerGroupDescribeResponse._WRITERS = {0: _w_ConsumerGroupDescribeResponse_0, 1: _w_ConsumerGroupDescribeResponse_1}

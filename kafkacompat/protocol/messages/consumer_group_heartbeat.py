@@ -40,8 +40,7 @@ class ConsumerGroupHeartbeatRequest(KafkaRequest['ConsumerGroupHeartbeatResponse
     MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LATEST_VERSION_UNSTABLE = True
-    LISTENERS = ('zkBroker', 'broker')
+    LISTENERS = ('broker',)
 
     class TopicPartitions(KafkaStruct):
         __slots__ = ('partitions', 'topic_id')
@@ -818,7 +817,7 @@ _C_ConsumerGroupHeartbeatResponse__TopicPartitions = ConsumerGroupHeartbeatRespo
 _C_ConsumerGroupHeartbeatResponse__Assignment = ConsumerGroupHeartbeatResponse.Assignment
 
 ConsumerGroupHeartbeatResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('heartbeat_interval_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('assignment', 'Assignment', _C_ConsumerGroupHeartbeatResponse__Assignment, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), )
-_C_ConsumerGroupHeartbeatResponse__TopicPartitions._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False), FieldInfo('partitions', 'int32', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False), )
+_C_ConsumerGroupHeartbeatResponse__TopicPartitions._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'int32', None, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
 _C_ConsumerGroupHeartbeatResponse__Assignment._FIELDS = (FieldInfo('topic_partitions', 'TopicPartitions', _C_ConsumerGroupHeartbeatResponse__TopicPartitions, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
 ConsumerGroupHeartbeatResponse._READERS = {0: _r_ConsumerGroupHeartbeatResponse_0, 1: _r_ConsumerGroupHeartbeatResponse_0}
 ConsumerGroupHeartbeatResponse._WRITERS = {0: _w_ConsumerGroupHeartbeatResponse_0, 1: _w_ConsumerGroupHeartbeatResponse_0}

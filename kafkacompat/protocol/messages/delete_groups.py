@@ -28,7 +28,7 @@ class DeleteGroupsRequest(KafkaRequest['DeleteGroupsResponse']):
     NAME = 'DeleteGroupsRequest'
     API_KEY = 42
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = VersionRange(0, 2)
+    VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
     LISTENERS = ('broker',)
@@ -44,15 +44,16 @@ class DeleteGroupsResponse(KafkaMessage):
     NAME = 'DeleteGroupsResponse'
     API_KEY = 42
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = VersionRange(0, 2)
+    VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
 
     class DeletableGroupResult(KafkaStruct):
-        __slots__ = ('error_code', 'group_id')
+        __slots__ = ('error_code', 'error_message', 'group_id')
 
-        def __init__(self, *, group_id: str = "", error_code: int = 0) -> None:
+        def __init__(self, *, group_id: str = "", error_code: int = 0, error_message: str | None = None) -> None:
             self.group_id = group_id
             self.error_code = error_code
+            self.error_message = error_message
             self._unknown_tags = _wire.EMPTY_TAGS
 
         MAP_KEY = ('group_id',)
@@ -197,6 +198,7 @@ def _r_DeleteGroupsResponse_0(buf: Any, pos: int) -> tuple[DeleteGroupsResponse,
                 o3 = _new(_C_DeleteGroupsResponse__DeletableGroupResult)
                 o3.group_id = s3_group_id
                 o3.error_code = s3_error_code
+                o3.error_message = None
                 o3._unknown_tags = _wire.EMPTY_TAGS
                 add2(o3)
         o1 = _new(DeleteGroupsResponse)
@@ -268,6 +270,7 @@ def _r_DeleteGroupsResponse_1(buf: Any, pos: int) -> tuple[DeleteGroupsResponse,
                 o3 = _new(_C_DeleteGroupsResponse__DeletableGroupResult)
                 o3.group_id = s3_group_id
                 o3.error_code = s3_error_code
+                o3.error_message = None
                 o3._unknown_tags = u3
                 add2(o3)
         u1 = _wire.EMPTY_TAGS
@@ -314,6 +317,108 @@ def _w_DeleteGroupsResponse_1(out: bytearray, o: DeleteGroupsResponse) -> None:
         raise EncodeError(f"cannot write DeleteGroupsResponse: {exc}") from None
 
 
+def _r_DeleteGroupsResponse_2(buf: Any, pos: int) -> tuple[DeleteGroupsResponse, int]:
+    s1_results: list[Any]
+    s3_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    try:
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        pos += 4
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("results", pos)
+        else:
+            s1_results = _wire.KeyedList()
+            add2 = s1_results.append
+            for _ in range(n):
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_group_id = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s3_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+                (s3_error_code,) = _F_h.unpack_from(buf, pos)
+                pos += 2
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_error_message = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s3_error_message, pos = _wire.read_compact_string(buf, pos)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        seen3.append((tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
+                o3 = _new(_C_DeleteGroupsResponse__DeletableGroupResult)
+                o3.group_id = s3_group_id
+                o3.error_code = s3_error_code
+                o3.error_message = s3_error_message
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                seen1.append((tag1, bytes(buf[pos:end1])))
+                pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(DeleteGroupsResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.results = s1_results
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read DeleteGroupsResponse: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_DeleteGroupsResponse_2(out: bytearray, o: DeleteGroupsResponse) -> None:
+    x: Any
+    item: Any
+    try:
+        out += _F_i.pack(o.throttle_time_ms)
+        x = o.results
+        if x is None:
+            raise EncodeError("field results is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_DeleteGroupsResponse__DeletableGroupResult_2(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write DeleteGroupsResponse: {exc}") from None
+
+
 def _w_DeleteGroupsResponse__DeletableGroupResult_0(out: bytearray, o: DeleteGroupsResponse.DeletableGroupResult) -> None:
     x: Any
     try:
@@ -347,14 +452,42 @@ def _w_DeleteGroupsResponse__DeletableGroupResult_1(out: bytearray, o: DeleteGro
         raise EncodeError(f"cannot write DeletableGroupResult: {exc}") from None
 
 
+def _w_DeleteGroupsResponse__DeletableGroupResult_2(out: bytearray, o: DeleteGroupsResponse.DeletableGroupResult) -> None:
+    x: Any
+    try:
+        x = o.group_id
+        if x is None:
+            raise EncodeError("field group_id is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_h.pack(o.error_code)
+        x = o.error_message
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write DeletableGroupResult: {exc}") from None
 
-DeleteGroupsRequest._FIELDS = (FieldInfo('groups_names', 'string', None, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
-DeleteGroupsRequest._READERS = {0: _r_DeleteGroupsRequest_0, 1: _r_DeleteGroupsRequest_0, 2: _r_DeleteGroupsRequest_1}
-DeleteGroupsRequest._WRITERS = {0: _w_DeleteGroupsRequest_0, 1: _w_DeleteGroupsRequest_0, 2: _w_DeleteGroupsRequest_1}
+
+
+DeleteGroupsRequest._FIELDS = (FieldInfo('groups_names', 'string', None, True, VersionRange(0, 3), _NONE, _NONE, None, False), )
+DeleteGroupsRequest._READERS = {0: _r_DeleteGroupsRequest_0, 1: _r_DeleteGroupsRequest_0, 2: _r_DeleteGroupsRequest_1, 3: _r_DeleteGroupsRequest_1}
+DeleteGroupsRequest._WRITERS = {0: _w_DeleteGroupsRequest_0, 1: _w_DeleteGroupsRequest_0, 2: _w_DeleteGroupsRequest_1, 3: _w_DeleteGroupsRequest_1}
 
 _C_DeleteGroupsResponse__DeletableGroupResult = DeleteGroupsResponse.DeletableGroupResult
 
-DeleteGroupsResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('results', 'DeletableGroupResult', _C_DeleteGroupsResponse__DeletableGroupResult, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
-_C_DeleteGroupsResponse__DeletableGroupResult._FIELDS = (FieldInfo('group_id', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), )
-DeleteGroupsResponse._READERS = {0: _r_DeleteGroupsResponse_0, 1: _r_DeleteGroupsResponse_0, 2: _r_DeleteGroupsResponse_1}
-DeleteGroupsResponse._WRITERS = {0: _w_DeleteGroupsResponse_0, 1: _w_DeleteGroupsResponse_0, 2: _w_DeleteGroupsResponse_1}
+DeleteGroupsResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('results', 'DeletableGroupResult', _C_DeleteGroupsResponse__DeletableGroupResult, True, VersionRange(0, 3), _NONE, _NONE, None, False), )
+_C_DeleteGroupsResponse__DeletableGroupResult._FIELDS = (FieldInfo('group_id', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(3, 3), VersionRange(3, 32767), _NONE, None, True), )
+DeleteGroupsResponse._READERS = {0: _r_DeleteGroupsResponse_0, 1: _r_DeleteGroupsResponse_0, 2: _r_DeleteGroupsResponse_1, 3: _r_DeleteGroupsResponse_2}
+DeleteGroupsResponse._WRITERS = {0: _w_DeleteGroupsResponse_0, 1: _w_DeleteGroupsResponse_0, 2: _w_DeleteGroupsResponse_1, 3: _w_DeleteGroupsResponse_2}

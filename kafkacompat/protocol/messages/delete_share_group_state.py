@@ -32,7 +32,6 @@ class DeleteShareGroupStateRequest(KafkaRequest['DeleteShareGroupStateResponse']
     MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LATEST_VERSION_UNSTABLE = True
     LISTENERS = ('broker',)
 
     class PartitionData(KafkaStruct):

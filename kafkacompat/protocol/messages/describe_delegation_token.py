@@ -32,7 +32,7 @@ class DescribeDelegationTokenRequest(KafkaRequest['DescribeDelegationTokenRespon
     VALID_VERSIONS = VersionRange(0, 3)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ('zkBroker', 'broker', 'controller')
+    LISTENERS = ('broker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 0)
     REMOVED_SINCE = '4.0'
     REMOVAL_KIND = 'kip-896'

@@ -23,7 +23,7 @@ class DescribeProducersRequest(KafkaRequest['DescribeProducersResponse']):
     __slots__ = ('topics',)
 
     def __init__(self, *, topics: list[DescribeProducersRequest.TopicRequest] = _wire.DEFAULT) -> None:
-        self.topics = [] if topics is _wire.DEFAULT else topics
+        self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'DescribeProducersRequest'
@@ -41,6 +41,7 @@ class DescribeProducersRequest(KafkaRequest['DescribeProducersResponse']):
             self.partition_indexes = [] if partition_indexes is _wire.DEFAULT else partition_indexes
             self._unknown_tags = _wire.EMPTY_TAGS
 
+        MAP_KEY = ('name',)
 
 class DescribeProducersResponse(KafkaMessage):
     __slots__ = ('throttle_time_ms', 'topics')
@@ -108,7 +109,7 @@ def _r_DescribeProducersRequest_0(buf: Any, pos: int) -> tuple[DescribeProducers
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            s1_topics = []
+            s1_topics = _wire.KeyedList()
             add2 = s1_topics.append
             for _ in range(n):
                 size = buf[pos]

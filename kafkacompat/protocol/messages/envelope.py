@@ -31,7 +31,7 @@ class EnvelopeRequest(KafkaRequest['EnvelopeResponse']):
     MESSAGE_TYPE = 'request'
     VALID_VERSIONS = VersionRange(0, 0)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LISTENERS = ('controller', 'zkBroker')
+    LISTENERS = ('controller',)
 
 class EnvelopeResponse(KafkaMessage):
     __slots__ = ('error_code', 'response_data')

@@ -357,6 +357,6 @@ def _w_LeaderChangeMessage__Voter_1(out: bytearray, o: LeaderChangeMessage.Voter
 _C_LeaderChangeMessage__Voter = LeaderChangeMessage.Voter
 
 LeaderChangeMessage._FIELDS = (FieldInfo('version', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('voters', 'Voter', _C_LeaderChangeMessage__Voter, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('granting_voters', 'Voter', _C_LeaderChangeMessage__Voter, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_LeaderChangeMessage__Voter._FIELDS = (FieldInfo('voter_id', 'int32', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False), FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(1, 32767), _NONE, _NONE, None, False), )
+_C_LeaderChangeMessage__Voter._FIELDS = (FieldInfo('voter_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(1, 1), _NONE, _NONE, None, False), )
 LeaderChangeMessage._READERS = {0: _r_LeaderChangeMessage_0, 1: _r_LeaderChangeMessage_1}
 LeaderChangeMessage._WRITERS = {0: _w_LeaderChangeMessage_0, 1: _w_LeaderChangeMessage_1}

@@ -6,7 +6,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldAlias, FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
+from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['ListClientMetricsResourcesRequest', 'ListClientMetricsResourcesResponse', 'ListConfigResourcesRequest', 'ListConfigResourcesResponse']
@@ -35,12 +35,10 @@ class ListConfigResourcesRequest(KafkaRequest['ListConfigResourcesResponse']):
 class ListConfigResourcesResponse(KafkaMessage):
     __slots__ = ('config_resources', 'error_code', 'throttle_time_ms')
 
-    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, config_resources: list[ListConfigResourcesResponse.ConfigResource] = _wire.DEFAULT, client_metrics_resources: Any = _wire.DEFAULT) -> None:
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, config_resources: list[ListConfigResourcesResponse.ConfigResource] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.config_resources = [] if config_resources is _wire.DEFAULT else config_resources
-        if client_metrics_resources is not _wire.DEFAULT:
-            self.config_resources = client_metrics_resources
         self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ListConfigResourcesResponse'
@@ -48,22 +46,15 @@ class ListConfigResourcesResponse(KafkaMessage):
     MESSAGE_TYPE = 'response'
     VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    client_metrics_resources = FieldAlias('config_resources')
-    _ALIASES = {'client_metrics_resources': 'config_resources'}
 
     class ConfigResource(KafkaStruct):
         __slots__ = ('resource_name', 'resource_type')
 
-        def __init__(self, *, resource_name: str = "", resource_type: int = 16, name: Any = _wire.DEFAULT) -> None:
+        def __init__(self, *, resource_name: str = "", resource_type: int = 16) -> None:
             self.resource_name = resource_name
             self.resource_type = resource_type
-            if name is not _wire.DEFAULT:
-                self.resource_name = name
             self._unknown_tags = _wire.EMPTY_TAGS
 
-        name = FieldAlias('resource_name')
-        _ALIASES = {'name': 'resource_name'}
-    ClientMetricsResource = ConfigResource
 
 
 ListConfigResourcesRequest.RESPONSE_CLASS = ListConfigResourcesResponse

@@ -17,8 +17,10 @@ _NONE = VersionRange.NONE
 _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
 _F_iiB = struct.Struct(">iiB")
-_F_iq = struct.Struct(">iq")
-_F_iqB = struct.Struct(">iqB")
+_F_iiq = struct.Struct(">iiq")
+_F_iiqB = struct.Struct(">iiqB")
+_F_iiqi = struct.Struct(">iiqi")
+_F_iiqiB = struct.Struct(">iiqiB")
 
 
 class ReadShareGroupStateSummaryRequest(KafkaRequest['ReadShareGroupStateSummaryResponse']):
@@ -32,9 +34,8 @@ class ReadShareGroupStateSummaryRequest(KafkaRequest['ReadShareGroupStateSummary
     NAME = 'ReadShareGroupStateSummaryRequest'
     API_KEY = 87
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = VersionRange(0, 0)
+    VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LATEST_VERSION_UNSTABLE = True
     LISTENERS = ('broker',)
 
     class PartitionData(KafkaStruct):
@@ -65,18 +66,20 @@ class ReadShareGroupStateSummaryResponse(KafkaMessage):
     NAME = 'ReadShareGroupStateSummaryResponse'
     API_KEY = 87
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = VersionRange(0, 0)
+    VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class PartitionResult(KafkaStruct):
-        __slots__ = ('error_code', 'error_message', 'partition', 'start_offset', 'state_epoch')
+        __slots__ = ('delivery_complete_count', 'error_code', 'error_message', 'leader_epoch', 'partition', 'start_offset', 'state_epoch')
 
-        def __init__(self, *, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, start_offset: int = 0) -> None:
+        def __init__(self, *, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1) -> None:
             self.partition = partition
             self.error_code = error_code
             self.error_message = error_message
             self.state_epoch = state_epoch
+            self.leader_epoch = leader_epoch
             self.start_offset = start_offset
+            self.delivery_complete_count = delivery_complete_count
             self._unknown_tags = _wire.EMPTY_TAGS
 
 
@@ -314,8 +317,8 @@ def _r_ReadShareGroupStateSummaryResponse_0(buf: Any, pos: int) -> tuple[ReadSha
                             pos = stop
                         else:
                             s5_error_message, pos = _wire.read_compact_string(buf, pos)
-                        (s5_state_epoch, s5_start_offset, t5,) = _F_iqB.unpack_from(buf, pos)
-                        pos += 13
+                        (s5_state_epoch, s5_leader_epoch, s5_start_offset, t5,) = _F_iiqB.unpack_from(buf, pos)
+                        pos += 17
                         u5 = _wire.EMPTY_TAGS
                         if t5:
                             pos -= 1
@@ -332,7 +335,9 @@ def _r_ReadShareGroupStateSummaryResponse_0(buf: Any, pos: int) -> tuple[ReadSha
                         o5.error_code = s5_error_code
                         o5.error_message = s5_error_message
                         o5.state_epoch = s5_state_epoch
+                        o5.leader_epoch = s5_leader_epoch
                         o5.start_offset = s5_start_offset
+                        o5.delivery_complete_count = -1
                         o5._unknown_tags = u5
                         add4(o5)
                 u3 = _wire.EMPTY_TAGS
@@ -394,6 +399,131 @@ def _w_ReadShareGroupStateSummaryResponse_0(out: bytearray, o: ReadShareGroupSta
         raise EncodeError(f"cannot write ReadShareGroupStateSummaryResponse: {exc}") from None
 
 
+def _r_ReadShareGroupStateSummaryResponse_1(buf: Any, pos: int) -> tuple[ReadShareGroupStateSummaryResponse, int]:
+    s1_results: list[Any]
+    s3_partitions: list[Any]
+    s5_error_message: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    try:
+        buflen = len(buf)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("results", pos)
+        else:
+            s1_results = []
+            add2 = s1_results.append
+            for _ in range(n):
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = buf[pos + 1 : stop].decode()
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        (s5_state_epoch, s5_leader_epoch, s5_start_offset, s5_delivery_complete_count, t5,) = _F_iiqiB.unpack_from(buf, pos)
+                        pos += 21
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                seen5.append((tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
+                        o5 = _new(_C_ReadShareGroupStateSummaryResponse__PartitionResult)
+                        o5.partition = s5_partition
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5.state_epoch = s5_state_epoch
+                        o5.leader_epoch = s5_leader_epoch
+                        o5.start_offset = s5_start_offset
+                        o5.delivery_complete_count = s5_delivery_complete_count
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        seen3.append((tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
+                o3 = _new(_C_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                seen1.append((tag1, bytes(buf[pos:end1])))
+                pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(ReadShareGroupStateSummaryResponse)
+        o1.results = s1_results
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read ReadShareGroupStateSummaryResponse: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_ReadShareGroupStateSummaryResponse_1(out: bytearray, o: ReadShareGroupStateSummaryResponse) -> None:
+    x: Any
+    item: Any
+    try:
+        x = o.results
+        if x is None:
+            raise EncodeError("field results is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_1(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write ReadShareGroupStateSummaryResponse: {exc}") from None
+
+
 def _w_ReadShareGroupStateSummaryResponse__PartitionResult_0(out: bytearray, o: ReadShareGroupStateSummaryResponse.PartitionResult) -> None:
     x: Any
     try:
@@ -405,7 +535,27 @@ def _w_ReadShareGroupStateSummaryResponse__PartitionResult_0(out: bytearray, o: 
             out += data
         else:
             _wire.write_compact_string(out, x)
-        out += _F_iq.pack(o.state_epoch, o.start_offset)
+        out += _F_iiq.pack(o.state_epoch, o.leader_epoch, o.start_offset)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write PartitionResult: {exc}") from None
+
+
+def _w_ReadShareGroupStateSummaryResponse__PartitionResult_1(out: bytearray, o: ReadShareGroupStateSummaryResponse.PartitionResult) -> None:
+    x: Any
+    try:
+        out += _F_ih.pack(o.partition, o.error_code)
+        x = o.error_message
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_iiqi.pack(o.state_epoch, o.leader_epoch, o.start_offset, o.delivery_complete_count)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
@@ -438,20 +588,44 @@ def _w_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_0(out: bytearr
         raise EncodeError(f"cannot write ReadStateSummaryResult: {exc}") from None
 
 
+def _w_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult_1(out: bytearray, o: ReadShareGroupStateSummaryResponse.ReadStateSummaryResult) -> None:
+    x: Any
+    item: Any
+    try:
+        x = o.topic_id
+        _wire.write_uuid(out, x)
+        x = o.partitions
+        if x is None:
+            raise EncodeError("field partitions is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_ReadShareGroupStateSummaryResponse__PartitionResult_1(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write ReadStateSummaryResult: {exc}") from None
+
+
 _C_ReadShareGroupStateSummaryRequest__PartitionData = ReadShareGroupStateSummaryRequest.PartitionData
 _C_ReadShareGroupStateSummaryRequest__ReadStateSummaryData = ReadShareGroupStateSummaryRequest.ReadStateSummaryData
 
-ReadShareGroupStateSummaryRequest._FIELDS = (FieldInfo('group_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('topics', 'ReadStateSummaryData', _C_ReadShareGroupStateSummaryRequest__ReadStateSummaryData, True, VersionRange(0, 0), _NONE, _NONE, None, False), )
-_C_ReadShareGroupStateSummaryRequest__PartitionData._FIELDS = (FieldInfo('partition', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), )
-_C_ReadShareGroupStateSummaryRequest__ReadStateSummaryData._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('partitions', 'PartitionData', _C_ReadShareGroupStateSummaryRequest__PartitionData, True, VersionRange(0, 0), _NONE, _NONE, None, False), )
-ReadShareGroupStateSummaryRequest._READERS = {0: _r_ReadShareGroupStateSummaryRequest_0}
-ReadShareGroupStateSummaryRequest._WRITERS = {0: _w_ReadShareGroupStateSummaryRequest_0}
+ReadShareGroupStateSummaryRequest._FIELDS = (FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('topics', 'ReadStateSummaryData', _C_ReadShareGroupStateSummaryRequest__ReadStateSummaryData, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+_C_ReadShareGroupStateSummaryRequest__PartitionData._FIELDS = (FieldInfo('partition', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
+_C_ReadShareGroupStateSummaryRequest__ReadStateSummaryData._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'PartitionData', _C_ReadShareGroupStateSummaryRequest__PartitionData, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+ReadShareGroupStateSummaryRequest._READERS = {0: _r_ReadShareGroupStateSummaryRequest_0, 1: _r_ReadShareGroupStateSummaryRequest_0}
+ReadShareGroupStateSummaryRequest._WRITERS = {0: _w_ReadShareGroupStateSummaryRequest_0, 1: _w_ReadShareGroupStateSummaryRequest_0}
 
 _C_ReadShareGroupStateSummaryResponse__PartitionResult = ReadShareGroupStateSummaryResponse.PartitionResult
 _C_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult = ReadShareGroupStateSummaryResponse.ReadStateSummaryResult
 
-ReadShareGroupStateSummaryResponse._FIELDS = (FieldInfo('results', 'ReadStateSummaryResult', _C_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult, True, VersionRange(0, 0), _NONE, _NONE, None, False), )
-_C_ReadShareGroupStateSummaryResponse__PartitionResult._FIELDS = (FieldInfo('partition', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, False), FieldInfo('state_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('start_offset', 'int64', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), )
-_C_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('partitions', 'PartitionResult', _C_ReadShareGroupStateSummaryResponse__PartitionResult, True, VersionRange(0, 0), _NONE, _NONE, None, False), )
-ReadShareGroupStateSummaryResponse._READERS = {0: _r_ReadShareGroupStateSummaryResponse_0}
-ReadShareGroupStateSummaryResponse._WRITERS = {0: _w_ReadShareGroupStateSummaryResponse_0}
+ReadShareGroupStateSummaryResponse._FIELDS = (FieldInfo('results', 'ReadStateSummaryResult', _C_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+_C_ReadShareGroupStateSummaryResponse__PartitionResult._FIELDS = (FieldInfo('partition', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('state_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('start_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('delivery_complete_count', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, True), )
+_C_ReadShareGroupStateSummaryResponse__ReadStateSummaryResult._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'PartitionResult', _C_ReadShareGroupStateSummaryResponse__PartitionResult, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+ReadShareGroupStateSummaryResponse._READERS = {0: _r_ReadShareGroupStateSummaryResponse_0, 1: _r_ReadShareGroupStateSummaryResponse_1}
+ReadShareGroupStateSummaryResponse._WRITERS = {0: _w_ReadShareGroupStateSummaryResponse_0, 1: _w_ReadShareGroupStateSummaryResponse_1}

@@ -28,9 +28,9 @@ _F_q = struct.Struct(">q")
 
 
 class RegisterBrokerRecord(KafkaMessage):
-    __slots__ = ('broker_epoch', 'broker_id', 'end_points', 'features', 'fenced', 'in_controlled_shutdown', 'incarnation_id', 'is_migrating_zk_broker', 'log_dirs', 'rack')
+    __slots__ = ('broker_epoch', 'broker_id', 'cordoned_log_dirs', 'end_points', 'features', 'fenced', 'in_controlled_shutdown', 'incarnation_id', 'is_migrating_zk_broker', 'log_dirs', 'rack')
 
-    def __init__(self, *, broker_id: int = 0, is_migrating_zk_broker: bool = False, incarnation_id: uuid.UUID = _wire.ZERO_UUID, broker_epoch: int = 0, end_points: list[RegisterBrokerRecord.BrokerEndpoint] = _wire.DEFAULT, features: list[RegisterBrokerRecord.BrokerFeature] = _wire.DEFAULT, rack: str | None = "", fenced: bool = True, in_controlled_shutdown: bool = False, log_dirs: list[uuid.UUID] = _wire.DEFAULT) -> None:
+    def __init__(self, *, broker_id: int = 0, is_migrating_zk_broker: bool = False, incarnation_id: uuid.UUID = _wire.ZERO_UUID, broker_epoch: int = 0, end_points: list[RegisterBrokerRecord.BrokerEndpoint] = _wire.DEFAULT, features: list[RegisterBrokerRecord.BrokerFeature] = _wire.DEFAULT, rack: str | None = "", fenced: bool = True, in_controlled_shutdown: bool = False, log_dirs: list[uuid.UUID] = _wire.DEFAULT, cordoned_log_dirs: list[uuid.UUID] | None = None) -> None:
         self.broker_id = broker_id
         self.is_migrating_zk_broker = is_migrating_zk_broker
         self.incarnation_id = incarnation_id
@@ -41,12 +41,13 @@ class RegisterBrokerRecord(KafkaMessage):
         self.fenced = fenced
         self.in_controlled_shutdown = in_controlled_shutdown
         self.log_dirs = [] if log_dirs is _wire.DEFAULT else log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
         self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'RegisterBrokerRecord'
     API_KEY = 0
     MESSAGE_TYPE = 'metadata'
-    VALID_VERSIONS = VersionRange(0, 3)
+    VALID_VERSIONS = VersionRange(0, 4)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class BrokerEndpoint(KafkaStruct):
@@ -208,6 +209,7 @@ def _r_RegisterBrokerRecord_0(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         o1.fenced = s1_fenced
         o1.in_controlled_shutdown = False
         o1.log_dirs = []
+        o1.cordoned_log_dirs = None
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RegisterBrokerRecord: {exc}", offset=pos) from None
@@ -224,6 +226,8 @@ def _w_RegisterBrokerRecord_0(out: bytearray, o: RegisterBrokerRecord) -> None:
             raise EncodeError("field in_controlled_shutdown has a non-default value but does not exist at this version")
         if o.log_dirs:
             raise EncodeError("field log_dirs has a non-default value but does not exist at this version")
+        if o.cordoned_log_dirs is not None:
+            raise EncodeError("field cordoned_log_dirs has a non-default value but does not exist at this version")
         out += _F_i.pack(o.broker_id)
         x = o.incarnation_id
         _wire.write_uuid(out, x)
@@ -399,6 +403,7 @@ def _r_RegisterBrokerRecord_1(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         o1.fenced = s1_fenced
         o1.in_controlled_shutdown = s1_in_controlled_shutdown
         o1.log_dirs = []
+        o1.cordoned_log_dirs = None
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RegisterBrokerRecord: {exc}", offset=pos) from None
@@ -413,6 +418,8 @@ def _w_RegisterBrokerRecord_1(out: bytearray, o: RegisterBrokerRecord) -> None:
             raise EncodeError("field is_migrating_zk_broker has a non-default value but does not exist at this version")
         if o.log_dirs:
             raise EncodeError("field log_dirs has a non-default value but does not exist at this version")
+        if o.cordoned_log_dirs is not None:
+            raise EncodeError("field cordoned_log_dirs has a non-default value but does not exist at this version")
         out += _F_i.pack(o.broker_id)
         x = o.incarnation_id
         _wire.write_uuid(out, x)
@@ -588,6 +595,7 @@ def _r_RegisterBrokerRecord_2(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         o1.fenced = s1_fenced
         o1.in_controlled_shutdown = s1_in_controlled_shutdown
         o1.log_dirs = []
+        o1.cordoned_log_dirs = None
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RegisterBrokerRecord: {exc}", offset=pos) from None
@@ -600,6 +608,8 @@ def _w_RegisterBrokerRecord_2(out: bytearray, o: RegisterBrokerRecord) -> None:
     try:
         if o.log_dirs:
             raise EncodeError("field log_dirs has a non-default value but does not exist at this version")
+        if o.cordoned_log_dirs is not None:
+            raise EncodeError("field cordoned_log_dirs has a non-default value but does not exist at this version")
         out += _F_io.pack(o.broker_id, o.is_migrating_zk_broker)
         x = o.incarnation_id
         _wire.write_uuid(out, x)
@@ -796,6 +806,7 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
         o1.fenced = s1_fenced
         o1.in_controlled_shutdown = s1_in_controlled_shutdown
         o1.log_dirs = s1_log_dirs
+        o1.cordoned_log_dirs = None
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
         raise DecodeError(f"cannot read RegisterBrokerRecord: {exc}", offset=pos) from None
@@ -803,6 +814,247 @@ def _r_RegisterBrokerRecord_3(buf: Any, pos: int) -> tuple[RegisterBrokerRecord,
 
 
 def _w_RegisterBrokerRecord_3(out: bytearray, o: RegisterBrokerRecord) -> None:
+    x: Any
+    item: Any
+    try:
+        if o.cordoned_log_dirs is not None:
+            raise EncodeError("field cordoned_log_dirs has a non-default value but does not exist at this version")
+        out += _F_io.pack(o.broker_id, o.is_migrating_zk_broker)
+        x = o.incarnation_id
+        _wire.write_uuid(out, x)
+        out += _F_q.pack(o.broker_epoch)
+        x = o.end_points
+        if x is None:
+            raise EncodeError("field end_points is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_RegisterBrokerRecord__BrokerEndpoint_0(out, item)
+        x = o.features
+        if x is None:
+            raise EncodeError("field features is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_RegisterBrokerRecord__BrokerFeature_0(out, item)
+        x = o.rack
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_oo.pack(o.fenced, o.in_controlled_shutdown)
+        tags: list[tuple[int, bytearray]] = []
+        if o.log_dirs:
+            t = bytearray()
+            x = o.log_dirs
+            if x is None:
+                raise EncodeError("field log_dirs is None but not nullable at this version")
+            else:
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                for item in x:
+                    _wire.write_uuid(t, item)
+            tags.append((0, t))
+        if tags or o._unknown_tags:
+            _wire.write_tagged_fields(out, tags, o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write RegisterBrokerRecord: {exc}") from None
+
+
+def _r_RegisterBrokerRecord_4(buf: Any, pos: int) -> tuple[RegisterBrokerRecord, int]:
+    item: Any
+    s1_cordoned_log_dirs: list[Any] | None
+    s1_end_points: list[Any]
+    s1_features: list[Any]
+    s1_log_dirs: list[Any]
+    s1_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    try:
+        buflen = len(buf)
+        (s1_broker_id, s1_is_migrating_zk_broker,) = _F_io.unpack_from(buf, pos)
+        pos += 5
+        s1_incarnation_id, pos = _wire.read_uuid(buf, pos)
+        (s1_broker_epoch,) = _F_q.unpack_from(buf, pos)
+        pos += 8
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("end_points", pos)
+        else:
+            s1_end_points = _wire.KeyedList()
+            add2 = s1_end_points.append
+            for _ in range(n):
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_name = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s3_name, pos = _wire.read_compact_text(buf, pos, "name")
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_host = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s3_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s3_port, s3_security_protocol, t3,) = _F_HhB.unpack_from(buf, pos)
+                pos += 5
+                u3 = _wire.EMPTY_TAGS
+                if t3:
+                    pos -= 1
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        seen3.append((tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
+                o3 = _new(_C_RegisterBrokerRecord__BrokerEndpoint)
+                o3.name = s3_name
+                o3.host = s3_host
+                o3.port = s3_port
+                o3.security_protocol = s3_security_protocol
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("features", pos)
+        else:
+            s1_features = _wire.KeyedList()
+            add4 = s1_features.append
+            for _ in range(n):
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s5_name = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s5_name, pos = _wire.read_compact_text(buf, pos, "name")
+                (s5_min_supported_version, s5_max_supported_version, t5,) = _F_hhB.unpack_from(buf, pos)
+                pos += 5
+                u5 = _wire.EMPTY_TAGS
+                if t5:
+                    pos -= 1
+                    count5, pos = _wire.read_tag_count(buf, pos)
+                    seen5: list[tuple[int, bytes]] = []
+                    for _ in range(count5):
+                        tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                        seen5.append((tag5, bytes(buf[pos:end5])))
+                        pos = end5
+                    if seen5:
+                        u5 = tuple(seen5)
+                o5 = _new(_C_RegisterBrokerRecord__BrokerFeature)
+                o5.name = s5_name
+                o5.min_supported_version = s5_min_supported_version
+                o5.max_supported_version = s5_max_supported_version
+                o5._unknown_tags = u5
+                add4(o5)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_rack = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_rack, pos = _wire.read_compact_string(buf, pos)
+        (s1_fenced, s1_in_controlled_shutdown,) = _F_oo.unpack_from(buf, pos)
+        pos += 2
+        s1_log_dirs = []
+        s1_cordoned_log_dirs = None
+        u1 = _wire.EMPTY_TAGS
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                if tag1 == 0:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        raise _wire.null_error("log_dirs", pos)
+                    else:
+                        s1_log_dirs = []
+                        add6 = s1_log_dirs.append
+                        for _ in range(n):
+                            item, pos = _wire.read_uuid(buf, pos)
+                            add6(item)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 0 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                elif tag1 == 1:
+                    n = buf[pos] - 1
+                    if n < 0x7F:
+                        pos += 1
+                    else:
+                        n, pos = _wire.read_compact_array_count(buf, pos)
+                    if n < 0:
+                        s1_cordoned_log_dirs = None
+                    else:
+                        s1_cordoned_log_dirs = []
+                        add7 = s1_cordoned_log_dirs.append
+                        for _ in range(n):
+                            item, pos = _wire.read_uuid(buf, pos)
+                            add7(item)
+                    if pos != end1:
+                        raise DecodeError(f"tagged field 1 should end at byte {end1} but its value ends at {pos}", offset=pos)
+                else:
+                    seen1.append((tag1, bytes(buf[pos:end1])))
+                    pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(RegisterBrokerRecord)
+        o1.broker_id = s1_broker_id
+        o1.is_migrating_zk_broker = s1_is_migrating_zk_broker
+        o1.incarnation_id = s1_incarnation_id
+        o1.broker_epoch = s1_broker_epoch
+        o1.end_points = s1_end_points
+        o1.features = s1_features
+        o1.rack = s1_rack
+        o1.fenced = s1_fenced
+        o1.in_controlled_shutdown = s1_in_controlled_shutdown
+        o1.log_dirs = s1_log_dirs
+        o1.cordoned_log_dirs = s1_cordoned_log_dirs
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read RegisterBrokerRecord: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_RegisterBrokerRecord_4(out: bytearray, o: RegisterBrokerRecord) -> None:
     x: Any
     item: Any
     try:
@@ -852,6 +1104,19 @@ def _w_RegisterBrokerRecord_3(out: bytearray, o: RegisterBrokerRecord) -> None:
                 for item in x:
                     _wire.write_uuid(t, item)
             tags.append((0, t))
+        if o.cordoned_log_dirs is not None:
+            t = bytearray()
+            x = o.cordoned_log_dirs
+            if x is None:
+                t += b'\x00'
+            else:
+                if len(x) < 0x7F:
+                    t.append(len(x) + 1)
+                else:
+                    t += _wire.uvarint(len(x) + 1)
+                for item in x:
+                    _wire.write_uuid(t, item)
+            tags.append((1, t))
         if tags or o._unknown_tags:
             _wire.write_tagged_fields(out, tags, o._unknown_tags)
         else:
@@ -914,8 +1179,8 @@ def _w_RegisterBrokerRecord__BrokerFeature_0(out: bytearray, o: RegisterBrokerRe
 _C_RegisterBrokerRecord__BrokerEndpoint = RegisterBrokerRecord.BrokerEndpoint
 _C_RegisterBrokerRecord__BrokerFeature = RegisterBrokerRecord.BrokerFeature
 
-RegisterBrokerRecord._FIELDS = (FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('is_migrating_zk_broker', 'bool', None, False, VersionRange(2, 3), _NONE, _NONE, None, False), FieldInfo('incarnation_id', 'uuid', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('end_points', 'BrokerEndpoint', _C_RegisterBrokerRecord__BrokerEndpoint, True, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('features', 'BrokerFeature', _C_RegisterBrokerRecord__BrokerFeature, True, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('rack', 'string', None, False, VersionRange(0, 3), VersionRange(0, 32767), _NONE, None, False), FieldInfo('fenced', 'bool', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('in_controlled_shutdown', 'bool', None, False, VersionRange(1, 3), _NONE, _NONE, None, False), FieldInfo('log_dirs', 'uuid', None, True, VersionRange(3, 3), _NONE, VersionRange(3, 32767), 0, False), )
-_C_RegisterBrokerRecord__BrokerEndpoint._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('host', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('port', 'uint16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('security_protocol', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), )
-_C_RegisterBrokerRecord__BrokerFeature._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('min_supported_version', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), FieldInfo('max_supported_version', 'int16', None, False, VersionRange(0, 3), _NONE, _NONE, None, False), )
-RegisterBrokerRecord._READERS = {0: _r_RegisterBrokerRecord_0, 1: _r_RegisterBrokerRecord_1, 2: _r_RegisterBrokerRecord_2, 3: _r_RegisterBrokerRecord_3}
-RegisterBrokerRecord._WRITERS = {0: _w_RegisterBrokerRecord_0, 1: _w_RegisterBrokerRecord_1, 2: _w_RegisterBrokerRecord_2, 3: _w_RegisterBrokerRecord_3}
+RegisterBrokerRecord._FIELDS = (FieldInfo('broker_id', 'int32', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('is_migrating_zk_broker', 'bool', None, False, VersionRange(2, 4), _NONE, _NONE, None, False), FieldInfo('incarnation_id', 'uuid', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('broker_epoch', 'int64', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('end_points', 'BrokerEndpoint', _C_RegisterBrokerRecord__BrokerEndpoint, True, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('features', 'BrokerFeature', _C_RegisterBrokerRecord__BrokerFeature, True, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('rack', 'string', None, False, VersionRange(0, 4), VersionRange(0, 32767), _NONE, None, False), FieldInfo('fenced', 'bool', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('in_controlled_shutdown', 'bool', None, False, VersionRange(1, 4), _NONE, _NONE, None, False), FieldInfo('log_dirs', 'uuid', None, True, VersionRange(3, 4), _NONE, VersionRange(3, 32767), 0, False), FieldInfo('cordoned_log_dirs', 'uuid', None, True, VersionRange(4, 4), VersionRange(4, 32767), VersionRange(4, 32767), 1, False), )
+_C_RegisterBrokerRecord__BrokerEndpoint._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('host', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('port', 'uint16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('security_protocol', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), )
+_C_RegisterBrokerRecord__BrokerFeature._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('min_supported_version', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), FieldInfo('max_supported_version', 'int16', None, False, VersionRange(0, 4), _NONE, _NONE, None, False), )
+RegisterBrokerRecord._READERS = {0: _r_RegisterBrokerRecord_0, 1: _r_RegisterBrokerRecord_1, 2: _r_RegisterBrokerRecord_2, 3: _r_RegisterBrokerRecord_3, 4: _r_RegisterBrokerRecord_4}
+RegisterBrokerRecord._WRITERS = {0: _w_RegisterBrokerRecord_0, 1: _w_RegisterBrokerRecord_1, 2: _w_RegisterBrokerRecord_2, 3: _w_RegisterBrokerRecord_3, 4: _w_RegisterBrokerRecord_4}

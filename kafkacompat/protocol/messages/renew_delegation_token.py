@@ -33,7 +33,7 @@ class RenewDelegationTokenRequest(KafkaRequest['RenewDelegationTokenResponse']):
     VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(2, 32767)
     DEPRECATED_VERSIONS = VersionRange(0, 0)
-    LISTENERS = ('zkBroker', 'broker', 'controller')
+    LISTENERS = ('broker', 'controller')
     REMOVED_VERSIONS = VersionRange(0, 0)
     REMOVED_SINCE = '4.0'
     REMOVAL_KIND = 'kip-896'

@@ -15,6 +15,7 @@ __all__ = ['ShareAcknowledgeRequest', 'ShareAcknowledgeResponse']
 _new = object.__new__
 _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
+_F_io = struct.Struct(">i?")
 _F_ih = struct.Struct(">ih")
 _F_ii = struct.Struct(">ii")
 _F_iiB = struct.Struct(">iiB")
@@ -22,19 +23,20 @@ _F_qq = struct.Struct(">qq")
 
 
 class ShareAcknowledgeRequest(KafkaRequest['ShareAcknowledgeResponse']):
-    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'topics')
+    __slots__ = ('group_id', 'is_renew_ack', 'member_id', 'share_session_epoch', 'topics')
 
-    def __init__(self, *, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = _wire.DEFAULT) -> None:
+    def __init__(self, *, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, is_renew_ack: bool = False, topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = _wire.DEFAULT) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
-        self.topics = [] if topics is _wire.DEFAULT else topics
+        self.is_renew_ack = is_renew_ack
+        self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ShareAcknowledgeRequest'
     API_KEY = 79
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = VersionRange(0, 1)
+    VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 0)
@@ -59,31 +61,34 @@ class ShareAcknowledgeRequest(KafkaRequest['ShareAcknowledgeResponse']):
             self.acknowledgement_batches = [] if acknowledgement_batches is _wire.DEFAULT else acknowledgement_batches
             self._unknown_tags = _wire.EMPTY_TAGS
 
+        MAP_KEY = ('partition_index',)
 
     class AcknowledgeTopic(KafkaStruct):
         __slots__ = ('partitions', 'topic_id')
 
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[ShareAcknowledgeRequest.AcknowledgePartition] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
-            self.partitions = [] if partitions is _wire.DEFAULT else partitions
+            self.partitions = _wire.KeyedList() if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+        MAP_KEY = ('topic_id',)
 
 class ShareAcknowledgeResponse(KafkaMessage):
-    __slots__ = ('error_code', 'error_message', 'node_endpoints', 'responses', 'throttle_time_ms')
+    __slots__ = ('acquisition_lock_timeout_ms', 'error_code', 'error_message', 'node_endpoints', 'responses', 'throttle_time_ms')
 
-    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = _wire.DEFAULT, node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = _wire.DEFAULT) -> None:
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, acquisition_lock_timeout_ms: int = 0, responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = _wire.DEFAULT, node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = _wire.DEFAULT) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
-        self.responses = [] if responses is _wire.DEFAULT else responses
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
+        self.responses = _wire.KeyedList() if responses is _wire.DEFAULT else responses
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ShareAcknowledgeResponse'
     API_KEY = 79
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = VersionRange(0, 1)
+    VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
     REMOVED_SINCE = '4.1'
@@ -117,6 +122,7 @@ class ShareAcknowledgeResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+        MAP_KEY = ('topic_id',)
 
     class NodeEndpoint(KafkaStruct):
         __slots__ = ('host', 'node_id', 'port', 'rack')
@@ -175,7 +181,7 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            s1_topics = []
+            s1_topics = _wire.KeyedList()
             add2 = s1_topics.append
             for _ in range(n):
                 s3_topic_id, pos = _wire.read_uuid(buf, pos)
@@ -187,7 +193,7 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
                 if n < 0:
                     raise _wire.null_error("partitions", pos)
                 else:
-                    s3_partitions = []
+                    s3_partitions = _wire.KeyedList()
                     add4 = s3_partitions.append
                     for _ in range(n):
                         (s5_partition_index,) = _F_i.unpack_from(buf, pos)
@@ -287,6 +293,7 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
         o1.group_id = s1_group_id
         o1.member_id = s1_member_id
         o1.share_session_epoch = s1_share_session_epoch
+        o1.is_renew_ack = False
         o1.topics = s1_topics
         o1._unknown_tags = u1
     except _wire.DECODE_FAILURES as exc:
@@ -295,6 +302,206 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
 
 
 def _w_ShareAcknowledgeRequest_0(out: bytearray, o: ShareAcknowledgeRequest) -> None:
+    x: Any
+    item: Any
+    try:
+        if o.is_renew_ack:
+            raise EncodeError("field is_renew_ack has a non-default value but does not exist at this version")
+        x = o.group_id
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.member_id
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_i.pack(o.share_session_epoch)
+        x = o.topics
+        if x is None:
+            raise EncodeError("field topics is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_ShareAcknowledgeRequest__AcknowledgeTopic_0(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write ShareAcknowledgeRequest: {exc}") from None
+
+
+def _r_ShareAcknowledgeRequest_1(buf: Any, pos: int) -> tuple[ShareAcknowledgeRequest, int]:
+    s1_group_id: str | None
+    s1_member_id: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_acknowledgement_batches: list[Any]
+    s7_acknowledge_types: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    try:
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_share_session_epoch, s1_is_renew_ack,) = _F_io.unpack_from(buf, pos)
+        pos += 5
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("topics", pos)
+        else:
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
+            for _ in range(n):
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = _wire.KeyedList()
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("acknowledgement_batches", pos)
+                        else:
+                            s5_acknowledgement_batches = []
+                            add6 = s5_acknowledgement_batches.append
+                            for _ in range(n):
+                                (s7_first_offset, s7_last_offset,) = _F_qq.unpack_from(buf, pos)
+                                pos += 16
+                                n = buf[pos] - 1
+                                if n < 0x7F:
+                                    pos += 1
+                                else:
+                                    n, pos = _wire.read_compact_array_count(buf, pos)
+                                if n < 0:
+                                    raise _wire.null_error("acknowledge_types", pos)
+                                else:
+                                    stop = pos + 1 * n
+                                    if n < 32 and stop <= buflen:
+                                        s7_acknowledge_types = list(_wire.SHORT_ARRAYS["b"][n].unpack_from(buf, pos))
+                                        pos = stop
+                                    else:
+                                        s7_acknowledge_types, pos = _wire.read_int_array(buf, pos, n, "b", 1)
+                                u7 = _wire.EMPTY_TAGS
+                                if buf[pos] == 0:
+                                    pos += 1
+                                else:
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
+                                    for _ in range(count7):
+                                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
+                                        pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
+                                o7 = _new(_C_ShareAcknowledgeRequest__AcknowledgementBatch)
+                                o7.first_offset = s7_first_offset
+                                o7.last_offset = s7_last_offset
+                                o7.acknowledge_types = s7_acknowledge_types
+                                o7._unknown_tags = u7
+                                add6(o7)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                seen5.append((tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
+                        o5 = _new(_C_ShareAcknowledgeRequest__AcknowledgePartition)
+                        o5.partition_index = s5_partition_index
+                        o5.acknowledgement_batches = s5_acknowledgement_batches
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        seen3.append((tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
+                o3 = _new(_C_ShareAcknowledgeRequest__AcknowledgeTopic)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                seen1.append((tag1, bytes(buf[pos:end1])))
+                pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(ShareAcknowledgeRequest)
+        o1.group_id = s1_group_id
+        o1.member_id = s1_member_id
+        o1.share_session_epoch = s1_share_session_epoch
+        o1.is_renew_ack = s1_is_renew_ack
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read ShareAcknowledgeRequest: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_ShareAcknowledgeRequest_1(out: bytearray, o: ShareAcknowledgeRequest) -> None:
     x: Any
     item: Any
     try:
@@ -312,7 +519,7 @@ def _w_ShareAcknowledgeRequest_0(out: bytearray, o: ShareAcknowledgeRequest) -> 
             out += data
         else:
             _wire.write_compact_string(out, x)
-        out += _F_i.pack(o.share_session_epoch)
+        out += _F_io.pack(o.share_session_epoch, o.is_renew_ack)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -436,7 +643,7 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            s1_responses = []
+            s1_responses = _wire.KeyedList()
             add2 = s1_responses.append
             for _ in range(n):
                 s3_topic_id, pos = _wire.read_uuid(buf, pos)
@@ -584,6 +791,7 @@ def _r_ShareAcknowledgeResponse_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeR
         o1.throttle_time_ms = s1_throttle_time_ms
         o1.error_code = s1_error_code
         o1.error_message = s1_error_message
+        o1.acquisition_lock_timeout_ms = 0
         o1.responses = s1_responses
         o1.node_endpoints = s1_node_endpoints
         o1._unknown_tags = u1
@@ -604,6 +812,240 @@ def _w_ShareAcknowledgeResponse_0(out: bytearray, o: ShareAcknowledgeResponse) -
             out += data
         else:
             _wire.write_compact_string(out, x)
+        x = o.responses
+        if x is None:
+            raise EncodeError("field responses is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse_0(out, item)
+        x = o.node_endpoints
+        if x is None:
+            raise EncodeError("field node_endpoints is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_ShareAcknowledgeResponse__NodeEndpoint_0(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write ShareAcknowledgeResponse: {exc}") from None
+
+
+def _r_ShareAcknowledgeResponse_1(buf: Any, pos: int) -> tuple[ShareAcknowledgeResponse, int]:
+    s1_error_message: str | None
+    s1_node_endpoints: list[Any]
+    s1_responses: list[Any]
+    s3_partitions: list[Any]
+    s5_current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch
+    s5_error_message: str | None
+    s8_rack: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    u8: tuple[tuple[int, bytes], ...]
+    try:
+        buflen = len(buf)
+        (s1_throttle_time_ms, s1_error_code,) = _F_ih.unpack_from(buf, pos)
+        pos += 6
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_error_message = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_error_message, pos = _wire.read_compact_string(buf, pos)
+        (s1_acquisition_lock_timeout_ms,) = _F_i.unpack_from(buf, pos)
+        pos += 4
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("responses", pos)
+        else:
+            s1_responses = _wire.KeyedList()
+            add2 = s1_responses.append
+            for _ in range(n):
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_error_code,) = _F_ih.unpack_from(buf, pos)
+                        pos += 6
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_error_message = buf[pos + 1 : stop].decode()
+                            pos = stop
+                        else:
+                            s5_error_message, pos = _wire.read_compact_string(buf, pos)
+                        (s6_leader_id, s6_leader_epoch, t6,) = _F_iiB.unpack_from(buf, pos)
+                        pos += 9
+                        u6 = _wire.EMPTY_TAGS
+                        if t6:
+                            pos -= 1
+                            count6, pos = _wire.read_tag_count(buf, pos)
+                            seen6: list[tuple[int, bytes]] = []
+                            for _ in range(count6):
+                                tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                seen6.append((tag6, bytes(buf[pos:end6])))
+                                pos = end6
+                            if seen6:
+                                u6 = tuple(seen6)
+                        o6 = _new(_C_ShareAcknowledgeResponse__LeaderIdAndEpoch)
+                        o6.leader_id = s6_leader_id
+                        o6.leader_epoch = s6_leader_epoch
+                        o6._unknown_tags = u6
+                        s5_current_leader = o6
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                seen5.append((tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
+                        o5 = _new(_C_ShareAcknowledgeResponse__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.error_code = s5_error_code
+                        o5.error_message = s5_error_message
+                        o5.current_leader = s5_current_leader
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        seen3.append((tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
+                o3 = _new(_C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("node_endpoints", pos)
+        else:
+            s1_node_endpoints = _wire.KeyedList()
+            add7 = s1_node_endpoints.append
+            for _ in range(n):
+                (s8_node_id,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s8_host = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s8_host, pos = _wire.read_compact_text(buf, pos, "host")
+                (s8_port,) = _F_i.unpack_from(buf, pos)
+                pos += 4
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s8_rack = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s8_rack, pos = _wire.read_compact_string(buf, pos)
+                u8 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count8, pos = _wire.read_tag_count(buf, pos)
+                    seen8: list[tuple[int, bytes]] = []
+                    for _ in range(count8):
+                        tag8, pos, end8 = _wire.read_tag_header(buf, pos)
+                        seen8.append((tag8, bytes(buf[pos:end8])))
+                        pos = end8
+                    if seen8:
+                        u8 = tuple(seen8)
+                o8 = _new(_C_ShareAcknowledgeResponse__NodeEndpoint)
+                o8.node_id = s8_node_id
+                o8.host = s8_host
+                o8.port = s8_port
+                o8.rack = s8_rack
+                o8._unknown_tags = u8
+                add7(o8)
+        u1 = _wire.EMPTY_TAGS
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                seen1.append((tag1, bytes(buf[pos:end1])))
+                pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(ShareAcknowledgeResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.error_code = s1_error_code
+        o1.error_message = s1_error_message
+        o1.acquisition_lock_timeout_ms = s1_acquisition_lock_timeout_ms
+        o1.responses = s1_responses
+        o1.node_endpoints = s1_node_endpoints
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read ShareAcknowledgeResponse: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_ShareAcknowledgeResponse_1(out: bytearray, o: ShareAcknowledgeResponse) -> None:
+    x: Any
+    item: Any
+    try:
+        out += _F_ih.pack(o.throttle_time_ms, o.error_code)
+        x = o.error_message
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_i.pack(o.acquisition_lock_timeout_ms)
         x = o.responses
         if x is None:
             raise EncodeError("field responses is None but not nullable at this version")
@@ -721,22 +1163,22 @@ _C_ShareAcknowledgeRequest__AcknowledgementBatch = ShareAcknowledgeRequest.Ackno
 _C_ShareAcknowledgeRequest__AcknowledgePartition = ShareAcknowledgeRequest.AcknowledgePartition
 _C_ShareAcknowledgeRequest__AcknowledgeTopic = ShareAcknowledgeRequest.AcknowledgeTopic
 
-ShareAcknowledgeRequest._FIELDS = (FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('share_session_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('topics', 'AcknowledgeTopic', _C_ShareAcknowledgeRequest__AcknowledgeTopic, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareAcknowledgeRequest__AcknowledgementBatch._FIELDS = (FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('acknowledge_types', 'int8', None, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareAcknowledgeRequest__AcknowledgePartition._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('acknowledgement_batches', 'AcknowledgementBatch', _C_ShareAcknowledgeRequest__AcknowledgementBatch, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareAcknowledgeRequest__AcknowledgeTopic._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'AcknowledgePartition', _C_ShareAcknowledgeRequest__AcknowledgePartition, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-ShareAcknowledgeRequest._READERS = {0: _r_ShareAcknowledgeRequest_0, 1: _r_ShareAcknowledgeRequest_0}
-ShareAcknowledgeRequest._WRITERS = {0: _w_ShareAcknowledgeRequest_0, 1: _w_ShareAcknowledgeRequest_0}
+ShareAcknowledgeRequest._FIELDS = (FieldInfo('group_id', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_id', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False), FieldInfo('share_session_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('is_renew_ack', 'bool', None, False, VersionRange(2, 2), _NONE, _NONE, None, False), FieldInfo('topics', 'AcknowledgeTopic', _C_ShareAcknowledgeRequest__AcknowledgeTopic, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareAcknowledgeRequest__AcknowledgementBatch._FIELDS = (FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('acknowledge_types', 'int8', None, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareAcknowledgeRequest__AcknowledgePartition._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('acknowledgement_batches', 'AcknowledgementBatch', _C_ShareAcknowledgeRequest__AcknowledgementBatch, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareAcknowledgeRequest__AcknowledgeTopic._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('partitions', 'AcknowledgePartition', _C_ShareAcknowledgeRequest__AcknowledgePartition, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+ShareAcknowledgeRequest._READERS = {0: _r_ShareAcknowledgeRequest_0, 1: _r_ShareAcknowledgeRequest_0, 2: _r_ShareAcknowledgeRequest_1}
+ShareAcknowledgeRequest._WRITERS = {0: _w_ShareAcknowledgeRequest_0, 1: _w_ShareAcknowledgeRequest_0, 2: _w_ShareAcknowledgeRequest_1}
 
 _C_ShareAcknowledgeResponse__LeaderIdAndEpoch = ShareAcknowledgeResponse.LeaderIdAndEpoch
 _C_ShareAcknowledgeResponse__PartitionData = ShareAcknowledgeResponse.PartitionData
 _C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
 _C_ShareAcknowledgeResponse__NodeEndpoint = ShareAcknowledgeResponse.NodeEndpoint
 
-ShareAcknowledgeResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, True), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, True), FieldInfo('error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('responses', 'ShareAcknowledgeTopicResponse', _C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('node_endpoints', 'NodeEndpoint', _C_ShareAcknowledgeResponse__NodeEndpoint, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareAcknowledgeResponse__LeaderIdAndEpoch._FIELDS = (FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareAcknowledgeResponse__PartitionData._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('current_leader', 'LeaderIdAndEpoch', _C_ShareAcknowledgeResponse__LeaderIdAndEpoch, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, True), FieldInfo('partitions', 'PartitionData', _C_ShareAcknowledgeResponse__PartitionData, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareAcknowledgeResponse__NodeEndpoint._FIELDS = (FieldInfo('node_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('host', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('port', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('rack', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), )
-ShareAcknowledgeResponse._READERS = {0: _r_ShareAcknowledgeResponse_0, 1: _r_ShareAcknowledgeResponse_0}
-ShareAcknowledgeResponse._WRITERS = {0: _w_ShareAcknowledgeResponse_0, 1: _w_ShareAcknowledgeResponse_0}
+ShareAcknowledgeResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, True), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, True), FieldInfo('error_message', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False), FieldInfo('acquisition_lock_timeout_ms', 'int32', None, False, VersionRange(2, 2), _NONE, _NONE, None, True), FieldInfo('responses', 'ShareAcknowledgeTopicResponse', _C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse, True, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('node_endpoints', 'NodeEndpoint', _C_ShareAcknowledgeResponse__NodeEndpoint, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareAcknowledgeResponse__LeaderIdAndEpoch._FIELDS = (FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareAcknowledgeResponse__PartitionData._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False), FieldInfo('current_leader', 'LeaderIdAndEpoch', _C_ShareAcknowledgeResponse__LeaderIdAndEpoch, False, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareAcknowledgeResponse__ShareAcknowledgeTopicResponse._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 2), _NONE, _NONE, None, True), FieldInfo('partitions', 'PartitionData', _C_ShareAcknowledgeResponse__PartitionData, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareAcknowledgeResponse__NodeEndpoint._FIELDS = (FieldInfo('node_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('host', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('port', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('rack', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False), )
+ShareAcknowledgeResponse._READERS = {0: _r_ShareAcknowledgeResponse_0, 1: _r_ShareAcknowledgeResponse_0, 2: _r_ShareAcknowledgeResponse_1}
+ShareAcknowledgeResponse._WRITERS = {0: _w_ShareAcknowledgeResponse_0, 1: _w_ShareAcknowledgeResponse_0, 2: _w_ShareAcknowledgeResponse_1}

@@ -21,15 +21,16 @@ _F_ii = struct.Struct(">ii")
 _F_iiB = struct.Struct(">iiB")
 _F_iiii = struct.Struct(">iiii")
 _F_iiiiii = struct.Struct(">iiiiii")
+_F_iiiiiibo = struct.Struct(">iiiiiib?")
 _F_qq = struct.Struct(">qq")
 _F_qqh = struct.Struct(">qqh")
 _F_qqhB = struct.Struct(">qqhB")
 
 
 class ShareFetchRequest(KafkaRequest['ShareFetchResponse']):
-    __slots__ = ('batch_size', 'forgotten_topics_data', 'group_id', 'max_bytes', 'max_records', 'max_wait_ms', 'member_id', 'min_bytes', 'share_session_epoch', 'topics')
+    __slots__ = ('batch_size', 'forgotten_topics_data', 'group_id', 'is_renew_ack', 'max_bytes', 'max_records', 'max_wait_ms', 'member_id', 'min_bytes', 'share_acquire_mode', 'share_session_epoch', 'topics')
 
-    def __init__(self, *, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, max_records: int = 0, batch_size: int = 0, topics: list[ShareFetchRequest.FetchTopic] = _wire.DEFAULT, forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _wire.DEFAULT) -> None:
+    def __init__(self, *, group_id: str | None = None, member_id: str | None = "", share_session_epoch: int = 0, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, max_records: int = 0, batch_size: int = 0, share_acquire_mode: int = 0, is_renew_ack: bool = False, topics: list[ShareFetchRequest.FetchTopic] = _wire.DEFAULT, forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = _wire.DEFAULT) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
@@ -38,14 +39,16 @@ class ShareFetchRequest(KafkaRequest['ShareFetchResponse']):
         self.max_bytes = max_bytes
         self.max_records = max_records
         self.batch_size = batch_size
-        self.topics = [] if topics is _wire.DEFAULT else topics
+        self.share_acquire_mode = share_acquire_mode
+        self.is_renew_ack = is_renew_ack
+        self.topics = _wire.KeyedList() if topics is _wire.DEFAULT else topics
         self.forgotten_topics_data = [] if forgotten_topics_data is _wire.DEFAULT else forgotten_topics_data
         self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ShareFetchRequest'
     API_KEY = 78
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = VersionRange(0, 1)
+    VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 0)
@@ -71,15 +74,17 @@ class ShareFetchRequest(KafkaRequest['ShareFetchResponse']):
             self.acknowledgement_batches = [] if acknowledgement_batches is _wire.DEFAULT else acknowledgement_batches
             self._unknown_tags = _wire.EMPTY_TAGS
 
+        MAP_KEY = ('partition_index',)
 
     class FetchTopic(KafkaStruct):
         __slots__ = ('partitions', 'topic_id')
 
         def __init__(self, *, topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[ShareFetchRequest.FetchPartition] = _wire.DEFAULT) -> None:
             self.topic_id = topic_id
-            self.partitions = [] if partitions is _wire.DEFAULT else partitions
+            self.partitions = _wire.KeyedList() if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+        MAP_KEY = ('topic_id',)
 
     class ForgottenTopic(KafkaStruct):
         __slots__ = ('partitions', 'topic_id')
@@ -98,14 +103,14 @@ class ShareFetchResponse(KafkaMessage):
         self.error_code = error_code
         self.error_message = error_message
         self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
-        self.responses = [] if responses is _wire.DEFAULT else responses
+        self.responses = _wire.KeyedList() if responses is _wire.DEFAULT else responses
         self.node_endpoints = _wire.KeyedList() if node_endpoints is _wire.DEFAULT else node_endpoints
         self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'ShareFetchResponse'
     API_KEY = 78
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = VersionRange(0, 1)
+    VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
     REMOVED_SINCE = '4.1'
@@ -153,6 +158,7 @@ class ShareFetchResponse(KafkaMessage):
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
+        MAP_KEY = ('topic_id',)
 
     class NodeEndpoint(KafkaStruct):
         __slots__ = ('host', 'node_id', 'port', 'rack')
@@ -214,7 +220,7 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            s1_topics = []
+            s1_topics = _wire.KeyedList()
             add2 = s1_topics.append
             for _ in range(n):
                 s3_topic_id, pos = _wire.read_uuid(buf, pos)
@@ -226,7 +232,7 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                 if n < 0:
                     raise _wire.null_error("partitions", pos)
                 else:
-                    s3_partitions = []
+                    s3_partitions = _wire.KeyedList()
                     add4 = s3_partitions.append
                     for _ in range(n):
                         (s5_partition_index, s5_partition_max_bytes,) = _F_ii.unpack_from(buf, pos)
@@ -375,6 +381,8 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
         o1.max_bytes = s1_max_bytes
         o1.max_records = 0
         o1.batch_size = 0
+        o1.share_acquire_mode = 0
+        o1.is_renew_ack = False
         o1.topics = s1_topics
         o1.forgotten_topics_data = s1_forgotten_topics_data
         o1._unknown_tags = u1
@@ -391,6 +399,8 @@ def _w_ShareFetchRequest_0(out: bytearray, o: ShareFetchRequest) -> None:
             raise EncodeError("field max_records has a non-default value but does not exist at this version")
         if o.batch_size != 0:
             raise EncodeError("field batch_size has a non-default value but does not exist at this version")
+        if o.is_renew_ack:
+            raise EncodeError("field is_renew_ack has a non-default value but does not exist at this version")
         x = o.group_id
         if x.__class__ is str and len(x) < 0x20:
             data = x.encode()
@@ -478,7 +488,7 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
         if n < 0:
             raise _wire.null_error("topics", pos)
         else:
-            s1_topics = []
+            s1_topics = _wire.KeyedList()
             add2 = s1_topics.append
             for _ in range(n):
                 s3_topic_id, pos = _wire.read_uuid(buf, pos)
@@ -490,7 +500,7 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                 if n < 0:
                     raise _wire.null_error("partitions", pos)
                 else:
-                    s3_partitions = []
+                    s3_partitions = _wire.KeyedList()
                     add4 = s3_partitions.append
                     for _ in range(n):
                         (s5_partition_index,) = _F_i.unpack_from(buf, pos)
@@ -639,6 +649,8 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
         o1.max_bytes = s1_max_bytes
         o1.max_records = s1_max_records
         o1.batch_size = s1_batch_size
+        o1.share_acquire_mode = 0
+        o1.is_renew_ack = False
         o1.topics = s1_topics
         o1.forgotten_topics_data = s1_forgotten_topics_data
         o1._unknown_tags = u1
@@ -648,6 +660,270 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
 
 
 def _w_ShareFetchRequest_1(out: bytearray, o: ShareFetchRequest) -> None:
+    x: Any
+    item: Any
+    try:
+        if o.is_renew_ack:
+            raise EncodeError("field is_renew_ack has a non-default value but does not exist at this version")
+        x = o.group_id
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.member_id
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_iiiiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size)
+        x = o.topics
+        if x is None:
+            raise EncodeError("field topics is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_ShareFetchRequest__FetchTopic_1(out, item)
+        x = o.forgotten_topics_data
+        if x is None:
+            raise EncodeError("field forgotten_topics_data is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_ShareFetchRequest__ForgottenTopic_0(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write ShareFetchRequest: {exc}") from None
+
+
+def _r_ShareFetchRequest_2(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
+    s1_forgotten_topics_data: list[Any]
+    s1_group_id: str | None
+    s1_member_id: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_acknowledgement_batches: list[Any]
+    s7_acknowledge_types: list[Any]
+    s9_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    u7: tuple[tuple[int, bytes], ...]
+    u9: tuple[tuple[int, bytes], ...]
+    try:
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_string(buf, pos)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_share_session_epoch, s1_max_wait_ms, s1_min_bytes, s1_max_bytes, s1_max_records, s1_batch_size, s1_share_acquire_mode, s1_is_renew_ack,) = _F_iiiiiibo.unpack_from(buf, pos)
+        pos += 26
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("topics", pos)
+        else:
+            s1_topics = _wire.KeyedList()
+            add2 = s1_topics.append
+            for _ in range(n):
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = _wire.KeyedList()
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index,) = _F_i.unpack_from(buf, pos)
+                        pos += 4
+                        n = buf[pos] - 1
+                        if n < 0x7F:
+                            pos += 1
+                        else:
+                            n, pos = _wire.read_compact_array_count(buf, pos)
+                        if n < 0:
+                            raise _wire.null_error("acknowledgement_batches", pos)
+                        else:
+                            s5_acknowledgement_batches = []
+                            add6 = s5_acknowledgement_batches.append
+                            for _ in range(n):
+                                (s7_first_offset, s7_last_offset,) = _F_qq.unpack_from(buf, pos)
+                                pos += 16
+                                n = buf[pos] - 1
+                                if n < 0x7F:
+                                    pos += 1
+                                else:
+                                    n, pos = _wire.read_compact_array_count(buf, pos)
+                                if n < 0:
+                                    raise _wire.null_error("acknowledge_types", pos)
+                                else:
+                                    stop = pos + 1 * n
+                                    if n < 32 and stop <= buflen:
+                                        s7_acknowledge_types = list(_wire.SHORT_ARRAYS["b"][n].unpack_from(buf, pos))
+                                        pos = stop
+                                    else:
+                                        s7_acknowledge_types, pos = _wire.read_int_array(buf, pos, n, "b", 1)
+                                u7 = _wire.EMPTY_TAGS
+                                if buf[pos] == 0:
+                                    pos += 1
+                                else:
+                                    count7, pos = _wire.read_tag_count(buf, pos)
+                                    seen7: list[tuple[int, bytes]] = []
+                                    for _ in range(count7):
+                                        tag7, pos, end7 = _wire.read_tag_header(buf, pos)
+                                        seen7.append((tag7, bytes(buf[pos:end7])))
+                                        pos = end7
+                                    if seen7:
+                                        u7 = tuple(seen7)
+                                o7 = _new(_C_ShareFetchRequest__AcknowledgementBatch)
+                                o7.first_offset = s7_first_offset
+                                o7.last_offset = s7_last_offset
+                                o7.acknowledge_types = s7_acknowledge_types
+                                o7._unknown_tags = u7
+                                add6(o7)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                seen5.append((tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
+                        o5 = _new(_C_ShareFetchRequest__FetchPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.partition_max_bytes = 0
+                        o5.acknowledgement_batches = s5_acknowledgement_batches
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        seen3.append((tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
+                o3 = _new(_C_ShareFetchRequest__FetchTopic)
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("forgotten_topics_data", pos)
+        else:
+            s1_forgotten_topics_data = []
+            add8 = s1_forgotten_topics_data.append
+            for _ in range(n):
+                s9_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop = pos + 4 * n
+                    if n < 32 and stop <= buflen:
+                        s9_partitions = list(_wire.SHORT_ARRAYS["i"][n].unpack_from(buf, pos))
+                        pos = stop
+                    else:
+                        s9_partitions, pos = _wire.read_int_array(buf, pos, n, "i", 4)
+                u9 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count9, pos = _wire.read_tag_count(buf, pos)
+                    seen9: list[tuple[int, bytes]] = []
+                    for _ in range(count9):
+                        tag9, pos, end9 = _wire.read_tag_header(buf, pos)
+                        seen9.append((tag9, bytes(buf[pos:end9])))
+                        pos = end9
+                    if seen9:
+                        u9 = tuple(seen9)
+                o9 = _new(_C_ShareFetchRequest__ForgottenTopic)
+                o9.topic_id = s9_topic_id
+                o9.partitions = s9_partitions
+                o9._unknown_tags = u9
+                add8(o9)
+        u1 = _wire.EMPTY_TAGS
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                seen1.append((tag1, bytes(buf[pos:end1])))
+                pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(ShareFetchRequest)
+        o1.group_id = s1_group_id
+        o1.member_id = s1_member_id
+        o1.share_session_epoch = s1_share_session_epoch
+        o1.max_wait_ms = s1_max_wait_ms
+        o1.min_bytes = s1_min_bytes
+        o1.max_bytes = s1_max_bytes
+        o1.max_records = s1_max_records
+        o1.batch_size = s1_batch_size
+        o1.share_acquire_mode = s1_share_acquire_mode
+        o1.is_renew_ack = s1_is_renew_ack
+        o1.topics = s1_topics
+        o1.forgotten_topics_data = s1_forgotten_topics_data
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read ShareFetchRequest: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_ShareFetchRequest_2(out: bytearray, o: ShareFetchRequest) -> None:
     x: Any
     item: Any
     try:
@@ -665,7 +941,7 @@ def _w_ShareFetchRequest_1(out: bytearray, o: ShareFetchRequest) -> None:
             out += data
         else:
             _wire.write_compact_string(out, x)
-        out += _F_iiiiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size)
+        out += _F_iiiiiibo.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, o.share_acquire_mode, o.is_renew_ack)
         x = o.topics
         if x is None:
             raise EncodeError("field topics is None but not nullable at this version")
@@ -876,7 +1152,7 @@ def _r_ShareFetchResponse_0(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            s1_responses = []
+            s1_responses = _wire.KeyedList()
             add2 = s1_responses.append
             for _ in range(n):
                 s3_topic_id, pos = _wire.read_uuid(buf, pos)
@@ -1177,7 +1453,7 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
         if n < 0:
             raise _wire.null_error("responses", pos)
         else:
-            s1_responses = []
+            s1_responses = _wire.KeyedList()
             add2 = s1_responses.append
             for _ in range(n):
                 s3_topic_id, pos = _wire.read_uuid(buf, pos)
@@ -1233,6 +1509,8 @@ def _r_ShareFetchResponse_1(buf: Any, pos: int) -> tuple[ShareFetchResponse, int
                         o6._unknown_tags = u6
                         s5_current_leader = o6
                         s5_records, pos = _wire.read_compact_bytes(buf, pos)
+                        if s5_records is None:
+                            raise _wire.null_error("records", pos)
                         n = buf[pos] - 1
                         if n < 0x7F:
                             pos += 1
@@ -1419,7 +1697,7 @@ def _w_ShareFetchResponse_1(out: bytearray, o: ShareFetchResponse) -> None:
             else:
                 out += _wire.uvarint(len(x) + 1)
             for item in x:
-                _w_ShareFetchResponse__ShareFetchableTopicResponse_0(out, item)
+                _w_ShareFetchResponse__ShareFetchableTopicResponse_1(out, item)
         x = o.node_endpoints
         if x is None:
             raise EncodeError("field node_endpoints is None but not nullable at this version")
@@ -1502,6 +1780,50 @@ def _w_ShareFetchResponse__PartitionData_0(out: bytearray, o: ShareFetchResponse
         raise EncodeError(f"cannot write PartitionData: {exc}") from None
 
 
+def _w_ShareFetchResponse__PartitionData_1(out: bytearray, o: ShareFetchResponse.PartitionData) -> None:
+    x: Any
+    item: Any
+    try:
+        out += _F_ih.pack(o.partition_index, o.error_code)
+        x = o.error_message
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_h.pack(o.acknowledge_error_code)
+        x = o.acknowledge_error_message
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.current_leader
+        _w_ShareFetchResponse__LeaderIdAndEpoch_0(out, x)
+        x = o.records
+        if x is None:
+            raise EncodeError("field records is None but not nullable at this version")
+        _wire.write_compact_bytes(out, x)
+        x = o.acquired_records
+        if x is None:
+            raise EncodeError("field acquired_records is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_ShareFetchResponse__AcquiredRecords_0(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
+
+
 def _w_ShareFetchResponse__ShareFetchableTopicResponse_0(out: bytearray, o: ShareFetchResponse.ShareFetchableTopicResponse) -> None:
     x: Any
     item: Any
@@ -1518,6 +1840,30 @@ def _w_ShareFetchResponse__ShareFetchableTopicResponse_0(out: bytearray, o: Shar
                 out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_ShareFetchResponse__PartitionData_0(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write ShareFetchableTopicResponse: {exc}") from None
+
+
+def _w_ShareFetchResponse__ShareFetchableTopicResponse_1(out: bytearray, o: ShareFetchResponse.ShareFetchableTopicResponse) -> None:
+    x: Any
+    item: Any
+    try:
+        x = o.topic_id
+        _wire.write_uuid(out, x)
+        x = o.partitions
+        if x is None:
+            raise EncodeError("field partitions is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_ShareFetchResponse__PartitionData_1(out, item)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
@@ -1560,13 +1906,13 @@ _C_ShareFetchRequest__FetchPartition = ShareFetchRequest.FetchPartition
 _C_ShareFetchRequest__FetchTopic = ShareFetchRequest.FetchTopic
 _C_ShareFetchRequest__ForgottenTopic = ShareFetchRequest.ForgottenTopic
 
-ShareFetchRequest._FIELDS = (FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('share_session_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('max_wait_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('min_bytes', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('max_bytes', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('max_records', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, False), FieldInfo('batch_size', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, False), FieldInfo('topics', 'FetchTopic', _C_ShareFetchRequest__FetchTopic, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('forgotten_topics_data', 'ForgottenTopic', _C_ShareFetchRequest__ForgottenTopic, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareFetchRequest__AcknowledgementBatch._FIELDS = (FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('acknowledge_types', 'int8', None, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareFetchRequest__FetchPartition._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partition_max_bytes', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('acknowledgement_batches', 'AcknowledgementBatch', _C_ShareFetchRequest__AcknowledgementBatch, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareFetchRequest__FetchTopic._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'FetchPartition', _C_ShareFetchRequest__FetchPartition, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareFetchRequest__ForgottenTopic._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'int32', None, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-ShareFetchRequest._READERS = {0: _r_ShareFetchRequest_0, 1: _r_ShareFetchRequest_1}
-ShareFetchRequest._WRITERS = {0: _w_ShareFetchRequest_0, 1: _w_ShareFetchRequest_1}
+ShareFetchRequest._FIELDS = (FieldInfo('group_id', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_id', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False), FieldInfo('share_session_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('max_wait_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('min_bytes', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('max_bytes', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('max_records', 'int32', None, False, VersionRange(1, 2), _NONE, _NONE, None, False), FieldInfo('batch_size', 'int32', None, False, VersionRange(1, 2), _NONE, _NONE, None, False), FieldInfo('share_acquire_mode', 'int8', None, False, VersionRange(2, 2), _NONE, _NONE, None, True), FieldInfo('is_renew_ack', 'bool', None, False, VersionRange(2, 2), _NONE, _NONE, None, False), FieldInfo('topics', 'FetchTopic', _C_ShareFetchRequest__FetchTopic, True, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('forgotten_topics_data', 'ForgottenTopic', _C_ShareFetchRequest__ForgottenTopic, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareFetchRequest__AcknowledgementBatch._FIELDS = (FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('acknowledge_types', 'int8', None, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareFetchRequest__FetchPartition._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('partition_max_bytes', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('acknowledgement_batches', 'AcknowledgementBatch', _C_ShareFetchRequest__AcknowledgementBatch, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareFetchRequest__FetchTopic._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('partitions', 'FetchPartition', _C_ShareFetchRequest__FetchPartition, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareFetchRequest__ForgottenTopic._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('partitions', 'int32', None, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+ShareFetchRequest._READERS = {0: _r_ShareFetchRequest_0, 1: _r_ShareFetchRequest_1, 2: _r_ShareFetchRequest_2}
+ShareFetchRequest._WRITERS = {0: _w_ShareFetchRequest_0, 1: _w_ShareFetchRequest_1, 2: _w_ShareFetchRequest_2}
 
 _C_ShareFetchResponse__LeaderIdAndEpoch = ShareFetchResponse.LeaderIdAndEpoch
 _C_ShareFetchResponse__AcquiredRecords = ShareFetchResponse.AcquiredRecords
@@ -1574,11 +1920,11 @@ _C_ShareFetchResponse__PartitionData = ShareFetchResponse.PartitionData
 _C_ShareFetchResponse__ShareFetchableTopicResponse = ShareFetchResponse.ShareFetchableTopicResponse
 _C_ShareFetchResponse__NodeEndpoint = ShareFetchResponse.NodeEndpoint
 
-ShareFetchResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('acquisition_lock_timeout_ms', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, False), FieldInfo('responses', 'ShareFetchableTopicResponse', _C_ShareFetchResponse__ShareFetchableTopicResponse, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('node_endpoints', 'NodeEndpoint', _C_ShareFetchResponse__NodeEndpoint, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareFetchResponse__LeaderIdAndEpoch._FIELDS = (FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareFetchResponse__AcquiredRecords._FIELDS = (FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('delivery_count', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareFetchResponse__PartitionData._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('acknowledge_error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('acknowledge_error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('current_leader', 'LeaderIdAndEpoch', _C_ShareFetchResponse__LeaderIdAndEpoch, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('records', 'records', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('acquired_records', 'AcquiredRecords', _C_ShareFetchResponse__AcquiredRecords, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareFetchResponse__ShareFetchableTopicResponse._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'PartitionData', _C_ShareFetchResponse__PartitionData, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_ShareFetchResponse__NodeEndpoint._FIELDS = (FieldInfo('node_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('host', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('port', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('rack', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), )
-ShareFetchResponse._READERS = {0: _r_ShareFetchResponse_0, 1: _r_ShareFetchResponse_1}
-ShareFetchResponse._WRITERS = {0: _w_ShareFetchResponse_0, 1: _w_ShareFetchResponse_1}
+ShareFetchResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False), FieldInfo('acquisition_lock_timeout_ms', 'int32', None, False, VersionRange(1, 2), _NONE, _NONE, None, False), FieldInfo('responses', 'ShareFetchableTopicResponse', _C_ShareFetchResponse__ShareFetchableTopicResponse, True, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('node_endpoints', 'NodeEndpoint', _C_ShareFetchResponse__NodeEndpoint, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareFetchResponse__LeaderIdAndEpoch._FIELDS = (FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareFetchResponse__AcquiredRecords._FIELDS = (FieldInfo('first_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('delivery_count', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareFetchResponse__PartitionData._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False), FieldInfo('acknowledge_error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('acknowledge_error_message', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False), FieldInfo('current_leader', 'LeaderIdAndEpoch', _C_ShareFetchResponse__LeaderIdAndEpoch, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('records', 'records', None, False, VersionRange(0, 2), VersionRange(0, 0), _NONE, None, False), FieldInfo('acquired_records', 'AcquiredRecords', _C_ShareFetchResponse__AcquiredRecords, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareFetchResponse__ShareFetchableTopicResponse._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('partitions', 'PartitionData', _C_ShareFetchResponse__PartitionData, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_ShareFetchResponse__NodeEndpoint._FIELDS = (FieldInfo('node_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('host', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('port', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('rack', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False), )
+ShareFetchResponse._READERS = {0: _r_ShareFetchResponse_0, 1: _r_ShareFetchResponse_1, 2: _r_ShareFetchResponse_1}
+ShareFetchResponse._WRITERS = {0: _w_ShareFetchResponse_0, 1: _w_ShareFetchResponse_1, 2: _w_ShareFetchResponse_1}

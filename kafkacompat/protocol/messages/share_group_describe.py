@@ -33,9 +33,8 @@ class ShareGroupDescribeRequest(KafkaRequest['ShareGroupDescribeResponse']):
     NAME = 'ShareGroupDescribeRequest'
     API_KEY = 77
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = VersionRange(0, 0)
+    VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
-    LATEST_VERSION_UNSTABLE = True
     LISTENERS = ('broker',)
     REMOVED_VERSIONS = VersionRange(0, 0)
     REMOVED_SINCE = '4.1'
@@ -52,7 +51,7 @@ class ShareGroupDescribeResponse(KafkaMessage):
     NAME = 'ShareGroupDescribeResponse'
     API_KEY = 77
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = VersionRange(0, 0)
+    VALID_VERSIONS = VersionRange(0, 1)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     REMOVED_VERSIONS = VersionRange(0, 0)
     REMOVED_SINCE = '4.1'
@@ -671,19 +670,19 @@ def _w_ShareGroupDescribeResponse__DescribedGroup_0(out: bytearray, o: ShareGrou
 
 
 
-ShareGroupDescribeRequest._FIELDS = (FieldInfo('group_ids', 'string', None, True, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('include_authorized_operations', 'bool', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), )
-ShareGroupDescribeRequest._READERS = {0: _r_ShareGroupDescribeRequest_0}
-ShareGroupDescribeRequest._WRITERS = {0: _w_ShareGroupDescribeRequest_0}
+ShareGroupDescribeRequest._FIELDS = (FieldInfo('group_ids', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('include_authorized_operations', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
+ShareGroupDescribeRequest._READERS = {0: _r_ShareGroupDescribeRequest_0, 1: _r_ShareGroupDescribeRequest_0}
+ShareGroupDescribeRequest._WRITERS = {0: _w_ShareGroupDescribeRequest_0, 1: _w_ShareGroupDescribeRequest_0}
 
 _C_ShareGroupDescribeResponse__TopicPartitions = ShareGroupDescribeResponse.TopicPartitions
 _C_ShareGroupDescribeResponse__Assignment = ShareGroupDescribeResponse.Assignment
 _C_ShareGroupDescribeResponse__Member = ShareGroupDescribeResponse.Member
 _C_ShareGroupDescribeResponse__DescribedGroup = ShareGroupDescribeResponse.DescribedGroup
 
-ShareGroupDescribeResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('groups', 'DescribedGroup', _C_ShareGroupDescribeResponse__DescribedGroup, True, VersionRange(0, 0), _NONE, _NONE, None, False), )
-_C_ShareGroupDescribeResponse__TopicPartitions._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False), FieldInfo('topic_name', 'string', None, False, VersionRange(0, 32767), _NONE, _NONE, None, False), FieldInfo('partitions', 'int32', None, True, VersionRange(0, 32767), _NONE, _NONE, None, False), )
-_C_ShareGroupDescribeResponse__Assignment._FIELDS = (FieldInfo('topic_partitions', 'TopicPartitions', _C_ShareGroupDescribeResponse__TopicPartitions, True, VersionRange(0, 32767), _NONE, _NONE, None, False), )
-_C_ShareGroupDescribeResponse__Member._FIELDS = (FieldInfo('member_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('rack_id', 'string', None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('client_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('client_host', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('subscribed_topic_names', 'string', None, True, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('assignment', 'Assignment', _C_ShareGroupDescribeResponse__Assignment, False, VersionRange(0, 0), _NONE, _NONE, None, False), )
-_C_ShareGroupDescribeResponse__DescribedGroup._FIELDS = (FieldInfo('error_code', 'int16', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 0), VersionRange(0, 32767), _NONE, None, False), FieldInfo('group_id', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('group_state', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('group_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('assignment_epoch', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('assignor_name', 'string', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('members', 'Member', _C_ShareGroupDescribeResponse__Member, True, VersionRange(0, 0), _NONE, _NONE, None, False), FieldInfo('authorized_operations', 'int32', None, False, VersionRange(0, 0), _NONE, _NONE, None, False), )
-ShareGroupDescribeResponse._READERS = {0: _r_ShareGroupDescribeResponse_0}
-ShareGroupDescribeResponse._WRITERS = {0: _w_ShareGroupDescribeResponse_0}
+ShareGroupDescribeResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('groups', 'DescribedGroup', _C_ShareGroupDescribeResponse__DescribedGroup, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+_C_ShareGroupDescribeResponse__TopicPartitions._FIELDS = (FieldInfo('topic_id', 'uuid', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'int32', None, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+_C_ShareGroupDescribeResponse__Assignment._FIELDS = (FieldInfo('topic_partitions', 'TopicPartitions', _C_ShareGroupDescribeResponse__TopicPartitions, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
+_C_ShareGroupDescribeResponse__Member._FIELDS = (FieldInfo('member_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('rack_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('member_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('client_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('client_host', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('subscribed_topic_names', 'string', None, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('assignment', 'Assignment', _C_ShareGroupDescribeResponse__Assignment, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
+_C_ShareGroupDescribeResponse__DescribedGroup._FIELDS = (FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_message', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('group_id', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('group_state', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('group_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('assignment_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('assignor_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('members', 'Member', _C_ShareGroupDescribeResponse__Member, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('authorized_operations', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
+ShareGroupDescribeResponse._READERS = {0: _r_ShareGroupDescribeResponse_0, 1: _r_ShareGroupDescribeResponse_0}
+ShareGroupDescribeResponse._WRITERS = {0: _w_ShareGroupDescribeResponse_0, 1: _w_ShareGroupDescribeResponse_0}

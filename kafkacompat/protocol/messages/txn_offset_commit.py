@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
+from kafkacompat.protocol.message import FieldAlias, FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['TxnOffsetCommitRequest', 'TxnOffsetCommitResponse']
@@ -23,25 +24,29 @@ _F_qhi = struct.Struct(">qhi")
 
 
 class TxnOffsetCommitRequest(KafkaRequest['TxnOffsetCommitResponse']):
-    __slots__ = ('generation_id', 'group_id', 'group_instance_id', 'member_id', 'producer_epoch', 'producer_id', 'topics', 'transactional_id')
+    __slots__ = ('generation_id_or_member_epoch', 'group_id', 'group_instance_id', 'member_id', 'producer_epoch', 'producer_id', 'topics', 'transactional_id')
 
-    def __init__(self, *, transactional_id: str = "", group_id: str = "", producer_id: int = 0, producer_epoch: int = 0, generation_id: int = -1, member_id: str = '', group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = _wire.DEFAULT) -> None:
+    def __init__(self, *, transactional_id: str = "", group_id: str = "", producer_id: int = 0, producer_epoch: int = 0, generation_id_or_member_epoch: int = -1, member_id: str = '', group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = _wire.DEFAULT, generation_id: Any = _wire.DEFAULT) -> None:
         self.transactional_id = transactional_id
         self.group_id = group_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.generation_id = generation_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.topics = [] if topics is _wire.DEFAULT else topics
+        if generation_id is not _wire.DEFAULT:
+            self.generation_id_or_member_epoch = generation_id
         self._unknown_tags = _wire.EMPTY_TAGS
 
     NAME = 'TxnOffsetCommitRequest'
     API_KEY = 28
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = VersionRange(0, 5)
+    VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
     LISTENERS = ('broker',)
+    generation_id = FieldAlias('generation_id_or_member_epoch')
+    _ALIASES = {'generation_id': 'generation_id_or_member_epoch'}
 
     class TxnOffsetCommitRequestPartition(KafkaStruct):
         __slots__ = ('committed_leader_epoch', 'committed_metadata', 'committed_offset', 'partition_index')
@@ -55,10 +60,11 @@ class TxnOffsetCommitRequest(KafkaRequest['TxnOffsetCommitResponse']):
 
 
     class TxnOffsetCommitRequestTopic(KafkaStruct):
-        __slots__ = ('name', 'partitions')
+        __slots__ = ('name', 'partitions', 'topic_id')
 
-        def __init__(self, *, name: str = "", partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = _wire.DEFAULT) -> None:
+        def __init__(self, *, name: str = "", topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = _wire.DEFAULT) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
@@ -74,7 +80,7 @@ class TxnOffsetCommitResponse(KafkaMessage):
     NAME = 'TxnOffsetCommitResponse'
     API_KEY = 28
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = VersionRange(0, 5)
+    VALID_VERSIONS = VersionRange(0, 6)
     FLEXIBLE_VERSIONS = VersionRange(3, 32767)
 
     class TxnOffsetCommitResponsePartition(KafkaStruct):
@@ -87,10 +93,11 @@ class TxnOffsetCommitResponse(KafkaMessage):
 
 
     class TxnOffsetCommitResponseTopic(KafkaStruct):
-        __slots__ = ('name', 'partitions')
+        __slots__ = ('name', 'partitions', 'topic_id')
 
-        def __init__(self, *, name: str = "", partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = _wire.DEFAULT) -> None:
+        def __init__(self, *, name: str = "", topic_id: uuid.UUID = _wire.ZERO_UUID, partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = _wire.DEFAULT) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is _wire.DEFAULT else partitions
             self._unknown_tags = _wire.EMPTY_TAGS
 
@@ -140,6 +147,7 @@ def _r_TxnOffsetCommitRequest_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
                         add4(o5)
                 o3 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic)
                 o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
                 o3.partitions = s3_partitions
                 o3._unknown_tags = _wire.EMPTY_TAGS
                 add2(o3)
@@ -148,7 +156,7 @@ def _r_TxnOffsetCommitRequest_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
         o1.group_id = s1_group_id
         o1.producer_id = s1_producer_id
         o1.producer_epoch = s1_producer_epoch
-        o1.generation_id = -1
+        o1.generation_id_or_member_epoch = -1
         o1.member_id = ''
         o1.group_instance_id = None
         o1.topics = s1_topics
@@ -162,8 +170,8 @@ def _w_TxnOffsetCommitRequest_0(out: bytearray, o: TxnOffsetCommitRequest) -> No
     x: Any
     item: Any
     try:
-        if o.generation_id != -1:
-            raise EncodeError("field generation_id has a non-default value but does not exist at this version")
+        if o.generation_id_or_member_epoch != -1:
+            raise EncodeError("field generation_id_or_member_epoch has a non-default value but does not exist at this version")
         if o.member_id != '':
             raise EncodeError("field member_id has a non-default value but does not exist at this version")
         if o.group_instance_id is not None:
@@ -229,6 +237,7 @@ def _r_TxnOffsetCommitRequest_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
                         add4(o5)
                 o3 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic)
                 o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
                 o3.partitions = s3_partitions
                 o3._unknown_tags = _wire.EMPTY_TAGS
                 add2(o3)
@@ -237,7 +246,7 @@ def _r_TxnOffsetCommitRequest_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
         o1.group_id = s1_group_id
         o1.producer_id = s1_producer_id
         o1.producer_epoch = s1_producer_epoch
-        o1.generation_id = -1
+        o1.generation_id_or_member_epoch = -1
         o1.member_id = ''
         o1.group_instance_id = None
         o1.topics = s1_topics
@@ -251,8 +260,8 @@ def _w_TxnOffsetCommitRequest_1(out: bytearray, o: TxnOffsetCommitRequest) -> No
     x: Any
     item: Any
     try:
-        if o.generation_id != -1:
-            raise EncodeError("field generation_id has a non-default value but does not exist at this version")
+        if o.generation_id_or_member_epoch != -1:
+            raise EncodeError("field generation_id_or_member_epoch has a non-default value but does not exist at this version")
         if o.member_id != '':
             raise EncodeError("field member_id has a non-default value but does not exist at this version")
         if o.group_instance_id is not None:
@@ -305,7 +314,7 @@ def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
             pos = stop
         else:
             s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
-        (s1_producer_id, s1_producer_epoch, s1_generation_id,) = _F_qhi.unpack_from(buf, pos)
+        (s1_producer_id, s1_producer_epoch, s1_generation_id_or_member_epoch,) = _F_qhi.unpack_from(buf, pos)
         pos += 14
         size = buf[pos]
         if 0 < size < 0x80:
@@ -400,6 +409,7 @@ def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
                         u3 = tuple(seen3)
                 o3 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic)
                 o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
                 o3.partitions = s3_partitions
                 o3._unknown_tags = u3
                 add2(o3)
@@ -420,7 +430,7 @@ def _r_TxnOffsetCommitRequest_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequ
         o1.group_id = s1_group_id
         o1.producer_id = s1_producer_id
         o1.producer_epoch = s1_producer_epoch
-        o1.generation_id = s1_generation_id
+        o1.generation_id_or_member_epoch = s1_generation_id_or_member_epoch
         o1.member_id = s1_member_id
         o1.group_instance_id = s1_group_instance_id
         o1.topics = s1_topics
@@ -452,7 +462,7 @@ def _w_TxnOffsetCommitRequest_2(out: bytearray, o: TxnOffsetCommitRequest) -> No
             out += data
         else:
             _wire.write_compact_string(out, x)
-        out += _F_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id)
+        out += _F_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch)
         x = o.member_id
         if x is None:
             raise EncodeError("field member_id is None but not nullable at this version")
@@ -479,6 +489,209 @@ def _w_TxnOffsetCommitRequest_2(out: bytearray, o: TxnOffsetCommitRequest) -> No
                 out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write TxnOffsetCommitRequest: {exc}") from None
+
+
+def _r_TxnOffsetCommitRequest_3(buf: Any, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
+    s1_group_instance_id: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    s5_committed_metadata: str | None
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    try:
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_transactional_id = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_transactional_id, pos = _wire.read_compact_text(buf, pos, "transactional_id")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_id = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_group_id, pos = _wire.read_compact_text(buf, pos, "group_id")
+        (s1_producer_id, s1_producer_epoch, s1_generation_id_or_member_epoch,) = _F_qhi.unpack_from(buf, pos)
+        pos += 14
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_member_id = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_member_id, pos = _wire.read_compact_text(buf, pos, "member_id")
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_group_instance_id = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_group_instance_id, pos = _wire.read_compact_string(buf, pos)
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("topics", pos)
+        else:
+            s1_topics = []
+            add2 = s1_topics.append
+            for _ in range(n):
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_committed_offset, s5_committed_leader_epoch,) = _F_iqi.unpack_from(buf, pos)
+                        pos += 16
+                        size = buf[pos]
+                        if 0 < size < 0x80:
+                            stop = pos + size
+                            if stop > buflen:
+                                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                            s5_committed_metadata = buf[pos + 1 : stop].decode()
+                            pos = stop
+                        else:
+                            s5_committed_metadata, pos = _wire.read_compact_string(buf, pos)
+                        u5 = _wire.EMPTY_TAGS
+                        if buf[pos] == 0:
+                            pos += 1
+                        else:
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                seen5.append((tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
+                        o5 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition)
+                        o5.partition_index = s5_partition_index
+                        o5.committed_offset = s5_committed_offset
+                        o5.committed_leader_epoch = s5_committed_leader_epoch
+                        o5.committed_metadata = s5_committed_metadata
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        seen3.append((tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
+                o3 = _new(_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic)
+                o3.name = ""
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                seen1.append((tag1, bytes(buf[pos:end1])))
+                pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(TxnOffsetCommitRequest)
+        o1.transactional_id = s1_transactional_id
+        o1.group_id = s1_group_id
+        o1.producer_id = s1_producer_id
+        o1.producer_epoch = s1_producer_epoch
+        o1.generation_id_or_member_epoch = s1_generation_id_or_member_epoch
+        o1.member_id = s1_member_id
+        o1.group_instance_id = s1_group_instance_id
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read TxnOffsetCommitRequest: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_TxnOffsetCommitRequest_3(out: bytearray, o: TxnOffsetCommitRequest) -> None:
+    x: Any
+    item: Any
+    try:
+        x = o.transactional_id
+        if x is None:
+            raise EncodeError("field transactional_id is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.group_id
+        if x is None:
+            raise EncodeError("field group_id is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch)
+        x = o.member_id
+        if x is None:
+            raise EncodeError("field member_id is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.group_instance_id
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.topics
+        if x is None:
+            raise EncodeError("field topics is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_3(out, item)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
@@ -595,6 +808,30 @@ def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_2(out: bytearray, o: 
         raise EncodeError(f"cannot write TxnOffsetCommitRequestTopic: {exc}") from None
 
 
+def _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic_3(out: bytearray, o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic) -> None:
+    x: Any
+    item: Any
+    try:
+        x = o.topic_id
+        _wire.write_uuid(out, x)
+        x = o.partitions
+        if x is None:
+            raise EncodeError("field partitions is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition_2(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write TxnOffsetCommitRequestTopic: {exc}") from None
+
+
 def _r_TxnOffsetCommitResponse_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
     s1_topics: list[Any]
     s3_partitions: list[Any]
@@ -642,6 +879,7 @@ def _r_TxnOffsetCommitResponse_0(buf: Any, pos: int) -> tuple[TxnOffsetCommitRes
                             add4(o6)
                 o3 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic)
                 o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
                 o3.partitions = s3_partitions
                 o3._unknown_tags = _wire.EMPTY_TAGS
                 add2(o3)
@@ -759,6 +997,7 @@ def _r_TxnOffsetCommitResponse_1(buf: Any, pos: int) -> tuple[TxnOffsetCommitRes
                         u3 = tuple(seen3)
                 o3 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic)
                 o3.name = s3_name
+                o3.topic_id = _wire.ZERO_UUID
                 o3.partitions = s3_partitions
                 o3._unknown_tags = u3
                 add2(o3)
@@ -798,6 +1037,135 @@ def _w_TxnOffsetCommitResponse_1(out: bytearray, o: TxnOffsetCommitResponse) -> 
                 out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write TxnOffsetCommitResponse: {exc}") from None
+
+
+def _r_TxnOffsetCommitResponse_2(buf: Any, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u6: tuple[tuple[int, bytes], ...]
+    try:
+        buflen = len(buf)
+        (s1_throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+        pos += 4
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("topics", pos)
+        else:
+            s1_topics = []
+            add2 = s1_topics.append
+            for _ in range(n):
+                s3_topic_id, pos = _wire.read_uuid(buf, pos)
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    stop5 = pos + 7 * n
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    if stop5 <= buflen:
+                        for (s5_partition_index, s5_error_code, t5,) in _F_ihB.iter_unpack(buf[pos:stop5]):
+                            if t5:
+                                break
+                            o5 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition)
+                            o5.partition_index = s5_partition_index
+                            o5.error_code = s5_error_code
+                            o5._unknown_tags = _wire.EMPTY_TAGS
+                            add4(o5)
+                        else:
+                            pos = stop5
+                            stop5 = -1
+                    if stop5 >= 0:  # some element carries tags, or the data is short
+                        s3_partitions = []
+                        add4 = s3_partitions.append
+                        for _ in range(n):
+                            (s6_partition_index, s6_error_code, t6,) = _F_ihB.unpack_from(buf, pos)
+                            pos += 7
+                            u6 = _wire.EMPTY_TAGS
+                            if t6:
+                                pos -= 1
+                                count6, pos = _wire.read_tag_count(buf, pos)
+                                seen6: list[tuple[int, bytes]] = []
+                                for _ in range(count6):
+                                    tag6, pos, end6 = _wire.read_tag_header(buf, pos)
+                                    seen6.append((tag6, bytes(buf[pos:end6])))
+                                    pos = end6
+                                if seen6:
+                                    u6 = tuple(seen6)
+                            o6 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition)
+                            o6.partition_index = s6_partition_index
+                            o6.error_code = s6_error_code
+                            o6._unknown_tags = u6
+                            add4(o6)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        seen3.append((tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
+                o3 = _new(_C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic)
+                o3.name = ""
+                o3.topic_id = s3_topic_id
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                seen1.append((tag1, bytes(buf[pos:end1])))
+                pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(TxnOffsetCommitResponse)
+        o1.throttle_time_ms = s1_throttle_time_ms
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read TxnOffsetCommitResponse: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_TxnOffsetCommitResponse_2(out: bytearray, o: TxnOffsetCommitResponse) -> None:
+    x: Any
+    item: Any
+    try:
+        out += _F_i.pack(o.throttle_time_ms)
+        x = o.topics
+        if x is None:
+            raise EncodeError("field topics is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_2(out, item)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
@@ -874,20 +1242,44 @@ def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_1(out: bytearray, o
         raise EncodeError(f"cannot write TxnOffsetCommitResponseTopic: {exc}") from None
 
 
+def _w_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic_2(out: bytearray, o: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic) -> None:
+    x: Any
+    item: Any
+    try:
+        x = o.topic_id
+        _wire.write_uuid(out, x)
+        x = o.partitions
+        if x is None:
+            raise EncodeError("field partitions is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition_1(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write TxnOffsetCommitResponseTopic: {exc}") from None
+
+
 _C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition = TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
 _C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
 
-TxnOffsetCommitRequest._FIELDS = (FieldInfo('transactional_id', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('group_id', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('producer_id', 'int64', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('producer_epoch', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('generation_id', 'int32', None, False, VersionRange(3, 5), _NONE, _NONE, None, False), FieldInfo('member_id', 'string', None, False, VersionRange(3, 5), _NONE, _NONE, None, False), FieldInfo('group_instance_id', 'string', None, False, VersionRange(3, 5), VersionRange(3, 32767), _NONE, None, False), FieldInfo('topics', 'TxnOffsetCommitRequestTopic', _C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic, True, VersionRange(0, 5), _NONE, _NONE, None, False), )
-_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('committed_offset', 'int64', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('committed_leader_epoch', 'int32', None, False, VersionRange(2, 5), _NONE, _NONE, None, True), FieldInfo('committed_metadata', 'string', None, False, VersionRange(0, 5), VersionRange(0, 32767), _NONE, None, False), )
-_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('partitions', 'TxnOffsetCommitRequestPartition', _C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition, True, VersionRange(0, 5), _NONE, _NONE, None, False), )
-TxnOffsetCommitRequest._READERS = {0: _r_TxnOffsetCommitRequest_0, 1: _r_TxnOffsetCommitRequest_0, 2: _r_TxnOffsetCommitRequest_1, 3: _r_TxnOffsetCommitRequest_2, 4: _r_TxnOffsetCommitRequest_2, 5: _r_TxnOffsetCommitRequest_2}
-TxnOffsetCommitRequest._WRITERS = {0: _w_TxnOffsetCommitRequest_0, 1: _w_TxnOffsetCommitRequest_0, 2: _w_TxnOffsetCommitRequest_1, 3: _w_TxnOffsetCommitRequest_2, 4: _w_TxnOffsetCommitRequest_2, 5: _w_TxnOffsetCommitRequest_2}
+TxnOffsetCommitRequest._FIELDS = (FieldInfo('transactional_id', 'string', None, False, VersionRange(0, 6), _NONE, _NONE, None, False), FieldInfo('group_id', 'string', None, False, VersionRange(0, 6), _NONE, _NONE, None, False), FieldInfo('producer_id', 'int64', None, False, VersionRange(0, 6), _NONE, _NONE, None, False), FieldInfo('producer_epoch', 'int16', None, False, VersionRange(0, 6), _NONE, _NONE, None, False), FieldInfo('generation_id_or_member_epoch', 'int32', None, False, VersionRange(3, 6), _NONE, _NONE, None, False), FieldInfo('member_id', 'string', None, False, VersionRange(3, 6), _NONE, _NONE, None, False), FieldInfo('group_instance_id', 'string', None, False, VersionRange(3, 6), VersionRange(3, 32767), _NONE, None, False), FieldInfo('topics', 'TxnOffsetCommitRequestTopic', _C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic, True, VersionRange(0, 6), _NONE, _NONE, None, False), )
+_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 6), _NONE, _NONE, None, False), FieldInfo('committed_offset', 'int64', None, False, VersionRange(0, 6), _NONE, _NONE, None, False), FieldInfo('committed_leader_epoch', 'int32', None, False, VersionRange(2, 6), _NONE, _NONE, None, True), FieldInfo('committed_metadata', 'string', None, False, VersionRange(0, 6), VersionRange(0, 32767), _NONE, None, False), )
+_C_TxnOffsetCommitRequest__TxnOffsetCommitRequestTopic._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, True), FieldInfo('topic_id', 'uuid', None, False, VersionRange(6, 6), _NONE, _NONE, None, True), FieldInfo('partitions', 'TxnOffsetCommitRequestPartition', _C_TxnOffsetCommitRequest__TxnOffsetCommitRequestPartition, True, VersionRange(0, 6), _NONE, _NONE, None, False), )
+TxnOffsetCommitRequest._READERS = {0: _r_TxnOffsetCommitRequest_0, 1: _r_TxnOffsetCommitRequest_0, 2: _r_TxnOffsetCommitRequest_1, 3: _r_TxnOffsetCommitRequest_2, 4: _r_TxnOffsetCommitRequest_2, 5: _r_TxnOffsetCommitRequest_2, 6: _r_TxnOffsetCommitRequest_3}
+TxnOffsetCommitRequest._WRITERS = {0: _w_TxnOffsetCommitRequest_0, 1: _w_TxnOffsetCommitRequest_0, 2: _w_TxnOffsetCommitRequest_1, 3: _w_TxnOffsetCommitRequest_2, 4: _w_TxnOffsetCommitRequest_2, 5: _w_TxnOffsetCommitRequest_2, 6: _w_TxnOffsetCommitRequest_3}
 
 _C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
 _C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 
-TxnOffsetCommitResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('topics', 'TxnOffsetCommitResponseTopic', _C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic, True, VersionRange(0, 5), _NONE, _NONE, None, False), )
-_C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), )
-_C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, False), FieldInfo('partitions', 'TxnOffsetCommitResponsePartition', _C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition, True, VersionRange(0, 5), _NONE, _NONE, None, False), )
-TxnOffsetCommitResponse._READERS = {0: _r_TxnOffsetCommitResponse_0, 1: _r_TxnOffsetCommitResponse_0, 2: _r_TxnOffsetCommitResponse_0, 3: _r_TxnOffsetCommitResponse_1, 4: _r_TxnOffsetCommitResponse_1, 5: _r_TxnOffsetCommitResponse_1}
-TxnOffsetCommitResponse._WRITERS = {0: _w_TxnOffsetCommitResponse_0, 1: _w_TxnOffsetCommitResponse_0, 2: _w_TxnOffsetCommitResponse_0, 3: _w_TxnOffsetCommitResponse_1, 4: _w_TxnOffsetCommitResponse_1, 5: _w_TxnOffsetCommitResponse_1}
+TxnOffsetCommitResponse._FIELDS = (FieldInfo('throttle_time_ms', 'int32', None, False, VersionRange(0, 6), _NONE, _NONE, None, False), FieldInfo('topics', 'TxnOffsetCommitResponseTopic', _C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic, True, VersionRange(0, 6), _NONE, _NONE, None, False), )
+_C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 6), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 6), _NONE, _NONE, None, False), )
+_C_TxnOffsetCommitResponse__TxnOffsetCommitResponseTopic._FIELDS = (FieldInfo('name', 'string', None, False, VersionRange(0, 5), _NONE, _NONE, None, True), FieldInfo('topic_id', 'uuid', None, False, VersionRange(6, 6), _NONE, _NONE, None, True), FieldInfo('partitions', 'TxnOffsetCommitResponsePartition', _C_TxnOffsetCommitResponse__TxnOffsetCommitResponsePartition, True, VersionRange(0, 6), _NONE, _NONE, None, False), )
+TxnOffsetCommitResponse._READERS = {0: _r_TxnOffsetCommitResponse_0, 1: _r_TxnOffsetCommitResponse_0, 2: _r_TxnOffsetCommitResponse_0, 3: _r_TxnOffsetCommitResponse_1, 4: _r_TxnOffsetCommitResponse_1, 5: _r_TxnOffsetCommitResponse_1, 6: _r_TxnOffsetCommitResponse_2}
+TxnOffsetCommitResponse._WRITERS = {0: _w_TxnOffsetCommitResponse_0, 1: _w_TxnOffsetCommitResponse_0, 2: _w_TxnOffsetCommitResponse_0, 3: _w_TxnOffsetCommitResponse_1, 4: _w_TxnOffsetCommitResponse_1, 5: _w_TxnOffsetCommitResponse_1, 6: _w_TxnOffsetCommitResponse_2}

@@ -7,7 +7,7 @@ from typing import Any
 
 from kafkacompat.errors import DecodeError, EncodeError
 from kafkacompat.protocol import _wire
-from kafkacompat.protocol.message import FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
+from kafkacompat.protocol.message import FieldAlias, FieldInfo, KafkaMessage, KafkaRequest, KafkaStruct
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ['VoteRequest', 'VoteResponse']
@@ -24,6 +24,8 @@ _F_iii = struct.Struct(">iii")
 _F_iiiiq = struct.Struct(">iiiiq")
 _F_iiiiqB = struct.Struct(">iiiiqB")
 _F_iq = struct.Struct(">iq")
+_F_iqo = struct.Struct(">iq?")
+_F_iqoB = struct.Struct(">iq?B")
 _F_iqB = struct.Struct(">iqB")
 
 
@@ -39,23 +41,34 @@ class VoteRequest(KafkaRequest['VoteResponse']):
     NAME = 'VoteRequest'
     API_KEY = 52
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = VersionRange(0, 1)
+    VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
     LISTENERS = ('controller',)
 
     class PartitionData(KafkaStruct):
-        __slots__ = ('candidate_directory_id', 'candidate_epoch', 'candidate_id', 'last_offset', 'last_offset_epoch', 'partition_index', 'voter_directory_id')
+        __slots__ = ('last_offset', 'last_offset_epoch', 'partition_index', 'pre_vote', 'replica_directory_id', 'replica_epoch', 'replica_id', 'voter_directory_id')
 
-        def __init__(self, *, partition_index: int = 0, candidate_epoch: int = 0, candidate_id: int = 0, candidate_directory_id: uuid.UUID = _wire.ZERO_UUID, voter_directory_id: uuid.UUID = _wire.ZERO_UUID, last_offset_epoch: int = 0, last_offset: int = 0) -> None:
+        def __init__(self, *, partition_index: int = 0, replica_epoch: int = 0, replica_id: int = 0, replica_directory_id: uuid.UUID = _wire.ZERO_UUID, voter_directory_id: uuid.UUID = _wire.ZERO_UUID, last_offset_epoch: int = 0, last_offset: int = 0, pre_vote: bool = False, candidate_epoch: Any = _wire.DEFAULT, candidate_id: Any = _wire.DEFAULT, candidate_directory_id: Any = _wire.DEFAULT) -> None:
             self.partition_index = partition_index
-            self.candidate_epoch = candidate_epoch
-            self.candidate_id = candidate_id
-            self.candidate_directory_id = candidate_directory_id
+            self.replica_epoch = replica_epoch
+            self.replica_id = replica_id
+            self.replica_directory_id = replica_directory_id
             self.voter_directory_id = voter_directory_id
             self.last_offset_epoch = last_offset_epoch
             self.last_offset = last_offset
+            self.pre_vote = pre_vote
+            if candidate_epoch is not _wire.DEFAULT:
+                self.replica_epoch = candidate_epoch
+            if candidate_id is not _wire.DEFAULT:
+                self.replica_id = candidate_id
+            if candidate_directory_id is not _wire.DEFAULT:
+                self.replica_directory_id = candidate_directory_id
             self._unknown_tags = _wire.EMPTY_TAGS
 
+        candidate_epoch = FieldAlias('replica_epoch')
+        candidate_id = FieldAlias('replica_id')
+        candidate_directory_id = FieldAlias('replica_directory_id')
+        _ALIASES = {'candidate_epoch': 'replica_epoch', 'candidate_id': 'replica_id', 'candidate_directory_id': 'replica_directory_id'}
 
     class TopicData(KafkaStruct):
         __slots__ = ('partitions', 'topic_name')
@@ -78,7 +91,7 @@ class VoteResponse(KafkaMessage):
     NAME = 'VoteResponse'
     API_KEY = 52
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = VersionRange(0, 1)
+    VALID_VERSIONS = VersionRange(0, 2)
     FLEXIBLE_VERSIONS = VersionRange(0, 32767)
 
     class PartitionData(KafkaStruct):
@@ -167,17 +180,18 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                     s3_partitions = []
                     add4 = s3_partitions.append
                     if stop5 <= buflen:
-                        for (s5_partition_index, s5_candidate_epoch, s5_candidate_id, s5_last_offset_epoch, s5_last_offset, t5,) in _F_iiiiqB.iter_unpack(buf[pos:stop5]):
+                        for (s5_partition_index, s5_replica_epoch, s5_replica_id, s5_last_offset_epoch, s5_last_offset, t5,) in _F_iiiiqB.iter_unpack(buf[pos:stop5]):
                             if t5:
                                 break
                             o5 = _new(_C_VoteRequest__PartitionData)
                             o5.partition_index = s5_partition_index
-                            o5.candidate_epoch = s5_candidate_epoch
-                            o5.candidate_id = s5_candidate_id
+                            o5.replica_epoch = s5_replica_epoch
+                            o5.replica_id = s5_replica_id
                             o5.last_offset_epoch = s5_last_offset_epoch
                             o5.last_offset = s5_last_offset
-                            o5.candidate_directory_id = _wire.ZERO_UUID
+                            o5.replica_directory_id = _wire.ZERO_UUID
                             o5.voter_directory_id = _wire.ZERO_UUID
+                            o5.pre_vote = False
                             o5._unknown_tags = _wire.EMPTY_TAGS
                             add4(o5)
                         else:
@@ -187,7 +201,7 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                         s3_partitions = []
                         add4 = s3_partitions.append
                         for _ in range(n):
-                            (s6_partition_index, s6_candidate_epoch, s6_candidate_id, s6_last_offset_epoch, s6_last_offset, t6,) = _F_iiiiqB.unpack_from(buf, pos)
+                            (s6_partition_index, s6_replica_epoch, s6_replica_id, s6_last_offset_epoch, s6_last_offset, t6,) = _F_iiiiqB.unpack_from(buf, pos)
                             pos += 25
                             u6 = _wire.EMPTY_TAGS
                             if t6:
@@ -202,12 +216,13 @@ def _r_VoteRequest_0(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                                     u6 = tuple(seen6)
                             o6 = _new(_C_VoteRequest__PartitionData)
                             o6.partition_index = s6_partition_index
-                            o6.candidate_epoch = s6_candidate_epoch
-                            o6.candidate_id = s6_candidate_id
-                            o6.candidate_directory_id = _wire.ZERO_UUID
+                            o6.replica_epoch = s6_replica_epoch
+                            o6.replica_id = s6_replica_id
+                            o6.replica_directory_id = _wire.ZERO_UUID
                             o6.voter_directory_id = _wire.ZERO_UUID
                             o6.last_offset_epoch = s6_last_offset_epoch
                             o6.last_offset = s6_last_offset
+                            o6.pre_vote = False
                             o6._unknown_tags = u6
                             add4(o6)
                 u3 = _wire.EMPTY_TAGS
@@ -329,9 +344,9 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                     s3_partitions = []
                     add4 = s3_partitions.append
                     for _ in range(n):
-                        (s5_partition_index, s5_candidate_epoch, s5_candidate_id,) = _F_iii.unpack_from(buf, pos)
+                        (s5_partition_index, s5_replica_epoch, s5_replica_id,) = _F_iii.unpack_from(buf, pos)
                         pos += 12
-                        s5_candidate_directory_id, pos = _wire.read_uuid(buf, pos)
+                        s5_replica_directory_id, pos = _wire.read_uuid(buf, pos)
                         s5_voter_directory_id, pos = _wire.read_uuid(buf, pos)
                         (s5_last_offset_epoch, s5_last_offset, t5,) = _F_iqB.unpack_from(buf, pos)
                         pos += 13
@@ -348,12 +363,13 @@ def _r_VoteRequest_1(buf: Any, pos: int) -> tuple[VoteRequest, int]:
                                 u5 = tuple(seen5)
                         o5 = _new(_C_VoteRequest__PartitionData)
                         o5.partition_index = s5_partition_index
-                        o5.candidate_epoch = s5_candidate_epoch
-                        o5.candidate_id = s5_candidate_id
-                        o5.candidate_directory_id = s5_candidate_directory_id
+                        o5.replica_epoch = s5_replica_epoch
+                        o5.replica_id = s5_replica_id
+                        o5.replica_directory_id = s5_replica_directory_id
                         o5.voter_directory_id = s5_voter_directory_id
                         o5.last_offset_epoch = s5_last_offset_epoch
                         o5.last_offset = s5_last_offset
+                        o5.pre_vote = False
                         o5._unknown_tags = u5
                         add4(o5)
                 u3 = _wire.EMPTY_TAGS
@@ -425,9 +441,159 @@ def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
         raise EncodeError(f"cannot write VoteRequest: {exc}") from None
 
 
+def _r_VoteRequest_2(buf: Any, pos: int) -> tuple[VoteRequest, int]:
+    s1_cluster_id: str | None
+    s1_topics: list[Any]
+    s3_partitions: list[Any]
+    u1: tuple[tuple[int, bytes], ...]
+    u3: tuple[tuple[int, bytes], ...]
+    u5: tuple[tuple[int, bytes], ...]
+    try:
+        buflen = len(buf)
+        size = buf[pos]
+        if 0 < size < 0x80:
+            stop = pos + size
+            if stop > buflen:
+                raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+            s1_cluster_id = buf[pos + 1 : stop].decode()
+            pos = stop
+        else:
+            s1_cluster_id, pos = _wire.read_compact_string(buf, pos)
+        (s1_voter_id,) = _F_i.unpack_from(buf, pos)
+        pos += 4
+        n = buf[pos] - 1
+        if n < 0x7F:
+            pos += 1
+        else:
+            n, pos = _wire.read_compact_array_count(buf, pos)
+        if n < 0:
+            raise _wire.null_error("topics", pos)
+        else:
+            s1_topics = []
+            add2 = s1_topics.append
+            for _ in range(n):
+                size = buf[pos]
+                if 0 < size < 0x80:
+                    stop = pos + size
+                    if stop > buflen:
+                        raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)
+                    s3_topic_name = buf[pos + 1 : stop].decode()
+                    pos = stop
+                else:
+                    s3_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
+                n = buf[pos] - 1
+                if n < 0x7F:
+                    pos += 1
+                else:
+                    n, pos = _wire.read_compact_array_count(buf, pos)
+                if n < 0:
+                    raise _wire.null_error("partitions", pos)
+                else:
+                    s3_partitions = []
+                    add4 = s3_partitions.append
+                    for _ in range(n):
+                        (s5_partition_index, s5_replica_epoch, s5_replica_id,) = _F_iii.unpack_from(buf, pos)
+                        pos += 12
+                        s5_replica_directory_id, pos = _wire.read_uuid(buf, pos)
+                        s5_voter_directory_id, pos = _wire.read_uuid(buf, pos)
+                        (s5_last_offset_epoch, s5_last_offset, s5_pre_vote, t5,) = _F_iqoB.unpack_from(buf, pos)
+                        pos += 14
+                        u5 = _wire.EMPTY_TAGS
+                        if t5:
+                            pos -= 1
+                            count5, pos = _wire.read_tag_count(buf, pos)
+                            seen5: list[tuple[int, bytes]] = []
+                            for _ in range(count5):
+                                tag5, pos, end5 = _wire.read_tag_header(buf, pos)
+                                seen5.append((tag5, bytes(buf[pos:end5])))
+                                pos = end5
+                            if seen5:
+                                u5 = tuple(seen5)
+                        o5 = _new(_C_VoteRequest__PartitionData)
+                        o5.partition_index = s5_partition_index
+                        o5.replica_epoch = s5_replica_epoch
+                        o5.replica_id = s5_replica_id
+                        o5.replica_directory_id = s5_replica_directory_id
+                        o5.voter_directory_id = s5_voter_directory_id
+                        o5.last_offset_epoch = s5_last_offset_epoch
+                        o5.last_offset = s5_last_offset
+                        o5.pre_vote = s5_pre_vote
+                        o5._unknown_tags = u5
+                        add4(o5)
+                u3 = _wire.EMPTY_TAGS
+                if buf[pos] == 0:
+                    pos += 1
+                else:
+                    count3, pos = _wire.read_tag_count(buf, pos)
+                    seen3: list[tuple[int, bytes]] = []
+                    for _ in range(count3):
+                        tag3, pos, end3 = _wire.read_tag_header(buf, pos)
+                        seen3.append((tag3, bytes(buf[pos:end3])))
+                        pos = end3
+                    if seen3:
+                        u3 = tuple(seen3)
+                o3 = _new(_C_VoteRequest__TopicData)
+                o3.topic_name = s3_topic_name
+                o3.partitions = s3_partitions
+                o3._unknown_tags = u3
+                add2(o3)
+        u1 = _wire.EMPTY_TAGS
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            count1, pos = _wire.read_tag_count(buf, pos)
+            seen1: list[tuple[int, bytes]] = []
+            for _ in range(count1):
+                tag1, pos, end1 = _wire.read_tag_header(buf, pos)
+                seen1.append((tag1, bytes(buf[pos:end1])))
+                pos = end1
+            if seen1:
+                u1 = tuple(seen1)
+        o1 = _new(VoteRequest)
+        o1.cluster_id = s1_cluster_id
+        o1.voter_id = s1_voter_id
+        o1.topics = s1_topics
+        o1._unknown_tags = u1
+    except _wire.DECODE_FAILURES as exc:
+        raise DecodeError(f"cannot read VoteRequest: {exc}", offset=pos) from None
+    return o1, pos
+
+
+def _w_VoteRequest_2(out: bytearray, o: VoteRequest) -> None:
+    x: Any
+    item: Any
+    try:
+        x = o.cluster_id
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        out += _F_i.pack(o.voter_id)
+        x = o.topics
+        if x is None:
+            raise EncodeError("field topics is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_VoteRequest__TopicData_2(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write VoteRequest: {exc}") from None
+
+
 def _w_VoteRequest__PartitionData_0(out: bytearray, o: VoteRequest.PartitionData) -> None:
     try:
-        out += _F_iiiiq.pack(o.partition_index, o.candidate_epoch, o.candidate_id, o.last_offset_epoch, o.last_offset)
+        if o.pre_vote:
+            raise EncodeError("field pre_vote has a non-default value but does not exist at this version")
+        out += _F_iiiiq.pack(o.partition_index, o.replica_epoch, o.replica_id, o.last_offset_epoch, o.last_offset)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
@@ -439,12 +605,31 @@ def _w_VoteRequest__PartitionData_0(out: bytearray, o: VoteRequest.PartitionData
 def _w_VoteRequest__PartitionData_1(out: bytearray, o: VoteRequest.PartitionData) -> None:
     x: Any
     try:
-        out += _F_iii.pack(o.partition_index, o.candidate_epoch, o.candidate_id)
-        x = o.candidate_directory_id
+        if o.pre_vote:
+            raise EncodeError("field pre_vote has a non-default value but does not exist at this version")
+        out += _F_iii.pack(o.partition_index, o.replica_epoch, o.replica_id)
+        x = o.replica_directory_id
         _wire.write_uuid(out, x)
         x = o.voter_directory_id
         _wire.write_uuid(out, x)
         out += _F_iq.pack(o.last_offset_epoch, o.last_offset)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write PartitionData: {exc}") from None
+
+
+def _w_VoteRequest__PartitionData_2(out: bytearray, o: VoteRequest.PartitionData) -> None:
+    x: Any
+    try:
+        out += _F_iii.pack(o.partition_index, o.replica_epoch, o.replica_id)
+        x = o.replica_directory_id
+        _wire.write_uuid(out, x)
+        x = o.voter_directory_id
+        _wire.write_uuid(out, x)
+        out += _F_iqo.pack(o.last_offset_epoch, o.last_offset, o.pre_vote)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
@@ -507,6 +692,37 @@ def _w_VoteRequest__TopicData_1(out: bytearray, o: VoteRequest.TopicData) -> Non
                 out += _wire.uvarint(len(x) + 1)
             for item in x:
                 _w_VoteRequest__PartitionData_1(out, item)
+        if o._unknown_tags:
+            _wire.write_tagged_fields(out, (), o._unknown_tags)
+        else:
+            out.append(0)
+    except _wire.ENCODE_FAILURES as exc:
+        raise EncodeError(f"cannot write TopicData: {exc}") from None
+
+
+def _w_VoteRequest__TopicData_2(out: bytearray, o: VoteRequest.TopicData) -> None:
+    x: Any
+    item: Any
+    try:
+        x = o.topic_name
+        if x is None:
+            raise EncodeError("field topic_name is None but not nullable at this version")
+        if x.__class__ is str and len(x) < 0x20:
+            data = x.encode()
+            out.append(len(data) + 1)
+            out += data
+        else:
+            _wire.write_compact_string(out, x)
+        x = o.partitions
+        if x is None:
+            raise EncodeError("field partitions is None but not nullable at this version")
+        else:
+            if len(x) < 0x7F:
+                out.append(len(x) + 1)
+            else:
+                out += _wire.uvarint(len(x) + 1)
+            for item in x:
+                _w_VoteRequest__PartitionData_2(out, item)
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
         else:
@@ -932,19 +1148,19 @@ def _w_VoteResponse__NodeEndpoint_0(out: bytearray, o: VoteResponse.NodeEndpoint
 _C_VoteRequest__PartitionData = VoteRequest.PartitionData
 _C_VoteRequest__TopicData = VoteRequest.TopicData
 
-VoteRequest._FIELDS = (FieldInfo('cluster_id', 'string', None, False, VersionRange(0, 1), VersionRange(0, 32767), _NONE, None, False), FieldInfo('voter_id', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, True), FieldInfo('topics', 'TopicData', _C_VoteRequest__TopicData, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_VoteRequest__PartitionData._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('candidate_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('candidate_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('candidate_directory_id', 'uuid', None, False, VersionRange(1, 1), _NONE, _NONE, None, True), FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(1, 1), _NONE, _NONE, None, True), FieldInfo('last_offset_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_VoteRequest__TopicData._FIELDS = (FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'PartitionData', _C_VoteRequest__PartitionData, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-VoteRequest._READERS = {0: _r_VoteRequest_0, 1: _r_VoteRequest_1}
-VoteRequest._WRITERS = {0: _w_VoteRequest_0, 1: _w_VoteRequest_1}
+VoteRequest._FIELDS = (FieldInfo('cluster_id', 'string', None, False, VersionRange(0, 2), VersionRange(0, 32767), _NONE, None, False), FieldInfo('voter_id', 'int32', None, False, VersionRange(1, 2), _NONE, _NONE, None, True), FieldInfo('topics', 'TopicData', _C_VoteRequest__TopicData, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_VoteRequest__PartitionData._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('replica_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('replica_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('replica_directory_id', 'uuid', None, False, VersionRange(1, 2), _NONE, _NONE, None, True), FieldInfo('voter_directory_id', 'uuid', None, False, VersionRange(1, 2), _NONE, _NONE, None, True), FieldInfo('last_offset_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('last_offset', 'int64', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('pre_vote', 'bool', None, False, VersionRange(2, 2), _NONE, _NONE, None, False), )
+_C_VoteRequest__TopicData._FIELDS = (FieldInfo('topic_name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('partitions', 'PartitionData', _C_VoteRequest__PartitionData, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+VoteRequest._READERS = {0: _r_VoteRequest_0, 1: _r_VoteRequest_1, 2: _r_VoteRequest_2}
+VoteRequest._WRITERS = {0: _w_VoteRequest_0, 1: _w_VoteRequest_1, 2: _w_VoteRequest_2}
 
 _C_VoteResponse__PartitionData = VoteResponse.PartitionData
 _C_VoteResponse__TopicData = VoteResponse.TopicData
 _C_VoteResponse__NodeEndpoint = VoteResponse.NodeEndpoint
 
-VoteResponse._FIELDS = (FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('topics', 'TopicData', _C_VoteResponse__TopicData, True, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('node_endpoints', 'NodeEndpoint', _C_VoteResponse__NodeEndpoint, True, VersionRange(1, 1), _NONE, VersionRange(1, 32767), 0, False), )
-_C_VoteResponse__PartitionData._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('vote_granted', 'bool', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_VoteResponse__TopicData._FIELDS = (FieldInfo('topic_name', 'string', None, False, VersionRange(0, 1), _NONE, _NONE, None, False), FieldInfo('partitions', 'PartitionData', _C_VoteResponse__PartitionData, True, VersionRange(0, 1), _NONE, _NONE, None, False), )
-_C_VoteResponse__NodeEndpoint._FIELDS = (FieldInfo('node_id', 'int32', None, False, VersionRange(1, 1), _NONE, _NONE, None, False), FieldInfo('host', 'string', None, False, VersionRange(1, 1), _NONE, _NONE, None, False), FieldInfo('port', 'uint16', None, False, VersionRange(1, 1), _NONE, _NONE, None, False), )
-VoteResponse._READERS = {0: _r_VoteResponse_0, 1: _r_VoteResponse_1}
-VoteResponse._WRITERS = {0: _w_VoteResponse_0, 1: _w_VoteResponse_1}
+VoteResponse._FIELDS = (FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('topics', 'TopicData', _C_VoteResponse__TopicData, True, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('node_endpoints', 'NodeEndpoint', _C_VoteResponse__NodeEndpoint, True, VersionRange(1, 2), _NONE, VersionRange(1, 32767), 0, False), )
+_C_VoteResponse__PartitionData._FIELDS = (FieldInfo('partition_index', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('error_code', 'int16', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('leader_id', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('leader_epoch', 'int32', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('vote_granted', 'bool', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_VoteResponse__TopicData._FIELDS = (FieldInfo('topic_name', 'string', None, False, VersionRange(0, 2), _NONE, _NONE, None, False), FieldInfo('partitions', 'PartitionData', _C_VoteResponse__PartitionData, True, VersionRange(0, 2), _NONE, _NONE, None, False), )
+_C_VoteResponse__NodeEndpoint._FIELDS = (FieldInfo('node_id', 'int32', None, False, VersionRange(1, 2), _NONE, _NONE, None, False), FieldInfo('host', 'string', None, False, VersionRange(1, 2), _NONE, _NONE, None, False), FieldInfo('port', 'uint16', None, False, VersionRange(1, 2), _NONE, _NONE, None, False), )
+VoteResponse._READERS = {0: _r_VoteResponse_0, 1: _r_VoteResponse_1, 2: _r_VoteResponse_1}
+VoteResponse._WRITERS = {0: _w_VoteResponse_0, 1: _w_VoteResponse_1, 2: _w_VoteResponse_1}

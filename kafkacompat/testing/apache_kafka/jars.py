@@ -31,8 +31,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from kafkacompat._cache import cache_root
 from kafkacompat.errors import BrokerStartError, ReleaseDownloadError
-from kafkacompat.testing.cache import cache_root
 
 __all__ = ["artifact_of", "java_for", "parse_release", "release_home"]
 

@@ -20,6 +20,10 @@ v1 (3.7, KIP-919) adds the endpoint type, which a node of the other type
 refuses with MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST at v0); a controller
 answers it only once metadata.version is 3.7-IV0 or later (controllers
 register their endpoints from then on), UNSUPPORTED_VERSION before.
+ApiVersions v5 (4.4, KIP-1242): ClusterId and NodeId come both or neither
+(INVALID_REQUEST otherwise, on any listener); a broker whose cluster or node id
+differs answers REBOOTSTRAP_REQUIRED, a controller does not check (as a real
+4.4.0 node did).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from kafkacompat.protocol.error_codes import (
     COORDINATOR_NOT_AVAILABLE,
     INVALID_REQUEST,
     NONE,
+    REBOOTSTRAP_REQUIRED,
     error_for,
 )
 from kafkacompat.protocol.message import KafkaMessage
@@ -138,6 +143,14 @@ def api_versions(request: Request) -> KafkaMessage:
         fields = (body.client_software_name, body.client_software_version)
         if not all(SOFTWARE_FIELD_PATTERN.fullmatch(value) for value in fields):
             return ApiVersionsResponse(error_code=INVALID_REQUEST)
+    if request.version >= 5:
+        cluster_id, node_id = body.cluster_id, body.node_id
+        if (cluster_id is None) != (node_id == -1):  # one half of the identity alone
+            return ApiVersionsResponse(error_code=INVALID_REQUEST)
+        node = request.node
+        checked = cluster_id is not None and not node.profile.is_controller  # controllers do not check
+        if checked and (cluster_id != request.state.cluster_id or node_id != node.node_id):
+            return ApiVersionsResponse(error_code=REBOOTSTRAP_REQUIRED)
     return api_versions_reply(request.node, request.state, request.version)
 
 

@@ -5,7 +5,8 @@ what it answers follows from three facts about its release:
 
 - The API table: per API key, the (min, max) versions it accepts.  For Apache
   releases this is the packaged reference table (``RELEASES``), per kind:
-  ZooKeeper broker (0.8.0-3.9), KRaft broker and KRaft controller (2.8-4.2).
+  ZooKeeper broker (0.8.0-3.9), KRaft broker and KRaft controller (2.8-4.4; the
+  4.3 and 4.4 tables are what real 4.3.1 and 4.4.0 nodes answered).
 - The ApiVersions era, which decides what happens to an ApiVersions request
   the broker cannot read (see ``ApiVersionsEra``).  It follows from the
   broker's own ApiVersions range: no key 18 means no ApiVersions at all

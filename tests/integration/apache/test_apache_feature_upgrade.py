@@ -12,11 +12,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from kafkacompat.blocking.probe import probe_broker
+from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import UnsupportedVersionError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.testing import ApacheKafka
-from kafkacompat.transport.config import ConnectionConfig
-from kafkacompat.transport.probe import probe_broker
 from tests.integration.apache.conftest import started
 from tests.integration.cli.cli_runner import FAST, Runner
 

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
+from kafkacompat._cache import cache_root
 from kafkacompat.errors import BrokerStartError, ReleaseDownloadError
 from kafkacompat.testing import ApacheKafka
 from kafkacompat.testing.apache_kafka import modes_of
-from kafkacompat.testing.cache import cache_root
 
 pytestmark = pytest.mark.broker
 

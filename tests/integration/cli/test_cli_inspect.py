@@ -23,7 +23,8 @@ async def test_inspect_tansu_text(tansu: TansuBroker, cli: Runner) -> None:
     assert "\tDescribeQuorum(55): UNSUPPORTED," in lines  # Tansu implements part of the protocol
     assert ")" in lines
     assert any(line.startswith("Release guess: at least Kafka") for line in lines)
-    assert "Handshake: ApiVersions v4 accepted; 1 attempt(s), 1 round trip(s), 1 connection(s)" in lines
+    # Tansu answers v5, above its advertised 0-4, with the body every version from v3 shares
+    assert "Handshake: ApiVersions v5 accepted; 1 attempt(s), 1 round trip(s), 1 connection(s)" in lines
     assert "Features:\n\tnone advertised" in result.stdout
     assert "Cluster " not in result.stdout  # one broker: no cluster section
 
@@ -37,7 +38,7 @@ async def test_inspect_tansu_json(tansu: TansuBroker, cli: Runner) -> None:
     assert (broker["host"], broker["port"]) == (tansu.host, tansu.port)
     assert broker["release_guess"]["kind"] == "kraft-broker"
     assert broker["handshake"]["round_trips"] == 1
-    assert broker["handshake"]["attempts"][0]["version"] == 4
+    assert broker["handshake"]["attempts"][0]["version"] == 5
     assert broker["finalized_features_epoch"] == -1
     apis = {api["api_key"]: api for api in broker["apis"]}
     assert apis[18]["usable"] == 4 and apis[18]["broker_max"] == 4
@@ -98,7 +99,7 @@ async def test_inspect_shows_the_downgrade_to_v0_on_a_010_broker(emulated_cluste
     out = result.stdout
     assert "Release guess: Kafka 0.10.0 (zk-broker) (exact)" in out
     assert "Handshake: ApiVersions v0 accepted; 2 attempt(s), 2 round trip(s), 1 connection(s)" in out
-    assert "\t1. ApiVersions v4 on connection 1: unsupported-version" in out
+    assert "\t1. ApiVersions v5 on connection 1: unsupported-version" in out
     assert "\t2. ApiVersions v0 on connection 1: ok" in out
     assert "\tFindCoordinator(10): 0 [usable: 0]," in out  # 4.x still serves v0
 

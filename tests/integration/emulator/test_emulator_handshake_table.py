@@ -7,12 +7,13 @@ import trio
 
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION, HandshakeConfig
 from kafkacompat.testing.emulator import ApiVersionsEra, BrokerProfile, Fault, release_profiles
 from kafkacompat.transport.connection import open_connection
 
 PROFILES = release_profiles()
 CONFIG = ConnectionConfig(connect_timeout=5, request_timeout=5)
+FIRST = CODEC_MAX_VERSION  # the version every handshake starts at (5 since Kafka 4.4)
 
 
 def ranges(profile: BrokerProfile) -> dict[int, tuple[int, int]]:
@@ -36,12 +37,12 @@ async def test_the_handshake_against_every_release(profile: BrokerProfile, emula
             ]
             return
         if profile.api_versions_era is ApiVersionsEra.ABSENT:
-            # 0.8.x closes on ApiVersions at v4, v3 and v0; the check names the release (rule 10).
+            # 0.8.x closes on ApiVersions at v5, v3 and v0; the check names the release (rule 10).
             async with open_connection(broker.host, broker.port, CONFIG) as conn:
                 named = conn.handshake
                 assert named is not None and named.detected_release == profile.release
                 assert {k: (r.lowest, r.highest) for k, r in named.api_ranges.items()} == ranges(profile)
-                assert named.transcript.versions_tried == (4, 3, 0)
+                assert named.transcript.versions_tried == (FIRST, 3, 0)
             # And a configured fallback still stands in, with no check.
             assert profile.release is not None
             fallback = ConnectionConfig(
@@ -58,12 +59,12 @@ async def test_the_handshake_against_every_release(profile: BrokerProfile, emula
     assert {k: (r.lowest, r.highest) for k, r in result.api_ranges.items()} == ranges(profile)
     own = profile.apis[18].highest
     attempts = [(a.version, a.outcome) for a in result.transcript.attempts]
-    if own >= 4:
-        assert attempts == [(4, "ok")]
+    if own >= FIRST:
+        assert attempts == [(FIRST, "ok")]
     elif profile.api_versions_era is ApiVersionsEra.KIP_511:
-        assert attempts == [(4, "unsupported-version"), (own, "ok")]  # KIP-511: retry at key 18's max
+        assert attempts == [(FIRST, "unsupported-version"), (own, "ok")]  # KIP-511: retry at key 18's max
     else:
-        assert attempts[0] == (4, "unsupported-version") and attempts[-1] == (0, "ok")
+        assert attempts[0] == (FIRST, "unsupported-version") and attempts[-1] == (0, "ok")
     assert result.api_versions_version == attempts[-1][0]
     if result.api_versions_version >= 3 and profile.reports_finalized:
         assert dict(result.supported_features) == dict(profile.supported_features)
@@ -80,16 +81,19 @@ async def test_the_handshake_through_event_hubs_and_tansu_impersonations(emulate
         async with open_connection(hubs.brokers[0].host, hubs.brokers[0].port, CONFIG) as conn:
             assert conn.handshake is not None
             attempts = [(a.version, a.outcome) for a in conn.handshake.transcript.attempts]
-        # Reset on every flexible version: v4, then v3 on a new connection, then v0 on a third.
-        assert attempts == [(4, "closed-step-down"), (3, "closed"), (0, "ok")]
+        # Reset on every flexible version: v5, then v3 on a new connection, then v0 on a third.
+        assert attempts == [(FIRST, "closed-step-down"), (3, "closed"), (0, "ok")]
         assert hubs.brokers[0].connections_accepted == 3
         async with open_connection(tansu.brokers[0].host, tansu.brokers[0].port, CONFIG) as conn:
             assert conn.handshake is not None
-            assert conn.handshake.api_versions_version == 4  # v4 is advertised: no impersonation needed
+            # v5 is above the advertised 0-4: Tansu answers it with the v3 body, which v5 reads
+            # alike (the response did not change from v3 to v5); the transcript flags it.
+            assert conn.handshake.api_versions_version == FIRST
+            assert "answered-unadvertised-version" in conn.handshake.transcript.flags
 
 
 async def test_a_broker_closing_on_v4_only_is_answered_at_v3_with_features(emulated_cluster: object) -> None:
-    # What issue 11 found Azure Event Hubs doing: v4 closes, v3 (flexible, named) is answered.
+    # What issue 11 found Azure Event Hubs doing: v4 (and so v5) closes, v3 (flexible, named) is answered.
     # A KRaft 3.9 profile: a real ZooKeeper 3.9 broker lists no feature.
     hubs = await emulated_cluster("3.9/kraft-broker", faults=[Fault.event_hubs(from_version=4)])  # type: ignore[operator]
     broker = hubs.brokers[0]
@@ -98,11 +102,11 @@ async def test_a_broker_closing_on_v4_only_is_answered_at_v3_with_features(emula
             result = conn.handshake
     assert result is not None and result.api_versions_version == 3
     attempts = [(a.version, a.outcome) for a in result.transcript.attempts]
-    assert attempts == [(4, "closed-step-down"), (3, "ok")]
+    assert attempts == [(FIRST, "closed-step-down"), (3, "ok")]
     # Read because a flexible version was accepted; below v4 a 3.7+ broker leaves out the
     # features whose minimum is 0 (KAFKA-17011), and the capabilities say the list is partial.
     expected = {name: r for name, r in broker.profile.supported_features.items() if r.lowest > 0}
     assert expected and dict(result.supported_features) == expected
     assert BrokerCapabilities.from_handshake(result).features_partial
-    assert [r.api_version for r in broker.requests if r.api_key == 18] == [4, 3]
+    assert [r.api_version for r in broker.requests if r.api_key == 18] == [FIRST, 3]
     assert broker.connections_accepted == 2

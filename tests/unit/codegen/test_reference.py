@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafkacompat._codegen.reference import BANNER, ReferenceDataError, render_reference
+from kafkacompat._codegen.release_inputs import FEATURE_FILES, RELEASE_FILES, load_features, load_releases
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO / "vendor" / "kafka-protocol"
@@ -42,22 +43,24 @@ def test_every_file_starts_with_the_banner_and_compiles() -> None:
 def _copy_shuffled(target: Path, seed: int) -> None:
     """The vendored folder with its JSON lists and objects in another order."""
     shuffle = random.Random(seed).shuffle
-    releases = json.loads((SHARED / "releases.json").read_text(encoding="utf-8"))
-    shuffle(releases["releases"])
-    for entry in releases["releases"]:
-        items = list(entry["apis"].items())
-        shuffle(items)
-        entry["apis"] = dict(items)
-    features = json.loads((SHARED / "features.json").read_text(encoding="utf-8"))
-    names = list(features["features"].items())
-    shuffle(names)
-    features["features"] = dict(names)
-    for body in features["features"].values():
-        shuffle(body["levels"])
-    (target / "releases.json").write_text(json.dumps(releases), encoding="utf-8")
-    (target / "features.json").write_text(json.dumps(features), encoding="utf-8")
-    (target / "spec").symlink_to(SHARED / "spec")
-    (target / "spec-4.3").symlink_to(SHARED / "spec-4.3")
+    for name in RELEASE_FILES:
+        releases = json.loads((SHARED / name).read_text(encoding="utf-8"))
+        shuffle(releases["releases"])
+        for entry in releases["releases"]:
+            items = list(entry["apis"].items())
+            shuffle(items)
+            entry["apis"] = dict(items)
+        (target / name).write_text(json.dumps(releases), encoding="utf-8")
+    for name in FEATURE_FILES:
+        features = json.loads((SHARED / name).read_text(encoding="utf-8"))
+        names = list(features["features"].items())
+        shuffle(names)
+        features["features"] = dict(names)
+        for body in features["features"].values():
+            shuffle(body["levels"])
+        (target / name).write_text(json.dumps(features), encoding="utf-8")
+    for folder in ("spec", "spec-4.3", "spec-4.4"):
+        (target / folder).symlink_to(SHARED / folder)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -69,7 +72,7 @@ def test_input_order_does_not_change_the_output(tmp_path: Path, seed: int) -> No
 def test_generated_tables_hold_the_shared_facts() -> None:
     from kafkacompat.reference import API_NAMES, FEATURES, KINDS, RELEASES
 
-    releases = json.loads((SHARED / "releases.json").read_text(encoding="utf-8"))["releases"]
+    releases = load_releases(SHARED)["releases"]
     assert {(p.release, p.kind): dict(p.apis) for p in RELEASES} == {
         (e["release"], e["kind"]): {int(k): (r["min"], r["max"]) for k, r in e["apis"].items()}
         for e in releases
@@ -77,7 +80,7 @@ def test_generated_tables_hold_the_shared_facts() -> None:
     assert KINDS == ("kraft-broker", "kraft-controller", "zk-broker")
     assert all(key in API_NAMES for p in RELEASES for key in p.apis)
     assert API_NAMES[60] == "DescribeCluster" and API_NAMES[18] == "ApiVersions"
-    features = json.loads((SHARED / "features.json").read_text(encoding="utf-8"))["features"]
+    features = load_features(SHARED)["features"]
     assert sorted(FEATURES) == sorted(features)
     for name, levels in FEATURES.items():
         assert [lv.level for lv in levels] == sorted(e["level"] for e in features[name]["levels"])

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from kafkacompat._codegen.release_inputs import load_features
 from kafkacompat.errors import FeatureError, NegotiationError
 from kafkacompat.negotiation.features import (
     CATALOG,
@@ -30,7 +30,7 @@ MV, KRAFT, GROUP, TXN = "metadata.version", "kraft.version", "group.version", "t
 
 
 def _features_json() -> dict[str, list[dict[str, object]]]:
-    data = json.loads((SHARED / "features.json").read_text(encoding="utf-8"))
+    data = load_features(SHARED)  # features.json and features-4.4.json
     return {name: body["levels"] for name, body in data["features"].items()}
 
 
@@ -74,18 +74,18 @@ def test_a_bare_release_means_its_latest_iv(release: str, level: int) -> None:
 
 @pytest.mark.parametrize("name", ["2.8", "3.9-IV9", "IBP_3_9_IV0", "99", "", "latest"])
 def test_unknown_metadata_versions_are_refused(name: str) -> None:
-    with pytest.raises(FeatureError, match=r"3\.0-IV1 to 4\.0-IV3"):
+    with pytest.raises(FeatureError, match=r"3\.0-IV1 to 4\.4-IV2"):
         CATALOG.metadata_version_level(name)
 
 
 def test_unknown_lookups() -> None:
     with pytest.raises(FeatureError):
         CATALOG.metadata_version_name(0)
-    with pytest.raises(FeatureError, match=r"known: group\.version"):
-        CATALOG.levels("share.version")
-    assert CATALOG.get("share.version", 1) is None
-    assert dict(CATALOG.dependencies("share.version", 1)) == {}
-    assert CATALOG.describe("share.version", 1) == "share.version 1"
+    with pytest.raises(FeatureError, match=r"known: eligible\.leader\.replicas\.version"):
+        CATALOG.levels("test.feature.version")
+    assert CATALOG.get("test.feature.version", 1) is None
+    assert dict(CATALOG.dependencies("test.feature.version", 1)) == {}
+    assert CATALOG.describe("test.feature.version", 1) == "test.feature.version 1"
     assert issubclass(FeatureError, NegotiationError)
 
 
@@ -222,7 +222,9 @@ def test_max_safe_level() -> None:
         (MV, 21, 19, ChangeKind.SAFE_DOWNGRADE, 2, ()),  # 20 and 21 changed no metadata
         (MV, 23, 22, ChangeKind.UNSAFE_DOWNGRADE, 3, (23,)),
         (MV, 25, 20, ChangeKind.UNSAFE_DOWNGRADE, 3, (23,)),
-        (MV, 28, 25, ChangeKind.UNSAFE_DOWNGRADE, 3, (26, 27, 28)),  # unknown levels: no vouching
+        (MV, 29, 25, ChangeKind.SAFE_DOWNGRADE, 2, ()),  # 4.1 and 4.2 changed no metadata (4.4.0 jar)
+        (MV, 33, 29, ChangeKind.UNSAFE_DOWNGRADE, 3, (30, 32, 33)),
+        (MV, 35, 33, ChangeKind.UNSAFE_DOWNGRADE, 3, (34, 35)),  # unknown levels: no vouching
         (TXN, 2, 1, ChangeKind.SAFE_DOWNGRADE, 2, ()),
         (GROUP, 1, 0, ChangeKind.DISABLE, 2, ()),
         (KRAFT, 0, 1, ChangeKind.UPGRADE, 1, ()),

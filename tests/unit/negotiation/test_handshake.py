@@ -47,6 +47,8 @@ from kafkacompat.negotiation.handshake import (
     Transition,
     release_ranges,
 )
+from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION
+from kafkacompat.negotiation.handshake_identity import BrokerIdentity
 from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.framing import FrameSplitter, decode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
@@ -54,8 +56,8 @@ from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.releases import RELEASES
 
 R = ApiVersionsResponse
-CODEC_MAX = ApiVersionsRequest.VALID_VERSIONS.highest
-UNSUPPORTED_VERSION, INVALID_REQUEST, CLUSTER_AUTHORIZATION_FAILED = 35, 42, 31
+CODEC_MAX = CODEC_MAX_VERSION  # the first version the handshake offers
+UNSUPPORTED_VERSION, INVALID_REQUEST, CLUSTER_AUTHORIZATION_FAILED, REBOOTSTRAP_REQUIRED = 35, 42, 31, 129
 APIS = ((0, 0, 9), (1, 0, 13), (3, 0, 12))  # Produce, Fetch, Metadata
 
 # The librdkafka mock's answer to ApiVersions v3/v4 (seen in the broker smoke
@@ -213,6 +215,7 @@ class Scenario:
 
     steps: tuple[tuple[str, tuple[Any, ...]], ...]
     config: dict[str, Any] = field(default_factory=dict)
+    handshake: dict[str, Any] = field(default_factory=dict)  # ApiVersionsHandshake's own arguments
 
 
 def step(name: str, *args: Any) -> tuple[str, tuple[Any, ...]]:
@@ -249,6 +252,14 @@ SCENARIOS: dict[tuple[State, Event, str], Scenario] = {
     (Rc, E.RECEIVED, "broker-error"): Scenario(
         (*TO_RECEIVE, step("received", body(CODEC_MAX, CLUSTER_AUTHORIZATION_FAILED)))
     ),
+    (Rc, E.RECEIVED, "rebootstrap-required"): Scenario(
+        (*TO_RECEIVE, step("received", body(CODEC_MAX, REBOOTSTRAP_REQUIRED))),
+        handshake={"identity": BrokerIdentity("MkU3OEVBNTcwNTJENDM2Qk", 1)},
+    ),
+    (Rc, E.RECEIVED, "identity-refused"): Scenario(
+        (*TO_RECEIVE, step("received", body(CODEC_MAX, INVALID_REQUEST))),
+        handshake={"identity": BrokerIdentity("MkU3OEVBNTcwNTJENDM2Qk", 1)},
+    ),
     (S, E.CONNECTION_CLOSED, "closed"): Scenario((CONNECTED, CLOSED), {"max_version": 2}),
     (Rc, E.CONNECTION_CLOSED, "closed"): Scenario((*TO_RECEIVE, CLOSED), {"max_version": 2}),
     (S, E.CONNECTION_CLOSED, "closed-no-connection-left"): Scenario(
@@ -277,7 +288,7 @@ SCENARIOS: dict[tuple[State, Event, str], Scenario] = {
 
 
 def play(scenario: Scenario) -> ApiVersionsHandshake:
-    hs = ApiVersionsHandshake(HandshakeConfig(**scenario.config), node="broker:9092")
+    hs = ApiVersionsHandshake(HandshakeConfig(**scenario.config), node="broker:9092", **scenario.handshake)
     for name, args in scenario.steps:
         getattr(hs, name)(*args)
     return hs
@@ -578,7 +589,7 @@ def test_tansu_like_answer_outside_the_advertised_range_is_accepted_and_flagged(
 
 
 def test_tansu_advertising_what_it_answers_is_not_flagged() -> None:
-    result = success(drive(ApiVersionsHandshake(), lambda v, c: ok(min(v, 3), (0, 4))))
+    result = success(drive(ApiVersionsHandshake(), lambda v, c: ok(min(v, 3), (0, CODEC_MAX))))
     assert result.flags == ()
 
 
@@ -679,7 +690,7 @@ def test_the_first_version_is_the_codecs_highest_and_carries_the_software_fields
 
     run = drive(ApiVersionsHandshake(), kafka((0, CODEC_MAX)))
     (request,) = run.requests
-    assert request.header.request_api_version == ApiVersionsRequest.VALID_VERSIONS.highest
+    assert request.header.request_api_version == CODEC_MAX
     assert request.body.client_software_name == "kafkacompat"
     assert request.body.client_software_version == __version__
     assert request.header.client_id == "kafkacompat"

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kafkacompat._codegen.release_inputs import load_releases
 from kafkacompat.errors import NegotiationError, ProtocolError
 from kafkacompat.negotiation.release_guess import ReleaseGuess, guess_release, known_api_ranges
 from kafkacompat.protocol.versions import VersionRange
@@ -24,7 +25,7 @@ PROFILES = [(p.release, p.kind) for p in RELEASES]
 
 
 def _shared_tables() -> dict[tuple[str, str], dict[int, tuple[int, int]]]:
-    data = json.loads((SHARED / "releases.json").read_text(encoding="utf-8"))
+    data = load_releases(SHARED)  # releases.json and releases-4.3-4.4.json
     return {
         (entry["release"], entry["kind"]): {
             int(key): (r["min"], r["max"]) for key, r in entry["apis"].items()
@@ -49,7 +50,7 @@ def _ranges(table: dict[int, tuple[int, int]]) -> dict[int, VersionRange]:
 def test_generated_table_matches_the_shared_reference() -> None:
     generated = {(p.release, p.kind): dict(p.apis) for p in RELEASES}
     assert generated == _shared_tables()
-    assert len(generated) == 57
+    assert len(generated) == 61  # 4.3 and 4.4, kraft broker and controller, measured on real nodes
 
 
 def test_the_only_identical_tables_are_kraft_broker_33_34_and_controller_37_38() -> None:
@@ -109,10 +110,10 @@ def test_an_extra_unknown_api_gives_at_least_that_release(release: str, kind: st
 
 
 def test_newer_than_the_newest_release() -> None:
-    extra_key = known_api_ranges("4.2", "kraft-broker") | {93: VersionRange(0, 0)}
+    extra_key = known_api_ranges("4.4", "kraft-broker") | {95: VersionRange(0, 0)}
     guess = guess_release(extra_key)
-    assert (guess.relation, guess.kind, guess.releases) == ("at_least", "kraft-broker", ("4.2",))
-    assert guess.text == "at least Kafka 4.2 (kraft-broker)"
+    assert (guess.relation, guess.kind, guess.releases) == ("at_least", "kraft-broker", ("4.4",))
+    assert guess.text == "at least Kafka 4.4 (kraft-broker)"
 
     higher_max = known_api_ranges("3.9") | {1: VersionRange(0, 40)}
     guess = guess_release(higher_max)

@@ -200,7 +200,7 @@ def test_map_key_lists_find_by_key() -> None:
 
 def test_class_facts_and_registry() -> None:
     assert ApiVersionsRequest.API_KEY == 18
-    assert str(ApiVersionsRequest.VALID_VERSIONS) == "0-4"
+    assert str(ApiVersionsRequest.VALID_VERSIONS) == "0-5"  # v5: KIP-1242, Kafka 4.4
     assert str(ApiVersionsRequest.FLEXIBLE_VERSIONS) == "3+"
     assert messages.CLASS_BY_KEY[(10, "response")] == "FindCoordinatorResponse"
     assert API_NAMES[18] == "ApiVersions"

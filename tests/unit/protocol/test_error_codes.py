@@ -25,7 +25,7 @@ def test_names_are_unique() -> None:
 
 def test_table_is_contiguous_from_minus_one() -> None:
     assert sorted(BY_CODE) == list(range(-1, max(BY_CODE) + 1))
-    assert max(BY_CODE) >= 133
+    assert max(BY_CODE) >= 136
 
 
 def test_entries_are_well_formed() -> None:
@@ -63,6 +63,9 @@ def test_entries_are_well_formed() -> None:
         (122, "SHARE_SESSION_NOT_FOUND", True),
         (129, "REBOOTSTRAP_REQUIRED", False),
         (133, "SHARE_SESSION_LIMIT_REACHED", True),
+        (134, "GROUP_DELETION_FAILED", False),
+        (135, "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED", False),
+        (136, "CONTROLLER_ID_NOT_REGISTERED", False),
     ],
 )
 def test_known_codes(code: int, name: str, retriable: bool) -> None:
@@ -94,7 +97,7 @@ def test_module_constants_match_the_table() -> None:
         assert BY_NAME[name].code == value
 
 
-@pytest.mark.parametrize("code", [-2, 134, 999, 32767, -32768])
+@pytest.mark.parametrize("code", [-2, 137, 999, 32767, -32768])
 def test_unknown_code_is_synthesised(code: int) -> None:
     entry = error_for(code)
     assert entry == KafkaErrorCode(code, f"UNKNOWN_CODE_{code}", False, entry.message)

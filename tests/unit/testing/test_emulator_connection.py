@@ -107,10 +107,11 @@ def test_a_version_above_the_release_range_closes_the_connection(profile: object
 
 
 def test_an_advertised_version_the_codec_cannot_read_closes_and_says_so() -> None:
-    harness = Harness(cluster("4.2/kraft-broker"))  # ShareFetch 1-2; the codec knows 0-1
+    # a broker newer than the codec: ShareFetch 1-3, where the codec knows 0-2 (Kafka 4.4)
+    harness = Harness(cluster(profile_for("4.4", "kraft-broker").with_apis({78: (1, 3)})))
     frame = framing.encode_request(ShareFetchRequest(), 1, 5, "x")
-    assert harness.connection.receive(frame[:6] + struct.pack(">h", 2) + frame[8:]) == [Close()]
-    assert "codec cannot read v2" in harness.records[-1].outcome
+    assert harness.connection.receive(frame[:6] + struct.pack(">h", 3) + frame[8:]) == [Close()]
+    assert "codec cannot read v3" in harness.records[-1].outcome
 
 
 def test_a_version_below_the_minimum_closes_too() -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from kafkacompat.errors import EmulatorConfigError
@@ -38,7 +42,7 @@ def test_every_release_of_the_table_has_a_profile_with_its_exact_table(fact: Rel
 
 
 def test_release_profiles_cover_the_whole_table() -> None:
-    assert len(release_profiles()) == len(RELEASES) == 57
+    assert len(release_profiles()) == len(RELEASES) == 61
 
 
 @pytest.mark.parametrize(
@@ -160,3 +164,40 @@ def test_profiles_are_immutable() -> None:
         profile.apis[3] = R(0, 0)  # type: ignore[index]
     assert profile.supports(3, 12) and not profile.supports(3, 13) and not profile.supports(99, 0)
     assert profile.at_least("3.9") and not profile.at_least("4.0")
+
+
+# -- 4.3 and 4.4: held to what real nodes answered ------------------------------------------
+
+_REAL_ANSWERS = json.loads(
+    (Path(__file__).resolve().parents[2] / "data" / "apache_4_3_4_4_api_versions.json").read_text()
+)["answers"]
+
+
+@pytest.mark.parametrize("answer", _REAL_ANSWERS, ids=lambda a: f"{a['release']}-{a['kind']}")
+def test_the_4_3_and_4_4_profiles_answer_what_the_real_node_answered(answer: dict[str, Any]) -> None:
+    release = answer["release"].rsplit(".", 1)[0]
+    profile = profile_for(release, answer["kind"])
+    real_apis = {int(key): VersionRange(low, high) for key, (low, high) in answer["apis"].items()}
+    assert dict(profile.apis) == real_apis
+    supported, finalized, reports = default_features(release, answer["kind"])
+    assert reports
+    assert {name: (r.lowest, r.highest) for name, r in supported.items()} == {
+        name: tuple(r) for name, r in answer["supported_features"].items()
+    }
+    # kraft.version: the real node was formatted --standalone (a dynamic quorum, level 1);
+    # the emulator's clusters model a static quorum, which finalizes no kraft.version.
+    real_finalized = {name: high for name, (_, high) in answer["finalized_features"].items()}
+    assert real_finalized.pop("kraft.version") == 1
+    assert finalized == real_finalized
+
+
+def test_the_4_4_defaults_are_kafkas_own() -> None:
+    from kafkacompat.reference.features import FEATURE_DEFAULTS
+
+    assert FEATURE_DEFAULTS["4.4"]["metadata.version"] == 33
+    assert FEATURE_DEFAULTS["4.4"]["share.version"] == 2
+    assert FEATURE_DEFAULTS["4.3"]["metadata.version"] == 30
+    for release in ("4.3", "4.4"):
+        _, finalized, _ = default_features(release, "kraft-broker")
+        expected = {k: v for k, v in FEATURE_DEFAULTS[release].items() if k != "kraft.version"}
+        assert finalized == expected

@@ -222,9 +222,9 @@ def test_peer_closing_mid_frame_on_everything_is_no_kafka() -> None:
     assert isinstance(error, BrokerTooOldError) and "Metadata v0" in str(error)
     # One flexible version lower first (the software name still goes out), then v0, then the
     # Metadata v0 every Kafka answers, on a fourth connection.
-    assert error.transcript.versions_tried == (4, 3, 0) and error.transcript.connections == 4
+    assert error.transcript.versions_tried == (5, 3, 0) and error.transcript.connections == 4
     assert [(r.header.request_api_key, r.header.request_api_version) for r in peer.requests] == [
-        (18, 4), (18, 3), (18, 0), (3, 0)
+        (18, 5), (18, 3), (18, 0), (3, 0)
     ]
 
 
@@ -250,7 +250,7 @@ def test_peer_closing_mid_frame_then_answering_v3_on_a_new_connection() -> None:
         caps = probe_broker(peer.host, peer.port, QUICK, node_id=7)
     assert caps.node == peer.node and caps.node_id == 7
     assert dict(caps.api_ranges) == {3: VersionRange(0, 12), 18: VersionRange(0, 3)}
-    assert caps.transcript is not None and caps.transcript.versions_tried == (4, 3)
+    assert caps.transcript is not None and caps.transcript.versions_tried == (5, 3)
     assert [a.outcome for a in caps.transcript.attempts] == ["closed-step-down", "ok"]
     assert peer.client_closed == [True]  # the probe closed its socket before returning
 
