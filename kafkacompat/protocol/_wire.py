@@ -319,22 +319,32 @@ def read_uuid(buf: Any, pos: int) -> tuple[uuid.UUID, int]:
 _ARRAY_FORMATS: dict[tuple[str, int], struct.Struct] = {}
 
 
-
 class _ShortArrayFormats(dict[str, tuple[struct.Struct, ...]]):
     """Per element type, its 32 formats, compiled the first time a message uses that type.
 
     Seven types times 32 formats is about 40 KiB that a connection exchanging
     only ApiVersions never touches; after the first miss a lookup is a plain dict hit.
+    ``counted`` formats start with a pad byte: the compact count byte, already read.
     """
 
+    def __init__(self, *, counted: bool) -> None:
+        super().__init__()
+        self.counted = counted
+
     def __missing__(self, code: str) -> tuple[struct.Struct, ...]:
-        layouts = self[code] = tuple(struct.Struct(f">{n}{code}") for n in range(32))
+        if self.counted:  # index = the count byte (elements + 1); index 0 (null) is never used
+            layouts = tuple(struct.Struct(f">x{max(0, n - 1)}{code}") for n in range(33))
+        else:
+            layouts = tuple(struct.Struct(f">{n}{code}") for n in range(32))
+        self[code] = layouts
         return layouts
 
 
 # Formats of 0..31 numbers per element type ("bhiqHId"), for the short arrays
 # generated readers meet most (replica lists, ISRs, partition ids).
-SHORT_ARRAYS: dict[str, tuple[struct.Struct, ...]] = _ShortArrayFormats()
+SHORT_ARRAYS: dict[str, tuple[struct.Struct, ...]] = _ShortArrayFormats(counted=False)
+# The same behind a compact count byte 1..32, which the format skips.
+COUNTED_ARRAYS: dict[str, tuple[struct.Struct, ...]] = _ShortArrayFormats(counted=True)
 
 
 def read_int_array(buf: Any, pos: int, count: int, code: str, width: int) -> tuple[list[Any], int]:
