@@ -289,6 +289,8 @@ class MessageRenderer:
                     out(f'raise EncodeError("field {f.py_name} is None but not nullable at this version")')
             out("else:")
             with out.block():
+                if self._write_numbers(out, fl, sink):
+                    return
                 if fl.compact:  # a one-byte count for up to 126 elements, inline
                     out("if len(x) < 0x7F:")
                     with out.block():
@@ -325,6 +327,24 @@ class MessageRenderer:
             self._write_compact_string(out, "x", sink)
             return
         out(f"{self._scalar_writer(f.type, fl.compact)}({sink}, x)")
+
+    @staticmethod
+    def _write_numbers(out: Emitter, fl: FieldLayout, sink: str) -> bool:
+        """An array of numbers: up to 31 packed with their count by one format, more in ``_wire``."""
+        f = fl.field
+        if f.struct is not None or f.type not in FIXED or f.type == "bool":
+            return False
+        code = PRIMITIVES[f.type][0]
+        table, count = ("_PC", "n + 1") if fl.compact else ("_PI", "n")
+        out("n = len(x)")
+        out("if n < 32:")
+        with out.block():
+            out(f"{sink} += {table}_{code}[n].pack({count}, *x)")
+        out("else:")
+        with out.block():
+            out(f"{sink} += {'_wire.uvarint(n + 1)' if fl.compact else '_wire.INT32.pack(n)'}")
+            out(f'_wire.write_int_array({sink}, x, "{code}")')
+        return True
 
     @staticmethod
     def _write_compact_string(out: Emitter, value: str, sink: str) -> None:
@@ -438,12 +458,19 @@ def vr(r: VersionRange) -> str:
 
 
 def reader_globals(code: str) -> list[str]:
-    """The module globals the readers in ``code`` use, bound once at import."""
+    """The module globals the readers and writers in ``code`` use, bound once at import."""
     lines = []
     if "_NO_TAGS" in code:
         lines.append("_NO_TAGS = _wire.EMPTY_TAGS")
-    lines += [f'_A_{c} = _wire.SHORT_ARRAYS["{c}"]' for c in sorted(set("bhiqHId")) if f"_A_{c}[" in code]
-    lines += [f'_K_{c} = _wire.COUNTED_ARRAYS["{c}"]' for c in sorted(set("bhiqHId")) if f"_K_{c}[" in code]
+    tables = {
+        "_A": "SHORT_ARRAYS",
+        "_K": "COUNTED_ARRAYS",
+        "_PC": "COMPACT_PREFIXED",
+        "_PI": "CLASSIC_PREFIXED",
+    }
+    for short, table in tables.items():
+        used = [c for c in sorted(set("bhiqHId")) if f"{short}_{c}[" in code]
+        lines += [f'{short}_{c} = _wire.{table}["{c}"]' for c in used]
     if "_new(_UUID)" in code:
         lines += [
             "_UUID = uuid.UUID",

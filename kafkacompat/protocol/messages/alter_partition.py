@@ -28,6 +28,7 @@ _F_iqB = struct.Struct(">iqB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
+_PC_i = _wire.COMPACT_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -832,13 +833,11 @@ def _w_AlterPartitionRequest__PartitionData_0(out: bytearray, o: AlterPartitionR
         if x is None:
             raise EncodeError("field new_isr is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         if o._unknown_tags:
@@ -861,13 +860,11 @@ def _w_AlterPartitionRequest__PartitionData_1(out: bytearray, o: AlterPartitionR
         if x is None:
             raise EncodeError("field new_isr is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         out += _F_bi.pack(o.leader_recovery_state, o.partition_epoch)
         if o._unknown_tags:
@@ -1485,13 +1482,11 @@ def _w_AlterPartitionResponse__PartitionData_0(
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         if o._unknown_tags:
@@ -1513,13 +1508,11 @@ def _w_AlterPartitionResponse__PartitionData_1(
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         out += _F_bi.pack(o.leader_recovery_state, o.partition_epoch)
         if o._unknown_tags:

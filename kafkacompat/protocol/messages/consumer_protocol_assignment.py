@@ -14,6 +14,7 @@ _new = object.__new__
 _NONE = VersionRange.NONE
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
+_PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
 class ConsumerProtocolAssignment(KafkaMessage):
@@ -128,10 +129,11 @@ def _w_ConsumerProtocolAssignment__TopicPartition_0(
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write TopicPartition: {exc}") from None

@@ -16,6 +16,7 @@ _NONE = VersionRange.NONE
 _F_i = struct.Struct(">i")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
+_PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
 class ConsumerProtocolSubscription(KafkaMessage):
@@ -402,10 +403,11 @@ def _w_ConsumerProtocolSubscription__TopicPartition_0(
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write TopicPartition: {exc}") from None

@@ -26,6 +26,8 @@ _F_qqB = struct.Struct(">qqB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
+_PC_i = _wire.COMPACT_PREFIXED["i"]
+_PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
 class DescribeLogDirsRequest(KafkaRequest['DescribeLogDirsResponse']):
@@ -322,10 +324,11 @@ def _w_DescribeLogDirsRequest__DescribableLogDirTopic_0(
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write DescribableLogDirTopic: {exc}") from None
@@ -350,13 +353,11 @@ def _w_DescribeLogDirsRequest__DescribableLogDirTopic_1(
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)

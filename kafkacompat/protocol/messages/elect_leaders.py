@@ -21,6 +21,8 @@ _F_ihB = struct.Struct(">ihB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
+_PC_i = _wire.COMPACT_PREFIXED["i"]
+_PI_i = _wire.CLASSIC_PREFIXED["i"]
 
 
 class ElectLeadersRequest(KafkaRequest['ElectLeadersResponse']):
@@ -376,10 +378,11 @@ def _w_ElectLeadersRequest__TopicPartitions_0(out: bytearray, o: ElectLeadersReq
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write TopicPartitions: {exc}") from None
@@ -401,13 +404,11 @@ def _w_ElectLeadersRequest__TopicPartitions_1(out: bytearray, o: ElectLeadersReq
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)

@@ -24,6 +24,7 @@ _F_ihiiB = struct.Struct(">ihiiB")
 _F_iii = struct.Struct(">iii")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
+_PI_i = _wire.CLASSIC_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -541,10 +542,11 @@ def _w_EndQuorumEpochRequest__PartitionData_0(out: bytearray, o: EndQuorumEpochR
         if x is None:
             raise EncodeError("field preferred_successors is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write PartitionData: {exc}") from None

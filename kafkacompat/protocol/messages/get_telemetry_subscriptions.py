@@ -21,6 +21,7 @@ _F_iio = struct.Struct(">ii?")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_b = _wire.SHORT_ARRAYS["b"]
 _K_b = _wire.COUNTED_ARRAYS["b"]
+_PC_b = _wire.COMPACT_PREFIXED["b"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -238,13 +239,11 @@ def _w_GetTelemetrySubscriptionsResponse_0(out: bytearray, o: GetTelemetrySubscr
         if x is None:
             raise EncodeError("field accepted_compression_types is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_b[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["b"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "b")
         out += _F_iio.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
         x = o.requested_metrics

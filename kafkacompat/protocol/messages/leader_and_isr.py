@@ -32,6 +32,8 @@ _F_iiqb = struct.Struct(">iiqb")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
+_PC_i = _wire.COMPACT_PREFIXED["i"]
+_PI_i = _wire.CLASSIC_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -2042,20 +2044,22 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0(
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write LeaderAndIsrPartitionState: {exc}") from None
@@ -2080,20 +2084,22 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1(
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         out += _F_o.pack(o.is_new)
     except _wire.ENCODE_FAILURES as exc:
@@ -2115,20 +2121,22 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2(
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         out += _F_o.pack(o.is_new)
     except _wire.ENCODE_FAILURES as exc:
@@ -2150,38 +2158,42 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         out += _F_o.pack(o.is_new)
     except _wire.ENCODE_FAILURES as exc:
@@ -2203,50 +2215,42 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         out += _F_o.pack(o.is_new)
         if o._unknown_tags:
@@ -2268,50 +2272,42 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         out += _F_i.pack(o.partition_epoch)
         x = o.replicas
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         out += _F_ob.pack(o.is_new, o.leader_recovery_state)
         if o._unknown_tags:

@@ -24,6 +24,7 @@ _F_ih = struct.Struct(">ih")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_b = _wire.SHORT_ARRAYS["b"]
 _K_b = _wire.COUNTED_ARRAYS["b"]
+_PC_b = _wire.COMPACT_PREFIXED["b"]
 
 
 class ListConfigResourcesRequest(KafkaRequest['ListConfigResourcesResponse']):
@@ -181,13 +182,11 @@ def _w_ListConfigResourcesRequest_1(out: bytearray, o: ListConfigResourcesReques
         if x is None:
             raise EncodeError("field resource_types is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_b[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["b"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "b")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)

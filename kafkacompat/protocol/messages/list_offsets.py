@@ -26,6 +26,7 @@ _F_iq = struct.Struct(">iq")
 _F_iqi = struct.Struct(">iqi")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_q = _wire.SHORT_ARRAYS["q"]
+_PI_q = _wire.CLASSIC_PREFIXED["q"]
 
 
 class ListOffsetsRequest(KafkaRequest['ListOffsetsResponse']):
@@ -1545,10 +1546,11 @@ def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_0(
         if x is None:
             raise EncodeError("field old_style_offsets is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["q"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_q[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "q")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write ListOffsetsPartitionResponse: {exc}") from None

@@ -19,6 +19,7 @@ _F_qB = struct.Struct(">qB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_q = _wire.SHORT_ARRAYS["q"]
 _K_q = _wire.COUNTED_ARRAYS["q"]
+_PC_q = _wire.COMPACT_PREFIXED["q"]
 
 
 class ListTransactionsRequest(KafkaRequest['ListTransactionsResponse']):
@@ -191,13 +192,11 @@ def _w_ListTransactionsRequest_0(out: bytearray, o: ListTransactionsRequest) -> 
         if x is None:
             raise EncodeError("field producer_id_filters is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_q[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["q"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "q")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
@@ -307,13 +306,11 @@ def _w_ListTransactionsRequest_1(out: bytearray, o: ListTransactionsRequest) -> 
         if x is None:
             raise EncodeError("field producer_id_filters is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_q[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["q"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "q")
         out += _F_q.pack(o.duration_filter)
         if o._unknown_tags:
@@ -433,13 +430,11 @@ def _w_ListTransactionsRequest_2(out: bytearray, o: ListTransactionsRequest) -> 
         if x is None:
             raise EncodeError("field producer_id_filters is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_q[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["q"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "q")
         out += _F_q.pack(o.duration_filter)
         x = o.transactional_id_pattern

@@ -29,6 +29,8 @@ _F_iB = struct.Struct(">iB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
+_PC_i = _wire.COMPACT_PREFIXED["i"]
+_PI_i = _wire.CLASSIC_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -3665,19 +3667,21 @@ def _w_MetadataResponse__MetadataResponsePartition_0(
         if x is None:
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         x = o.isr_nodes
         if x is None:
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write MetadataResponsePartition: {exc}") from None
@@ -3694,28 +3698,31 @@ def _w_MetadataResponse__MetadataResponsePartition_1(
         if x is None:
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         x = o.isr_nodes
         if x is None:
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         x = o.offline_replicas
         if x is None:
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write MetadataResponsePartition: {exc}") from None
@@ -3732,28 +3739,31 @@ def _w_MetadataResponse__MetadataResponsePartition_2(
         if x is None:
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         x = o.isr_nodes
         if x is None:
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
         x = o.offline_replicas
         if x is None:
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write MetadataResponsePartition: {exc}") from None
@@ -3770,37 +3780,31 @@ def _w_MetadataResponse__MetadataResponsePartition_3(
         if x is None:
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.isr_nodes
         if x is None:
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.offline_replicas
         if x is None:
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)

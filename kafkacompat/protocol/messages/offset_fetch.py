@@ -25,6 +25,8 @@ _F_iqiB = struct.Struct(">iqiB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
+_PC_i = _wire.COMPACT_PREFIXED["i"]
+_PI_i = _wire.CLASSIC_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -1172,10 +1174,11 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopic_0(
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
-            out += _wire.INT32.pack(len(x))
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
+            n = len(x)
+            if n < 32:
+                out += _PI_i[n].pack(n, *x)
             else:
+                out += _wire.INT32.pack(n)
                 _wire.write_int_array(out, x, "i")
     except _wire.ENCODE_FAILURES as exc:
         raise EncodeError(f"cannot write OffsetFetchRequestTopic: {exc}") from None
@@ -1200,13 +1203,11 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopic_1(
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
@@ -1235,13 +1236,11 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopics_0(
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
@@ -1263,13 +1262,11 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopics_1(
         if x is None:
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)

@@ -19,6 +19,7 @@ _F_i = struct.Struct(">i")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
+_PC_i = _wire.COMPACT_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -268,13 +269,11 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((0, t))
         if o.leader != -2:
@@ -288,13 +287,11 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((2, t))
         if o.removing_replicas is not None:
@@ -303,13 +300,11 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((3, t))
         if o.adding_replicas is not None:
@@ -318,13 +313,11 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((4, t))
         if o.leader_recovery_state != -1:
@@ -554,13 +547,11 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((0, t))
         if o.leader != -2:
@@ -574,13 +565,11 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((2, t))
         if o.removing_replicas is not None:
@@ -589,13 +578,11 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((3, t))
         if o.adding_replicas is not None:
@@ -604,13 +591,11 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((4, t))
         if o.leader_recovery_state != -1:
@@ -899,13 +884,11 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((0, t))
         if o.leader != -2:
@@ -919,13 +902,11 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((2, t))
         if o.removing_replicas is not None:
@@ -934,13 +915,11 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((3, t))
         if o.adding_replicas is not None:
@@ -949,13 +928,11 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((4, t))
         if o.leader_recovery_state != -1:
@@ -969,13 +946,11 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((6, t))
         if o.last_known_elr is not None:
@@ -984,13 +959,11 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((7, t))
         if o.directories is not None:

@@ -20,6 +20,7 @@ _F_iii = struct.Struct(">iii")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
+_PC_i = _wire.COMPACT_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -239,49 +240,41 @@ def _w_PartitionRecord_0(out: bytearray, o: PartitionRecord) -> None:
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.isr
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         out += _F_iii.pack(o.leader, o.leader_epoch, o.partition_epoch)
         tags: list[tuple[int, bytearray]] = []
@@ -469,49 +462,41 @@ def _w_PartitionRecord_1(out: bytearray, o: PartitionRecord) -> None:
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.isr
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         out += _F_iii.pack(o.leader, o.leader_epoch, o.partition_epoch)
         x = o.directories
@@ -755,49 +740,41 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
         if x is None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.isr
         if x is None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.removing_replicas
         if x is None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         x = o.adding_replicas
         if x is None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         out += _F_iii.pack(o.leader, o.leader_epoch, o.partition_epoch)
         x = o.directories
@@ -822,13 +799,11 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((1, t))
         if o.last_known_elr is not None:
@@ -837,13 +812,11 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
             if x is None:
                 t += b'\x00'
             else:
-                if len(x) < 0x7F:
-                    t.append(len(x) + 1)
+                n = len(x)
+                if n < 32:
+                    t += _PC_i[n].pack(n + 1, *x)
                 else:
-                    t += _wire.uvarint(len(x) + 1)
-                if len(x) < 32:
-                    t += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-                else:
+                    t += _wire.uvarint(n + 1)
                     _wire.write_int_array(t, x, "i")
             tags.append((2, t))
         if tags or o._unknown_tags:

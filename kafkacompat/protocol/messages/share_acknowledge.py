@@ -25,6 +25,7 @@ _F_qqB = struct.Struct(">qqB")
 _NO_TAGS = _wire.EMPTY_TAGS
 _A_b = _wire.SHORT_ARRAYS["b"]
 _K_b = _wire.COUNTED_ARRAYS["b"]
+_PC_b = _wire.COMPACT_PREFIXED["b"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -432,13 +433,11 @@ def _w_ShareAcknowledgeRequest__AcknowledgementBatch_0(
         if x is None:
             raise EncodeError("field acknowledge_types is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_b[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["b"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "b")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)

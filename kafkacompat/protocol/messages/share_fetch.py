@@ -33,6 +33,8 @@ _A_b = _wire.SHORT_ARRAYS["b"]
 _A_i = _wire.SHORT_ARRAYS["i"]
 _K_b = _wire.COUNTED_ARRAYS["b"]
 _K_i = _wire.COUNTED_ARRAYS["i"]
+_PC_b = _wire.COMPACT_PREFIXED["b"]
+_PC_i = _wire.COMPACT_PREFIXED["i"]
 _UUID = uuid.UUID
 _UUID_SAFE = uuid.SafeUUID.unknown
 _set = object.__setattr__
@@ -900,13 +902,11 @@ def _w_ShareFetchRequest__AcknowledgementBatch_0(
         if x is None:
             raise EncodeError("field acknowledge_types is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_b[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["b"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "b")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
@@ -1023,13 +1023,11 @@ def _w_ShareFetchRequest__ForgottenTopic_0(out: bytearray, o: ShareFetchRequest.
         if x is None:
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
-            if len(x) < 0x7F:
-                out.append(len(x) + 1)
+            n = len(x)
+            if n < 32:
+                out += _PC_i[n].pack(n + 1, *x)
             else:
-                out += _wire.uvarint(len(x) + 1)
-            if len(x) < 32:
-                out += _wire.SHORT_ARRAYS["i"][len(x)].pack(*x)
-            else:
+                out += _wire.uvarint(n + 1)
                 _wire.write_int_array(out, x, "i")
         if o._unknown_tags:
             _wire.write_tagged_fields(out, (), o._unknown_tags)
