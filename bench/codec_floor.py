@@ -30,23 +30,33 @@ from kafkacompat.protocol.messages import MetadataResponse
 
 __all__ = ["main"]
 
-REPEATS = 7
+ROUNDS = 15
+LOOPS = 2000
 
 
-def best(fn: Callable[[], object], number: int) -> float:
-    """Best CPU seconds per call of ``fn`` over ``REPEATS`` runs of ``number`` calls."""
-    return min(timeit.Timer(fn, timer=time.process_time).repeat(number=number, repeat=REPEATS)) / number
+def best_of_rounds(fns: dict[str, tuple[Callable[[], object], int]]) -> dict[str, float]:
+    """Best CPU seconds per call of each function, over ``ROUNDS`` interleaved rounds.
+
+    Each value is ``(fn, number)``: a round times ``number`` calls of each
+    function in turn, so a machine that slows down mid-run slows all of them alike.
+    """
+    timers = {name: (timeit.Timer(fn, timer=time.process_time), number) for name, (fn, number) in fns.items()}
+    found = dict.fromkeys(fns, float("inf"))
+    for _ in range(ROUNDS):
+        for name, (timer, number) in timers.items():
+            found[name] = min(found[name], timer.timeit(number) / number)
+    return found
 
 
-def unit_costs(loops: int = 2000) -> dict[str, float]:
-    """Seconds per step, each measured in a loop of ``loops`` and net of the empty loop."""
+def unit_steps() -> dict[str, Callable[[], None]]:
+    """One loop of ``LOOPS`` per step, shaped like the generated reader's."""
     cls = MetadataResponse.MetadataResponsePartition
     new = object.__new__
     run = struct.Struct(">hiii")
     three = struct.Struct(">3i")
     data = bytes(range(64)) * 4
     host = b"\x18broker-7.kafka.internal" + bytes(32)
-    rng = range(loops)
+    rng = range(LOOPS)
     empty_list: list[int] = []
 
     def empty() -> None:
@@ -83,17 +93,20 @@ def unit_costs(loops: int = 2000) -> dict[str, float]:
         for _ in rng:
             run.unpack_from(data, 4)
 
-    base = best(empty, 20) / loops
-    per = {
-        name: best(fn, 20) / loops - base
-        for name, fn in (
-            ("object", objects),
-            ("object+8 fields", objects_with_fields),
-            ("int array", arrays),
-            ("string", strings),
-            ("fixed run", fixed_runs),
-        )
+    return {
+        "element": empty,
+        "object": objects,
+        "object+8 fields": objects_with_fields,
+        "int array": arrays,
+        "string": strings,
+        "fixed run": fixed_runs,
     }
+
+
+def unit_costs(times: dict[str, float]) -> dict[str, float]:
+    """Seconds per step from the loops' times, each net of the empty loop."""
+    base = times["element"] / LOOPS
+    per = {name: times[name] / LOOPS - base for name in unit_steps() if name != "element"}
     per["field"] = (per.pop("object+8 fields") - per["object"]) / 8
     per["element"] = base
     return per
@@ -111,7 +124,18 @@ def main() -> int:
         "fixed run": 4 + 2 * len(message.brokers) + 2 * len(message.topics) + partitions,
         "element": len(message.brokers) + len(message.topics) + partitions,
     }
-    units = unit_costs()
+    fns: dict[str, tuple[Callable[[], object], int]] = {name: (fn, 5) for name, fn in unit_steps().items()}
+    fns["kafkacompat"] = (lambda: MetadataResponse.decode(payload, 12), 5)
+    try:
+        from kio.schema.metadata.v12.response import MetadataResponse as KioMetadata
+        from kio.serial import entity_reader
+    except ImportError:
+        print("kio is not installed: no native figure")
+    else:
+        reader = entity_reader(KioMetadata)
+        fns["kio (Rust)"] = (lambda: reader(payload, 0), 5)
+    times = best_of_rounds(fns)
+    units = unit_costs(times)
     objects = counts["object"]
     print(f"MetadataResponse v12, {len(payload):,} bytes: {objects:,} objects, {partitions:,} partitions")
     print(f"  {'step':<10} {'ns each':>8} {'count':>7} {'us total':>9}")
@@ -121,17 +145,10 @@ def main() -> int:
         floor += total
         print(f"  {name:<10} {units[name] * 1e9:8.1f} {count:7,} {total * 1e6:9.1f}")
     print(f"  {'floor':<10} {'':>8} {'':>7} {floor * 1e6:9.1f}")
-    decode = best(lambda: MetadataResponse.decode(payload, 12), 20)
-    print(f"kafkacompat decode: {decode * 1e6:9.1f} us  ({decode / floor:.2f}x the floor)")
-    try:
-        from kio.schema.metadata.v12.response import MetadataResponse as KioMetadata
-        from kio.serial import entity_reader
-    except ImportError:
-        print("kio decode: kio is not installed")
-        return 0
-    reader = entity_reader(KioMetadata)
-    native = best(lambda: reader(payload, 0), 20)
-    print(f"kio decode (Rust):  {native * 1e6:9.1f} us  ({native / floor:.2f}x the floor)")
+    for name in ("kafkacompat", "kio (Rust)"):
+        if name in times:
+            seconds = times[name]
+            print(f"{name + ' decode:':<20} {seconds * 1e6:9.1f} us  ({seconds / floor:.2f}x the floor)")
     return 0
 
 
