@@ -376,17 +376,9 @@ class MessageRenderer:
             with out.block():
                 out(f"{writer}({sink}, item)")
             return
-        if f.type in FIXED:
-            code = PRIMITIVES[f.type][0]
-            if f.type == "bool":
-                out(f'_wire.write_int_array({sink}, x, "{code}")')
-                return
-            out("if len(x) < 32:")
-            with out.block():
-                out(f'{sink} += _wire.SHORT_ARRAYS["{code}"][len(x)].pack(*x)')
-            out("else:")
-            with out.block():
-                out(f'_wire.write_int_array({sink}, x, "{code}")')
+        if f.type in FIXED:  # only bools: other numbers went through _write_numbers
+            assert f.type == "bool"
+            out(f'_wire.write_int_array({sink}, x, "{PRIMITIVES[f.type][0]}")')
             return
         out("for item in x:")
         with out.block():
