@@ -337,7 +337,10 @@ class MessageRenderer:
         code = PRIMITIVES[f.type][0]
         table, count = ("_PC", "n + 1") if fl.compact else ("_PI", "n")
         out("n = len(x)")
-        out("if n < 32:")
+        out("if not n:")
+        with out.block():
+            out(f"{sink}.append(1)" if fl.compact else f"{sink} += b'\\x00\\x00\\x00\\x00'")
+        out("elif n < 32:")
         with out.block():
             out(f"{sink} += {table}_{code}[n].pack({count}, *x)")
         out("else:")

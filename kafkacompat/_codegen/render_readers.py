@@ -195,7 +195,11 @@ class ReaderRenderer:
         code, width = PRIMITIVES[f.type][0], PRIMITIVES[f.type][1]
         if not self.take_peeked():
             out("c = buf[pos]")
-        out(f"if 0 < c <= {SHORT_ARRAY}:")
+        out("if c == 1:  # empty (offline replicas, mostly): no unpack")
+        with out.block():
+            out(f"{target} = []")
+            out("pos += 1")
+        out(f"elif 0 < c <= {SHORT_ARRAY}:")
         with out.block():
             out(f"{target} = [*_K_{code}[c].unpack_from(buf, pos)]")
             out(f"pos += {width} * c - {width - 1}" if width > 1 else "pos += c")

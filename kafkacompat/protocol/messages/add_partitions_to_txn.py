@@ -303,7 +303,10 @@ def _r_AddPartitionsToTxnRequest_1(buf: Any, pos: int) -> tuple[AddPartitionsToT
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s3_partitions = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s3_partitions = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -448,7 +451,10 @@ def _r_AddPartitionsToTxnRequest_2(buf: Any, pos: int) -> tuple[AddPartitionsToT
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_partitions = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_partitions = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -582,7 +588,9 @@ def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_0(
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -611,7 +619,9 @@ def _w_AddPartitionsToTxnRequest__AddPartitionsToTxnTopic_1(
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -234,7 +234,10 @@ def _r_AlterPartitionRequest_0(buf: Any, pos: int) -> tuple[AlterPartitionReques
                     for _ in range(n):
                         (s5_partition_index, s5_leader_epoch, c,) = _F_iiB.unpack_from(buf, pos)
                         pos += 8
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_new_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_new_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -381,7 +384,10 @@ def _r_AlterPartitionRequest_1(buf: Any, pos: int) -> tuple[AlterPartitionReques
                     for _ in range(n):
                         (s5_partition_index, s5_leader_epoch, c,) = _F_iiB.unpack_from(buf, pos)
                         pos += 8
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_new_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_new_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -526,7 +532,10 @@ def _r_AlterPartitionRequest_2(buf: Any, pos: int) -> tuple[AlterPartitionReques
                     for _ in range(n):
                         (s5_partition_index, s5_leader_epoch, c,) = _F_iiB.unpack_from(buf, pos)
                         pos += 8
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_new_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_new_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -834,7 +843,9 @@ def _w_AlterPartitionRequest__PartitionData_0(out: bytearray, o: AlterPartitionR
             raise EncodeError("field new_isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -861,7 +872,9 @@ def _w_AlterPartitionRequest__PartitionData_1(out: bytearray, o: AlterPartitionR
             raise EncodeError("field new_isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -1061,7 +1074,10 @@ def _r_AlterPartitionResponse_0(buf: Any, pos: int) -> tuple[AlterPartitionRespo
                             c,
                         ) = _F_ihiiB.unpack_from(buf, pos)
                         pos += 14
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1215,7 +1231,10 @@ def _r_AlterPartitionResponse_1(buf: Any, pos: int) -> tuple[AlterPartitionRespo
                             c,
                         ) = _F_ihiiB.unpack_from(buf, pos)
                         pos += 14
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1367,7 +1386,10 @@ def _r_AlterPartitionResponse_2(buf: Any, pos: int) -> tuple[AlterPartitionRespo
                             c,
                         ) = _F_ihiiB.unpack_from(buf, pos)
                         pos += 14
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1483,7 +1505,9 @@ def _w_AlterPartitionResponse__PartitionData_0(
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -1509,7 +1533,9 @@ def _w_AlterPartitionResponse__PartitionData_1(
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -185,7 +185,10 @@ def _r_AlterPartitionReassignmentsRequest_0(
                     for _ in range(n):
                         (s5_partition_index, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -334,7 +337,10 @@ def _r_AlterPartitionReassignmentsRequest_1(
                     for _ in range(n):
                         (s5_partition_index, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -443,7 +449,9 @@ def _w_AlterPartitionReassignmentsRequest__ReassignablePartition_0(
             out += b'\x00'
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -250,7 +250,10 @@ def _r_AlterReplicaLogDirsRequest_1(buf: Any, pos: int) -> tuple[AlterReplicaLog
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_partitions = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_partitions = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -359,7 +362,9 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_0(
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -388,7 +393,9 @@ def _w_AlterReplicaLogDirsRequest__AlterReplicaLogDirTopic_1(
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -481,7 +481,10 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                                 else:
                                     s9_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
                                 c = buf[pos]
-                                if 0 < c <= 32:
+                                if c == 1:  # empty (offline replicas, mostly): no unpack
+                                    s9_partitions = []
+                                    pos += 1
+                                elif 0 < c <= 32:
                                     s9_partitions = [*_K_i[c].unpack_from(buf, pos)]
                                     pos += 4 * c - 3
                                 else:
@@ -564,7 +567,10 @@ def _r_ConsumerGroupDescribeResponse_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                                 else:
                                     s12_topic_name, pos = _wire.read_compact_text(buf, pos, "topic_name")
                                 c = buf[pos]
-                                if 0 < c <= 32:
+                                if c == 1:  # empty (offline replicas, mostly): no unpack
+                                    s12_partitions = []
+                                    pos += 1
+                                elif 0 < c <= 32:
                                     s12_partitions = [*_K_i[c].unpack_from(buf, pos)]
                                     pos += 4 * c - 3
                                 else:
@@ -732,7 +738,9 @@ def _w_ConsumerGroupDescribeResponse__TopicPartitions_0(
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -267,7 +267,10 @@ def _r_ConsumerGroupHeartbeatRequest_0(buf: Any, pos: int) -> tuple[ConsumerGrou
                 _set(s4_topic_id, "is_safe", _UUID_SAFE)
                 pos = stop
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s4_partitions = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s4_partitions = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -537,7 +540,10 @@ def _r_ConsumerGroupHeartbeatRequest_1(buf: Any, pos: int) -> tuple[ConsumerGrou
                 _set(s4_topic_id, "is_safe", _UUID_SAFE)
                 pos = stop
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s4_partitions = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s4_partitions = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -701,7 +707,9 @@ def _w_ConsumerGroupHeartbeatRequest__TopicPartitions_0(
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -776,7 +784,10 @@ def _r_ConsumerGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ConsumerGro
                     _set(s4_topic_id, "is_safe", _UUID_SAFE)
                     pos = stop
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s4_partitions = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s4_partitions = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -899,7 +910,9 @@ def _w_ConsumerGroupHeartbeatResponse__TopicPartitions_0(
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -229,7 +229,10 @@ def _r_CreatePartitionsRequest_1(buf: Any, pos: int) -> tuple[CreatePartitionsRe
                     add4 = s3_assignments.append
                     for _ in range(n):
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_broker_ids = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_broker_ids = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -338,7 +341,9 @@ def _w_CreatePartitionsRequest__CreatePartitionsAssignment_0(
             raise EncodeError("field broker_ids is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -358,7 +363,9 @@ def _w_CreatePartitionsRequest__CreatePartitionsAssignment_1(
             raise EncodeError("field broker_ids is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

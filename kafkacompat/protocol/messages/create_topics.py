@@ -474,7 +474,10 @@ def _r_CreateTopicsRequest_2(buf: Any, pos: int) -> tuple[CreateTopicsRequest, i
                     for _ in range(n):
                         (s5_partition_index, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_broker_ids = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_broker_ids = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -636,7 +639,9 @@ def _w_CreateTopicsRequest__CreatableReplicaAssignment_0(
             raise EncodeError("field broker_ids is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -657,7 +662,9 @@ def _w_CreateTopicsRequest__CreatableReplicaAssignment_1(
             raise EncodeError("field broker_ids is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -420,7 +420,10 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
                             c,
                         ) = _F_hiiiB.unpack_from(buf, pos)
                         pos += 14
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_replica_nodes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_replica_nodes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -439,7 +442,10 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
                                 else:
                                     s5_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_isr_nodes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_isr_nodes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -458,7 +464,10 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
                                 else:
                                     s5_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_eligible_leader_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_eligible_leader_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -483,7 +492,10 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
                                         4,
                                     )
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_last_known_elr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_last_known_elr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -502,7 +514,10 @@ def _r_DescribeTopicPartitionsResponse_0(buf: Any, pos: int) -> tuple[DescribeTo
                                 else:
                                     s5_last_known_elr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_offline_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_offline_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -663,7 +678,9 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -673,7 +690,9 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -683,7 +702,9 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition
             out += b'\x00'
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -693,7 +714,9 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition
             out += b'\x00'
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -703,7 +726,9 @@ def _w_DescribeTopicPartitionsResponse__DescribeTopicPartitionsResponsePartition
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -285,7 +285,10 @@ def _r_ElectLeadersRequest_2(buf: Any, pos: int) -> tuple[ElectLeadersRequest, i
                 else:
                     s3_topic, pos = _wire.read_compact_text(buf, pos, "topic")
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s3_partitions = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s3_partitions = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -379,7 +382,9 @@ def _w_ElectLeadersRequest__TopicPartitions_0(out: bytearray, o: ElectLeadersReq
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -405,7 +410,9 @@ def _w_ElectLeadersRequest__TopicPartitions_1(out: bytearray, o: ElectLeadersReq
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -1550,7 +1550,10 @@ def _r_FetchRequest_7(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 else:
                     s8_topic, pos = _wire.read_compact_text(buf, pos, "topic")
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s8_partitions = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s8_partitions = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -1861,7 +1864,10 @@ def _r_FetchRequest_8(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 _set(s8_topic_id, "is_safe", _UUID_SAFE)
                 pos = stop
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s8_partitions = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s8_partitions = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -2173,7 +2179,10 @@ def _r_FetchRequest_9(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 _set(s8_topic_id, "is_safe", _UUID_SAFE)
                 pos = stop
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s8_partitions = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s8_partitions = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -2498,7 +2507,10 @@ def _r_FetchRequest_10(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 _set(s7_topic_id, "is_safe", _UUID_SAFE)
                 pos = stop
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s7_partitions = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s7_partitions = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -2833,7 +2845,10 @@ def _r_FetchRequest_11(buf: Any, pos: int) -> tuple[FetchRequest, int]:
                 _set(s7_topic_id, "is_safe", _UUID_SAFE)
                 pos = stop
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s7_partitions = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s7_partitions = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -3316,7 +3331,9 @@ def _w_FetchRequest__ForgottenTopic_0(out: bytearray, o: FetchRequest.ForgottenT
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -3342,7 +3359,9 @@ def _w_FetchRequest__ForgottenTopic_1(out: bytearray, o: FetchRequest.ForgottenT
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -3365,7 +3384,9 @@ def _w_FetchRequest__ForgottenTopic_2(out: bytearray, o: FetchRequest.ForgottenT
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

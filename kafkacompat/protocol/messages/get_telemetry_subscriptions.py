@@ -158,7 +158,10 @@ def _r_GetTelemetrySubscriptionsResponse_0(
         pos = stop
         (s1_subscription_id, c,) = _F_iB.unpack_from(buf, pos)
         pos += 4
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_accepted_compression_types = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_accepted_compression_types = [*_K_b[c].unpack_from(buf, pos)]
             pos += c
         else:
@@ -240,7 +243,9 @@ def _w_GetTelemetrySubscriptionsResponse_0(out: bytearray, o: GetTelemetrySubscr
             raise EncodeError("field accepted_compression_types is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_b[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

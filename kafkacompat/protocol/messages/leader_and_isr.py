@@ -909,7 +909,10 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                             c,
                         ) = _F_iiiiB.unpack_from(buf, pos)
                         pos += 16
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -929,7 +932,10 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         (s5_partition_epoch, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -948,7 +954,10 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                 else:
                                     s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_adding_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_adding_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -967,7 +976,10 @@ def _r_LeaderAndIsrRequest_4(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                 else:
                                     s5_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_removing_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_removing_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1203,7 +1215,10 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                             c,
                         ) = _F_iiiiB.unpack_from(buf, pos)
                         pos += 16
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1223,7 +1238,10 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         (s5_partition_epoch, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1242,7 +1260,10 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                 else:
                                     s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_adding_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_adding_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1261,7 +1282,10 @@ def _r_LeaderAndIsrRequest_5(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                 else:
                                     s5_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_removing_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_removing_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1495,7 +1519,10 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                             c,
                         ) = _F_iiiiB.unpack_from(buf, pos)
                         pos += 16
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1515,7 +1542,10 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         (s5_partition_epoch, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1534,7 +1564,10 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                 else:
                                     s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_adding_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_adding_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1553,7 +1586,10 @@ def _r_LeaderAndIsrRequest_6(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                 else:
                                     s5_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_removing_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_removing_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1793,7 +1829,10 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                             c,
                         ) = _F_iiiiB.unpack_from(buf, pos)
                         pos += 16
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1813,7 +1852,10 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         (s5_partition_epoch, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1832,7 +1874,10 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                 else:
                                     s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_adding_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_adding_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1851,7 +1896,10 @@ def _r_LeaderAndIsrRequest_7(buf: Any, pos: int) -> tuple[LeaderAndIsrRequest, i
                                 else:
                                     s5_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_removing_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_removing_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -2045,7 +2093,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0(
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2056,7 +2106,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_0(
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2085,7 +2137,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1(
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2096,7 +2150,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_1(
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2122,7 +2178,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2(
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2133,7 +2191,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_2(
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2159,7 +2219,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2170,7 +2232,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2180,7 +2244,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2190,7 +2256,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_3(
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2216,7 +2284,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -2227,7 +2297,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -2237,7 +2309,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -2247,7 +2321,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_4(
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -2273,7 +2349,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -2284,7 +2362,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -2294,7 +2374,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -2304,7 +2386,9 @@ def _w_LeaderAndIsrRequest__LeaderAndIsrPartitionState_5(
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -137,7 +137,10 @@ def _r_ListConfigResourcesRequest_1(buf: Any, pos: int) -> tuple[ListConfigResou
     try:
         buflen = len(buf)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_resource_types = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_resource_types = [*_K_b[c].unpack_from(buf, pos)]
             pos += c
         else:
@@ -183,7 +186,9 @@ def _w_ListConfigResourcesRequest_1(out: bytearray, o: ListConfigResourcesReques
             raise EncodeError("field resource_types is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_b[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -1547,7 +1547,9 @@ def _w_ListOffsetsResponse__ListOffsetsPartitionResponse_0(
             raise EncodeError("field old_style_offsets is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_q[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)

@@ -144,7 +144,10 @@ def _r_ListPartitionReassignmentsRequest_0(
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s3_partition_indexes = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s3_partition_indexes = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -243,7 +246,9 @@ def _w_ListPartitionReassignmentsRequest__ListPartitionReassignmentsTopics_0(
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -317,7 +322,10 @@ def _r_ListPartitionReassignmentsResponse_0(
                     for _ in range(n):
                         (s5_partition_index, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -336,7 +344,10 @@ def _r_ListPartitionReassignmentsResponse_0(
                                 else:
                                     s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_adding_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_adding_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -355,7 +366,10 @@ def _r_ListPartitionReassignmentsResponse_0(
                                 else:
                                     s5_adding_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_removing_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_removing_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -474,7 +488,9 @@ def _w_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -484,7 +500,9 @@ def _w_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -494,7 +512,9 @@ def _w_ListPartitionReassignmentsResponse__OngoingPartitionReassignment_0(
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -118,7 +118,10 @@ def _r_ListTransactionsRequest_0(buf: Any, pos: int) -> tuple[ListTransactionsRe
                     item, pos = _wire.read_compact_text(buf, pos, "state_filters[]")
                 add2(item)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_producer_id_filters = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_producer_id_filters = [*_K_q[c].unpack_from(buf, pos)]
             pos += 8 * c - 7
         else:
@@ -193,7 +196,9 @@ def _w_ListTransactionsRequest_0(out: bytearray, o: ListTransactionsRequest) -> 
             raise EncodeError("field producer_id_filters is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_q[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -235,7 +240,10 @@ def _r_ListTransactionsRequest_1(buf: Any, pos: int) -> tuple[ListTransactionsRe
                     item, pos = _wire.read_compact_text(buf, pos, "state_filters[]")
                 add2(item)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_producer_id_filters = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_producer_id_filters = [*_K_q[c].unpack_from(buf, pos)]
             pos += 8 * c - 7
         else:
@@ -307,7 +315,9 @@ def _w_ListTransactionsRequest_1(out: bytearray, o: ListTransactionsRequest) -> 
             raise EncodeError("field producer_id_filters is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_q[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -351,7 +361,10 @@ def _r_ListTransactionsRequest_2(buf: Any, pos: int) -> tuple[ListTransactionsRe
                     item, pos = _wire.read_compact_text(buf, pos, "state_filters[]")
                 add2(item)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_producer_id_filters = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_producer_id_filters = [*_K_q[c].unpack_from(buf, pos)]
             pos += 8 * c - 7
         else:
@@ -431,7 +444,9 @@ def _w_ListTransactionsRequest_2(out: bytearray, o: ListTransactionsRequest) -> 
             raise EncodeError("field producer_id_filters is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_q[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

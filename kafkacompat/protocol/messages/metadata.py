@@ -2194,7 +2194,10 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                             c,
                         ) = _F_hiiiB.unpack_from(buf, pos)
                         pos += 14
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_replica_nodes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_replica_nodes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -2213,7 +2216,10 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                                 else:
                                     s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_isr_nodes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_isr_nodes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -2232,7 +2238,10 @@ def _r_MetadataResponse_7(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                                 else:
                                     s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_offline_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_offline_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -2496,7 +2505,10 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                             c,
                         ) = _F_hiiiB.unpack_from(buf, pos)
                         pos += 14
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_replica_nodes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_replica_nodes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -2515,7 +2527,10 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                                 else:
                                     s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_isr_nodes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_isr_nodes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -2534,7 +2549,10 @@ def _r_MetadataResponse_8(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                                 else:
                                     s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_offline_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_offline_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -2798,7 +2816,10 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                             c,
                         ) = _F_hiiiB.unpack_from(buf, pos)
                         pos += 14
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_replica_nodes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_replica_nodes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -2817,7 +2838,10 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                                 else:
                                     s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_isr_nodes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_isr_nodes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -2836,7 +2860,10 @@ def _r_MetadataResponse_9(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                                 else:
                                     s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_offline_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_offline_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -3107,7 +3134,10 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                             c,
                         ) = _F_hiiiB.unpack_from(buf, pos)
                         pos += 14
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_replica_nodes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_replica_nodes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -3126,7 +3156,10 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                                 else:
                                     s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_isr_nodes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_isr_nodes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -3145,7 +3178,10 @@ def _r_MetadataResponse_10(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                                 else:
                                     s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_offline_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_offline_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -3416,7 +3452,10 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                             c,
                         ) = _F_hiiiB.unpack_from(buf, pos)
                         pos += 14
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_replica_nodes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_replica_nodes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -3435,7 +3474,10 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                                 else:
                                     s7_replica_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_isr_nodes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_isr_nodes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -3454,7 +3496,10 @@ def _r_MetadataResponse_11(buf: Any, pos: int) -> tuple[MetadataResponse, int]:
                                 else:
                                     s7_isr_nodes, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s7_offline_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s7_offline_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -3668,7 +3713,9 @@ def _w_MetadataResponse__MetadataResponsePartition_0(
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -3678,7 +3725,9 @@ def _w_MetadataResponse__MetadataResponsePartition_0(
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -3699,7 +3748,9 @@ def _w_MetadataResponse__MetadataResponsePartition_1(
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -3709,7 +3760,9 @@ def _w_MetadataResponse__MetadataResponsePartition_1(
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -3719,7 +3772,9 @@ def _w_MetadataResponse__MetadataResponsePartition_1(
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -3740,7 +3795,9 @@ def _w_MetadataResponse__MetadataResponsePartition_2(
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -3750,7 +3807,9 @@ def _w_MetadataResponse__MetadataResponsePartition_2(
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -3760,7 +3819,9 @@ def _w_MetadataResponse__MetadataResponsePartition_2(
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -3781,7 +3842,9 @@ def _w_MetadataResponse__MetadataResponsePartition_3(
             raise EncodeError("field replica_nodes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -3791,7 +3854,9 @@ def _w_MetadataResponse__MetadataResponsePartition_3(
             raise EncodeError("field isr_nodes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -3801,7 +3866,9 @@ def _w_MetadataResponse__MetadataResponsePartition_3(
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

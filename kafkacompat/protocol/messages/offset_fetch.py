@@ -439,7 +439,10 @@ def _r_OffsetFetchRequest_2(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s3_partition_indexes = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s3_partition_indexes = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -571,7 +574,10 @@ def _r_OffsetFetchRequest_3(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s3_partition_indexes = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s3_partition_indexes = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -714,7 +720,10 @@ def _r_OffsetFetchRequest_4(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_partition_indexes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_partition_indexes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -885,7 +894,10 @@ def _r_OffsetFetchRequest_5(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                         else:
                             s5_name, pos = _wire.read_compact_text(buf, pos, "name")
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_partition_indexes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_partition_indexes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1054,7 +1066,10 @@ def _r_OffsetFetchRequest_6(buf: Any, pos: int) -> tuple[OffsetFetchRequest, int
                         _set(s5_topic_id, "is_safe", _UUID_SAFE)
                         pos = stop
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_partition_indexes = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_partition_indexes = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1175,7 +1190,9 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopic_0(
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -1204,7 +1221,9 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopic_1(
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -1237,7 +1256,9 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopics_0(
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -1263,7 +1284,9 @@ def _w_OffsetFetchRequest__OffsetFetchRequestTopics_1(
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

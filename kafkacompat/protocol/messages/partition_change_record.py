@@ -109,7 +109,10 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_isr = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_isr = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -142,7 +145,10 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         )
                 elif tag1 == 2:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_replicas = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_replicas = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -167,7 +173,10 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         )
                 elif tag1 == 3:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_removing_replicas = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_removing_replicas = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -192,7 +201,10 @@ def _r_PartitionChangeRecord_0(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         )
                 elif tag1 == 4:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_adding_replicas = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_adding_replicas = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -270,7 +282,9 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -288,7 +302,9 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -301,7 +317,9 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -314,7 +332,9 @@ def _w_PartitionChangeRecord_0(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -369,7 +389,10 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_isr = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_isr = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -402,7 +425,10 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         )
                 elif tag1 == 2:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_replicas = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_replicas = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -427,7 +453,10 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         )
                 elif tag1 == 3:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_removing_replicas = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_removing_replicas = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -452,7 +481,10 @@ def _r_PartitionChangeRecord_1(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         )
                 elif tag1 == 4:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_adding_replicas = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_adding_replicas = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -548,7 +580,9 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -566,7 +600,9 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -579,7 +615,9 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -592,7 +630,9 @@ def _w_PartitionChangeRecord_1(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -664,7 +704,10 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                 tag1, pos, end1 = _wire.read_tag_header(buf, pos)
                 if tag1 == 0:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_isr = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_isr = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -697,7 +740,10 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         )
                 elif tag1 == 2:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_replicas = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_replicas = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -722,7 +768,10 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         )
                 elif tag1 == 3:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_removing_replicas = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_removing_replicas = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -747,7 +796,10 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         )
                 elif tag1 == 4:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_adding_replicas = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_adding_replicas = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -780,7 +832,10 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         )
                 elif tag1 == 6:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_eligible_leader_replicas = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_eligible_leader_replicas = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -805,7 +860,10 @@ def _r_PartitionChangeRecord_2(buf: Any, pos: int) -> tuple[PartitionChangeRecor
                         )
                 elif tag1 == 7:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_last_known_elr = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_last_known_elr = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -885,7 +943,9 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -903,7 +963,9 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -916,7 +978,9 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -929,7 +993,9 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -947,7 +1013,9 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -960,7 +1028,9 @@ def _w_PartitionChangeRecord_2(out: bytearray, o: PartitionChangeRecord) -> None
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)

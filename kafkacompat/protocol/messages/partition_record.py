@@ -101,7 +101,10 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
         _set(s1_topic_id, "is_safe", _UUID_SAFE)
         pos = stop
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_replicas = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_replicas = [*_K_i[c].unpack_from(buf, pos)]
             pos += 4 * c - 3
         else:
@@ -120,7 +123,10 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 else:
                     s1_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_isr = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_isr = [*_K_i[c].unpack_from(buf, pos)]
             pos += 4 * c - 3
         else:
@@ -139,7 +145,10 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 else:
                     s1_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_removing_replicas = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_removing_replicas = [*_K_i[c].unpack_from(buf, pos)]
             pos += 4 * c - 3
         else:
@@ -158,7 +167,10 @@ def _r_PartitionRecord_0(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 else:
                     s1_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_adding_replicas = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_adding_replicas = [*_K_i[c].unpack_from(buf, pos)]
             pos += 4 * c - 3
         else:
@@ -241,7 +253,9 @@ def _w_PartitionRecord_0(out: bytearray, o: PartitionRecord) -> None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -251,7 +265,9 @@ def _w_PartitionRecord_0(out: bytearray, o: PartitionRecord) -> None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -261,7 +277,9 @@ def _w_PartitionRecord_0(out: bytearray, o: PartitionRecord) -> None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -271,7 +289,9 @@ def _w_PartitionRecord_0(out: bytearray, o: PartitionRecord) -> None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -311,7 +331,10 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
         _set(s1_topic_id, "is_safe", _UUID_SAFE)
         pos = stop
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_replicas = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_replicas = [*_K_i[c].unpack_from(buf, pos)]
             pos += 4 * c - 3
         else:
@@ -330,7 +353,10 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 else:
                     s1_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_isr = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_isr = [*_K_i[c].unpack_from(buf, pos)]
             pos += 4 * c - 3
         else:
@@ -349,7 +375,10 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 else:
                     s1_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_removing_replicas = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_removing_replicas = [*_K_i[c].unpack_from(buf, pos)]
             pos += 4 * c - 3
         else:
@@ -368,7 +397,10 @@ def _r_PartitionRecord_1(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 else:
                     s1_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_adding_replicas = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_adding_replicas = [*_K_i[c].unpack_from(buf, pos)]
             pos += 4 * c - 3
         else:
@@ -463,7 +495,9 @@ def _w_PartitionRecord_1(out: bytearray, o: PartitionRecord) -> None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -473,7 +507,9 @@ def _w_PartitionRecord_1(out: bytearray, o: PartitionRecord) -> None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -483,7 +519,9 @@ def _w_PartitionRecord_1(out: bytearray, o: PartitionRecord) -> None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -493,7 +531,9 @@ def _w_PartitionRecord_1(out: bytearray, o: PartitionRecord) -> None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -545,7 +585,10 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
         _set(s1_topic_id, "is_safe", _UUID_SAFE)
         pos = stop
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_replicas = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_replicas = [*_K_i[c].unpack_from(buf, pos)]
             pos += 4 * c - 3
         else:
@@ -564,7 +607,10 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 else:
                     s1_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_isr = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_isr = [*_K_i[c].unpack_from(buf, pos)]
             pos += 4 * c - 3
         else:
@@ -583,7 +629,10 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 else:
                     s1_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_removing_replicas = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_removing_replicas = [*_K_i[c].unpack_from(buf, pos)]
             pos += 4 * c - 3
         else:
@@ -602,7 +651,10 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                 else:
                     s1_removing_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
         c = buf[pos]
-        if 0 < c <= 32:
+        if c == 1:  # empty (offline replicas, mostly): no unpack
+            s1_adding_replicas = []
+            pos += 1
+        elif 0 < c <= 32:
             s1_adding_replicas = [*_K_i[c].unpack_from(buf, pos)]
             pos += 4 * c - 3
         else:
@@ -656,7 +708,10 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                         )
                 elif tag1 == 1:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_eligible_leader_replicas = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_eligible_leader_replicas = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -681,7 +736,10 @@ def _r_PartitionRecord_2(buf: Any, pos: int) -> tuple[PartitionRecord, int]:
                         )
                 elif tag1 == 2:
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s1_last_known_elr = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s1_last_known_elr = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -741,7 +799,9 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -751,7 +811,9 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -761,7 +823,9 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
             raise EncodeError("field removing_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -771,7 +835,9 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
             raise EncodeError("field adding_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -800,7 +866,9 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)
@@ -813,7 +881,9 @@ def _w_PartitionRecord_2(out: bytearray, o: PartitionRecord) -> None:
                 t += b'\x00'
             else:
                 n = len(x)
-                if n < 32:
+                if not n:
+                    t.append(1)
+                elif n < 32:
                     t += _PC_i[n].pack(n + 1, *x)
                 else:
                     t += _wire.uvarint(n + 1)

@@ -286,7 +286,10 @@ def _r_ShareAcknowledgeRequest_0(buf: Any, pos: int) -> tuple[ShareAcknowledgeRe
                             for _ in range(n):
                                 (s7_first_offset, s7_last_offset, c,) = _F_qqB.unpack_from(buf, pos)
                                 pos += 16
-                                if 0 < c <= 32:
+                                if c == 1:  # empty (offline replicas, mostly): no unpack
+                                    s7_acknowledge_types = []
+                                    pos += 1
+                                elif 0 < c <= 32:
                                     s7_acknowledge_types = [*_K_b[c].unpack_from(buf, pos)]
                                     pos += c
                                 else:
@@ -434,7 +437,9 @@ def _w_ShareAcknowledgeRequest__AcknowledgementBatch_0(
             raise EncodeError("field acknowledge_types is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_b[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

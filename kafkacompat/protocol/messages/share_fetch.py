@@ -373,7 +373,10 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                             for _ in range(n):
                                 (s7_first_offset, s7_last_offset, c,) = _F_qqB.unpack_from(buf, pos)
                                 pos += 16
-                                if 0 < c <= 32:
+                                if c == 1:  # empty (offline replicas, mostly): no unpack
+                                    s7_acknowledge_types = []
+                                    pos += 1
+                                elif 0 < c <= 32:
                                     s7_acknowledge_types = [*_K_b[c].unpack_from(buf, pos)]
                                     pos += c
                                 else:
@@ -469,7 +472,10 @@ def _r_ShareFetchRequest_0(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                 _set(s9_topic_id, "is_safe", _UUID_SAFE)
                 pos = stop
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s9_partitions = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s9_partitions = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -677,7 +683,10 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                             for _ in range(n):
                                 (s7_first_offset, s7_last_offset, c,) = _F_qqB.unpack_from(buf, pos)
                                 pos += 16
-                                if 0 < c <= 32:
+                                if c == 1:  # empty (offline replicas, mostly): no unpack
+                                    s7_acknowledge_types = []
+                                    pos += 1
+                                elif 0 < c <= 32:
                                     s7_acknowledge_types = [*_K_b[c].unpack_from(buf, pos)]
                                     pos += c
                                 else:
@@ -773,7 +782,10 @@ def _r_ShareFetchRequest_1(buf: Any, pos: int) -> tuple[ShareFetchRequest, int]:
                 _set(s9_topic_id, "is_safe", _UUID_SAFE)
                 pos = stop
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s9_partitions = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s9_partitions = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -903,7 +915,9 @@ def _w_ShareFetchRequest__AcknowledgementBatch_0(
             raise EncodeError("field acknowledge_types is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_b[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -1024,7 +1038,9 @@ def _w_ShareFetchRequest__ForgottenTopic_0(out: bytearray, o: ShareFetchRequest.
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -328,7 +328,10 @@ def _r_ShareGroupHeartbeatResponse_0(buf: Any, pos: int) -> tuple[ShareGroupHear
                     _set(s4_topic_id, "is_safe", _UUID_SAFE)
                     pos = stop
                     c = buf[pos]
-                    if 0 < c <= 32:
+                    if c == 1:  # empty (offline replicas, mostly): no unpack
+                        s4_partitions = []
+                        pos += 1
+                    elif 0 < c <= 32:
                         s4_partitions = [*_K_i[c].unpack_from(buf, pos)]
                         pos += 4 * c - 3
                     else:
@@ -451,7 +454,9 @@ def _w_ShareGroupHeartbeatResponse__TopicPartitions_0(
             raise EncodeError("field partitions is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

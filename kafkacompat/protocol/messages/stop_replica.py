@@ -348,7 +348,10 @@ def _r_StopReplicaRequest_2(buf: Any, pos: int) -> tuple[StopReplicaRequest, int
                 else:
                     s3_name, pos = _wire.read_compact_text(buf, pos, "name")
                 c = buf[pos]
-                if 0 < c <= 32:
+                if c == 1:  # empty (offline replicas, mostly): no unpack
+                    s3_partition_indexes = []
+                    pos += 1
+                elif 0 < c <= 32:
                     s3_partition_indexes = [*_K_i[c].unpack_from(buf, pos)]
                     pos += 4 * c - 3
                 else:
@@ -810,7 +813,9 @@ def _w_StopReplicaRequest__StopReplicaTopicV1_0(
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -839,7 +844,9 @@ def _w_StopReplicaRequest__StopReplicaTopicV1_1(
             raise EncodeError("field partition_indexes is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)

@@ -1312,7 +1312,10 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                             c,
                         ) = _F_iiiiB.unpack_from(buf, pos)
                         pos += 16
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1332,7 +1335,10 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         (s5_zk_version, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1351,7 +1357,10 @@ def _r_UpdateMetadataRequest_6(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                                 else:
                                     s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_offline_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_offline_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1640,7 +1649,10 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                             c,
                         ) = _F_iiiiB.unpack_from(buf, pos)
                         pos += 16
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1660,7 +1672,10 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         (s5_zk_version, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1679,7 +1694,10 @@ def _r_UpdateMetadataRequest_7(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                                 else:
                                     s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_offline_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_offline_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1973,7 +1991,10 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                             c,
                         ) = _F_iiiiB.unpack_from(buf, pos)
                         pos += 16
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_isr = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_isr = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -1993,7 +2014,10 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                                     s5_isr, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         (s5_zk_version, c,) = _F_iB.unpack_from(buf, pos)
                         pos += 4
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -2012,7 +2036,10 @@ def _r_UpdateMetadataRequest_8(buf: Any, pos: int) -> tuple[UpdateMetadataReques
                                 else:
                                     s5_replicas, pos = _wire.read_int_array(buf, pos, n, "i", 4)
                         c = buf[pos]
-                        if 0 < c <= 32:
+                        if c == 1:  # empty (offline replicas, mostly): no unpack
+                            s5_offline_replicas = []
+                            pos += 1
+                        elif 0 < c <= 32:
                             s5_offline_replicas = [*_K_i[c].unpack_from(buf, pos)]
                             pos += 4 * c - 3
                         else:
@@ -2263,7 +2290,9 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_0(
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2274,7 +2303,9 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_0(
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2299,7 +2330,9 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_1(
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2310,7 +2343,9 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_1(
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2320,7 +2355,9 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_1(
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2341,7 +2378,9 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_2(
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2352,7 +2391,9 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_2(
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2362,7 +2403,9 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_2(
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out += b'\x00\x00\x00\x00'
+            elif n < 32:
                 out += _PI_i[n].pack(n, *x)
             else:
                 out += _wire.INT32.pack(n)
@@ -2383,7 +2426,9 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_3(
             raise EncodeError("field isr is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -2394,7 +2439,9 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_3(
             raise EncodeError("field replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
@@ -2404,7 +2451,9 @@ def _w_UpdateMetadataRequest__UpdateMetadataPartitionState_3(
             raise EncodeError("field offline_replicas is None but not nullable at this version")
         else:
             n = len(x)
-            if n < 32:
+            if not n:
+                out.append(1)
+            elif n < 32:
                 out += _PC_i[n].pack(n + 1, *x)
             else:
                 out += _wire.uvarint(n + 1)
