@@ -25,11 +25,14 @@ version the legacy codecs know, so that aiokafka gets a number too.
 from __future__ import annotations
 
 import importlib
+import os
 import random
 import subprocess
 import sys
+import tempfile
+import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -46,7 +49,11 @@ from kafkacompat.protocol.messages import (
 
 __all__ = ["TITLE", "run"]
 
-TITLE = "message codec: time per operation; ratio = peer time / kafkacompat time (higher is better)"
+TITLE = "message codec: CPU time per operation; ratio = peer time / kafkacompat time (higher is better)"
+
+# Codec work is pure computation in this process: CPU time leaves out the time the
+# machine's other processes hold the CPU, which wall time on a busy machine does not.
+CLOCK = time.process_time
 
 KAFKACOMPAT = "kafkacompat"
 KAFKA_PYTHON = "kafka-python"
@@ -181,11 +188,19 @@ def bits_from_ops(value: int) -> set[int] | None:
     return {bit for bit in range(32) if (value >> bit) & 1}
 
 
+def throttle_ms(m: Any) -> int:
+    """The throttle time in ms: kio holds it as a ``timedelta`` named ``throttle_time``."""
+    value = getattr(m, "throttle_time_ms", None)
+    if value is None:
+        return round(float(m.throttle_time.total_seconds()) * 1000)
+    return int(value)
+
+
 def digest_api_versions(m: Any) -> Digest:
     return (
         m.error_code,
         tuple((k.api_key, k.min_version, k.max_version) for k in m.api_keys),
-        m.throttle_time_ms,
+        throttle_ms(m),
         tuple((f.name, f.min_version, f.max_version) for f in m.supported_features),
         m.finalized_features_epoch,
         tuple((f.name, f.max_version_level, f.min_version_level) for f in m.finalized_features),
@@ -235,7 +250,7 @@ def digest_api_versions_old_v3(m: Any) -> Digest:
 
 def _digest_metadata(m: Any, *, topic_ops: Callable[[Any], int], cluster_ops: Callable[[Any], int]) -> Digest:
     return (
-        m.throttle_time_ms,
+        throttle_ms(m),
         tuple((b.node_id, b.host, b.port, b.rack) for b in m.brokers),
         m.cluster_id,
         m.controller_id,
@@ -336,7 +351,7 @@ def digest_find_coordinator_request(m: Any) -> Digest:
 
 def digest_find_coordinator_response(m: Any) -> Digest:
     return (
-        m.throttle_time_ms,
+        throttle_ms(m),
         tuple((c.key, c.node_id, c.host, c.port, c.error_code, c.error_message) for c in m.coordinators),
     )
 
@@ -521,6 +536,8 @@ class Codec:
     missing: str = ""
     note: str = ""
     targeted: bool = False  # the workload's target applies to this peer
+    # Per-operation targets for this peer ("decode", "encode"), when they differ by peer.
+    targets: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -533,9 +550,18 @@ class Case:
     codecs: Sequence[Codec]
     # Reads bytes with kafkacompat to its full digest: to judge a peer that writes other bytes.
     reference: Callable[[bytes], Digest] = field(default=lambda _data: None)
+    # The operations timed; by default the main one, then encode and decode alone for round trips.
+    ops: tuple[str, ...] = ()
+
+    def operations(self) -> tuple[str, ...]:
+        if self.ops:
+            return self.ops
+        return ("main", "encode", "decode") if self.roundtrip else ("main",)
 
     def label(self, op: str) -> str:
         head = f"{self.key}. {self.title} [{len(self.payload):,} B]"
+        if self.ops:
+            return f"{head}: {op}" if op == self.ops[0] else f"{self.key}. ... {op}"
         return head if op == "main" else f"{self.key}. ... {op} only"
 
 
@@ -863,20 +889,21 @@ def run_case(case: Case, config: BenchConfig) -> list[Row]:
     }
     timed = [codec for codec in case.codecs if not codec.missing and checked[codec.impl][0] is None]
     rows: list[Row] = []
-    for op in ("main", "encode", "decode") if case.roundtrip else ("main",):
+    for op in case.operations():
         label = case.label(op)
+        first = op == case.operations()[0]
         target = case.target if op == "main" else None
         times = dict(
             zip(
                 (codec.impl for codec in timed),
-                measure_many([operation(codec, op, case.payload) for codec in timed], config),
+                measure_many([operation(codec, op, case.payload) for codec in timed], config, CLOCK),
                 strict=True,
             )
         )
         base = times.get(KAFKACOMPAT)
         for codec in case.codecs:
             if codec.missing:
-                if op == "main":
+                if first:
                     rows.append(Row(label, codec.impl, note=codec.missing))
                 continue
             problem, note = checked[codec.impl]
@@ -890,35 +917,52 @@ def run_case(case: Case, config: BenchConfig) -> list[Row]:
                     codec.impl,
                     seconds,
                     ratio=None if codec.impl == KAFKACOMPAT or base is None else seconds / base,
-                    target=target if codec.targeted else None,
-                    note=note if op == "main" else "",
+                    target=codec.targets.get(op) if codec.targets else (target if codec.targeted else None),
+                    note=note if first else "",
                 )
             )
     return rows
 
 
 # What a client that negotiates and fetches imports: the index, then three message modules.
+# CPU time in the child: wall time on a busy machine mostly measures the other processes.
 _IMPORT_PROBE = (
-    "import time; t = time.perf_counter(); "
+    "import time; t = time.process_time(); "
     "import kafkacompat.protocol.messages as m; "
     "m.ApiVersionsResponse, m.MetadataResponse, m.FetchResponse; "
-    "print(time.perf_counter() - t)"
+    "print(time.process_time() - t)"
+)
+_IMPORT_PROBE_PROTOCOL = (
+    "import time; t = time.process_time(); import kafkacompat.protocol; print(time.process_time() - t)"
 )
 _IMPORT_PROBE_ALL = (
-    "import time; t = time.perf_counter(); "
+    "import time; t = time.process_time(); "
     "import kafkacompat.protocol.messages as m; "
     "[getattr(m, name) for name in m.CLASS_MODULES]; "
-    "print(time.perf_counter() - t)"
+    "print(time.process_time() - t)"
 )
 
 
-def _import_seconds(probe: str, repeats: int) -> float:
-    """The best of ``repeats`` fresh interpreters (no bytecode written: the files are cached already)."""
+def _import_seconds(probe: str, repeats: int, env: dict[str, str]) -> float:
+    """The best of ``repeats`` fresh interpreters, after one that writes the bytecode they read."""
     times = []
-    for _ in range(repeats):
-        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    for _ in range(repeats + 1):
+        out = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
+        )
         times.append(float(out.stdout))
-    return min(times)
+    return min(times[1:])
+
+
+def _bytecode_env(cache: str) -> dict[str, str]:
+    """The environment for the import probes: bytecode written to and read from ``cache``, not the tree.
+
+    A user's installed kafkacompat imports from cached bytecode; so do the probes,
+    even where ``PYTHONDONTWRITEBYTECODE`` is set for the shell.
+    """
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = cache
+    return env
 
 
 def footprint_rows(config: BenchConfig) -> list[Row]:
@@ -928,30 +972,62 @@ def footprint_rows(config: BenchConfig) -> list[Row]:
     size = sum(p.stat().st_size for p in files)
     lines = sum(p.read_text(encoding="utf-8").count("\n") for p in files)
     repeats = 2 if config.quick else 5
+    with tempfile.TemporaryDirectory() as cache:
+        env = _bytecode_env(cache)
+        imports = [
+            _import_seconds(probe, repeats, env)
+            for probe in (_IMPORT_PROBE_PROTOCOL, _IMPORT_PROBE, _IMPORT_PROBE_ALL)
+        ]
+    note = "CPU time, fresh interpreter, bytecode cached, best of runs"
     return [
+        Row("i. import: kafkacompat.protocol", "kafkacompat", imports[0], note=note),
         Row(
             "i. import: messages index + ApiVersions, Metadata, Fetch modules",
             "kafkacompat",
-            _import_seconds(_IMPORT_PROBE, repeats),
-            note="fresh interpreter, best of runs",
+            imports[1],
+            note=note,
         ),
         Row(
             "i. import: every message module",
             "kafkacompat",
-            _import_seconds(_IMPORT_PROBE_ALL, repeats),
-            note=f"{len(files)} modules",
+            imports[2],
+            note=f"{len(files)} modules; {note}",
         ),
         Row(
             "i. generated code size",
             "kafkacompat",
             note=f"kafkacompat/protocol/messages: {len(files)} files, {size / 1e6:.2f} MB, {lines} lines",
         ),
+        Row("i. wheel size", "kafkacompat", note=wheel_size()),
     ]
 
 
+def wheel_size() -> str:
+    """The size of the wheel ``python -m build`` makes from this tree (in a temporary folder)."""
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as out:
+        try:
+            subprocess.run(
+                [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", out, str(root)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+        except subprocess.CalledProcessError as exc:
+            return f"could not build the wheel: {' '.join(exc.stderr.strip().splitlines()[-1:]) or exc}"
+        except OSError as exc:
+            return f"could not build the wheel: {exc}"
+        wheels = list(Path(out).glob("*.whl"))
+        if not wheels:
+            return "the build made no wheel"
+        return f"{wheels[0].name}: {wheels[0].stat().st_size / 1e6:.2f} MB"
+
+
 def run(config: BenchConfig) -> list[Row]:
+    from bench.codec_targets import build_target_cases  # it builds on this module's payloads
+
     rows: list[Row] = []
-    for case in build_cases():
+    for case in [*build_target_cases(), *build_cases()]:
         rows.extend(run_case(case, config))
     rows.extend(footprint_rows(config))
     return rows

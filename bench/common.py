@@ -10,6 +10,7 @@ it must reach.
 from __future__ import annotations
 
 import math
+import time
 import timeit
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -94,14 +95,20 @@ def calibrate(timer: timeit.Timer, config: BenchConfig) -> int:
     return max(1, math.ceil(number * config.repeat_seconds / elapsed))
 
 
-def measure_many(fns: Sequence[Callable[[], object]], config: BenchConfig) -> list[float]:
+def measure_many(
+    fns: Sequence[Callable[[], object]],
+    config: BenchConfig,
+    clock: Callable[[], float] = time.perf_counter,
+) -> list[float]:
     """Best time of one call of each function, in seconds, over ``config.repeats`` rounds.
 
     The repeats are interleaved (a round times each function once), so that a
     machine that slows down or speeds up mid-run affects all of them alike.
-    As in ``timeit``, the garbage collector is off while timing.
+    As in ``timeit``, the garbage collector is off while timing.  ``clock`` is
+    wall time unless the caller passes another (``time.process_time`` for pure
+    computation: it leaves out the time other processes hold the CPU).
     """
-    timers = [timeit.Timer(fn) for fn in fns]
+    timers = [timeit.Timer(fn, timer=clock) for fn in fns]
     numbers = [calibrate(timer, config) for timer in timers]
     best = [math.inf] * len(fns)
     for _ in range(config.repeats):

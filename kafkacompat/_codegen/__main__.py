@@ -30,6 +30,7 @@ from kafkacompat._codegen.render_index import (
 )
 from kafkacompat._codegen.render_messages import render_module
 from kafkacompat._codegen.spec import SpecError, module_groups, module_name
+from kafkacompat._codegen.wrap import wrap_source
 
 PACKAGE = Path(__file__).resolve().parent.parent
 REPO = PACKAGE.parent
@@ -55,7 +56,7 @@ def render_messages(inputs: Path, merged: MergedSpecs | None = None) -> dict[str
     files["__init__.py"] = render_index(groups, merged.message_aliases)
     files["__init__.pyi"] = render_index_stub(groups, merged.message_aliases)
     files[f"{API_KEY_MODULE}.py"] = render_api_keys(groups)
-    return files
+    return {name: wrap_source(text) for name, text in files.items()}
 
 
 def outputs(inputs: Path, merged: MergedSpecs | None = None) -> dict[Path, dict[str, str]]:

@@ -29,6 +29,7 @@ class ReaderRenderer:
         self.m = message
         self.sites = 0
         self.declarations: dict[str, str] = {}
+        self.peeked = False
 
     def render(self, out: Emitter, name: str, layout: StructLayout, index: int) -> None:
         self.sites = 0
@@ -67,7 +68,11 @@ class ReaderRenderer:
             and is_fixed_run(runs[-1])
         )
         for number, run in enumerate(runs, 1):
-            self.run(out, run, prefix, tag_byte=f"t{site}" if fold and number == len(runs) else None)
+            if fold and number == len(runs):
+                self.run(out, run, prefix, tag_byte=f"t{site}")
+            else:
+                after = runs[number] if number < len(runs) else None
+                self.run(out, run, prefix, peek=self.peek_name(after))
         if layout.flexible:
             self.declarations[f"u{site}"] = "tuple[tuple[int, bytes], ...]"
             self.tags(out, layout, prefix, site, folded=fold)
@@ -77,26 +82,60 @@ class ReaderRenderer:
             f = fl.field
             value = f"{prefix}{f.py_name}" if fl.present else default_expr(f, self.m.owner)
             out(f"{obj}.{f.py_name} = {value}")
-        out(f"{obj}._unknown_tags = {f'u{site}' if layout.flexible else '_wire.EMPTY_TAGS'}")
+        out(f"{obj}._unknown_tags = {f'u{site}' if layout.flexible else '_NO_TAGS'}")
         return obj
 
-    def run(self, out: Emitter, run: list[FieldLayout], prefix: str, tag_byte: str | None = None) -> None:
+    @staticmethod
+    def peek_name(run: list[FieldLayout] | None) -> str | None:
+        """The local that a compact string or number array after a fixed run reads its first byte into.
+
+        That byte (the length or count) is unpacked with the fixed run before it,
+        saving an index of the buffer; the run's ``pos`` stays before it.
+        """
+        if run is None or is_fixed_run(run):
+            return None
+        f = run[0].field
+        if not run[0].compact or f.struct is not None:
+            return None
+        if f.type == "string" and not f.is_array:
+            return "size"
+        if f.is_array and f.type in FIXED and f.type != "bool":
+            return "c"
+        return None
+
+    def run(
+        self,
+        out: Emitter,
+        run: list[FieldLayout],
+        prefix: str,
+        tag_byte: str | None = None,
+        peek: str | None = None,
+    ) -> None:
         if is_fixed_run(run):
             codes = "".join(PRIMITIVES[fl.field.type][0] or "" for fl in run)
             width = sum(PRIMITIVES[fl.field.type][1] for fl in run)
             names = [f"{prefix}{fl.field.py_name}" for fl in run]
             if tag_byte is not None:
                 codes, width, names = codes + "B", width + 1, [*names, tag_byte]
+            elif peek is not None:
+                codes, names = codes + "B", [*names, peek]
+                self.peeked = True
             out(f"({', '.join(names)},) = {out.fmt(codes)}.unpack_from(buf, pos)")
             out(f"pos += {width}")
             return
         self.one(out, run[0], prefix)
+
+    def take_peeked(self) -> bool:
+        """Whether the byte at ``pos`` was already read by the fixed run before (and forget it)."""
+        peeked, self.peeked = self.peeked, False
+        return peeked
 
     def one(self, out: Emitter, fl: FieldLayout, prefix: str) -> None:
         f = fl.field
         target = f"{prefix}{f.py_name}"
         if f.is_array:
             self._declare(target, "list[Any]", fl)
+            opened = self.counted_numbers(out, fl, target)
             self.count(out, fl.compact)
             out("if n < 0:")
             with out.block():
@@ -104,6 +143,8 @@ class ReaderRenderer:
             out("else:")
             with out.block():
                 self.elements(out, fl, target)
+            if opened:
+                out.indent -= 1
             return
         if f.struct is not None:
             assert fl.child is not None
@@ -123,16 +164,48 @@ class ReaderRenderer:
         if f.type in FIXED:
             self.run(out, [fl], prefix)
             return
-        if f.type == "string" and fl.compact:
+        if f.type == "uuid":
+            self.uuid(out, target)
+            return
+        if f.type == "string":
             if fl.nullable:
                 self.declarations[target] = "str | None"
-            self.compact_string(out, target, f.py_name, fl.nullable)
+            if fl.compact:
+                self.compact_string(out, target, f.py_name, fl.nullable, peeked=self.take_peeked())
+            else:
+                self.classic_string(out, target, f.py_name, fl.nullable)
             return
         out(f"{target}, pos = {self.scalar_reader(f.type, fl.compact)}(buf, pos)")
         if f.type in ("string", "bytes", "records") and not fl.nullable:
             out(f"if {target} is None:")
             with out.block():
                 out(f'raise _wire.null_error("{f.py_name}", pos)')
+
+    def counted_numbers(self, out: Emitter, fl: FieldLayout, target: str) -> bool:
+        """A short compact array of numbers, its count byte and values read by one format.
+
+        For a count byte ``c`` (``c - 1`` elements) below ``SHORT_ARRAY``, ``_K_<code>[c]``
+        skips the byte and unpacks the values; a short buffer fails inside ``unpack_from``
+        (a ``DecodeError`` at this offset), and nothing is allocated before that.  Other
+        counts (null, long, varint) take the general path, which this opens as an ``else``.
+        """
+        f = fl.field
+        if not fl.compact or f.struct is not None or f.type not in FIXED or f.type == "bool":
+            return False
+        code, width = PRIMITIVES[f.type][0], PRIMITIVES[f.type][1]
+        if not self.take_peeked():
+            out("c = buf[pos]")
+        out("if c == 1:  # empty (offline replicas, mostly): no unpack")
+        with out.block():
+            out(f"{target} = []")
+            out("pos += 1")
+        out(f"elif 0 < c <= {SHORT_ARRAY}:")
+        with out.block():
+            out(f"{target} = [*_K_{code}[c].unpack_from(buf, pos)]")
+            out(f"pos += {width} * c - {width - 1}" if width > 1 else "pos += c")
+        out("else:")
+        out.indent += 1
+        return True
 
     def _declare(self, var: str, base: str, fl: FieldLayout) -> None:
         nullable = fl.nullable or fl.field.default == "null"
@@ -162,8 +235,21 @@ class ReaderRenderer:
             out("n, pos = _wire.read_compact_array_count(buf, pos)")
 
     @staticmethod
-    def compact_string(out: Emitter, target: str, field: str, nullable: bool) -> None:
-        out("size = buf[pos]")
+    def uuid(out: Emitter, target: str) -> None:
+        """16 bytes as a ``uuid.UUID``, its two slots set directly (as ``UUID.__init__`` does)."""
+        out("stop = pos + 16")
+        out("if stop > buflen:")
+        with out.block():
+            out('raise DecodeError("uuid runs past the end of the data", offset=pos)')
+        out(f"{target} = _new(_UUID)")
+        out(f'_set({target}, "int", _from_bytes(buf[pos:stop]))')
+        out(f'_set({target}, "is_safe", _UUID_SAFE)')
+        out("pos = stop")
+
+    @staticmethod
+    def compact_string(out: Emitter, target: str, field: str, nullable: bool, peeked: bool = False) -> None:
+        if not peeked:
+            out("size = buf[pos]")
         out("if 0 < size < 0x80:")
         with out.block():
             out("stop = pos + size")
@@ -172,12 +258,37 @@ class ReaderRenderer:
                 out('raise DecodeError(f"string of {size - 1} bytes runs past the end", offset=pos)')
             out(f"{target} = buf[pos + 1 : stop].decode()")
             out("pos = stop")
+        if nullable:  # a null is one zero byte: common enough (error messages, racks) to read here
+            out("elif size == 0:")
+            with out.block():
+                out(f"{target} = None")
+                out("pos += 1")
         out("else:")
         with out.block():
             if nullable:
                 out(f"{target}, pos = _wire.read_compact_string(buf, pos)")
             else:
                 out(f'{target}, pos = _wire.read_compact_text(buf, pos, "{field}")')
+
+    @staticmethod
+    def classic_string(out: Emitter, target: str, field: str, nullable: bool) -> None:
+        """An int16-length string: lengths below 0x8000 inline, null and bad lengths in ``_wire``."""
+        out("size = buf[pos] << 8 | buf[pos + 1]")
+        out("if size < 0x8000:")
+        with out.block():
+            out("stop = pos + 2 + size")
+            out("if stop > buflen:")
+            with out.block():
+                out('raise DecodeError(f"string of {size} bytes runs past the end", offset=pos)')
+            out(f"{target} = buf[pos + 2 : stop].decode()")
+            out("pos = stop")
+        out("else:")
+        with out.block():
+            out(f"{target}, pos = _wire.read_string(buf, pos)")
+            if not nullable:
+                out(f"if {target} is None:")
+                with out.block():
+                    out(f'raise _wire.null_error("{field}", pos)')
 
     def elements(self, out: Emitter, fl: FieldLayout, target: str) -> None:
         f = fl.field
@@ -202,7 +313,7 @@ class ReaderRenderer:
             out(f"stop = pos + {width} * n")
             out(f"if n < {SHORT_ARRAY} and stop <= buflen:")
             with out.block():
-                out(f'{target} = list(_wire.SHORT_ARRAYS["{code}"][n].unpack_from(buf, pos))')
+                out(f"{target} = [*_A_{code}[n].unpack_from(buf, pos)]")
                 out("pos = stop")
             out("else:")
             with out.block():
@@ -266,7 +377,7 @@ class ReaderRenderer:
                 for fl in child.fields:
                     if not fl.present:
                         out(f"{obj}.{fl.field.py_name} = {default_expr(fl.field, self.m.owner)}")
-                out(f"{obj}._unknown_tags = _wire.EMPTY_TAGS")
+                out(f"{obj}._unknown_tags = _NO_TAGS")
                 out(f"{append}({obj})")
             out("else:")
             with out.block():
@@ -286,7 +397,7 @@ class ReaderRenderer:
                 self._declare(f"{prefix}{f.py_name}", f"{self.m.owner}.{f.struct.name}", fl)
             out(f"{prefix}{fl.field.py_name} = {default_expr(fl.field, self.m.owner)}")
         unknown, end = f"u{site}", f"end{site}"
-        out(f"{unknown} = _wire.EMPTY_TAGS")
+        out(f"{unknown} = _NO_TAGS")
         if folded:  # the count byte was read with the fixed fields: step back to it
             out(f"if t{site}:")
             opened = out.block()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import base64
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafkacompat.errors import DecodeError, EncodeError
@@ -313,22 +313,34 @@ def read_uuid(buf: Any, pos: int) -> tuple[uuid.UUID, int]:
 _ARRAY_FORMATS: dict[tuple[str, int], struct.Struct] = {}
 
 
-
 class _ShortArrayFormats(dict[str, tuple[struct.Struct, ...]]):
-    """Per element type, its 32 formats, compiled the first time a message uses that type.
+    """Per element type, the formats of its short arrays, compiled the first time a message uses it.
 
     Seven types times 32 formats is about 40 KiB that a connection exchanging
     only ApiVersions never touches; after the first miss a lookup is a plain dict hit.
+    ``layout`` gives the format of ``n`` elements of type ``code``.
     """
 
+    def __init__(self, layout: Callable[[int, str], str], sizes: int = 32) -> None:
+        super().__init__()
+        self.layout = layout
+        self.sizes = sizes
+
     def __missing__(self, code: str) -> tuple[struct.Struct, ...]:
-        layouts = self[code] = tuple(struct.Struct(f">{n}{code}") for n in range(32))
+        layouts = self[code] = tuple(struct.Struct(self.layout(n, code)) for n in range(self.sizes))
         return layouts
 
 
 # Formats of 0..31 numbers per element type ("bhiqHId"), for the short arrays
 # generated readers meet most (replica lists, ISRs, partition ids).
-SHORT_ARRAYS: dict[str, tuple[struct.Struct, ...]] = _ShortArrayFormats()
+SHORT_ARRAYS: dict[str, tuple[struct.Struct, ...]] = _ShortArrayFormats(lambda n, code: f">{n}{code}")
+# Readers: indexed by a compact count byte 1..32 (n - 1 elements), which the format skips.
+COUNTED_ARRAYS: dict[str, tuple[struct.Struct, ...]] = _ShortArrayFormats(
+    lambda n, code: f">x{max(0, n - 1)}{code}", sizes=33
+)
+# Writers: 0..31 numbers after their count, a compact count byte or a classic int32.
+COMPACT_PREFIXED: dict[str, tuple[struct.Struct, ...]] = _ShortArrayFormats(lambda n, code: f">B{n}{code}")
+CLASSIC_PREFIXED: dict[str, tuple[struct.Struct, ...]] = _ShortArrayFormats(lambda n, code: f">i{n}{code}")
 
 
 def read_int_array(buf: Any, pos: int, count: int, code: str, width: int) -> tuple[list[Any], int]:
