@@ -17,24 +17,33 @@ does not share an interpreter with them:
     the round trips through the proxy and direct (p50, p99, max, in ms).
 
 Requests carry a header and no body: the recorder reads headers only.
+
+``record_in_process`` runs the recorder (``RecordProxy`` and ``ProfileWriter``)
+in the calling process under the load program, with ``LoopSteps`` counting how
+long each task step held the trio thread: the longest step of the writer is
+the longest the writer kept every proxied byte waiting, measured in CPU time
+of that thread so a loaded machine does not inflate it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import struct
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import trio
 
 from kafkacompat.protocol import framing, messages
+from kafkacompat.transport.record_proxy import ProfileWriter, RecordProxy
 
-__all__ = ["request_pairs", "request_frame", "main"]
+__all__ = ["LoopSteps", "main", "record_in_process", "request_frame", "request_pairs"]
 
 _SKIPPED = {0, 17, 18}  # Produce (acks are read), SaslHandshake (tokens), ApiVersions (software)
 
@@ -138,7 +147,8 @@ def _summary(times: list[float]) -> dict[str, float]:
     def at(q: float) -> float:
         return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
 
-    return {"count": len(ordered), "p50_ms": at(0.5), "p99_ms": at(0.99), "max_ms": round(1000 * ordered[-1], 3)}
+    top = round(1000 * ordered[-1], 3)
+    return {"count": len(ordered), "p50_ms": at(0.5), "p99_ms": at(0.99), "max_ms": top}
 
 
 async def _load(
@@ -177,6 +187,57 @@ async def _load(
     }
 
 
+class LoopSteps(trio.abc.Instrument):
+    """The CPU time of each task step on the trio thread: the writer's, and everyone else's."""
+
+    def __init__(self) -> None:
+        self.writer: list[float] = []
+        self.others_longest = 0.0
+        self.others_longest_name = ""
+        self._started = 0.0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self._started = time.thread_time()
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        spent = time.thread_time() - self._started
+        if "ProfileWriter" in task.name:
+            self.writer.append(spent)
+        elif spent > self.others_longest:
+            self.others_longest, self.others_longest_name = spent, task.name
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "writer_steps": len(self.writer),
+            "writer_longest_ms": round(1000 * max(self.writer, default=0.0), 3),
+            "writer_total_ms": round(1000 * sum(self.writer), 3),
+            "others_longest_ms": round(1000 * self.others_longest, 3),
+        }
+
+
+async def record_in_process(
+    broker: str, out: Path, clients: int, pairs: int, *, write: bool = True, settle: float = 1.0
+) -> dict[str, Any]:
+    """Run the recorder here in front of ``broker`` and the load program through it; its report.
+
+    ``write`` False leaves the writer out (the same run without it, for comparison).
+    """
+    host, port = _address(broker)
+    proxy = RecordProxy(host, port)
+    writer = ProfileWriter(proxy.book, out, sys.stderr)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(proxy.serve)
+        if write:
+            nursery.start_soon(writer.run)
+        command = [sys.executable, "-m", __name__, "load", proxy.address, broker]
+        command += ["--clients", str(clients), "--pairs", str(pairs), "--settle", str(settle)]
+        done = await trio.run_process(command, capture_stdout=True)
+        nursery.cancel_scope.cancel()
+    report: dict[str, Any] = json.loads(done.stdout)
+    report["book"] = proxy.book.progress()
+    return report
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kafkacompat.testing.record_load")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -190,14 +251,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     load.add_argument("--settle", type=float, default=3.0, help="seconds of probing after the load")
     args = parser.parse_args(argv)
     if args.command == "broker":
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             trio.run(_broker)
-        except KeyboardInterrupt:
-            pass
         return 0
-    result = trio.run(
-        _load, _address(args.proxy), _address(args.broker), args.clients, args.pairs, args.parallel, args.settle
-    )
+    proxy, broker = _address(args.proxy), _address(args.broker)
+    result = trio.run(_load, proxy, broker, args.clients, args.pairs, args.parallel, args.settle)
     print(json.dumps(result), flush=True)
     return 0
 
