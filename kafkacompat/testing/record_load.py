@@ -11,10 +11,12 @@ does not share an interpreter with them:
 ``python -m kafkacompat.testing.record_load load PROXY BROKER --clients N --pairs P``
     for each of N client ids opens one connection through PROXY and sends P
     requests with distinct (API key, version) pairs, pipelined, waiting for
-    every answer; meanwhile (and for ``--settle`` seconds after) one request
-    at a time goes through PROXY and one straight to BROKER, and each round
-    trip is timed.  Prints one JSON object: requests sent, load seconds, and
-    the round trips through the proxy and direct (p50, p99, max, in ms).
+    every answer; meanwhile one request at a time goes through PROXY and one
+    straight to BROKER, and each round trip is timed.  Then for ``--settle``
+    seconds the book is full and the clients come back, 50 a second, each
+    changing its profile, while the probes go on.  Prints one JSON object:
+    requests sent, load seconds, and the round trips through the proxy and
+    direct (p50, p99, max, in ms) under the load and after it.
 
 Requests carry a header and no body: the recorder reads headers only.
 
@@ -120,7 +122,7 @@ async def _one_client(address: tuple[str, int], client_id: str, pairs: list[tupl
     return len(pairs)
 
 
-async def _probe(address: tuple[str, int], times: list[float], stop: trio.Event) -> None:
+async def _probe(address: tuple[str, int], times: list[list[float]], stop: trio.Event) -> None:
     stream = await trio.open_tcp_stream(*address)
     async with stream:
         correlation = 0
@@ -135,7 +137,7 @@ async def _probe(address: tuple[str, int], times: list[float], stop: trio.Event)
                 if not data:
                     raise ConnectionError("the probe's connection was closed")
                 got += len(data)
-            times.append(time.perf_counter() - started)
+            times[-1].append(time.perf_counter() - started)
             await trio.sleep(0.002)
 
 
@@ -151,12 +153,23 @@ def _summary(times: list[float]) -> dict[str, float]:
     return {"count": len(ordered), "p50_ms": at(0.5), "p99_ms": at(0.99), "max_ms": top}
 
 
+async def _churn(
+    proxy: tuple[str, int], clients: int, pairs: list[tuple[int, int]], stop: trio.Event
+) -> None:
+    """After the load, clients come back one at a time (50 a second): their profiles keep changing."""
+    number = 0
+    while not stop.is_set():
+        await _one_client(proxy, f"load-client-{number % clients}", pairs[:1])
+        number += 1
+        await trio.sleep(0.02)
+
+
 async def _load(
     proxy: tuple[str, int], broker: tuple[str, int], clients: int, pairs: int, parallel: int, settle: float
 ) -> dict[str, Any]:
     chosen = request_pairs(pairs)
-    through: list[float] = []
-    direct: list[float] = []
+    through: list[list[float]] = [[]]
+    direct: list[list[float]] = [[]]
     stop = trio.Event()
     sent = 0
     limiter = trio.CapacityLimiter(parallel)
@@ -175,15 +188,19 @@ async def _load(
             for number in range(clients):
                 nursery.start_soon(client, number)
         loaded = time.perf_counter() - started
-        await trio.sleep(settle)
+        through.append([])
+        direct.append([])
+        if settle > 0:
+            probes.start_soon(_churn, proxy, clients, chosen, stop)
+            await trio.sleep(settle)
         stop.set()
     return {
         "clients": clients,
         "pairs": pairs,
         "requests": sent,
         "load_s": round(loaded, 3),
-        "through_proxy": _summary(through),
-        "direct": _summary(direct),
+        "under_load": {"through_proxy": _summary(through[0]), "direct": _summary(direct[0])},
+        "after_load": {"through_proxy": _summary(through[1]), "direct": _summary(direct[1])},
     }
 
 
@@ -233,6 +250,8 @@ async def record_in_process(
         command += ["--clients", str(clients), "--pairs", str(pairs), "--settle", str(settle)]
         done = await trio.run_process(command, capture_stdout=True)
         nursery.cancel_scope.cancel()
+    if write:
+        writer.write_now()  # the last write, as the CLI's
     report: dict[str, Any] = json.loads(done.stdout)
     report["book"] = proxy.book.progress()
     return report
