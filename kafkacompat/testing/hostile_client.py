@@ -39,8 +39,8 @@ from typing import Any
 __all__ = ["ENTRIES", "Measured", "main", "measure", "peak_rss_mib", "run_entry"]
 
 ENTRIES = (
-    "probe", "connection", "connection-topics", "aio", "blocking", "cluster", "coordinators", "aio-cluster", "aio-coordinators",
-    "sync", "inspect", "inspect-all",
+    "probe", "connection", "connection-topics", "aio", "blocking", "cluster", "coordinators", "aio-cluster",
+    "aio-coordinators", "sync", "inspect", "inspect-all",
 )
 
 
@@ -120,7 +120,7 @@ def run_entry(entry: str, address: str, timeout: float, *, roomy: bool = False) 
             from kafkacompat.protocol.messages import MetadataRequest
             from kafkacompat.transport.connection import open_connection
 
-            topics = None if entry == "connection-topics" else []
+            topics: list[Any] | None = None if entry == "connection-topics" else []
             async with open_connection(host, int(port_text), config) as conn:
                 return await conn.request(MetadataRequest(topics=topics))
         from kafkacompat.transport.cluster import connect
