@@ -45,7 +45,7 @@ import trio
 from kafkacompat.protocol import framing, messages
 from kafkacompat.transport.record_proxy import ProfileWriter, RecordProxy
 
-__all__ = ["LoopSteps", "main", "record_in_process", "request_frame", "request_pairs"]
+__all__ = ["LoopSteps", "main", "record_in_process", "request_frame", "request_pairs", "summary"]
 
 _SKIPPED = {0, 17, 18}  # Produce (acks are read), SaslHandshake (tokens), ApiVersions (software)
 
@@ -122,7 +122,9 @@ async def _one_client(address: tuple[str, int], client_id: str, pairs: list[tupl
     return len(pairs)
 
 
-async def _probe(address: tuple[str, int], times: list[list[float]], stop: trio.Event) -> None:
+async def _probe(
+    address: tuple[str, int], times: list[list[tuple[float, float]]], stop: trio.Event
+) -> None:
     stream = await trio.open_tcp_stream(*address)
     async with stream:
         correlation = 0
@@ -137,14 +139,15 @@ async def _probe(address: tuple[str, int], times: list[list[float]], stop: trio.
                 if not data:
                     raise ConnectionError("the probe's connection was closed")
                 got += len(data)
-            times[-1].append(time.perf_counter() - started)
+            times[-1].append((time.time(), time.perf_counter() - started))
             await trio.sleep(0.002)
 
 
-def _summary(times: list[float]) -> dict[str, float]:
-    if not times:
+def summary(samples: list[tuple[float, float]]) -> dict[str, float]:
+    """Count, p50, p99 and max of the round trips of (wall time, round trip) samples, in ms."""
+    if not samples:
         return {"count": 0}
-    ordered = sorted(times)
+    ordered = sorted(rtt for _, rtt in samples)
 
     def at(q: float) -> float:
         return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
@@ -168,8 +171,8 @@ async def _load(
     proxy: tuple[str, int], broker: tuple[str, int], clients: int, pairs: int, parallel: int, settle: float
 ) -> dict[str, Any]:
     chosen = request_pairs(pairs)
-    through: list[list[float]] = [[]]
-    direct: list[list[float]] = [[]]
+    through: list[list[tuple[float, float]]] = [[]]
+    direct: list[list[tuple[float, float]]] = [[]]
     stop = trio.Event()
     sent = 0
     limiter = trio.CapacityLimiter(parallel)
@@ -199,8 +202,9 @@ async def _load(
         "pairs": pairs,
         "requests": sent,
         "load_s": round(loaded, 3),
-        "under_load": {"through_proxy": _summary(through[0]), "direct": _summary(direct[0])},
-        "after_load": {"through_proxy": _summary(through[1]), "direct": _summary(direct[1])},
+        "under_load": {"through_proxy": summary(through[0]), "direct": summary(direct[0])},
+        "after_load": {"through_proxy": summary(through[1]), "direct": summary(direct[1])},
+        "after_load_samples": through[1],  # (wall time, round trip): to split by what the writer did
     }
 
 
@@ -233,19 +237,42 @@ class LoopSteps(trio.abc.Instrument):
 
 
 async def record_in_process(
-    broker: str, out: Path, clients: int, pairs: int, *, write: bool = True, settle: float = 1.0
+    broker: str,
+    out: Path,
+    clients: int,
+    pairs: int,
+    *,
+    write: bool = True,
+    settle: float = 1.0,
+    alternate: float = 0.0,
 ) -> dict[str, Any]:
     """Run the recorder here in front of ``broker`` and the load program through it; its report.
 
-    ``write`` False leaves the writer out (the same run without it, for comparison).
+    ``write`` False leaves the writer out.  ``alternate`` > 0 runs the writer
+    for that many seconds, then leaves it out as long, and so on: the report's
+    ``windows`` (start, end, writer on) split the probe's samples of one run.
     """
     host, port = _address(broker)
     proxy = RecordProxy(host, port)
     writer = ProfileWriter(proxy.book, out, sys.stderr)
+    windows: list[tuple[float, float, bool]] = []
+
+    async def alternating() -> None:
+        on = True
+        while True:
+            started = time.time()
+            async with trio.open_nursery() as window:
+                if on:
+                    window.start_soon(writer.run)  # its own task, as LoopSteps knows it
+                await trio.sleep(alternate)
+                window.cancel_scope.cancel()
+            windows.append((started, time.time(), on))
+            on = not on
+
     async with trio.open_nursery() as nursery:
         await nursery.start(proxy.serve)
         if write:
-            nursery.start_soon(writer.run)
+            nursery.start_soon(alternating if alternate > 0 else writer.run)
         command = [sys.executable, "-m", __name__, "load", proxy.address, broker]
         command += ["--clients", str(clients), "--pairs", str(pairs), "--settle", str(settle)]
         done = await trio.run_process(command, capture_stdout=True)
@@ -254,6 +281,7 @@ async def record_in_process(
         writer.write_now()  # the last write, as the CLI's
     report: dict[str, Any] = json.loads(done.stdout)
     report["book"] = proxy.book.progress()
+    report["windows"] = windows
     return report
 
 
