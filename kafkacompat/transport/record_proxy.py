@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
@@ -159,9 +158,9 @@ class ProfileWriter:
     async def run(self) -> None:
         """Write, then wait, until cancelled."""
         while True:
-            started = time.perf_counter()
+            started = trio.current_time()
             await self.write()
-            self._wait = max(self.INTERVAL, 4 * (time.perf_counter() - started))
+            self._wait = max(self.INTERVAL, 4 * (trio.current_time() - started))
             await trio.sleep(self._wait)
 
     async def write(self) -> None:
@@ -189,15 +188,15 @@ class ProfileWriter:
 
     async def _serialise_changed(self) -> None:
         changed = self.book.take_changed()
-        turn = time.perf_counter()
+        turn = trio.current_time()
         try:
             while changed:
                 pieces = []
                 for piece in profile_pieces(changed[-1]):
                     pieces.append(piece)
-                    if time.perf_counter() - turn > self.SLICE:
+                    if trio.current_time() - turn > self.SLICE:
                         await trio.lowlevel.checkpoint()  # the pumps run; the record may change meanwhile
-                        turn = time.perf_counter()
+                        turn = trio.current_time()
                 self._lines[changed.pop().key] = _line(pieces)
                 self._unwritten = True
         finally:  # cancelled half-way: what was not serialised stays marked for the next writer
