@@ -27,7 +27,11 @@ clients send KIP-511 fields only until they know the broker lacks them) in
 fixed-size tables, and turns them
 into client profiles of the fleet pipeline's format (``client_format``), with
 two additions the pipeline ignores: per API the ``pick`` rule and whether the
-``max`` is exact, and a ``recorded`` block with the evidence.
+``max`` is exact, and a ``recorded`` block with the evidence.  The tables are
+bounded per client (``MAX_ENTRIES``) and over the whole book (``MAX_PAIRS``,
+``MAX_CLIENTS``); what falls past a bound is counted, never silently lost
+(``dropped_requests``, ``bounds_note``).  The book marks the clients whose
+profile changed, so a writer re-serialises only those (``take_changed``).
 
 How the pick is read: a client that sent some version outside the range the
 broker offered it on that connection, or sent an API without an ApiVersions

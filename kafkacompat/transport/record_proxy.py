@@ -50,13 +50,11 @@ class RecordProxy:
         listen_host: str = "127.0.0.1",
         listen_port: int = 0,
         connect_timeout: float = 10.0,
-        on_change: Callable[[ProfileBook], None] | None = None,
     ) -> None:
         self.upstream = (upstream_host, upstream_port)
         self.book = book if book is not None else ProfileBook()
         self.listen_host, self.listen_port = listen_host, listen_port
         self.connect_timeout = connect_timeout
-        self.on_change = on_change
         self._scope: trio.CancelScope | None = None
 
     @property
@@ -97,7 +95,6 @@ class RecordProxy:
         recorder.closed(by_broker=first_to_close[:1] == ["broker"])
         await trio.aclose_forcefully(client)
         await trio.aclose_forcefully(broker)
-        self._changed()
 
     async def _pump(
         self,
@@ -115,16 +112,11 @@ class RecordProxy:
                     break
                 await sink.send_all(data)  # forwarded first, untouched
                 seen(data)
-                self._changed()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
         if not first_to_close:
             first_to_close.append(side)
         nursery.cancel_scope.cancel()
-
-    def _changed(self) -> None:
-        if self.on_change is not None:
-            self.on_change(self.book)
 
 
 class ProfileWriter:
