@@ -46,7 +46,6 @@ with an older broker than any it was recorded against.
 from __future__ import annotations
 
 import struct
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -127,7 +126,9 @@ class ClientRecord:
     version: str
     identified_by: Literal["software", "client-id"]
     client_ids: set[str] = field(default_factory=set)
-    outcomes: dict[tuple[int, int], Counter[str]] = field(default_factory=dict)
+    # Plain dicts of str -> int, not Counters: the collector leaves those untracked, so a
+    # full book (MAX_PAIRS of them) adds nothing to the pauses of a full garbage collection.
+    outcomes: dict[tuple[int, int], dict[str, int]] = field(default_factory=dict)
     offered: dict[tuple[tuple[int, int, int], ...], int] = field(default_factory=dict)
     # per (api key, version): sent where no ApiVersions answer was seen, or outside the offer
     unnegotiated: set[tuple[int, int]] = field(default_factory=set)
@@ -185,9 +186,9 @@ class ProfileBook:
                 record.dropped += 1
                 self.unitemised += 1
                 return
-            counts = record.outcomes[key] = Counter()
+            counts = record.outcomes[key] = {}
             self.pairs += 1
-        counts[outcome] += 1
+        counts[outcome] = counts.get(outcome, 0) + 1
 
     def flag(self, record: ClientRecord, flags: set[tuple[int, int]], key: tuple[int, int]) -> None:
         """Add ``key`` to one of ``record``'s sets of (api key, version) while the bounds leave room."""

@@ -24,28 +24,37 @@ if TYPE_CHECKING:
 __all__ = ["client_profile", "profile_pieces"]
 
 API_VERSIONS = int(ApiKey.API_VERSIONS)
+_NO_ENTRIES = '{"api_versions": []'
 _NO_REQUESTS = '"requests": []'
 
 
 def profile_pieces(record: ClientRecord, per_piece: int = 64) -> Iterator[str]:
     """``record``'s profile as one JSON line (sorted keys, no newline), in pieces.
 
-    A piece holds at most ``per_piece`` of the (api key, version) entries; the
-    pieces joined are ``json.dumps(client_profile(record), sort_keys=True)``.
+    A piece holds at most ``per_piece`` of the per-API entries or of the
+    (api key, version) entries, the two lists that grow with what a client
+    sends; the pieces joined are ``json.dumps(client_profile(record), sort_keys=True)``.
     """
-    text = json.dumps(client_profile(record, with_requests=False), sort_keys=True)
-    # Inside a JSON string every quote is escaped: the marker can only be the key itself.
-    head, _, tail = text.rpartition(_NO_REQUESTS)
-    yield head + '"requests": ['
-    entries = _requests(record)
+    text = json.dumps(client_profile(record, with_entries=False), sort_keys=True)
+    # "api_versions" sorts first; inside a JSON string every quote is escaped, so the
+    # markers can only be the keys themselves.
+    middle, _, tail = text[len(_NO_ENTRIES) :].rpartition(_NO_REQUESTS)
+    yield '{"api_versions": ['
+    yield from _chunks(_api_entries(record), per_piece)
+    yield "]" + middle + '"requests": ['
+    yield from _chunks(_requests(record), per_piece)
+    yield "]" + tail
+
+
+def _chunks(entries: Iterator[dict[str, Any]], per_piece: int) -> Iterator[str]:
     first = True
     while True:
-        chunk = [json.dumps(entry, sort_keys=True) for entry in itertools.islice(entries, per_piece)]
+        chunk = list(itertools.islice(entries, per_piece))
         if not chunk:
-            break
-        yield ("" if first else ", ") + ", ".join(chunk)
+            return
+        text = json.dumps(chunk, sort_keys=True)[1:-1]  # one call per piece: the C encoder's loop
+        yield text if first else ", " + text
         first = False
-    yield "]" + tail
 
 
 def _last_request(record: ClientRecord) -> dict[str, Any] | None:
@@ -60,21 +69,23 @@ def _requests(record: ClientRecord) -> Iterator[dict[str, Any]]:
         yield {"api_key": key, "version": version, "outcomes": dict(sorted(counts.items()))}
 
 
-def client_profile(record: ClientRecord, with_requests: bool = True) -> dict[str, Any]:
+def _api_entries(record: ClientRecord) -> Iterator[dict[str, Any]]:
     by_api: dict[int, list[int]] = {}
     for api_key, version in record.outcomes:
         by_api.setdefault(api_key, []).append(version)
-    entries = []
     for api_key, versions in sorted(by_api.items()):
         fixed = any((api_key, v) in record.unnegotiated for v in versions)
         exact = fixed or any((api_key, v) in record.below_offer for v in versions)
         if api_key == API_VERSIONS:
             fixed, exact = False, True  # its own negotiation: KIP-511 fallback, not an offer
-        entries.append({
+        yield {
             "api_key": api_key, "min": min(versions), "max": max(versions), "required": True,
             "pick": "fixed" if fixed else "highest", "max_exact": exact, "min_exact": False,
-        })
-    requests = list(_requests(record)) if with_requests else []
+        }
+
+
+def client_profile(record: ClientRecord, with_entries: bool = True) -> dict[str, Any]:
+    """The client profile of ``record``; ``with_entries`` False leaves both growing lists empty."""
     offered = [
         {"apis": [{"api_key": k, "min": low, "max": high} for k, low, high in offer], "connections": n}
         for offer, n in record.offered.items()
@@ -82,12 +93,12 @@ def client_profile(record: ClientRecord, with_requests: bool = True) -> dict[str
     return {
         "client": record.name,
         "version": record.version,
-        "api_versions": entries,
+        "api_versions": list(_api_entries(record)) if with_entries else [],
         "recorded": {
             "identified_by": record.identified_by,
             "client_ids": sorted(record.client_ids),
             "dropped_requests": record.dropped,
-            "requests": requests,
+            "requests": list(_requests(record)) if with_entries else [],
             "offered": offered,
             "last_request": _last_request(record),
         },

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import math
 import struct
@@ -215,7 +216,23 @@ class LoopSteps(trio.abc.Instrument):
         self.writer: list[float] = []
         self.others_longest = 0.0
         self.others_longest_name = ""
+        self.collections: list[float] = []  # full garbage collections (generation 2), wherever they fell
         self._started = 0.0
+        self._collecting = 0.0
+
+    def before_run(self) -> None:
+        gc.callbacks.append(self._collection)
+
+    def after_run(self) -> None:
+        gc.callbacks.remove(self._collection)
+
+    def _collection(self, phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._collecting = time.thread_time()
+        else:
+            self.collections.append(time.thread_time() - self._collecting)
 
     def before_task_step(self, task: trio.lowlevel.Task) -> None:
         self._started = time.thread_time()
@@ -233,6 +250,8 @@ class LoopSteps(trio.abc.Instrument):
             "writer_longest_ms": round(1000 * max(self.writer, default=0.0), 3),
             "writer_total_ms": round(1000 * sum(self.writer), 3),
             "others_longest_ms": round(1000 * self.others_longest, 3),
+            "full_collections": len(self.collections),
+            "full_collection_longest_ms": round(1000 * max(self.collections, default=0.0), 3),
         }
 
 
