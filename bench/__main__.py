@@ -30,6 +30,7 @@ SECTIONS: dict[str, str] = {
     "aio": "bench.aio",
     "legacy": "bench.legacy",
     "pipeline": "bench.pipeline",
+    "recorder": "bench.recorder",
 }
 
 

@@ -98,12 +98,18 @@ def cases() -> list[tuple[str, str, object]]:
     metadata = scripted({18: api_versions(), 3: metadata_naming(many)})
     fits = scripted({18: api_versions(), 3: metadata_naming(many[:10_000])})  # 210 KB: under the ceiling
     bad = scripted({18: api_versions(), 3: metadata_naming([(1, "a..b", 9092)])})
+    all_topics_60 = scripted({18: api_versions(), 3: garbage(60 << 20)})  # above the 16 MiB ceiling
+    all_topics_16 = scripted({18: api_versions(), 3: garbage(16 << 20)})  # at it: read once, uncopied
     impossible = scripted({18: unsupported_version(5, 1)})
     negative_epoch = scripted({18: api_versions(epoch=-5), 3: metadata_naming([])})
     return [
         ("probe", "ApiVersions of 10 million rows (70 MB)", huge_api_versions(10_000_000)),
         ("probe", "a 16 MiB garbage frame", garbage(16 << 20)),
         ("probe", "a 60 MiB garbage frame", garbage(60 << 20)),
+        ("connection-topics", "a 60 MiB garbage frame (all topics)", all_topics_60),
+        ("connection-topics", "a 16 MiB garbage frame (all topics)", all_topics_16),
+        ("connection-topics", "Metadata naming 100,000 brokers", metadata),
+        ("connection-topics", "Metadata naming 10,000 brokers", fits),
         ("cluster", "Metadata naming 100,000 brokers", metadata),
         ("inspect-all", "Metadata naming 100,000 brokers", metadata),
         ("cluster", "Metadata naming 10,000 brokers", fits),
@@ -120,7 +126,7 @@ def run_cases(client_path: str, timeout: float) -> int:
     from kafkacompat.testing.hostile_client import client_argv, measure
 
     env = {**os.environ, "PYTHONPATH": client_path}
-    print(f"{'entry point':12} {'case':48} {'outcome':28} {'time':>8} {'peak RSS':>10}")
+    print(f"{'entry point':17} {'case':48} {'outcome':28} {'time':>8} {'peak RSS':>10}")
     failed = False
     for entry, case, script in cases():
         with HostileBroker(script) as broker:  # type: ignore[arg-type]
@@ -132,7 +138,7 @@ def run_cases(client_path: str, timeout: float) -> int:
             report = {"outcome": f"child failed ({measured.returncode})", "typed": False, "peak_rss_mib": 0.0}
         outcome = str(report["outcome"]) + ("" if report["typed"] else " (untyped)")
         failed |= not report["typed"]
-        print(f"{entry:12} {case:48} {outcome:28} {measured.elapsed:7.2f}s {report['peak_rss_mib']:7.1f} MiB")
+        print(f"{entry:17} {case:48} {outcome:28} {measured.elapsed:7.2f}s {report['peak_rss_mib']:7.1f} MiB")
     return 1 if failed else 0
 
 

@@ -14,23 +14,21 @@ the profiles file is rewritten as clients come and go.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import trio
 
 from kafkacompat.errors import ConfigError, KafkaCompatError
-from kafkacompat.negotiation.recording import ProfileBook
 from kafkacompat.testing.emulator.broker import check_bind_host
-from kafkacompat.transport.record_proxy import RecordProxy
+from kafkacompat.transport.record_proxy import ProfileWriter, RecordProxy
 
-__all__ = ["parse_address", "register", "run", "write_profiles"]
+__all__ = ["check_out", "parse_address", "register", "run"]
 
 
 def register(subparsers: Any) -> None:
@@ -58,20 +56,22 @@ def parse_address(text: str, what: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def write_profiles(book: ProfileBook, path: Path) -> int:
-    """Write every profile atomically (a reader never sees half a file); how many were written."""
-    profiles = book.profiles()
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, temporary = tempfile.mkstemp(prefix=".record-", dir=directory)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        for profile in profiles:
-            out.write(json.dumps(profile, sort_keys=True) + "\n")
-    os.replace(temporary, path)
-    return len(profiles)
+def check_out(out: Path) -> None:
+    """Refuse an ``--out`` that cannot be written, before anything listens; creates nothing."""
+    directory = out.parent if str(out.parent) else Path(".")
+    if not directory.is_dir():
+        raise ConfigError(f"--out: no directory {directory}")
+    if out.is_dir() and not out.is_symlink():
+        raise ConfigError(f"--out: {out} is a directory, not a file")
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=".record-", dir=directory)
+        os.close(fd)
+        os.unlink(temporary)
+    except OSError as exc:
+        raise ConfigError(f"--out: cannot write in {directory} ({exc.strerror or exc})") from None
 
 
-async def _record(proxy: RecordProxy, out: Path, duration: float | None, progress: TextIO | None) -> None:
-    seen = (-1, -1)
+async def _record(proxy: RecordProxy, writer: ProfileWriter, duration: float | None) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(proxy.serve)
@@ -83,15 +83,7 @@ async def _record(proxy: RecordProxy, out: Path, duration: float | None, progres
 
             nursery.start_soon(stop_on_signal)
             with trio.move_on_after(math.inf if duration is None else duration):
-                while True:
-                    now = (proxy.book.connections, proxy.book.requests)
-                    if now != seen:
-                        seen = now
-                        write_profiles(proxy.book, out)
-                        if progress is not None:
-                            progress.write(f"\r{proxy.book.progress()} ")
-                            progress.flush()
-                    await trio.sleep(0.5)
+                await writer.run()
             nursery.cancel_scope.cancel()
 
 
@@ -114,16 +106,24 @@ def run(args: argparse.Namespace) -> int:
     except KafkaCompatError as exc:
         raise ConfigError(str(exc)) from None
     out = Path(args.out)
-    if not out.parent.is_dir() and str(out.parent):
-        raise ConfigError(f"--out: no directory {out.parent}")
+    check_out(out)
     proxy = RecordProxy(upstream_host, upstream_port, listen_host=listen_host, listen_port=listen_port)
     progress = sys.stderr if sys.stderr.isatty() else None
+    writer = ProfileWriter(proxy.book, out, sys.stderr, progress)
     try:
-        trio.run(_record, proxy, out, args.duration, progress)
+        trio.run(_record, proxy, writer, args.duration)
     except BaseExceptionGroup as group:  # the proxy's own error, from inside the nursery
         raise _first_error(group) from None
-    count = write_profiles(proxy.book, out)
     if progress is not None:
         progress.write("\n")
+    try:
+        count = writer.write_now()
+    except OSError as exc:
+        lost = len(proxy.book.clients)
+        why = exc.strerror or exc
+        raise ConfigError(f"--out: cannot write {out} ({why}); {lost} client profiles lost") from None
     print(f"{count} client profiles ({proxy.book.progress()}) written to {out}", file=sys.stderr, flush=True)
+    bounds = proxy.book.bounds_note()
+    if bounds:
+        print(f"past the recorder's bounds: {bounds}", file=sys.stderr, flush=True)
     return 0

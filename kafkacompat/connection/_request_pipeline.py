@@ -48,6 +48,7 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     PipelineStateError,
     ProtocolError,
+    ReplyTooLargeError,
     TransportError,
     attach_context,
 )
@@ -361,6 +362,7 @@ class RequestPipeline:
             start = 0
         reader = ticket.reader
         try:
+            self._limits.check_counts(ticket.api_key, ticket.version, frame, start)  # before decoding
             if start and reader is not None:
                 # The body is read in place, from its offset in the frame: no view, no copy.
                 response = _read_body(reader, frame, start, ticket)
@@ -368,7 +370,7 @@ class RequestPipeline:
                 _, response = framing.decode_response(
                     frame, ticket.response_cls, ticket.version, allow_trailing=True
                 )
-        except DecodeError as exc:
+        except (DecodeError, ReplyTooLargeError) as exc:
             return RequestFailed(self._end(ticket), attach_context(exc, node=self.node))
         return ResponseReceived(self._end(ticket), response)
 

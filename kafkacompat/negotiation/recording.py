@@ -27,7 +27,11 @@ clients send KIP-511 fields only until they know the broker lacks them) in
 fixed-size tables, and turns them
 into client profiles of the fleet pipeline's format (``client_format``), with
 two additions the pipeline ignores: per API the ``pick`` rule and whether the
-``max`` is exact, and a ``recorded`` block with the evidence.
+``max`` is exact, and a ``recorded`` block with the evidence.  The tables are
+bounded per client (``MAX_ENTRIES``) and over the whole book (``MAX_PAIRS``,
+``MAX_CLIENTS``); what falls past a bound is counted, never silently lost
+(``dropped_requests``, ``bounds_note``).  The book marks the clients whose
+profile changed, so a writer re-serialises only those (``take_changed``).
 
 How the pick is read: a client that sent some version outside the range the
 broker offered it on that connection, or sent an API without an ApiVersions
@@ -42,12 +46,12 @@ with an older broker than any it was recorded against.
 from __future__ import annotations
 
 import struct
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kafkacompat.errors import KafkaCompatError
+from kafkacompat.negotiation.recording_profile import client_profile, profile_pieces
 from kafkacompat.protocol import framing, messages
 from kafkacompat.protocol.error_codes import error_for
 from kafkacompat.protocol.message import KafkaMessage
@@ -56,16 +60,20 @@ from kafkacompat.protocol.messages import ApiKey, ApiVersionsRequest, ApiVersion
 __all__ = [
     "KEEP_BYTES",
     "MAX_CLIENTS",
+    "MAX_ENTRIES",
+    "MAX_PAIRS",
     "ClientRecord",
     "Outcome",
     "ProfileBook",
     "WireRecorder",
+    "profile_pieces",
 ]
 
 KEEP_BYTES = 64 * 1024
 MAX_CLIENTS = 1000
 MAX_PENDING = 4096
 MAX_ENTRIES = 512  # (api key, version) pairs per client: both come off the wire, untrusted
+MAX_PAIRS = 65536  # (api key, version) entries over the whole book, flags included: ~21 MiB
 OVERFLOW_CLIENT = "(other clients)"
 # Plain ints from the enum: compared for every frame recorded.
 API_VERSIONS, PRODUCE, SASL_HANDSHAKE = (
@@ -118,33 +126,39 @@ class ClientRecord:
     version: str
     identified_by: Literal["software", "client-id"]
     client_ids: set[str] = field(default_factory=set)
-    outcomes: dict[tuple[int, int], Counter[str]] = field(default_factory=dict)
+    # Plain dicts of str -> int, not Counters: the collector leaves those untracked, so a
+    # full book (MAX_PAIRS of them) adds nothing to the pauses of a full garbage collection.
+    outcomes: dict[tuple[int, int], dict[str, int]] = field(default_factory=dict)
     offered: dict[tuple[tuple[int, int, int], ...], int] = field(default_factory=dict)
     # per (api key, version): sent where no ApiVersions answer was seen, or outside the offer
     unnegotiated: set[tuple[int, int]] = field(default_factory=set)
     below_offer: set[tuple[int, int]] = field(default_factory=set)
 
-    dropped: int = 0  # requests past MAX_ENTRIES distinct (api key, version) pairs
+    dropped: int = 0  # requests past MAX_ENTRIES pairs of this client or MAX_PAIRS of the book
     last: tuple[int, int, int, str] | None = None  # (sequence, api key, version, outcome)
 
-    def note(self, api_key: int, version: int, outcome: str, sequence: int = -1) -> None:
-        if self.last is None or sequence >= self.last[0]:
-            self.last = (sequence, api_key, version, outcome)
-        key = (api_key, version)
-        if key not in self.outcomes and len(self.outcomes) >= MAX_ENTRIES:
-            self.dropped += 1
-            return
-        self.outcomes.setdefault(key, Counter())[outcome] += 1
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.name, self.version)
 
 
 class ProfileBook:
-    """Every client seen by a recording, keyed by identity; bounded in clients and entries."""
+    """Every client seen by a recording, keyed by identity; bounded in clients and entries.
+
+    ``changed`` holds the keys of the clients whose profile changed since a
+    writer last took it (``take_changed``), so a writer re-serialises only those.
+    """
 
     def __init__(self) -> None:
         self.clients: dict[tuple[str, str], ClientRecord] = {}
         self._named: dict[str, ClientRecord] = {}  # client id -> the software that used it
+        self._offers: dict[tuple[tuple[int, int, int], ...], tuple[tuple[int, int, int], ...]] = {}
         self.requests = 0
         self.connections = 0
+        self.pairs = 0  # (api key, version) entries of every client (outcomes and flags): MAX_PAIRS
+        self.pooled_connections = 0  # connections of clients past MAX_CLIENTS, under OVERFLOW_CLIENT
+        self.unitemised = 0  # requests counted in no (api key, version) entry: past a bound
+        self.changed: set[tuple[str, str]] = set()
 
     def client(
         self, name: str, version: str, identified_by: Literal["software", "client-id"]
@@ -152,9 +166,61 @@ class ProfileBook:
         key = (name, version)
         if key not in self.clients and len(self.clients) >= MAX_CLIENTS:
             key, identified_by = (OVERFLOW_CLIENT, ""), "client-id"
+            self.pooled_connections += 1
         if key not in self.clients:
             self.clients[key] = ClientRecord(key[0], key[1], identified_by)
+        self.changed.add(key)
         return self.clients[key]
+
+    def note(
+        self, record: ClientRecord, api_key: int, version: int, outcome: str, sequence: int = -1
+    ) -> None:
+        """One request's outcome for ``record``: itemised while both bounds leave room, else counted."""
+        self.changed.add(record.key)
+        if record.last is None or sequence >= record.last[0]:
+            record.last = (sequence, api_key, version, outcome)
+        key = (api_key, version)
+        counts = record.outcomes.get(key)
+        if counts is None:
+            if len(record.outcomes) >= MAX_ENTRIES or self.pairs >= MAX_PAIRS:
+                record.dropped += 1
+                self.unitemised += 1
+                return
+            counts = record.outcomes[key] = {}
+            self.pairs += 1
+        counts[outcome] = counts.get(outcome, 0) + 1
+
+    def flag(self, record: ClientRecord, flags: set[tuple[int, int]], key: tuple[int, int]) -> None:
+        """Add ``key`` to one of ``record``'s sets of (api key, version) while the bounds leave room."""
+        if key in flags:
+            return
+        if len(record.unnegotiated) + len(record.below_offer) >= 2 * MAX_ENTRIES or self.pairs >= MAX_PAIRS:
+            return
+        flags.add(key)
+        self.pairs += 1
+        self.changed.add(record.key)
+
+    def shared_offer(self, offer: tuple[tuple[int, int, int], ...]) -> tuple[tuple[int, int, int], ...]:
+        """One copy of each distinct ApiVersions offer, however many clients were given it."""
+        if len(self._offers) < MAX_CLIENTS:
+            return self._offers.setdefault(offer, offer)
+        return self._offers.get(offer, offer)
+
+    def take_changed(self) -> list[ClientRecord]:
+        """The clients changed since the last call, in the order of their keys; clears the mark."""
+        keys, self.changed = self.changed, set()
+        return [self.clients[key] for key in sorted(keys) if key in self.clients]
+
+    def bounds_note(self) -> str:
+        """What the bounds left out, in words; empty when nothing was."""
+        parts = []
+        if self.pooled_connections:
+            parts.append(f"{self.pooled_connections} connections of clients past the first {MAX_CLIENTS} "
+                         f"pooled under {OVERFLOW_CLIENT!r}")
+        if self.unitemised:
+            parts.append(f"{self.unitemised} requests past {MAX_ENTRIES} (API, version) pairs of a client "
+                         f"or {MAX_PAIRS} of the book counted as dropped_requests")
+        return "; ".join(parts)
 
     def by_client_id(self, client_id: str | None) -> ClientRecord:
         """A connection without software fields: the software seen with its client id, else the id."""
@@ -169,7 +235,7 @@ class ProfileBook:
         return f"{self.connections} connections, {len(self.clients)} clients, {self.requests} requests"
 
     def profiles(self) -> list[dict[str, Any]]:
-        return [_profile(record) for _, record in sorted(self.clients.items())]
+        return [client_profile(record) for _, record in sorted(self.clients.items())]
 
 
 @dataclass(slots=True)
@@ -236,10 +302,11 @@ class WireRecorder:
         if self._client is None and api_key != API_VERSIONS:
             self._client = self.book.by_client_id(self._client_id)
         if self._client is not None:
+            self.book.changed.add(self._client.key)
             if self._client_id and len(self._client.client_ids) < 16:
                 self._client.client_ids.add(self._client_id)
             for early in self._early:
-                self._client.note(*early)
+                self.book.note(self._client, *early)
             self._early.clear()
             self._note_offer()
 
@@ -249,27 +316,27 @@ class WireRecorder:
             return
         self._offer_noted = True
         offer = tuple(sorted((k, low, high) for k, (low, high) in self._offer.items()))
+        offer = self.book.shared_offer(offer)
         if offer in client.offered or len(client.offered) < 8:
             client.offered[offer] = client.offered.get(offer, 0) + 1
+            self.book.changed.add(client.key)
 
     def _check_offer(self, api_key: int, version: int) -> None:
         if api_key == API_VERSIONS or self._client is None:
             return
         offered = None if self._offer is None else self._offer.get(api_key)
         client = self._client
-        if len(client.unnegotiated) + len(client.below_offer) >= 2 * MAX_ENTRIES:
-            return
         if offered is None or not offered[0] <= version <= offered[1]:
-            client.unnegotiated.add((api_key, version))
+            self.book.flag(client, client.unnegotiated, (api_key, version))
         elif version < offered[1]:
-            client.below_offer.add((api_key, version))
+            self.book.flag(client, client.below_offer, (api_key, version))
 
     def _note(self, api_key: int, version: int, outcome: str, sequence: int) -> None:
         if self._client is None:
             if len(self._early) < 64:
                 self._early.append((api_key, version, outcome, sequence))
         else:
-            self._client.note(api_key, version, outcome, sequence)
+            self.book.note(self._client, api_key, version, outcome, sequence)
 
     # -- broker to client ------------------------------------------------------------------
 
@@ -385,47 +452,3 @@ def _decoded(frame: bytes, size: int, pending: _Pending) -> KafkaMessage | None:
         except KafkaCompatError:
             return None
     return body
-
-
-def _last_request(record: ClientRecord) -> dict[str, Any] | None:
-    if record.last is None:
-        return None
-    sequence, api_key, version, outcome = record.last
-    return {"api_key": api_key, "version": version, "outcome": outcome, "sequence": sequence}
-
-
-def _profile(record: ClientRecord) -> dict[str, Any]:
-    by_api: dict[int, list[int]] = {}
-    for api_key, version in record.outcomes:
-        by_api.setdefault(api_key, []).append(version)
-    entries = []
-    for api_key, versions in sorted(by_api.items()):
-        fixed = any((api_key, v) in record.unnegotiated for v in versions)
-        exact = fixed or any((api_key, v) in record.below_offer for v in versions)
-        if api_key == API_VERSIONS:
-            fixed, exact = False, True  # its own negotiation: KIP-511 fallback, not an offer
-        entries.append({
-            "api_key": api_key, "min": min(versions), "max": max(versions), "required": True,
-            "pick": "fixed" if fixed else "highest", "max_exact": exact, "min_exact": False,
-        })
-    requests = [
-        {"api_key": key, "version": version, "outcomes": dict(sorted(counts.items()))}
-        for (key, version), counts in sorted(record.outcomes.items())
-    ]
-    offered = [
-        {"apis": [{"api_key": k, "min": low, "max": high} for k, low, high in offer], "connections": n}
-        for offer, n in record.offered.items()
-    ]
-    return {
-        "client": record.name,
-        "version": record.version,
-        "api_versions": entries,
-        "recorded": {
-            "identified_by": record.identified_by,
-            "client_ids": sorted(record.client_ids),
-            "dropped_requests": record.dropped,
-            "requests": requests,
-            "offered": offered,
-            "last_request": _last_request(record),
-        },
-    }

@@ -45,6 +45,7 @@ _API_VERSIONS: Final = int(ApiKey.API_VERSIONS)
 _CONTROLLED_SHUTDOWN: Final = int(ApiKey.CONTROLLED_SHUTDOWN)
 _Response = TypeVar("_Response", bound=KafkaMessage)
 _SMALL_FRAME: Final = 4096  # bytes: below this a frame leaves the splitter by slicing, not a view
+_LARGE_FRAME: Final = 1 << 20  # bytes: from this size a frame read into its buffer leaves in it, uncopied
 
 
 def _first_flexible(api_key: int) -> int:
@@ -213,8 +214,10 @@ class FrameSplitter:
     anything is allocated for the body; the body then gets one buffer of
     exactly its size, filled in place (``body_room`` lets a socket read straight
     into it), and leaves as ``bytes``: the frame is held once while it arrives
-    and copied once when it is handed over, however large (a frame under
-    4 KiB that came whole is sliced out instead: two small copies, less work).
+    and copied once when it is handed over (a frame under 4 KiB that came
+    whole is sliced out instead: two small copies, less work).  A frame of
+    1 MiB or more that was read into its buffer leaves as that ``bytearray``,
+    uncopied: two copies of a 60 MiB reply would cost 120 MiB at the peak.
 
     ``feed`` is the older interface: push, then every frame now complete, each
     held to ``max_size``.
@@ -261,7 +264,7 @@ class FrameSplitter:
         """``count`` bytes were written into ``body_room()``."""
         self._filled += count
 
-    def next_frame(self, limit: int | None = None, *, what: str | None = None) -> bytes | None:
+    def next_frame(self, limit: int | None = None, *, what: str | None = None) -> bytes | bytearray | None:
         """The next whole frame, or None until more bytes come; a bad prefix raises.
 
         ``limit`` (default ``max_size``, never above it) is the ceiling for this
@@ -305,6 +308,8 @@ class FrameSplitter:
         if self._filled < len(self._body):
             return None
         body, self._body, self._filled = self._body, None, 0
+        if len(body) >= _LARGE_FRAME:
+            return body  # no second copy of a large frame: it leaves in the buffer it was read into
         frame = bytes(body)
         del body  # the one copy: the buffer goes as the frame leaves
         return frame
@@ -329,4 +334,4 @@ class FrameSplitter:
                 return frames
             if frame is None:
                 return frames
-            frames.append(frame)
+            frames.append(bytes(frame) if isinstance(frame, bytearray) else frame)  # feed's frames are bytes

@@ -8,6 +8,7 @@ high-water mark, VmHWM).  Entries:
 
 - ``probe``: ``probe_broker(timeout=S)``
 - ``connection``: ``open_connection``, then Metadata (no topics) within S
+- ``connection-topics``: the same with Metadata for every topic (its answer grows with the cluster)
 - ``aio``: the same through ``kafkacompat.aio.open_connection``, in an asyncio loop
 - ``blocking``: the same through ``open_blocking_connection`` (no event loop)
 - ``cluster``: ``connect`` then ``capabilities()``
@@ -38,8 +39,8 @@ from typing import Any
 __all__ = ["ENTRIES", "Measured", "main", "measure", "peak_rss_mib", "run_entry"]
 
 ENTRIES = (
-    "probe", "connection", "aio", "blocking", "cluster", "coordinators", "aio-cluster", "aio-coordinators",
-    "sync", "inspect", "inspect-all",
+    "probe", "connection", "connection-topics", "aio", "blocking", "cluster", "coordinators", "aio-cluster",
+    "aio-coordinators", "sync", "inspect", "inspect-all",
 )
 
 
@@ -115,12 +116,13 @@ def run_entry(entry: str, address: str, timeout: float, *, roomy: bool = False) 
     import trio
 
     async def run() -> Any:
-        if entry == "connection":
+        if entry.startswith("connection"):
             from kafkacompat.protocol.messages import MetadataRequest
             from kafkacompat.transport.connection import open_connection
 
+            topics: list[Any] | None = None if entry == "connection-topics" else []
             async with open_connection(host, int(port_text), config) as conn:
-                return await conn.request(MetadataRequest(topics=[]))
+                return await conn.request(MetadataRequest(topics=topics))
         from kafkacompat.transport.cluster import connect
 
         async with connect(address, config) as cluster:

@@ -109,6 +109,8 @@ def test_no_ceiling_is_above_the_frame_limit(max_frame: int, api_key: int, topic
     assert 0 < limit <= max(max_frame, 1)
     if api_key in DEFAULT_CEILINGS and (api_key != 3 or topics == []):
         assert limit <= DEFAULT_CEILINGS[api_key]
+    if api_key == 3 and topics != []:  # Metadata naming topics: grows with the cluster, to a ceiling
+        assert limit <= ReplyLimits().topic_metadata
 
 
 # -- fan-out ----------------------------------------------------------------------------------

@@ -199,9 +199,21 @@ def test_record_in_front_of_tansu_is_transparent(tansu: TansuBroker, tmp_path: P
             ["--listen", "127.0.0.1:TAKEN", "--upstream", "127.0.0.1:9", "--duration", "5"],
             "Address already in use",
         ),
+        (
+            ["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--out", "HERE"],
+            "is a directory, not a file",
+        ),
+        (  # sysfs takes no new files, whoever asks (root included)
+            ["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9", "--out", "/sys/profiles.jsonl"],
+            "--out: cannot write in /sys (Permission denied)",
+        ),
     ],
 )
-def test_record_refuses_bad_arguments_in_one_sentence(argv: list[str], said: str) -> None:
+def test_record_refuses_bad_arguments_in_one_sentence(argv: list[str], said: str, tmp_path: Path) -> None:
+    if "HERE" in argv:  # an existing directory: refused before anything is created in it
+        _refused([str(tmp_path) if a == "HERE" else a for a in argv], said)
+        assert list(tmp_path.iterdir()) == []
+        return
     if "TAKEN" in " ".join(argv):
         with socket.socket() as taken:
             taken.bind(("127.0.0.1", 0))

@@ -117,6 +117,29 @@ def test_a_huge_metadata_reply_is_refused_for_every_cluster_entry_point() -> Non
             assert report["outcome"] in ("ReplyTooLargeError", "exit 1"), (entry, report)
 
 
+TOPIC_METADATA = {
+    # Above the 16 MiB ceiling of a Metadata naming topics: refused from its prefix.
+    "a 60 MiB garbage frame": (lambda request: garbage(60 << 20), "ReplyTooLargeError"),
+    # At the ceiling: read once into its buffer and handed on uncopied (75 MiB with the copy).
+    "a 16 MiB garbage frame": (lambda request: garbage(16 << 20), "ProtocolError"),
+    # 2 MiB on the wire, 19 MiB once decoded: refused from its count, before decoding.
+    "Metadata naming 100,000 brokers": (
+        metadata_naming([(n, "127.0.0.1", 1 + n % 60000) for n in range(100_000)]), "ReplyTooLargeError"
+    ),
+    "Metadata naming 10,000 brokers": (
+        metadata_naming([(n, "127.0.0.1", 1 + n % 60000) for n in range(10_000)]), "ok"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(TOPIC_METADATA))
+def test_metadata_for_every_topic_stays_under_64_mib_whatever_the_broker_sends(case: str) -> None:
+    reply, outcome = TOPIC_METADATA[case]
+    with hostile(scripted({API_VERSIONS: api_versions(), METADATA: reply})) as broker:
+        report = client("connection-topics", broker.address, timeout=5.0)
+    assert report["outcome"] == outcome, report
+
+
 def test_the_ceiling_is_configurable() -> None:
     from kafkacompat.protocol.reply_limits import ReplyLimits
 

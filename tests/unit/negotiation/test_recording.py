@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import struct
 
+import pytest
+
 from kafkacompat.negotiation.recording import KEEP_BYTES, MAX_CLIENTS, ProfileBook, WireRecorder
 from kafkacompat.pipeline.client_format import validate_client_profile
 from kafkacompat.protocol import framing
@@ -204,3 +206,66 @@ def test_the_last_request_over_all_connections_is_kept_with_its_fate() -> None:
     waiting.recorder.closed(by_broker=False)
     last = waiting.profile()["recorded"]["last_request"]
     assert (last["api_key"], last["outcome"]) == (18, "unanswered")
+
+
+def _header_only(
+    recorder: WireRecorder, api_key: int, version: int, correlation: int, client_id: str
+) -> None:
+    name = client_id.encode()
+    frame = struct.pack(">hhih", api_key, version, correlation, len(name)) + name
+    recorder.from_client(struct.pack(">i", len(frame)) + frame)
+
+
+def test_the_book_is_bounded_over_all_clients_and_counts_what_it_leaves_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kafkacompat.negotiation import recording
+
+    monkeypatch.setattr(recording, "MAX_PAIRS", 100)
+    monkeypatch.setattr(recording, "MAX_CLIENTS", 2)
+    book = ProfileBook()
+    for number in range(3):
+        recorder = WireRecorder(book)
+        for key in range(60):  # an unknown API key: a classic header, never offered
+            _header_only(recorder, 1000 + key, 0, key, f"app-{number}")
+        recorder.closed(by_broker=True)
+    # Outcomes and "sent without an offer" flags share the book's bound.
+    itemised = sum(len(c.outcomes) + len(c.unnegotiated) + len(c.below_offer) for c in book.clients.values())
+    assert book.pairs == itemised == 100
+    dropped = sum(c.dropped for c in book.clients.values())
+    assert dropped == book.unitemised == 180 - sum(len(c.outcomes) for c in book.clients.values())
+    assert book.pooled_connections == 1 and (recording.OVERFLOW_CLIENT, "") in book.clients
+    note = book.bounds_note()
+    assert "1 connections of clients past the first 2" in note and f"{book.unitemised} requests" in note
+    profiles = book.profiles()
+    assert all(validate_client_profile(p) == [] for p in profiles)
+    assert sum(p["recorded"]["dropped_requests"] for p in profiles) == book.unitemised
+
+
+def test_a_writer_takes_only_the_clients_that_changed() -> None:
+    book = ProfileBook()
+    first, second = WireRecorder(book), WireRecorder(book)
+    _header_only(first, 3, 1, 1, "one")
+    _header_only(second, 3, 1, 1, "two")
+    assert [r.name for r in book.take_changed()] == ["one", "two"]
+    assert book.take_changed() == []
+    second.from_broker(struct.pack(">ii", 4, 1))  # the answer to "two"'s request
+    assert [r.name for r in book.take_changed()] == ["two"]
+
+
+def test_a_profile_in_pieces_is_the_profile() -> None:
+    import json
+
+    from kafkacompat.negotiation.recording_profile import client_profile, profile_pieces
+
+    book = ProfileBook()
+    for count in (0, 1, 64, 65, 300):
+        recorder = WireRecorder(book)
+        for key in range(count):
+            _header_only(recorder, 1000 + key % 90, key // 90, key, f'odd "requests": [] {count}')
+        recorder.closed(by_broker=count % 2 == 0)
+    for record in book.clients.values():
+        pieces = list(profile_pieces(record, per_piece=64))
+        apis = len({key for key, _ in record.outcomes})
+        assert len(pieces) == 3 + -(-apis // 64) + -(-len(record.outcomes) // 64)
+        assert "".join(pieces) == json.dumps(client_profile(record), sort_keys=True)

@@ -236,3 +236,45 @@ def test_bad_arguments_are_refused() -> None:
     pipe.bytes_to_send()
     with pytest.raises(PipelineStateError, match="not been confirmed"):
         pipe.bytes_to_send()
+
+
+def test_a_metadata_answer_naming_too_many_brokers_fails_its_request_before_decoding() -> None:
+    from kafkacompat.errors import ReplyTooLargeError
+    from kafkacompat.protocol.reply_limits import ReplyLimits
+
+    broker = messages.MetadataResponse.MetadataResponseBroker
+    answer = messages.MetadataResponse(brokers=[broker(node_id=n, host="h", port=9092) for n in range(30)])
+    for version, header_tags in ((1, False), (9, False), (12, False), (12, True)):
+        for ceiling, refused in ((30, False), (29, True)):
+            pipe = RequestPipeline(reply_limits=ReplyLimits(metadata_brokers=ceiling))
+            ticket = pipe.send(messages.MetadataRequest(topics=None), version)
+            pipe.bytes_to_send()
+            pipe.write_done()
+            frame = framing.encode_response(answer, version, ticket.correlation_id)[4:]
+            if header_tags:  # a tagged field in the response header moves the body: still counted
+                frame = frame[:4] + b"\x01\x07\x02hi" + frame[5:]
+            (event,) = pipe.receive_data(len(frame).to_bytes(4, "big") + frame)
+            if refused:
+                assert isinstance(event, RequestFailed) and isinstance(event.error, ReplyTooLargeError)
+                assert "names 30 brokers, above the ceiling of 29" in str(event.error)
+            else:
+                assert isinstance(event, ResponseReceived) and len(event.response.brokers) == 30
+            again = pipe.send(metadata_request(), version)  # the connection goes on
+            pipe.bytes_to_send()
+            pipe.write_done()
+            (event,) = pipe.receive_data(metadata_answer(again.correlation_id, version=version))
+            assert isinstance(event, ResponseReceived)
+
+
+def test_a_large_frame_leaves_the_splitter_in_the_buffer_it_was_read_into() -> None:
+    splitter = framing.FrameSplitter()
+    body = bytes(range(256)) * (5 << 12)  # 5 MiB
+    splitter.push((len(body)).to_bytes(4, "big") + body[:1000])
+    assert splitter.next_frame() is None
+    room = splitter.body_room()
+    assert room is not None and len(room) == len(body) - 1000
+    room[:] = body[1000:]
+    splitter.body_filled(len(room))
+    frame = splitter.next_frame()
+    assert frame == body and isinstance(frame, bytearray)  # no second copy
+    assert splitter.feed((3).to_bytes(4, "big") + b"abc") == [b"abc"]
