@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The demo has a venv of its own with only what it needs (kafkacompat[demo]), not the dev tools or Spark.
+DEMO_VENV := .venv-demo
+DEMO_STAMP := $(DEMO_VENV)/.installed
 
 .PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles
 
@@ -29,8 +32,17 @@ lint: $(STAMP)
 test: check-generated lint
 	$(BIN)/pytest -q -p no:cacheprovider
 
-demo: $(STAMP)
-	$(BIN)/python -m kafkacompat.demo
+$(DEMO_STAMP): pyproject.toml
+	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install --quiet -e '.[demo]'
+	touch $(DEMO_STAMP)
+
+# Prints how long it took, installing included (the first run on a fresh machine installs the demo's venv).
+demo:
+	@start=$$(date +%s); fresh=$$(test -e $(DEMO_STAMP) || echo yes); \
+	$(MAKE) --no-print-directory $(DEMO_STAMP) && $(DEMO_VENV)/bin/python -m kafkacompat.demo; code=$$?; \
+	echo "make demo: $$(( $$(date +%s) - start )) s$${fresh:+, installing $(DEMO_VENV) included (first run)}"; \
+	exit $$code
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
@@ -46,4 +58,4 @@ fuzz: $(STAMP)
 	$(BIN)/python -m bench.fuzz_hostile
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO_VENV) .mypy_cache .pytest_cache .ruff_cache
