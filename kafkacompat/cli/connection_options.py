@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -29,6 +30,7 @@ from typing import Any
 
 from kafkacompat.cli.properties import JaasEntry, load_properties, parse_jaas_config
 from kafkacompat.cli.redaction import Redactor
+from kafkacompat.errors import UsageError
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.negotiation.version_policy import VersionPolicy
 from kafkacompat.transport.config import (
@@ -84,10 +86,9 @@ class _RefusePassword(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        parser.exit(
-            2,
-            f"{parser.prog}: error: passwords are not taken on the command line; "
-            "use --sasl-password-env VAR or sasl.jaas.config in --command-config\n",
+        parser.error(
+            "passwords are not taken on the command line; "
+            "use --sasl-password-env VAR or sasl.jaas.config in --command-config"
         )
 
 
@@ -338,11 +339,7 @@ def _sasl(
     options = entry.options if entry is not None else {}
     username = args.sasl_username or options.get("username")
     if args.sasl_password_env:
-        if args.sasl_password_env not in environ:
-            raise ConfigError(
-                f"the environment variable {args.sasl_password_env} (named by --sasl-password-env) is not set"
-            )
-        password = Secret(environ[args.sasl_password_env])
+        password = Secret(environ[_password_variable(args.sasl_password_env, environ)])
     elif "password" in options:
         password = Secret(options["password"])
     else:
@@ -351,6 +348,27 @@ def _sasl(
     if not username:
         raise ConfigError("SASL needs a username: --sasl-username, or username= in sasl.jaas.config")
     return SaslConfig(mechanism, username, password)
+
+
+# How environment variables are conventionally named; anything else unset is taken for a value typed there.
+_VARIABLE_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+def _password_variable(name: str, environ: Mapping[str, str]) -> str:
+    """The variable ``--sasl-password-env`` names.
+
+    Unset, its name is repeated only when it is shaped like a variable's name
+    (upper case, digits, underscores): anything else may be the password typed
+    in its place, and is never echoed.
+    """
+    if name in environ:
+        return name
+    if _VARIABLE_NAME.fullmatch(name):
+        raise ConfigError(f"the environment variable {name} (named by --sasl-password-env) is not set")
+    raise UsageError(
+        "--sasl-password-env takes the name of an environment variable, and what followed it looks like "
+        "a value (not shown): put the password in a variable and name that"
+    )
 
 
 def _protocol(args: argparse.Namespace, props: Mapping[str, str]) -> str:
@@ -377,8 +395,10 @@ def resolve_connection(
     if props.get("sasl.jaas.config"):
         with suppress(ConfigError):  # mask its password on its own too, even when SASL is not used
             redactor.add(Secret(parse_jaas_config(props["sasl.jaas.config"]).options.get("password", "")))
-    if args.sasl_password_env and args.sasl_password_env in env:
-        redactor.add(Secret(env[args.sasl_password_env]))
+    if args.sasl_password_env:  # a password given in the variable's place is masked too
+        redactor.add(Secret(args.sasl_password_env))
+        if args.sasl_password_env in env:
+            redactor.add(Secret(env[args.sasl_password_env]))
     controllers = bool(getattr(args, "bootstrap_controller", None))
     if controllers:
         if args.bootstrap_server or args.bootstrap:
