@@ -32,13 +32,16 @@ TIMEOUT = 120.0
 # Prints the subcommands the installed parser has (argparse keeps them in the subparsers action).
 LIST_COMMANDS = (
     "import argparse; from kafkacompat.cli import build_parser; "
-    "print(*[n for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction) for n in a.choices])"
+    "print(*[n for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)"
+    " for n in a.choices])"
 )
 
 
 def _run(argv: list[str], *, cwd: Path, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def _dependency_venv() -> Path:
@@ -83,7 +86,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield venv / "bin"
 
 
-def test_the_installed_package_is_the_wheel_and_brings_no_dev_dependency(installed: Path, tmp_path: Path) -> None:
+def test_the_installed_package_is_the_wheel_and_brings_no_dev_dependency(
+    installed: Path, tmp_path: Path
+) -> None:
     probe = _run(
         [str(installed / "python"), "-c",
          "import importlib.util as u, kafkacompat; print(kafkacompat.__file__); "

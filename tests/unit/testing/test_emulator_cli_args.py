@@ -47,7 +47,7 @@ def test_sasl_users_come_from_the_environment_or_a_file(
         "carol": "pw:with:colons"
     }
     users.write_text("carol\n")
-    with pytest.raises(UsageError, match="entry 1 of --sasl-users-file .* is not USER:PASSWORD"):
+    with pytest.raises(UsageError, match=r"entry 1 of --sasl-users-file .* is not USER:PASSWORD"):
         cluster_of("--sasl-users-file", str(users))
 
 
