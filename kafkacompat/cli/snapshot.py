@@ -100,6 +100,8 @@ def _append(path: str, lines: list[str]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options = resolve_connection(args)
+    if args.out != "-":  # a bad --out (a symbolic link, a directory) is said before any broker is asked
+        append_text(args.out, "", "--out")
     output = Output(options.redactor)
     warn_ignored(options)
     progress = None

@@ -74,6 +74,8 @@ MISTAKES: list[tuple[list[str], int, str]] = [
     (["inspect", "h:1", "--command-config", "{directory}"], 1, "is a directory"),
     (["inspect", "h:1", "--command-config", "{binary}"], 1, "is a binary file, not text"),
     (["snapshot", "127.0.0.1:1"], 2, "the following arguments are required: --out"),
+    (["snapshot", "127.0.0.1:1", "--out", "{link}"], 1, "is a symbolic link; refusing to write through it"),
+    (["snapshot", "127.0.0.1:1", "--out", "{directory}"], 1, "is a directory"),
     (["emulate", "--release", "2.3.1"], 2, "no Kafka 2.3.1 in the release table; did you mean 2.3?"),
     (["emulate", "--release", "2.3/kraft"], 2, "Kafka 2.3 has no kraft-broker; it has zk-broker"),
     (["emulate", "--release", "3.9/krft"], 2, "did you mean kraft-broker?"),
