@@ -74,6 +74,7 @@ _READ_KEYS = frozenset(
     }
 )
 _JKS_MAGIC = b"\xfe\xed\xfe\xed"
+_DEFAULT_TIMEOUT = 10.0
 
 
 class _RefusePassword(argparse.Action):
@@ -125,9 +126,8 @@ def add_connection_options(
     where.add_argument(
         "--timeout",
         type=float,
-        default=10.0,
         metavar="SECONDS",
-        help="connect and request timeout (default 10)",
+        help="connect and request timeout (default 10; given, a silent peer is waited for that long)",
     )
     where.add_argument(
         "--retries",
@@ -197,6 +197,7 @@ class ConnectionOptions:
     redactor: Redactor = field(repr=False)
     ignored_keys: tuple[str, ...] = ()
     controllers: bool = False  # --bootstrap-controller: the addresses are KRaft controllers
+    fail_fast: bool = True  # no --timeout given: a peer silent for a few seconds ends the command
 
 
 def _api_pairs(values: Sequence[str], flag: str) -> list[tuple[str | int, str]]:
@@ -409,11 +410,13 @@ def resolve_connection(
     protocol = _protocol(args, props)
     tls = _tls(args, props, redactor) if protocol.endswith("SSL") else None
     sasl = _sasl(args, props, env, redactor) if protocol.startswith("SASL") else None
-    if args.timeout is None or args.timeout <= 0:
+    fail_fast = args.timeout is None
+    timeout = _DEFAULT_TIMEOUT if args.timeout is None else args.timeout
+    if timeout <= 0:
         raise ConfigError("--timeout must be positive")
     if args.retries < 1:
         raise ConfigError("--retries must be at least 1")
-    request_timeout = args.timeout
+    request_timeout = timeout
     if "request.timeout.ms" in props:
         try:
             request_timeout = int(props["request.timeout.ms"]) / 1000
@@ -422,7 +425,7 @@ def resolve_connection(
     client_id = props.get("client.id") or "kafkacompat"
     handshake = HandshakeConfig(fallback_release=args.fallback_release)  # its client id: ConnectionConfig's
     config = ConnectionConfig(
-        connect_timeout=args.timeout,
+        connect_timeout=timeout,
         request_timeout=request_timeout,
         client_id=client_id,
         handshake=handshake,
@@ -432,7 +435,7 @@ def resolve_connection(
         retry=RetryPolicy(attempts=args.retries),
     )
     ignored = tuple(sorted(k for k in props if k not in _READ_KEYS))
-    return ConnectionOptions(bootstrap, config, protocol, redactor, ignored, controllers)
+    return ConnectionOptions(bootstrap, config, protocol, redactor, ignored, controllers, fail_fast)
 
 
 def warn_ignored(options: ConnectionOptions) -> None:
