@@ -36,7 +36,7 @@ async def test_demo_runs_every_part() -> None:
     # The coordinators command is shown as a user can run it (group ids on stdin, text output).
     assert "$ seq -f 'demo-group-%g' 0 299 | kafkacompat coordinators 127.0.0.1:" in out
     assert "--format json" not in out
-    batched = "300 group key(s): 300 found, 0 failed; FindCoordinator v6, 1 batched request(s), 1 round trip(s)"
+    batched = "300 group key(s): 300 found, 0 failed; FindCoordinator v6, 1 batched request(s), 1 round trip"
     assert batched in out
     assert "300 group key(s): 300 found, 0 failed; FindCoordinator v0, 300 single-key request(s)" in out
     assert "\t2. ApiVersions v0 on connection 1: ok" in out
