@@ -48,7 +48,7 @@ def test_a_kafka_answer_is_kafka(reply: bytes) -> None:
 @pytest.mark.parametrize(
     ("reply", "kind", "says"),
     [
-        (b"HTTP/1.0 400 Bad request syntax\r\n\r\n", PeerKind.HTTP, "the peer answered in HTTP (HTTP/1.0 400"),
+        (b"HTTP/1.0 400 Bad request\r\n\r\n", PeerKind.HTTP, "the peer answered in HTTP (HTTP/1.0 400"),
         (b"<!DOCTYPE HTML>\n<html>", PeerKind.HTTP, "the peer answered in HTTP"),
         (b"\x15\x03\x03\x00\x02\x02\x32", PeerKind.TLS, "add --tls"),
         (b"SSH-2.0-OpenSSH_9.6\r\n", PeerKind.SSH, "the peer is an SSH server (SSH-2.0-OpenSSH_9.6)"),
