@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_VENV := .venv-demo
 DEMO_STAMP := $(DEMO_VENV)/.installed
 
-.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles
+.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles docs docs-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,14 @@ $(DEMO_STAMP): pyproject.toml
 	touch $(DEMO_STAMP)
 
 # Prints how long it took, installing included (the first run on a fresh machine installs the demo's venv).
+# The command blocks of README.md and docs/ marked <!-- docs-check: ... --> are run and compared with
+# what they show (tests/support/docs_check.py); `make docs` rewrites their outputs with what runs now.
+docs-check: $(STAMP)
+	$(BIN)/python -m tests.support.docs_check
+
+docs: $(STAMP)
+	$(BIN)/python -m tests.support.docs_check --update
+
 demo:
 	@start=$$(date +%s); fresh=$$(test -e $(DEMO_STAMP) || echo yes); \
 	$(MAKE) --no-print-directory $(DEMO_STAMP) && $(DEMO_VENV)/bin/python -m kafkacompat.demo; code=$$?; \

@@ -83,6 +83,10 @@ def build_report_parser(prog: str = "kafkacompat fleet-report") -> argparse.Argu
     return parser
 
 
+_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+_QUIET_LOG = Path(__file__).resolve().parents[1] / "pipeline" / "quiet-log4j2.properties"
+
+
 def register(subparsers: Any) -> None:
     report = subparsers.add_parser(
         "fleet-report",
@@ -197,6 +201,8 @@ def run_report(args: argparse.Namespace) -> int:
     from kafkacompat.pipeline.session import fleet_session
 
     settings.setdefault("spark.ui.showConsoleProgress", "false")
+    if not args.debug:
+        _quiet_spark_log(settings)
     started = time.perf_counter()
     ours = SparkSession.getActiveSession() is None  # stop only a session this command started
     try:
@@ -205,6 +211,8 @@ def run_report(args: argparse.Namespace) -> int:
     except Exception as exc:  # Spark reports a missing Java or a bad master this way
         print(f"kafkacompat fleet-report: could not start Spark: {exc}", file=sys.stderr)
         return 1
+    if not args.debug:  # a driver started by spark-submit has its JVM already: quiet it from here on
+        spark.sparkContext.setLogLevel("ERROR")
     try:
         report = build_fleet_report(
             spark, args.snapshots, args.clients, snapshots_format=args.snapshots_format, targets=targets
@@ -220,6 +228,21 @@ def run_report(args: argparse.Namespace) -> int:
     for line in first:
         print(line)
     return 0
+
+
+def _quiet_spark_log(settings: dict[str, str]) -> None:
+    """Spark's log at level ERROR from the JVM's start (``--debug`` keeps Spark's own settings).
+
+    The option joins the caller's Java options, or spark-defaults.conf's, which a
+    value set here would otherwise replace.
+    """
+    from kafkacompat.pipeline.session import defaults_java_options
+
+    options = settings.get(_JAVA_OPTIONS)
+    if options is None:
+        options = defaults_java_options()
+    if "log4j2.configurationFile" not in options:
+        settings[_JAVA_OPTIONS] = f"{options} -Dlog4j2.configurationFile=file:{_QUIET_LOG}".strip()
 
 
 def _upgrade_first_lines(report: Any, shown: int = 5) -> list[str]:

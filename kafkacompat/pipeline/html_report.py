@@ -69,9 +69,9 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 def _sample(df: DataFrame, total: int | None, headers: Sequence[str], order: Sequence[str]) -> str:
     """Up to MAX_TABLE_ROWS rows; a total of None is counted by the same query (a window)."""
-    if total is None:
-        counted = df.withColumn("_total", F.count(F.lit(1)).over(Window.partitionBy()))
-        picked = counted.orderBy(*order).limit(MAX_TABLE_ROWS).collect()
+    if total is None:  # the count joins the first rows: an aggregate, not a window over one partition
+        counted = df.agg(F.count(F.lit(1)).alias("_total"))
+        picked = df.orderBy(*order).limit(MAX_TABLE_ROWS).crossJoin(counted).orderBy(*order).collect()
         total = picked[0]["_total"] if picked else 0
         rows = [tuple(r)[:-1] for r in picked]
     else:
@@ -113,12 +113,10 @@ def _heatmap(report: FleetTables, labels: Sequence[str]) -> str:
     compat = report.compatibility.withColumn("label", F.concat_ws(" ", "client", "client_version"))
     clients = sorted(set(labels))[:MAX_HEATMAP_CLIENTS]
     per_cluster = compat.groupBy("cluster_id").agg(F.count_if(~F.col("compatible")).alias("broken"))
-    total = F.count(F.lit(1)).over(Window.partitionBy())  # one row per cluster: a small window
-    chosen = (
-        per_cluster.withColumn("_clusters", total)
-        .orderBy(F.desc("broken"), "cluster_id")
-        .limit(MAX_HEATMAP_CLUSTERS)
-    )
+    # The number of clusters joins the chosen ones: an aggregate, not a window over one partition.
+    total = per_cluster.agg(F.count(F.lit(1)).alias("_clusters"))
+    order = (F.desc("broken"), "cluster_id")
+    chosen = per_cluster.orderBy(*order).limit(MAX_HEATMAP_CLUSTERS).crossJoin(total).orderBy(*order)
     picked = chosen.collect()
     total_clusters = picked[0]["_clusters"] if picked else 0
     rows = [(r["cluster_id"], r["broken"]) for r in picked]
