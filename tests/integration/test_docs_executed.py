@@ -25,7 +25,8 @@ def test_every_marked_block_shows_what_runs(capsys: pytest.CaptureFixture[str]) 
 def test_a_changed_output_is_caught(tmp_path: Path) -> None:
     doc = tmp_path / "doc.md"
     fence = "```"
-    doc.write_text(f"<!-- docs-check: none -->\n{fence}\n$ kafkacompat --version\nkafkacompat 0.0.0\n{fence}\n")
+    block = "$ kafkacompat --version\nkafkacompat 0.0.0"
+    doc.write_text(f"<!-- docs-check: none -->\n{fence}\n{block}\n{fence}\n")
     assert docs_check.main([str(doc)]) == 1
     assert docs_check.main(["--update", str(doc)]) == 0
     assert docs_check.main([str(doc)]) == 0 and "kafkacompat 0.1" in doc.read_text()

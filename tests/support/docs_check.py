@@ -176,6 +176,10 @@ def _with_cut(shown: Sequence[str], actual: list[str]) -> list[str]:
     return [*actual[:head], omitted, *actual[len(actual) - tail :]]
 
 
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def check_block(block: Block) -> tuple[list[str], list[str]]:
     """(problems, the block's new lines)."""
     problems: list[str] = []
@@ -184,7 +188,7 @@ def check_block(block: Block) -> tuple[list[str], list[str]]:
         addresses = stack.enter_context(target(block.target))
         for command in block.commands:
             actual, code = run(command.argv, addresses)
-            where = f"{block.path.relative_to(ROOT)}:{block.start}: $ kafkacompat {command.argv}"
+            where = f"{_shown(block.path)}:{block.start}: $ kafkacompat {command.argv}"
             if command.exit is not None and code != command.exit:
                 problems.append(f"{where}: exit {code}, the doc shows {command.exit}")
             if not matches(command.output, actual):
