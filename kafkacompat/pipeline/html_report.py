@@ -15,7 +15,7 @@ and an inline SVG, no scripts, every value escaped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
@@ -24,8 +24,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkacompat import __version__
+from kafkacompat.pipeline.bad_lines import explain_malformed
 from kafkacompat.pipeline.heatmap import HeatmapCell, render_heatmap
 from kafkacompat.pipeline.report import FleetTables, run_concurrently
+from kafkacompat.pipeline.snapshot_format import MALFORMED
 from kafkacompat.pipeline.what_if_page import render_what_if, upgrade_overview
 
 __all__ = ["MAX_HEATMAP_CLIENTS", "MAX_HEATMAP_CLUSTERS", "MAX_TABLE_ROWS", "render_report"]
@@ -67,8 +69,14 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>" if body else '<p class="note">none</p>'
 
 
-def _sample(df: DataFrame, total: int | None, headers: Sequence[str], order: Sequence[str]) -> str:
-    """Up to MAX_TABLE_ROWS rows; a total of None is counted by the same query (a window)."""
+def _sample(
+    df: DataFrame,
+    total: int | None,
+    headers: Sequence[str],
+    order: Sequence[str],
+    shown: Callable[[tuple[Any, ...]], tuple[Any, ...]] = lambda row: row,
+) -> str:
+    """Up to MAX_TABLE_ROWS rows, each through ``shown``; a total of None is counted by the same query."""
     if total is None:  # the count joins the first rows: an aggregate, not a window over one partition
         counted = df.agg(F.count(F.lit(1)).alias("_total"))
         picked = df.orderBy(*order).limit(MAX_TABLE_ROWS).crossJoin(counted).orderBy(*order).collect()
@@ -77,7 +85,15 @@ def _sample(df: DataFrame, total: int | None, headers: Sequence[str], order: Seq
     else:
         rows = [tuple(r) for r in df.orderBy(*order).limit(MAX_TABLE_ROWS).collect()]
     note = f'<p class="note">showing {len(rows):,} of {total:,}</p>' if total > len(rows) else ""
-    return _table(headers, rows) + note
+    return _table(headers, [shown(row) for row in rows]) + note
+
+
+def _with_fields_named(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A bad record (source, file, line, reason, text) whose reason names the fields of a malformed line."""
+    source, file, line, reason, text = row
+    if reason == MALFORMED and text:
+        reason = explain_malformed(text, source)
+    return source, file, line, reason, text
 
 
 def _samples(frames: Sequence[DataFrame], order: Sequence[str]) -> list[tuple[list[tuple[Any, ...]], int]]:
@@ -242,6 +258,7 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
                 counts.get("bad_records", 0),
                 ("source", "file", "line", "reason", "text"),
                 ["source", "file", "line"],
+                _with_fields_named,
             ),
         ],
     )
