@@ -91,4 +91,10 @@ def explain_failure(exc: KafkaCompatError, config: ConnectionConfig, bootstrap: 
         return str(exc)
     kind, hint = _category(exc, config, bootstrap)
     text = f"{kind}: {exc}" if kind else str(exc)
+    if isinstance(exc, BrokerTooOldError):  # in short: the handshake's long account is the cause (--debug)
+        where = f" {exc.node}" if exc.node else ""
+        text = (
+            f"{kind}: the peer{where} closed the connection on ApiVersions at every version "
+            "and on Metadata v0, which every Kafka answers"
+        )
     return _with_hint(text, hint)
