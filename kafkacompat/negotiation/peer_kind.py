@@ -35,7 +35,7 @@ __all__ = [
 # the next id.
 FIRST_CONTACT_CORRELATION_ID = 0x0D0A
 _QUOTE_AT_MOST = 40
-TLS_LISTENER = "the listener speaks TLS (it answered with a TLS record): add --tls (security.protocol=SSL)"
+TLS_LISTENER = "TLS listener: the peer answered with a TLS record; add --tls (security.protocol=SSL)"
 
 
 class PeerKind(enum.Enum):
