@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_VENV := .venv-demo
 DEMO_STAMP := $(DEMO_VENV)/.installed
 
-.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles docs docs-check
+.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles docs docs-check site
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ docs-check: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m tests.support.docs_check --update
+
+# The documentation site from docs/ (MkDocs), with docs/cli-reference.md from the real --help, into site/.
+site: $(STAMP)
+	$(BIN)/python -m mkdocs build --strict
 
 demo:
 	@start=$$(date +%s); fresh=$$(test -e $(DEMO_STAMP) || echo yes); \
