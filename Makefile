@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_VENV := .venv-demo
 DEMO_STAMP := $(DEMO_VENV)/.installed
 
-.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles docs docs-check site
+.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles docs docs-check site browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,8 +29,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check kafkacompat tests bench examples
 	$(BIN)/mypy
 
-test: check-generated lint
+test: check-generated lint browser
 	$(BIN)/pytest -q -p no:cacheprovider
+
+# Headless Chromium for the documentation site's screenshot test (Debian's package; root, as CI runs).
+browser:
+	command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y --no-install-recommends chromium; }
 
 $(DEMO_STAMP): pyproject.toml
 	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
