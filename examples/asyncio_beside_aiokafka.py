@@ -43,7 +43,7 @@ async def main(bootstrap: str, topic: str) -> int:
         print(f"not starting: {exc}")
         return 1
 
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # its retries' log lines: the outcome is one line
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # its retries' log: the outcome is one line
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap, compression_type="gzip", request_timeout_ms=int(PRODUCE_TIMEOUT * 1000)
     )
