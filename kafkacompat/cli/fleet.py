@@ -205,11 +205,12 @@ def run_report(args: argparse.Namespace) -> int:
     from kafkacompat.pipeline.session import fleet_session
 
     settings.setdefault("spark.ui.showConsoleProgress", "false")
-    if not args.debug:
+    debug = bool(getattr(args, "debug", False))  # the spark-submit entry point has no --debug
+    if not debug:
         _quiet_spark_log(settings)
     started = time.perf_counter()
     ours = SparkSession.getActiveSession() is None  # stop only a session this command started
-    jvm_log = None if args.debug else _jvm_log()
+    jvm_log = None if debug else _jvm_log()
     try:
         # The snapshot files, known before the JVM starts, let a small fleet's JVM be set for it.
         with _jvm_stderr(jvm_log):
@@ -217,7 +218,7 @@ def run_report(args: argparse.Namespace) -> int:
     except Exception as exc:  # Spark reports a missing Java or a bad master this way
         print(f"kafkacompat fleet-report: could not start Spark: {exc}{_see(jvm_log)}", file=sys.stderr)
         return 1
-    if not args.debug:  # a driver started by spark-submit has its JVM already: quiet it from here on
+    if not debug:  # a driver started by spark-submit has its JVM already: quiet it from here on
         spark.sparkContext.setLogLevel("ERROR")
     try:
         report = build_fleet_report(
