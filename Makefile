@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The demo has a venv of its own with only what it needs (kafkacompat[demo]), not the dev tools or Spark.
+DEMO_VENV := .venv-demo
+DEMO_STAMP := $(DEMO_VENV)/.installed
 
-.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles real-kafka
+.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles real-kafka docs docs-check site browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,11 +31,37 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m kafkacompat._api_listing --check
 
-test: check-generated lint
+test: check-generated lint browser
 	$(BIN)/pytest -q -p no:cacheprovider
 
-demo: $(STAMP)
-	$(BIN)/python -m kafkacompat.demo
+# Headless Chromium for the documentation site's screenshot test (Debian's package; root, as CI runs).
+browser:
+	command -v chromium >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y --no-install-recommends chromium; }
+
+$(DEMO_STAMP): pyproject.toml
+	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install --quiet -e '.[demo]'
+	touch $(DEMO_STAMP)
+
+# Prints how long it took, installing included (the first run on a fresh machine installs the demo's venv).
+# The command blocks of README.md and docs/ marked <!-- docs-check: ... --> are run and compared with
+# what they show (tests/support/docs_check.py); `make docs` rewrites their outputs with what runs now.
+docs-check: $(STAMP)
+	$(BIN)/python -m tests.support.docs_check
+
+docs: $(STAMP)
+	$(BIN)/python -m tests.support.docs_check --update
+
+# The documentation site from docs/ (MkDocs), with docs/cli-reference.md from the real --help, into site/.
+site: $(STAMP)
+	$(BIN)/python -m mkdocs build --strict
+
+demo:
+	@start=$$(date +%s); fresh=$$(test -e $(DEMO_STAMP) || echo yes); \
+	$(MAKE) --no-print-directory $(DEMO_STAMP) && $(DEMO_VENV)/bin/python -m kafkacompat.demo; code=$$?; \
+	echo "make demo: $$(( $$(date +%s) - start )) s$${fresh:+, installing $(DEMO_VENV) included (first run)}"; \
+	exit $$code
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
@@ -54,4 +83,4 @@ fuzz: $(STAMP)
 	$(BIN)/python -m bench.fuzz_hostile
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO_VENV) .mypy_cache .pytest_cache .ruff_cache

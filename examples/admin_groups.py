@@ -7,6 +7,10 @@ the lookup is planned: one request per 500 groups where the broker takes
 FindCoordinator v4+, one per group (pipelined) where it does not.  The groups
 are then grouped by coordinator, and each coordinator gets ONE DescribeGroups
 (or DeleteGroups) request for all of its groups.
+
+Needs: a broker that runs consumer groups (Kafka 0.9 or later, or Tansu);
+groups nobody created are described as Dead.  Ends with one line and exit
+status 1 when the broker cannot be used.
 """
 
 import argparse
@@ -15,6 +19,7 @@ from collections import Counter
 import trio
 
 import kafkacompat
+from kafkacompat.errors import KafkaCompatError
 from kafkacompat.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -51,4 +56,7 @@ if __name__ == "__main__":
     parser.add_argument("--delete", action="store_true", help="delete the groups instead of describing them")
     args = parser.parse_args()
     names = [f"{args.prefix}-{n}" for n in range(args.groups)]
-    trio.run(main, args.bootstrap, names, args.delete)
+    try:
+        trio.run(main, args.bootstrap, names, args.delete)
+    except KafkaCompatError as exc:  # typed: unreachable, not Kafka, or no usable version
+        raise SystemExit(f"cannot use {args.bootstrap}: {type(exc).__name__}: {exc}") from None

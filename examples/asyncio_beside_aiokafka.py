@@ -6,18 +6,26 @@ Before the application's own client starts, kafkacompat's asyncio driver
 negotiates with the broker in the same event loop (no trio, no thread) and
 says what the broker speaks and which versions would be used; the
 application refuses to start where a version it needs is missing.
+
+Needs: a broker that stores messages (Kafka 0.10 or later, or Tansu; the
+emulator answers ApiVersions for Produce but stores nothing).  A produce that
+does not complete within PRODUCE_TIMEOUT seconds ends with one line and exit
+status 1, as does a broker that cannot be used.
 """
 
 import argparse
 import asyncio
+import logging
 
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
 
 from kafkacompat.aio import open_connection
 from kafkacompat.errors import KafkaCompatError
 from kafkacompat.protocol.messages import MetadataRequest
 
 PRODUCE, METADATA = 0, 3
+PRODUCE_TIMEOUT = 15.0  # seconds for aiokafka to start and produce one message
 
 
 async def main(bootstrap: str, topic: str) -> int:
@@ -35,13 +43,21 @@ async def main(bootstrap: str, topic: str) -> int:
         print(f"not starting: {exc}")
         return 1
 
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, compression_type="gzip")
-    await producer.start()
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # its retries' log: the outcome is one line
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, compression_type="gzip", request_timeout_ms=int(PRODUCE_TIMEOUT * 1000)
+    )
     try:
-        sent = await producer.send_and_wait(topic, b"checked first")
-        print(f"aiokafka produced to {sent.topic}[{sent.partition}] at offset {sent.offset}")
+        async with asyncio.timeout(PRODUCE_TIMEOUT):
+            await producer.start()
+            sent = await producer.send_and_wait(topic, b"checked first")
+    except (KafkaError, TimeoutError) as exc:
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        print(f"aiokafka could not produce to {topic} within {PRODUCE_TIMEOUT:.0f} s: {why}")
+        return 1
     finally:
         await producer.stop()
+    print(f"aiokafka produced to {sent.topic}[{sent.partition}] at offset {sent.offset}")
     return 0
 
 

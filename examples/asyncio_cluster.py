@@ -4,6 +4,9 @@
 
 ``kafkacompat.aio.connect`` is ``kafkacompat.connect`` on the asyncio loop
 the application already runs: the same methods, the same typed errors.
+
+Needs: any Kafka broker, or `kafkacompat emulate`.  Ends with one line and
+exit status 1 when the broker cannot be used.
 """
 
 import argparse

@@ -4,6 +4,10 @@
 
 Every request below goes out at a version picked from what the broker it is
 sent to answered in ApiVersions; nothing is hard-coded.
+
+Needs: a broker that creates topics on request (CreateTopics, Kafka 0.10.1 or
+later, or Tansu; the emulator answers no CreateTopics).  It checks that first,
+and ends with one line and exit status 1 when the broker cannot do it.
 """
 
 import argparse
@@ -11,6 +15,7 @@ import argparse
 import trio
 
 import kafkacompat
+from kafkacompat.errors import KafkaCompatError
 from kafkacompat.protocol.messages import (
     CreateTopicsRequest,
     ListOffsetsRequest,
@@ -28,6 +33,9 @@ async def main(bootstrap: str, topic: str) -> None:
             picked = {name: caps.pick_version(key) for name, key in
                       (("Metadata", MetadataRequest.API_KEY), ("ListOffsets", ListOffsetsRequest.API_KEY))}
             print(f"node {node_id}: {caps.release_guess.text}; would send {picked}")
+            if not caps.lists_api(CreateTopicsRequest.API_KEY):
+                raise SystemExit(f"node {node_id} ({caps.release_guess.text}) cannot create topics: "
+                                 "this example needs Kafka 0.10.1 or later")
 
         # Make sure the topic exists (an admin request, sent to any broker).
         created = await cluster.request(None, CreateTopicsRequest(topics=[
@@ -63,4 +71,7 @@ if __name__ == "__main__":
     parser.add_argument("--bootstrap", required=True, help="host:port[,host:port...]")
     parser.add_argument("--topic", default="kafkacompat-example")
     args = parser.parse_args()
-    trio.run(main, args.bootstrap, args.topic)
+    try:
+        trio.run(main, args.bootstrap, args.topic)
+    except KafkaCompatError as exc:  # typed: unreachable, not Kafka, or no usable version
+        raise SystemExit(f"cannot use {args.bootstrap}: {type(exc).__name__}: {exc}") from None

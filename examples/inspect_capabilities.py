@@ -1,6 +1,9 @@
 """What does each broker speak?  A capability inspector in a few lines of kafkacompat.
 
     python examples/inspect_capabilities.py --bootstrap 127.0.0.1:9092
+
+Needs: any Kafka broker, 0.8.0 to today's, or `kafkacompat emulate`.  Ends with
+one line and exit status 1 when the broker cannot be used.
 """
 
 import argparse
@@ -8,6 +11,7 @@ import argparse
 import trio
 
 import kafkacompat
+from kafkacompat.errors import KafkaCompatError
 
 
 async def main(bootstrap: str) -> None:
@@ -21,4 +25,8 @@ async def main(bootstrap: str) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", required=True, help="host:port[,host:port...]")
-    trio.run(main, parser.parse_args().bootstrap)
+    bootstrap = parser.parse_args().bootstrap
+    try:
+        trio.run(main, bootstrap)
+    except KafkaCompatError as exc:  # typed: unreachable, not Kafka, or no usable version
+        raise SystemExit(f"cannot use {bootstrap}: {type(exc).__name__}: {exc}") from None

@@ -85,6 +85,7 @@ __all__ = [
     "TransportError",
     "UnknownBrokerError",
     "UnsupportedVersionError",
+    "UsageError",
     "VersionRemovedError",
     "WrongEndpointError",
     "WrongProtocolError",
@@ -262,6 +263,18 @@ class HandshakeConfigError(ConfigError, NegotiationError):
 
 class EmulatorConfigError(ConfigError):
     """An emulator configuration that cannot work (unknown release, bad range, non-loopback bind)."""
+
+
+class UsageError(ConfigError):
+    """A command line that cannot be read: an unknown command or option, a missing or malformed value.
+
+    The command line prints it as one line and exits with status 2.  ``prog`` is
+    the command it concerns (``kafkacompat inspect``) when the parser knows it.
+    """
+
+    def __init__(self, message: str, *, prog: str | None = None) -> None:
+        super().__init__(message)
+        self.prog = prog
 
 
 class ClientSoftwareWarning(UserWarning):

@@ -4,7 +4,8 @@ Each subcommand lives in its own module of this package and exposes
 ``register(subparsers)``, which adds its parser and sets ``handler`` to a
 function ``(args) -> int``.  Expected failures (any ``KafkaCompatError``) print
 one sentence on stderr and exit non-zero; the traceback is shown only with
-``--debug``.
+``--debug``.  Exit status: 0 done, 1 an expected failure, 2 a command line
+that cannot be read (``UsageError``, see ``cli.usage``), 70 a bug, 130 Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import sys
 from collections.abc import Sequence
 
 from kafkacompat._version import __version__
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.cli.usage import UsageParser, unrecognized
+from kafkacompat.errors import KafkaCompatError, UsageError
 
 # Subcommand modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -28,7 +30,7 @@ EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug of kafkacompat, not an expected failure
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         prog="kafkacompat",
         description="Kafka compatibility: what a broker speaks, what a client would pick, and why.",
     )
@@ -58,14 +60,25 @@ def _accept_global_options_anywhere(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help(sys.stderr)
+    try:
+        args, extras = parser.parse_known_args(words)
+        if extras:
+            raise unrecognized(parser, args, extras, words)
+        handler = getattr(args, "handler", None)
+        if handler is None:
+            raise UsageError("no command given; kafkacompat --help lists them", prog="kafkacompat")
+    except UsageError as exc:
+        print(_usage_line(exc, "kafkacompat"), file=sys.stderr)
         return EXIT_USAGE
     try:
         code: int = handler(args)
+    except UsageError as exc:
+        if args.debug:
+            raise
+        print(_usage_line(exc, f"kafkacompat {args.command}"), file=sys.stderr)
+        return EXIT_USAGE
     except KafkaCompatError as exc:
         if args.debug:
             raise
@@ -83,6 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return code
+
+
+def _usage_line(error: UsageError, prog: str) -> str:
+    return f"{error.prog or prog}: {printable(str(error))}"
 
 
 def printable(text: str) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -37,7 +38,7 @@ from kafkacompat.connection.config import (
     Secret,
     TlsConfig,
 )
-from kafkacompat.errors import ConfigError
+from kafkacompat.errors import ConfigError, UsageError
 from kafkacompat.negotiation.handshake_config import HandshakeConfig
 from kafkacompat.negotiation.version_policy import VersionPolicy
 
@@ -72,6 +73,7 @@ _READ_KEYS = frozenset(
     }
 )
 _JKS_MAGIC = b"\xfe\xed\xfe\xed"
+_DEFAULT_TIMEOUT = 10.0
 
 
 class _RefusePassword(argparse.Action):
@@ -84,10 +86,9 @@ class _RefusePassword(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        parser.exit(
-            2,
-            f"{parser.prog}: error: passwords are not taken on the command line; "
-            "use --sasl-password-env VAR or sasl.jaas.config in --command-config\n",
+        parser.error(
+            "passwords are not taken on the command line; "
+            "use --sasl-password-env VAR or sasl.jaas.config in --command-config"
         )
 
 
@@ -124,9 +125,8 @@ def add_connection_options(
     where.add_argument(
         "--timeout",
         type=float,
-        default=10.0,
         metavar="SECONDS",
-        help="connect and request timeout (default 10)",
+        help="connect and request timeout (default 10; given, a silent peer is waited for that long)",
     )
     where.add_argument(
         "--retries",
@@ -196,6 +196,7 @@ class ConnectionOptions:
     redactor: Redactor = field(repr=False)
     ignored_keys: tuple[str, ...] = ()
     controllers: bool = False  # --bootstrap-controller: the addresses are KRaft controllers
+    fail_fast: bool = True  # no --timeout given: a peer silent for a few seconds ends the command
 
 
 def _api_pairs(values: Sequence[str], flag: str) -> list[tuple[str | int, str]]:
@@ -338,11 +339,7 @@ def _sasl(
     options = entry.options if entry is not None else {}
     username = args.sasl_username or options.get("username")
     if args.sasl_password_env:
-        if args.sasl_password_env not in environ:
-            raise ConfigError(
-                f"the environment variable {args.sasl_password_env} (named by --sasl-password-env) is not set"
-            )
-        password = Secret(environ[args.sasl_password_env])
+        password = Secret(environ[_password_variable(args.sasl_password_env, environ)])
     elif "password" in options:
         password = Secret(options["password"])
     else:
@@ -351,6 +348,27 @@ def _sasl(
     if not username:
         raise ConfigError("SASL needs a username: --sasl-username, or username= in sasl.jaas.config")
     return SaslConfig(mechanism, username, password)
+
+
+# How environment variables are conventionally named; anything else unset is taken for a value typed there.
+_VARIABLE_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+def _password_variable(name: str, environ: Mapping[str, str]) -> str:
+    """The variable ``--sasl-password-env`` names.
+
+    Unset, its name is repeated only when it is shaped like a variable's name
+    (upper case, digits, underscores): anything else may be the password typed
+    in its place, and is never echoed.
+    """
+    if name in environ:
+        return name
+    if _VARIABLE_NAME.fullmatch(name):
+        raise ConfigError(f"the environment variable {name} (named by --sasl-password-env) is not set")
+    raise UsageError(
+        "--sasl-password-env takes the name of an environment variable, and what followed it looks like "
+        "a value (not shown): put the password in a variable and name that"
+    )
 
 
 def _protocol(args: argparse.Namespace, props: Mapping[str, str]) -> str:
@@ -377,8 +395,10 @@ def resolve_connection(
     if props.get("sasl.jaas.config"):
         with suppress(ConfigError):  # mask its password on its own too, even when SASL is not used
             redactor.add(Secret(parse_jaas_config(props["sasl.jaas.config"]).options.get("password", "")))
-    if args.sasl_password_env and args.sasl_password_env in env:
-        redactor.add(Secret(env[args.sasl_password_env]))
+    if args.sasl_password_env:  # a password given in the variable's place is masked too
+        redactor.add(Secret(args.sasl_password_env))
+        if args.sasl_password_env in env:
+            redactor.add(Secret(env[args.sasl_password_env]))
     controllers = bool(getattr(args, "bootstrap_controller", None))
     if controllers:
         if args.bootstrap_server or args.bootstrap:
@@ -389,11 +409,13 @@ def resolve_connection(
     protocol = _protocol(args, props)
     tls = _tls(args, props, redactor) if protocol.endswith("SSL") else None
     sasl = _sasl(args, props, env, redactor) if protocol.startswith("SASL") else None
-    if args.timeout is None or args.timeout <= 0:
+    fail_fast = args.timeout is None
+    timeout = _DEFAULT_TIMEOUT if args.timeout is None else args.timeout
+    if timeout <= 0:
         raise ConfigError("--timeout must be positive")
     if args.retries < 1:
         raise ConfigError("--retries must be at least 1")
-    request_timeout = args.timeout
+    request_timeout = timeout
     if "request.timeout.ms" in props:
         try:
             request_timeout = int(props["request.timeout.ms"]) / 1000
@@ -402,7 +424,7 @@ def resolve_connection(
     client_id = props.get("client.id") or "kafkacompat"
     handshake = HandshakeConfig(fallback_release=args.fallback_release)  # its client id: ConnectionConfig's
     config = ConnectionConfig(
-        connect_timeout=args.timeout,
+        connect_timeout=timeout,
         request_timeout=request_timeout,
         client_id=client_id,
         handshake=handshake,
@@ -412,7 +434,7 @@ def resolve_connection(
         retry=RetryPolicy(attempts=args.retries),
     )
     ignored = tuple(sorted(k for k in props if k not in _READ_KEYS))
-    return ConnectionOptions(bootstrap, config, protocol, redactor, ignored, controllers)
+    return ConnectionOptions(bootstrap, config, protocol, redactor, ignored, controllers, fail_fast)
 
 
 def warn_ignored(options: ConnectionOptions) -> None:

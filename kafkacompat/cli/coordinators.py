@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkacompat.cli.connection_options import add_connection_options, resolve_connection, warn_ignored
+from kafkacompat.cli.files import read_text
 from kafkacompat.cli.output import Output
 from kafkacompat.cli.probe import execute
 from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup
@@ -60,15 +61,7 @@ def register(subparsers: Any) -> None:
 
 def read_keys_file(path: Path) -> list[str]:
     """Keys one a line; blank lines and lines starting with ``#`` are skipped."""
-    if str(path) == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"the groups file {path} does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read the groups file {path}: {exc}") from None
+    text = sys.stdin.read() if str(path) == "-" else read_text(path, "the groups file")
     return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
 
 

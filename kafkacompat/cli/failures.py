@@ -35,7 +35,7 @@ _SASL_HINT = (
     "(or sasl.* in --command-config)"
 )
 _ENDPOINT_HINT = "use --bootstrap-server for brokers and --bootstrap-controller for KRaft controllers"
-_OLD_HINT = "if it is Kafka all the same, name its release, e.g. --fallback-release 0.8.2"
+_OLD_HINT = "if it is Kafka all the same, give its release (--fallback-release 0.8.2)"
 _PLAINTEXT_HINT = "if this listener is plaintext, drop --tls (security.protocol=PLAINTEXT)"
 _ADVERTISED_HINT = (
     "the bootstrap address answered, but this is the address the cluster advertises for the broker; "
@@ -97,4 +97,11 @@ def explain_failure(exc: KafkaCompatError, config: ConnectionConfig, bootstrap: 
         return str(exc)
     kind, hint = _category(exc, config, bootstrap)
     text = f"{kind}: {exc}" if kind else str(exc)
+    if isinstance(exc, BrokerTooOldError):  # in short: the handshake's long account is the cause (--debug)
+        # A TLS listener closes so too; the command asks the peer with a ClientHello before it gets here.
+        text = (
+            f"{kind}: {exc.node or 'the peer'} closed on ApiVersions (every version) "
+            "and on Metadata v0, which every Kafka answers"
+        )
+        hint = _OLD_HINT
     return _with_hint(text, hint)

@@ -15,7 +15,7 @@ from typing import Any
 from kafkacompat.cli.feature_text import epoch_text, level_text
 from kafkacompat.cluster.features_admin import ClusterFeatures
 from kafkacompat.errors import FeatureError
-from kafkacompat.negotiation.features import CATALOG
+from kafkacompat.negotiation.features import CATALOG, UNKNOWN_EPOCH
 from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ["describe_document", "describe_lines"]
@@ -70,10 +70,14 @@ def describe_lines(features: ClusterFeatures, *, brief: bool = False) -> list[st
     sources = f" from {_ids(features, view.sources)}" if view.sources else ""
     if lines:
         lines.append("")
-    lines.append(
-        f"Checked on {len(features.nodes)} broker(s): finalized epoch {epoch_text(view.epoch)}{sources}"
-    )
-    if not _names(features):
+    if not _names(features) and view.epoch == UNKNOWN_EPOCH:  # nothing to describe, no epoch to source
+        checked = len(features.nodes)
+        lines.append(f"Checked on {checked} broker(s): no broker supports or finalizes any feature")
+    else:
+        lines.append(
+            f"Checked on {len(features.nodes)} broker(s): finalized epoch {epoch_text(view.epoch)}{sources}"
+        )
+    if not _names(features) and view.epoch != UNKNOWN_EPOCH:
         lines.append(f"{INDENT}no broker supports or finalizes any feature")
     lines += [
         f"{INDENT}node {_id(features, s.node)} is behind: it answered epoch {s.epoch}" for s in view.stale

@@ -15,8 +15,9 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from kafkacompat.cli.files import open_for_writing, write_text
 from kafkacompat.pipeline.client_format import kafkacompat_client_profile
 from kafkacompat.pipeline.command import add_report_arguments, run_report
 from kafkacompat.pipeline.generate import FleetSpec, generate_clients, write_fleet, write_fleet_files
@@ -68,17 +69,17 @@ def register(subparsers: Any) -> None:
     profile.set_defaults(handler=run_client_profile)
 
 
-def _open(path: str) -> TextIO:
-    return sys.stdout if path == "-" else open(path, "w", encoding="utf-8")
+def _emit(path: str, text: str, what: str) -> None:
+    """``text`` on stdout (``-``) or in the file ``path``, by the CLI's rules for the files it writes."""
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        write_text(path, text, what)
 
 
 def run_client_profile(args: argparse.Namespace) -> int:
-    out = _open(args.out)
-    try:
-        out.write(json.dumps(kafkacompat_client_profile(), separators=(",", ":")) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    _emit(args.out, json.dumps(kafkacompat_client_profile(), separators=(",", ":")) + "\n", "--out")
     return 0
 
 
@@ -98,16 +99,16 @@ def run_generate(args: argparse.Namespace) -> int:
         write_fleet_files(spec, Path(args.out), args.files)
         lines = spec.lines
     else:
-        out = _open(args.out)
+        out = sys.stdout if args.out == "-" else open_for_writing(args.out, "--out")
         try:
             lines = write_fleet(spec, out)
         finally:
             if out is not sys.stdout:
                 out.close()
     if args.clients_out:
-        with open(args.clients_out, "w", encoding="utf-8") as handle:
-            for profile in generate_clients(args.clients, args.seed):
-                handle.write(json.dumps(profile, separators=(",", ":")) + "\n")
+        profiles = generate_clients(args.clients, args.seed)
+        text = "".join(json.dumps(profile, separators=(",", ":")) + "\n" for profile in profiles)
+        write_text(args.clients_out, text, "--clients-out")
     elapsed = time.perf_counter() - started
     where = "stdout" if args.out == "-" else args.out
     print(f"wrote {lines:,} snapshot lines to {where} in {elapsed:.1f} s", file=sys.stderr)

@@ -1,7 +1,7 @@
 """``kafkacompat inspect``: what a broker (or every broker) speaks, what this client would pick, and why.
 
 Per broker: the block Kafka's ``kafka-broker-api-versions`` prints, with this
-client's policy and the specs' deprecations marked; the features in
+client's policy and the versions Kafka 4.x refuses marked; the features in
 ``kafka-features describe`` lines; the release guess with its evidence; the
 handshake transcript.  With ``--all-brokers``: every broker Metadata names,
 then the versions common to all of them, the skew between them, and

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkacompat.cli.files import read_text
 from kafkacompat.errors import ConfigError
 
 __all__ = ["JaasEntry", "load_properties", "parse_jaas_config", "parse_properties"]
@@ -30,16 +31,7 @@ _JAAS_FLAGS = ("required", "requisite", "sufficient", "optional")
 def load_properties(path: str | Path) -> dict[str, str]:
     """The properties of the file at ``path`` (read as UTF-8, as Kafka 9+ reads them)."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"the command config file {file} does not exist") from None
-    except IsADirectoryError:
-        raise ConfigError(f"the command config file {file} is a directory") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"the command config file {file} is not UTF-8 text") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read the command config file {file}: {exc.strerror}") from None
+    text = read_text(file, "the command config file")
     return parse_properties(text, source=str(file))
 
 

@@ -49,8 +49,22 @@ INDENT = "\t"
 
 
 def broker_header(probe: BrokerProbe) -> str:
-    """Kafka's ``Node.toString``: ``host:port (id: N rack: R)``, rack ``null`` when none."""
-    return f"{probe.host}:{probe.port} (id: {probe.node_id} rack: {probe.rack if probe.rack else 'null'})"
+    """Kafka's ``Node.toString`` for the release shown: ``host:port (id: N rack: R)``, rack ``null`` if none.
+
+    From Kafka 4.0 on, ``Node`` also prints ``isFenced`` (KIP-1073); a broker
+    that answered is not fenced.
+    """
+    rack = probe.rack if probe.rack else "null"
+    fenced = " isFenced: false" if _shown_release_major(probe) >= 4 else ""
+    return f"{probe.host}:{probe.port} (id: {probe.node_id} rack: {rack}{fenced})"
+
+
+def _shown_release_major(probe: BrokerProbe) -> int:
+    """The major version of the oldest release the broker's guess names (0 when there is no guess)."""
+    if probe.capabilities is None or not probe.capabilities.release_guess.releases:
+        return 0
+    majors = [release.split(".", 1)[0] for release in probe.capabilities.release_guess.releases]
+    return min(int(major) for major in majors if major.isdigit()) if any(m.isdigit() for m in majors) else 0
 
 
 def broker_block(probe: BrokerProbe, policy: VersionPolicy | None = None, *, marks: bool = True) -> list[str]:

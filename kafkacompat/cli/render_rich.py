@@ -49,13 +49,25 @@ def colour_wanted(choice: str, stream: TextIO) -> bool:
 
 
 def print_coloured(lines: Sequence[str], stream: TextIO) -> None:
-    """Print ``lines`` with styles (``rich`` must be importable)."""
+    """Print ``lines`` with styles (``rich`` must be importable); tabs stay tabs, as Kafka prints them.
+
+    Only rich's styling is used: each line's styled segments are written as they
+    are, not laid out by the console (which would expand the tabs into spaces).
+    """
     # Imported by name so that type checking does not need rich installed.
     console_module: Any = importlib.import_module("rich.console")
     text_module: Any = importlib.import_module("rich.text")
     console = console_module.Console(file=stream, force_terminal=True, highlight=False, soft_wrap=True)
+    colours = console._color_system
     for line in lines:
-        text = text_module.Text(line.expandtabs(4))
+        text = text_module.Text(line)
         for pattern, style in _STYLES:
             text.highlight_regex(pattern, style)
-        console.print(text)
+        stream.write(
+            "".join(
+                segment.style.render(segment.text, color_system=colours) if segment.style else segment.text
+                for segment in text.render(console)
+            )
+            + "\n"
+        )
+    stream.flush()

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from kafkacompat.cli.connection_options import add_connection_options, resolve_connection, warn_ignored
+from kafkacompat.cli.files import append_text
 from kafkacompat.cli.inspect import failure_note
 from kafkacompat.cli.inspect_model import ProbeReport
 from kafkacompat.cli.output import Output, Progress
@@ -95,18 +95,13 @@ def _append(path: str, lines: list[str]) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    target = Path(path)
-    if target.is_dir():
-        raise ConfigError(f"--out {target} is a directory")
-    try:
-        with target.open("a", encoding="utf-8") as file:
-            file.write(text)
-    except OSError as exc:
-        raise ConfigError(f"cannot append to {target}: {exc.strerror}") from None
+    append_text(path, text, "--out")
 
 
 def run(args: argparse.Namespace) -> int:
     options = resolve_connection(args)
+    if args.out != "-":  # a bad --out (a symbolic link, a directory) is said before any broker is asked
+        append_text(args.out, "", "--out")
     output = Output(options.redactor)
     warn_ignored(options)
     progress = None

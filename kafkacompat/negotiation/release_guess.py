@@ -386,7 +386,7 @@ def _lines(lines: Iterable[str], what: str) -> list[str]:
     if len(shown) <= _MAX_DIFFERENCES_SHOWN:
         return shown
     rest = len(shown) - _MAX_DIFFERENCES_SHOWN
-    return [*shown[:_MAX_DIFFERENCES_SHOWN], f"... and {rest} more {what}"]
+    return [*shown[:_MAX_DIFFERENCES_SHOWN], f"... and {rest} more of the {what}"]  # "1 more" reads right too
 
 
 def _api(key: int) -> str:

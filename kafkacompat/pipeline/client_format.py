@@ -43,6 +43,7 @@ from kafkacompat.protocol.versions import VersionRange
 
 __all__ = [
     "CLIENT_REQUIRED_FIELDS",
+    "CLIENT_TYPES",
     "KAFKACOMPAT_CLIENT",
     "KAFKACOMPAT_REQUIRED_APIS",
     "client_profile",
@@ -59,7 +60,7 @@ KAFKACOMPAT_REQUIRED_APIS: tuple[int, ...] = (18, 3, 10)
 
 CLIENT_REQUIRED_FIELDS: tuple[str, ...] = ("client", "version", "api_versions")
 CLIENT_ENTRY_FIELDS: tuple[str, ...] = ("api_key", "min", "max")
-_CLIENT_TYPES: Mapping[str, Any] = {
+CLIENT_TYPES: Mapping[str, Any] = {
     "client": "str",
     "version": "str",
     "obeys_feature_gates": "bool",
@@ -79,7 +80,7 @@ _CLIENT_TYPES: Mapping[str, Any] = {
 
 def validate_client_profile(obj: object) -> list[str]:
     """The problems of one decoded profile line ([] when valid); ``required`` may be absent."""
-    if not isinstance(obj, dict) or not shape_ok(obj, _CLIENT_TYPES):
+    if not isinstance(obj, dict) or not shape_ok(obj, CLIENT_TYPES):
         return [MALFORMED]
     problems = [missing(name) for name in CLIENT_REQUIRED_FIELDS if obj.get(name) is None]
     return problems + entry_problems(obj.get("api_versions"), "api_versions", CLIENT_ENTRY_FIELDS, "api_key")

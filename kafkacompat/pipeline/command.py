@@ -9,8 +9,12 @@ imported when the report runs, never at import.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +69,10 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+_QUIET_LOG = Path(__file__).resolve().parent / "quiet-log4j2.properties"
+
+
 def build_report_parser(prog: str = "kafkacompat fleet-report") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog, description="Build the fleet compatibility report with Spark."
@@ -101,14 +109,21 @@ def run_report(args: argparse.Namespace) -> int:
     from kafkacompat.pipeline.session import fleet_session
 
     settings.setdefault("spark.ui.showConsoleProgress", "false")
+    debug = bool(getattr(args, "debug", False))  # the spark-submit entry point has no --debug
+    if not debug:
+        _quiet_spark_log(settings)
     started = time.perf_counter()
     ours = SparkSession.getActiveSession() is None  # stop only a session this command started
+    jvm_log = None if debug else _jvm_log()
     try:
         # The snapshot files, known before the JVM starts, let a small fleet's JVM be set for it.
-        spark = fleet_session(args.master, conf=settings, snapshots=args.snapshots)
+        with _jvm_stderr(jvm_log):
+            spark = fleet_session(args.master, conf=settings, snapshots=args.snapshots)
     except Exception as exc:  # Spark reports a missing Java or a bad master this way
-        print(f"kafkacompat fleet-report: could not start Spark: {exc}", file=sys.stderr)
+        print(f"kafkacompat fleet-report: could not start Spark: {exc}{_see(jvm_log)}", file=sys.stderr)
         return 1
+    if not debug:  # a driver started by spark-submit has its JVM already: quiet it from here on
+        spark.sparkContext.setLogLevel("ERROR")
     try:
         report = build_fleet_report(
             spark, args.snapshots, args.clients, snapshots_format=args.snapshots_format, targets=targets
@@ -116,14 +131,67 @@ def run_report(args: argparse.Namespace) -> int:
         counts = write_fleet_report(report, args.out, args.format)
         first = _upgrade_first_lines(report)
         report.unpersist()
+    except BaseException:
+        if jvm_log is not None:
+            print(f"kafkacompat fleet-report: Spark's log is in {jvm_log}", file=sys.stderr)
+        raise
     finally:
         if ours:
             spark.stop()
+    if jvm_log is not None:
+        jvm_log.unlink(missing_ok=True)
     elapsed = time.perf_counter() - started
     _print_summary(args.out, report.valid_snapshots, counts, report.timings, elapsed)
     for line in first:
         print(line)
     return 0
+
+
+def _jvm_log() -> Path:
+    handle, name = tempfile.mkstemp(prefix="kafkacompat-spark-", suffix=".log")
+    os.close(handle)
+    return Path(name)
+
+
+def _see(jvm_log: Path | None) -> str:
+    return f" (Spark's log: {jvm_log})" if jvm_log is not None else ""
+
+
+@contextlib.contextmanager
+def _jvm_stderr(log: Path | None) -> Iterator[None]:
+    """While a JVM is started inside, file descriptor 2 is ``log``: the JVM keeps it for its life.
+
+    Its warnings (the JDK's, Spark's start-up lines, the class-data archive's)
+    then stay out of the command's stderr; ``--debug`` (``log`` None) leaves
+    them there.  This process's own stderr is restored at once.
+    """
+    if log is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(log, "ab") as file:
+            os.dup2(file.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _quiet_spark_log(settings: dict[str, str]) -> None:
+    """Spark's log at level ERROR from the JVM's start (``--debug`` keeps Spark's own settings).
+
+    The option joins the caller's Java options, or spark-defaults.conf's, which a
+    value set here would otherwise replace.
+    """
+    from kafkacompat.pipeline.session import defaults_java_options
+
+    options = settings.get(_JAVA_OPTIONS)
+    if options is None:
+        options = defaults_java_options()
+    if "log4j2.configurationFile" not in options:
+        settings[_JAVA_OPTIONS] = f"{options} -Dlog4j2.configurationFile=file:{_QUIET_LOG}".strip()
 
 
 def _upgrade_first_lines(report: Any, shown: int = 5) -> list[str]:

@@ -15,7 +15,7 @@ and an inline SVG, no scripts, every value escaped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
@@ -24,8 +24,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkacompat._version import __version__
+from kafkacompat.pipeline.bad_lines import explain_malformed
 from kafkacompat.pipeline.heatmap import HeatmapCell, render_heatmap
 from kafkacompat.pipeline.report import FleetTables, run_concurrently
+from kafkacompat.pipeline.snapshot_format import MALFORMED
 from kafkacompat.pipeline.what_if_page import render_what_if, upgrade_overview
 
 __all__ = ["MAX_HEATMAP_CLIENTS", "MAX_HEATMAP_CLUSTERS", "MAX_TABLE_ROWS", "render_report"]
@@ -67,17 +69,31 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>" if body else '<p class="note">none</p>'
 
 
-def _sample(df: DataFrame, total: int | None, headers: Sequence[str], order: Sequence[str]) -> str:
-    """Up to MAX_TABLE_ROWS rows; a total of None is counted by the same query (a window)."""
-    if total is None:
-        counted = df.withColumn("_total", F.count(F.lit(1)).over(Window.partitionBy()))
-        picked = counted.orderBy(*order).limit(MAX_TABLE_ROWS).collect()
+def _sample(
+    df: DataFrame,
+    total: int | None,
+    headers: Sequence[str],
+    order: Sequence[str],
+    shown: Callable[[tuple[Any, ...]], tuple[Any, ...]] = lambda row: row,
+) -> str:
+    """Up to MAX_TABLE_ROWS rows, each through ``shown``; a total of None is counted by the same query."""
+    if total is None:  # the count joins the first rows: an aggregate, not a window over one partition
+        counted = df.agg(F.count(F.lit(1)).alias("_total"))
+        picked = df.orderBy(*order).limit(MAX_TABLE_ROWS).crossJoin(counted).orderBy(*order).collect()
         total = picked[0]["_total"] if picked else 0
         rows = [tuple(r)[:-1] for r in picked]
     else:
         rows = [tuple(r) for r in df.orderBy(*order).limit(MAX_TABLE_ROWS).collect()]
     note = f'<p class="note">showing {len(rows):,} of {total:,}</p>' if total > len(rows) else ""
-    return _table(headers, rows) + note
+    return _table(headers, [shown(row) for row in rows]) + note
+
+
+def _with_fields_named(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A bad record (source, file, line, reason, text) whose reason names the fields of a malformed line."""
+    source, file, line, reason, text = row
+    if reason == MALFORMED and text:
+        reason = explain_malformed(text, source)
+    return source, file, line, reason, text
 
 
 def _samples(frames: Sequence[DataFrame], order: Sequence[str]) -> list[tuple[list[tuple[Any, ...]], int]]:
@@ -113,12 +129,10 @@ def _heatmap(report: FleetTables, labels: Sequence[str]) -> str:
     compat = report.compatibility.withColumn("label", F.concat_ws(" ", "client", "client_version"))
     clients = sorted(set(labels))[:MAX_HEATMAP_CLIENTS]
     per_cluster = compat.groupBy("cluster_id").agg(F.count_if(~F.col("compatible")).alias("broken"))
-    total = F.count(F.lit(1)).over(Window.partitionBy())  # one row per cluster: a small window
-    chosen = (
-        per_cluster.withColumn("_clusters", total)
-        .orderBy(F.desc("broken"), "cluster_id")
-        .limit(MAX_HEATMAP_CLUSTERS)
-    )
+    # The number of clusters joins the chosen ones: an aggregate, not a window over one partition.
+    total = per_cluster.agg(F.count(F.lit(1)).alias("_clusters"))
+    order = (F.desc("broken"), "cluster_id")
+    chosen = per_cluster.orderBy(*order).limit(MAX_HEATMAP_CLUSTERS).crossJoin(total).orderBy(*order)
     picked = chosen.collect()
     total_clusters = picked[0]["_clusters"] if picked else 0
     rows = [(r["cluster_id"], r["broken"]) for r in picked]
@@ -244,6 +258,7 @@ def render_report(report: FleetTables, counts: Mapping[str, int]) -> str:
                 counts.get("bad_records", 0),
                 ("source", "file", "line", "reason", "text"),
                 ["source", "file", "line"],
+                _with_fields_named,
             ),
         ],
     )

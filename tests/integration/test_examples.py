@@ -86,3 +86,57 @@ def test_asyncio_cluster_names_an_unreachable_bootstrap() -> None:
     assert completed.returncode == 1 and "Traceback" not in completed.stderr
     assert f"cannot use {address}: NoBrokerReachableError" in completed.stdout
     assert "refused" in completed.stdout
+
+
+# -- off the happy path: each example says what it needs, checks it, and ends in one line -------------
+
+def run_raw(name: str, bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / name), "--bootstrap", bootstrap, *args],
+        capture_output=True, text=True, timeout=TIMEOUT, check=False,
+    )
+
+
+def one_line_failure(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    last = (done.stderr or done.stdout).strip().splitlines()
+    assert len(last) >= 1
+    return last[-1]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.py")))
+def test_every_example_says_what_it_needs_and_fails_in_one_line(name: str) -> None:
+    assert "Needs:" in (EXAMPLES / name).read_text(), f"{name} does not say which broker it needs"
+    from kafkacompat.testing.ports import free_port
+
+    address = f"127.0.0.1:{free_port()}"
+    line = one_line_failure(run_raw(name, address))
+    assert address in line and "refused" in line
+
+
+@pytest.mark.parametrize("name", ["inspect_capabilities.py", "blocking_script.py", "asyncio_cluster.py"])
+def test_the_examples_that_need_any_broker_run_on_the_emulator(name: str) -> None:
+    from kafkacompat.testing import ThreadedCluster
+
+    with ThreadedCluster(["3.9"]) as cluster:
+        done = run_raw(name, cluster.bootstrap)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Kafka 3.9" in done.stdout
+
+
+def test_the_embedded_client_refuses_a_broker_without_create_topics() -> None:
+    from kafkacompat.testing import ThreadedCluster
+
+    with ThreadedCluster(["0.9.0"]) as cluster:
+        line = one_line_failure(run_raw("embedded_client.py", cluster.bootstrap))
+    assert "cannot create topics: this example needs Kafka 0.10.1 or later" in line
+
+
+def test_asyncio_beside_aiokafka_gives_up_on_a_broker_that_stores_nothing() -> None:
+    from kafkacompat.testing import ThreadedCluster
+
+    with ThreadedCluster(["3.9"]) as cluster:
+        done = run_raw("asyncio_beside_aiokafka.py", cluster.bootstrap)
+    line = one_line_failure(done)
+    assert line.startswith("aiokafka could not produce to kafkacompat-aio-example within 15 s")

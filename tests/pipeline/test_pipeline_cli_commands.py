@@ -152,3 +152,25 @@ def test_the_spark_submit_entry_point_parses_the_same_options() -> None:
         check=False,
     )
     assert done.returncode == 0 and "--snapshots" in done.stdout and "--master" in done.stdout
+
+
+def test_fleet_report_in_its_own_jvm_is_quiet_and_has_no_unpartitioned_window(tmp_path: Path) -> None:
+    """Without --debug Spark's log stays off stderr; with it, Spark's warnings show, and none is about
+    a window that has no partition (every row moved into one partition does not scale)."""
+    snapshots, clients = tmp_path / "fleet.jsonl", tmp_path / "clients.jsonl"
+    assert main(["fleet-generate", "--clusters", "4", "--brokers", "2", "--out", str(snapshots),
+                 "--clients-out", str(clients), "--clients", "2"]) == 0
+
+    def report(*extra: str) -> subprocess.CompletedProcess[str]:
+        argv = ["fleet-report", "--snapshots", str(snapshots), "--clients", str(clients),
+                "--out", str(tmp_path / f"out{len(extra)}"), *extra]
+        return subprocess.run([sys.executable, "-m", "kafkacompat.cli", *argv], capture_output=True,
+                              text=True, cwd=ROOT, check=False, timeout=600)
+
+    quiet = report()
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr.strip() == "", quiet.stderr
+    debug = report("--debug")
+    assert debug.returncode == 0, debug.stderr
+    assert "WARN" in debug.stderr  # Spark's own log level: what --debug keeps
+    assert "No Partition Defined for Window" not in debug.stderr

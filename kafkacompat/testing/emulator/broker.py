@@ -17,6 +17,7 @@ restart of a rolling upgrade does, but keeps its port and node id.
 from __future__ import annotations
 
 import collections
+import errno
 import ipaddress
 import socket
 import struct
@@ -139,7 +140,7 @@ class EmulatedBroker:
         """Listen and answer until ``stop()`` or cancellation; started() once listening."""
         with trio.CancelScope() as scope:
             self._scope = scope
-            listeners = await trio.open_tcp_listeners(self.node.port, host=self.bind_host)
+            listeners = await self._listen()
             try:
                 self.node.port = listeners[0].socket.getsockname()[1]
                 async with trio.open_nursery() as nursery:
@@ -149,6 +150,21 @@ class EmulatedBroker:
             finally:
                 for listener in listeners:
                     await trio.aclose_forcefully(listener)
+
+    async def _listen(self) -> list[trio.SocketListener]:
+        """Bind the node's port; a port in use or forbidden is an ``EmulatorConfigError``, in one line."""
+        try:
+            return await trio.open_tcp_listeners(self.node.port, host=self.bind_host)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                why = "is already in use"
+            elif exc.errno in (errno.EACCES, errno.EPERM):
+                why = "may not be bound by this user"
+            else:
+                why = f"cannot be bound ({exc.strerror or exc})"
+            raise EmulatorConfigError(
+                f"port {self.node.port} on {self.bind_host} {why}: choose another port, or 0 for a free one"
+            ) from None
 
     def stop(self) -> None:
         if self._scope is not None:

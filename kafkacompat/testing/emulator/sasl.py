@@ -16,6 +16,10 @@ one.  SCRAM (RFC 5802, KIP-84) is two round trips; the salted credentials are
 made once per user and mechanism with Kafka's minimum of 4096 iterations, and
 the exchange is run by the ``scramp`` package.  A listener without SASL
 answers SaslHandshake and SaslAuthenticate with ILLEGAL_SASL_STATE.
+
+``scramp`` is imported only when a SCRAM mechanism is enabled (it comes with
+the ``emulator`` and ``cli`` extras), so an emulator without SCRAM, and every
+command of the CLI, runs on the package's own dependencies.
 """
 
 from __future__ import annotations
@@ -23,14 +27,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scramp import ScramException, ScramMechanism  # type: ignore[import-untyped]
-
 from kafkacompat.errors import EmulatorConfigError
 
 __all__ = ["MECHANISMS", "SaslConfig", "SaslFailure", "SaslSession"]
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _SCRAM_ITERATIONS = 4096  # Kafka's minimum for SCRAM credentials
+
+
+def _scramp() -> Any:
+    """The ``scramp`` module, or a one-line error naming the extra that brings it."""
+    try:
+        import scramp  # type: ignore[import-untyped]
+    except ImportError:
+        raise EmulatorConfigError(
+            "SCRAM needs the scramp package: install kafkacompat[emulator], or enable only PLAIN"
+        ) from None
+    return scramp
 
 
 class SaslFailure(Exception):
@@ -59,7 +72,7 @@ class SaslConfig:
         self._scram: dict[tuple[str, str], tuple[Any, ...]] = {}
         for mechanism in self.mechanisms:
             if mechanism.startswith("SCRAM-"):
-                maker = ScramMechanism(mechanism)
+                maker = _scramp().ScramMechanism(mechanism)
                 for user, password in self.users.items():
                     self._scram[(mechanism, user)] = tuple(
                         maker.make_auth_info(password, iteration_count=scram_iterations)
@@ -69,7 +82,7 @@ class SaslConfig:
         try:
             return self._scram[(mechanism, user)]
         except KeyError:
-            raise ScramException(f"unknown user {user!r}") from None
+            raise _scramp().ScramException(f"unknown user {user!r}") from None
 
     def session(self, mechanism: str) -> SaslSession:
         return SaslSession(self, mechanism)
@@ -88,7 +101,7 @@ class SaslSession:
         self._server: Any = None
         self._first_done = False
         if mechanism.startswith("SCRAM-"):
-            self._server = ScramMechanism(mechanism).make_server(self._credentials)
+            self._server = _scramp().ScramMechanism(mechanism).make_server(self._credentials)
 
     def _credentials(self, user: str) -> tuple[Any, ...]:
         credentials = self.config.scram_credentials(self.mechanism, user)
@@ -125,7 +138,7 @@ class SaslSession:
                 return str(self._server.get_server_first()).encode()
             self._server.set_client_final(message)
             final = str(self._server.get_server_final()).encode()
-        except ScramException as exc:
+        except _scramp().ScramException as exc:
             if self.user is None:
                 raise SaslFailure(f"authentication failed with {self.mechanism}: unknown user") from None
             raise SaslFailure(f"authentication failed with {self.mechanism}: {exc}") from None

@@ -33,8 +33,12 @@ async def test_demo_runs_every_part() -> None:
         "4. A real Apache Kafka 0.9.0.1: older than ApiVersions, known by its behaviour",
     ):
         assert f"{heading}\n{'=' * len(heading)}\n" in out
-    assert "300 of 300 found with 1 batched FindCoordinator request(s) (v6) in 1 round trip(s)" in out
-    assert "300 of 300 found with 300 single-key FindCoordinator request(s) (v0)" in out
+    # The coordinators command is shown as a user can run it (group ids on stdin, text output).
+    assert "$ seq -f 'demo-group-%g' 0 299 | kafkacompat coordinators 127.0.0.1:" in out
+    assert "--format json" not in out
+    batched = "300 group key(s): 300 found, 0 failed; FindCoordinator v6, 1 batched request(s), 1 round trip"
+    assert batched in out
+    assert "300 group key(s): 300 found, 0 failed; FindCoordinator v0, 300 single-key request(s)" in out
     assert "\t2. ApiVersions v0 on connection 1: ok" in out
     assert "Release guess: Kafka 0.9.0 (zk-broker), older than 0.10 (exact)" in out
     assert "\t1. ApiVersions v4 on connection 1: skipped-api-versions" in out

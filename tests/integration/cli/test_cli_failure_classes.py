@@ -72,11 +72,8 @@ async def test_not_kafka(run_cli: Runner, http_server: str, command: tuple[str, 
 
 
 async def test_plaintext_client_to_a_tls_listener(run_cli: Runner, tls_listener: str) -> None:
-    line = one_sentence(await run_cli("inspect", tls_listener, *FAST), "inspect", "too old, or not Kafka")
-    assert line.endswith(
-        "; if this listener uses TLS, add --tls (security.protocol=SSL), or if it is Kafka all the "
-        "same, name its release, e.g. --fallback-release 0.8.2"
-    )
+    line = one_sentence(await run_cli("inspect", tls_listener, *FAST), "inspect", "TLS listener")
+    assert line.endswith("add --tls (security.protocol=SSL)") and "fallback" not in line
 
 
 async def test_tls_client_to_a_plaintext_listener(
@@ -132,8 +129,8 @@ async def test_too_old_or_not_kafka(run_cli: Runner, nursery: trio.Nursery) -> N
     for fmt in ("text", "json"):
         result = await run_cli("inspect", address, "--format", fmt, *FAST)
         line = one_sentence(result, "inspect", "too old, or not Kafka")
-        assert "and on Metadata v0, which every Kafka release answers" in line
-        assert "--fallback-release 0.8.2" in line
+        assert "and on Metadata v0, which every Kafka answers" in line
+        assert line.count("--fallback-release 0.8.2") == 1 and len(line) < 220, line
 
 
 @pytest.mark.parametrize(
@@ -152,7 +149,7 @@ async def test_debug_shows_the_traceback(run_cli: Runner, closed_port: str, argv
 async def test_a_usage_error_exits_2(run_cli: Runner) -> None:
     result = await run_cli("inspect", "--format", "yaml")
     assert result.code == 2
-    assert "invalid choice: 'yaml'" in result.stderr
+    assert result.stderr == "kafkacompat inspect: unknown value for --format 'yaml'; choose from text, json\n"
 
 
 async def test_config_errors_are_one_sentence_too(run_cli: Runner, tmp_path: Path) -> None:

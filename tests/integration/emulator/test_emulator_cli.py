@@ -86,4 +86,4 @@ def test_emulate_refuses_a_non_loopback_bind(host: str) -> None:
 def test_emulate_reports_an_unknown_release() -> None:
     process = emulate("--release", "0.7")
     _, err = process.communicate(timeout=STARTUP_TIMEOUT)
-    assert process.returncode == 1 and "no Kafka 0.7" in err
+    assert process.returncode == 2 and "no Kafka 0.7 in the release table; did you mean" in err  # usage

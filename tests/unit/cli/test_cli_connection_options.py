@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkacompat.cli import build_parser
+from kafkacompat.cli import build_parser, main
 from kafkacompat.cli.connection_options import ConnectionOptions, resolve_connection
 from kafkacompat.errors import ConfigError
 
@@ -216,18 +216,38 @@ def test_pem_keystore_gives_a_client_certificate(tmp_path: Path) -> None:
 
 def test_no_password_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["--sasl-password", PASSWORD], [f"--sasl-password={PASSWORD}"]):
-        with pytest.raises(SystemExit) as caught:
-            parse("h:1", *argv)
-        assert caught.value.code == 2
+        assert main(["inspect", "h:1", *argv]) == 2
         err = capsys.readouterr().err
         assert "passwords are not taken on the command line" in err
-        assert PASSWORD not in err
+        assert PASSWORD not in err and len(err.splitlines()) == 1
 
 
-def test_abbreviations_are_off_so_no_option_swallows_a_password(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        parse("h:1", f"--sasl-pass={PASSWORD}")
-    assert "unrecognized arguments" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [f"--sasl-pass={PASSWORD}"],
+        ["--sasl-passw", PASSWORD],
+        ["--sasl-passw", PASSWORD, "--secret-thing", PASSWORD + "2", "extra"],
+    ],
+)
+def test_abbreviations_are_off_and_arguments_after_a_password_like_flag_are_masked(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["inspect", "h:1", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "unrecognized argument" in err and "did you mean --sasl-password-env?" in err
+    assert PASSWORD not in err and "***" in err and len(err.splitlines()) == 1
+
+
+def test_a_password_given_for_the_variable_name_is_never_echoed(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["inspect", "h:1", "--sasl-mechanism", "PLAIN", "--sasl-username", "alice"]
+    assert main([*base, "--sasl-password-env", PASSWORD]) == 2
+    err = capsys.readouterr().err
+    assert "looks like a value (not shown)" in err and PASSWORD not in err
+    assert main([*base, "--sasl-password-env", "hunter2"]) == 2  # a legal name, but not a variable's shape
+    assert "hunter2" not in capsys.readouterr().err
+    assert main([*base, "--sasl-password-env", "KAFKA_PASSWORD_UNSET"]) == 1
+    assert "KAFKA_PASSWORD_UNSET (named by --sasl-password-env) is not set" in capsys.readouterr().err
 
 
 def test_policy_flags_build_a_version_policy() -> None:

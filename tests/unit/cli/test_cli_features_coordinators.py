@@ -155,10 +155,7 @@ def test_describe_without_any_feature() -> None:
         merge_finalized([FinalizedObservation("h1:1", -1, {})]),
         MappingProxyType({}),
     )
-    assert describe_lines(empty) == [
-        "Checked on 1 broker(s): finalized epoch - from node 1",
-        "\tno broker supports or finalizes any feature",
-    ]
+    assert describe_lines(empty) == ["Checked on 1 broker(s): no broker supports or finalizes any feature"]
 
 
 # -- describe -------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ def unreachable(*reasons: Exception) -> NoBrokerReachableError:
             "not a Kafka broker: ",
             "add --tls",
         ),
-        (BrokerTooOldError("closed on v0", node="h:1"), PLAIN, "too old, or not Kafka: ", "add --tls"),
+        (BrokerTooOldError("closed on v0", node="h:1"), PLAIN, "too old, or not Kafka: h:1 closed", "0.8.2"),
         (BrokerTooOldError("closed on v0"), TLS, "too old, or not Kafka: ", "--fallback-release 0.8.2"),
         (
             AuthenticationError("SCRAM-SHA-256 authentication as 'u' failed"),

@@ -75,7 +75,10 @@ def test_load_properties_reports_missing_and_unreadable(tmp_path: Path) -> None:
         load_properties(tmp_path)
     binary = tmp_path / "bin.properties"
     binary.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(ConfigError, match="not UTF-8"):
+    with pytest.raises(ConfigError, match="is a binary file, not text"):
+        load_properties(binary)
+    binary.write_bytes(b"security.protocol=SSL\n\xff\n")
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte 22 cannot be read\)"):
         load_properties(binary)
     good = tmp_path / "ok.properties"
     good.write_text("a=b\n", encoding="utf-8")

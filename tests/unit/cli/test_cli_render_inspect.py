@@ -80,6 +80,13 @@ def test_block_is_kafkas_shape() -> None:
     assert "\tDescribeQuorum(55): UNSUPPORTED," in block  # a KRaft API a ZooKeeper broker does not serve
 
 
+def test_a_4x_broker_is_printed_as_kafka_4_prints_a_node() -> None:
+    kraft = dict(known_api_ranges("4.0", "kraft-broker"))
+    header = broker_block(probe(caps("h2:9092", kraft, 2)))[0]
+    assert header == "h2:9092 (id: 2 rack: null isFenced: false) -> ("
+    assert broker_block(probe(caps("h2:9092", release("3.9"), 2)))[0] == "h2:9092 (id: 2 rack: null) -> ("
+
+
 def test_rack_null_single_version_and_unknown_api() -> None:
     ranges: dict[int, VersionRange | tuple[int, int]] = {18: (0, 0), 3: (1, 1), 9999: (0, 3)}
     block = broker_block(probe(caps("h:1", ranges, 1)))
