@@ -72,6 +72,7 @@ _CLIENT_TYPES: Mapping[str, Any] = {
             "pick": "str",
             "min_exact": "bool",
             "max_exact": "bool",
+            "by_release": [{"release": "str", "version": "int"}],
         }
     ],
 }
