@@ -147,7 +147,9 @@ CLIENT_SCHEMA = StructType(
                         _field(
                             "by_release",
                             ArrayType(
-                                StructType([_field("release", StringType()), _field("version", IntegerType())])
+                                StructType(
+                                    [_field("release", StringType()), _field("version", IntegerType())]
+                                )
                             ),
                         ),
                     ]
