@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles
+.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles verdict-table
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,10 +35,15 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
-# Client profiles measured from real client releases (each installed into its own
-# cache directory, never into .venv): kafkacompat/profiles/measured.jsonl.
+# Client profiles measured from real client releases in Python, Java, Go and Node (each
+# installed into the kafkacompat cache, never into .venv): kafkacompat/profiles/measured.jsonl.
 profiles: $(STAMP)
 	$(BIN)/python -m kafkacompat.profiles.measure
+
+# check's verdicts next to what every measured client really does on every real broker
+# (the confusion table of docs/upgrade.md); `make test` runs a few cells of it.
+verdict-table: $(STAMP)
+	$(BIN)/python -m kafkacompat.profiles.confusion
 
 fuzz: $(STAMP)
 	$(BIN)/python -m bench.fuzz_decoders

@@ -18,6 +18,7 @@ step lines, so ``client_traffic.read_report`` reads them all.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -105,14 +106,26 @@ def _run(
 def install(what: ClientRelease, cache: Path) -> Path:
     """The release's own directory under ``cache``, installed (and built) on first use."""
     target = cache / what.language / what.slug
-    if (target / ".complete").exists():
+    marker = target / ".complete"
+    stamp = _programs_digest(what.language)
+    if marker.exists() and marker.read_text().strip() == stamp:
         return target
     if target.exists():
-        shutil.rmtree(target)  # an install that did not finish
+        shutil.rmtree(target)  # an install that did not finish, or built from other programs
     target.mkdir(parents=True)
     {"python": _pip, "java": _maven, "go": _go, "node": _npm}[what.language](what, target, cache)
-    (target / ".complete").write_text("ok\n")
+    marker.write_text(stamp + "\n")
     return target
+
+
+def _programs_digest(language: str) -> str:
+    """What the build depends on besides the release: the language's traffic programs."""
+    digest = hashlib.sha256()
+    folder = PROGRAMS / language
+    for path in sorted(folder.rglob("*")) if folder.is_dir() else ():
+        if path.is_file():
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    return f"programs {digest.hexdigest()[:16]}"
 
 
 def _pip(what: ClientRelease, target: Path, cache: Path) -> None:

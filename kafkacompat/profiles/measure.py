@@ -154,8 +154,9 @@ def recorded_broker(name: str) -> Iterator[RecordedBroker]:
 
     cluster = ThreadedCluster(name, brokers=1, topics={"traffic": 1}).start()
     try:
+        upstream = cluster.bootstrap  # before the broker advertises the recorder's port instead
         cluster.brokers[0].node.port = port
-        yield RecordedBroker(name, cluster.bootstrap, port)
+        yield RecordedBroker(name, upstream, port)
     finally:
         cluster.close()
 

@@ -10,8 +10,11 @@ the recorder saw):
 - ``highest``: wherever it was sent, it was the highest version in common
   with the offer (capped by the most the client sent anywhere);
 - ``fixed``: the same version to every broker although the offers differ
-  (or a version the broker did not offer: the recorder's own ``fixed``);
-- ``release-table``: neither: the client inferred each broker's release and
+  (or, seen by one broker only, a version sent without asking: the
+  recorder's own ``fixed``);
+- ``release-table``: neither (or the recorder saw it send without asking,
+  and different versions to different brokers): the client inferred each
+  broker's release and
   sent what its own table says for it; the per-release picks are kept
   (``by_release``), keyed by the Apache release of the broker, for
   ``verdicts`` to bracket releases in between.
@@ -106,9 +109,9 @@ def _pick(
     offered = {b: offers[b].get(key) for b in per_broker}
     followed = all(o is not None and v == min(top, o[1]) for b, v in per_broker.items() if (o := offered[b]))
     differ = len({o for o in offered.values() if o is not None}) > 1
-    if key in fixed_seen or (len(set(per_broker.values())) == 1 and differ and not followed):
+    if len(set(per_broker.values())) == 1 and (differ or key in fixed_seen) and not (followed and differ):
         return {"pick": "fixed"}
-    if followed:
+    if followed and key not in fixed_seen:
         return {"pick": "highest"}
     table = sorted(
         ((apache[b], v) for b, v in per_broker.items() if apache[b] is not None),

@@ -62,6 +62,7 @@ public class Traffic {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("request.timeout.ms", String.valueOf(Math.max(timeoutMs, 31000)));
+        p.put("max.block.ms", "20000");
         return p;
     }
 
