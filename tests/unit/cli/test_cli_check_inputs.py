@@ -78,7 +78,7 @@ def test_a_binary_file_is_a_typed_one_line_error_not_a_crash(tmp_path: Path) -> 
     path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
     with pytest.raises(ConfigError, match=r"is not text \(byte 0 is not UTF-8\)"):
         load_clients(str(path))
-    with pytest.raises(ConfigError, match="the snapshots .* is not text"):
+    with pytest.raises(ConfigError, match=r"the snapshots .* is not text"):
         brokers_from_snapshots(path)
 
 
