@@ -78,7 +78,8 @@ CLIENTS: tuple[ClientRelease, ...] = (
     ClientRelease("go", "kafka-go", "0.4.51", "github.com/segmentio/kafka-go"),
     ClientRelease("node", "kafkajs", "1.16.0", "kafkajs"),
     ClientRelease("node", "kafkajs", "2.2.4", "kafkajs"),
-    ClientRelease("node", "confluent-kafka-javascript", "1.10.1", "@confluentinc/kafka-javascript"),
+    # Confluent's librdkafka binding for JavaScript (@confluentinc/kafka-javascript) is not here:
+    # its install fetches a prebuilt binary, or librdkafka's dependencies, from GitHub, not npm.
 )
 
 
