@@ -12,9 +12,9 @@ written to ``measured.jsonl`` with the evidence under ``recorded``: per
 broker, the steps of its traffic and the requests with their outcomes.
 
 The brokers: the emulator's 1.0 (before KIP-394, DeleteGroups and most of
-today's versions), 2.3 (the last before KIP-511), 3.9 (the last before
-KIP-896) and 4.0 (KRaft; closes on every removed version, as Kafka 4.0
-does), so a client's pick shows against four offers; the real Tansu (a
+today's versions), 3.9 (the last before KIP-896) and 4.0 (KRaft; closes on
+every removed version, as Kafka 4.0 does), so a client's pick shows against
+three offers; the real Tansu (a
 look-alike); and the real Apache Kafka 0.9.0.1 (``ERA``: no ApiVersions; it
 stays silent on it), which measures how the client reacts to a broker that
 never answers ApiVersions: it gives up, or infers an old release and goes on,
@@ -49,7 +49,7 @@ from kafkacompat.testing.ports import free_port
 
 __all__ = ["BROKERS", "ERA", "RecordedBroker", "era_evidence", "measure", "recorded_broker", "traffic_run"]
 
-EMULATED: tuple[str, ...] = ("1.0", "2.3", "3.9", "4.0/kraft-broker")
+EMULATED: tuple[str, ...] = ("1.0", "3.9", "4.0/kraft-broker")
 TANSU = "tansu 0.6.0"
 ERA = "0.9.0.1"  # the real Apache Kafka without ApiVersions, measured apart
 BROKERS: tuple[str, ...] = (*EMULATED, TANSU, ERA)
