@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kafkacompat.errors import KafkaCompatError
+from kafkacompat.negotiation.verdicts import NEVER_REQUIRED
 from kafkacompat.protocol import framing, messages
 from kafkacompat.protocol.error_codes import error_for
 from kafkacompat.protocol.message import KafkaMessage
@@ -405,7 +406,8 @@ def _profile(record: ClientRecord) -> dict[str, Any]:
         if api_key == API_VERSIONS:
             fixed, exact = False, True  # its own negotiation: KIP-511 fallback, not an offer
         entries.append({
-            "api_key": api_key, "min": min(versions), "max": max(versions), "required": True,
+            "api_key": api_key, "min": min(versions), "max": max(versions),
+            "required": api_key not in NEVER_REQUIRED,  # telemetry (KIP-714): used only where offered
             "pick": "fixed" if fixed else "highest", "max_exact": exact, "min_exact": False,
         })
     requests = [
