@@ -3,10 +3,13 @@
 Theory.  A verdict is worth betting an upgrade on only if it matches what
 happens.  For each real broker here (Tansu, the Apache Kafka 0.9.0.1, noida-db,
 librdkafka's mock; real Apache releases once the testing kit can run them),
-started once with ``kafkacompat record`` in front, this runs ``kafkacompat
-check measured --bootstrap`` (what an operator runs: the broker probed,
-identified, its release guessed) and then every chosen client release's
-traffic, and puts each verdict next to the outcome:
+started once with ``kafkacompat record`` in front, this takes the broker's
+snapshot (``kafkacompat snapshot``, what an operator's fleet collects) and
+runs every chosen client release's traffic (``runs``); then ``kafkacompat
+check measured --cluster`` of that snapshot (the broker identified, its
+release guessed) gives the verdicts (``judged``), each put next to the
+outcome.  The two halves are apart so that traffic can be collected while
+the profiles are being measured:
 
 - ``works`` and the traffic got through: right; failed: a false "works";
 - ``breaks`` and the traffic failed: right if a breaking API is where the
@@ -16,7 +19,9 @@ traffic, and puts each verdict next to the outcome:
 - ``unknown``: "can't tell", whatever happened.
 
 Run: ``python -m kafkacompat.profiles.confusion [--client LIB@RELEASE ...]
-[--broker NAME ...] [--markdown]`` (``make verdict-table`` runs all of them).
+[--broker NAME ...] [--runs DIR] [--judge-only]`` (``make verdict-table``
+runs all of them); ``--runs`` keeps the runs (snapshots and outcomes) in
+DIR, ``--judge-only`` judges the runs already there.
 """
 
 from __future__ import annotations
@@ -127,14 +132,94 @@ def _broker(name: str) -> Iterator[RecordedBroker]:
     else:
         from kafkacompat.testing.librdkafka_mock import LibrdkafkaMockBroker as Software  # type: ignore[assignment]
     with Software() as running:
+        if name == MOCK:
+            _create_topic_on_the_mock(running.bootstrap)
         yield RecordedBroker(name, running.bootstrap, free_port())
 
 
-def check_verdicts(broker: RecordedBroker, clients: Sequence[ClientRelease], scratch: Path) -> dict[str, Any]:
-    """``kafkacompat check measured --bootstrap`` of the running broker, per client label."""
-    wanted = [arg for c in clients for arg in ("--client", f"{c.library}@{c.release}")]
-    recorder = start_recorder(broker.port, broker.upstream, scratch / "check.jsonl")
+def _create_topic_on_the_mock(bootstrap: str) -> None:
+    """The mock has no CreateTopics; it makes a topic when one is produced to, as a fleet's topics exist."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 20000})
+    producer.produce("traffic", b"kafkacompat traffic", partition=0)
+    if producer.flush(30) != 0:
+        raise RuntimeError(f"could not create the topic on the librdkafka mock at {bootstrap}")
+
+
+def snapshot_of(broker: RecordedBroker, out: Path) -> None:
+    """``kafkacompat snapshot`` of the running broker, through the recorder it advertises."""
+    recorder = start_recorder(broker.port, broker.upstream, out.with_suffix(".recorded.jsonl"))
     try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kafkacompat.cli",
+                "snapshot",
+                "--all-brokers",
+                "--timeout",
+                "10",
+                "--out",
+                str(out),
+                "--quiet",
+                f"127.0.0.1:{broker.port}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        stop_recorder(recorder)
+    if not out.exists() or not out.read_text().strip():
+        raise RuntimeError(f"no snapshot of {broker.name}: {done.stderr.strip()[-300:]}")
+
+
+def runs(
+    clients: Sequence[ClientRelease], brokers: Sequence[str], directory: Path, cache: Path = DEFAULT_CACHE
+) -> None:
+    """Every broker's snapshot and every client's outcome on it, written under ``directory``."""
+    installed = [(client, install(client, cache)) for client in clients]
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in brokers:
+        slug = name.replace(" ", "-")
+        with _broker(name) as broker, tempfile.TemporaryDirectory(prefix="kafkacompat-confusion-") as scratch:
+            snapshot_of(broker, directory / f"{slug}.snapshot.jsonl")
+            timeout = ERA_REQUEST_TIMEOUT_S if name == ERA else None
+            with (directory / f"{slug}.outcomes.jsonl").open("a", encoding="utf-8") as outcomes:
+                for client, target in installed:
+                    report, profiles = traffic_run(client, target, broker, Path(scratch), timeout)
+                    outcome = {
+                        "client": f"{client.library} {client.release}",
+                        "library": client.library,
+                        "release": client.release,
+                        "broker": name,
+                        "ok": bool(report["ok"]),
+                        "failed_step": next((s["step"] for s in report["steps"] if not s["ok"]), None),
+                        "error": next((s.get("error") for s in report["steps"] if not s["ok"]), None),
+                        "stopped_at": list(stopped_at(report, profiles)),
+                    }
+                    outcomes.write(json.dumps(outcome) + "\n")
+                    outcomes.flush()
+
+
+def judged(directory: Path, brokers: Sequence[str] = REAL_BROKERS) -> list[Cell]:
+    """The cells of the runs under ``directory``: ``check measured --cluster`` of each snapshot."""
+    measured = {f"{p['client']} {p['version']}" for p in load_measured()}
+    out = []
+    for name in brokers:
+        slug = name.replace(" ", "-")
+        snapshot, outcomes_file = directory / f"{slug}.snapshot.jsonl", directory / f"{slug}.outcomes.jsonl"
+        if not outcomes_file.exists():
+            continue
+        latest = {}
+        for line in outcomes_file.read_text(encoding="utf-8").splitlines():
+            outcome = json.loads(line)
+            if outcome["client"] in measured:
+                latest[outcome["client"]] = outcome  # a client run again: its last run
+        if not latest:
+            continue
+        wanted = [a for o in latest.values() for a in ("--client", f"{o['library']}@{o['release']}")]
         done = subprocess.run(
             [
                 sys.executable,
@@ -143,60 +228,46 @@ def check_verdicts(broker: RecordedBroker, clients: Sequence[ClientRelease], scr
                 "check",
                 "measured",
                 *wanted,
-                "--bootstrap",
-                f"127.0.0.1:{broker.port}",
+                "--cluster",
+                str(snapshot),
                 "--format",
                 "json",
-                "--timeout",
-                "10",
             ],
             capture_output=True,
             text=True,
             timeout=300,
         )
-    finally:
-        stop_recorder(recorder)
-    try:
-        document = json.loads(done.stdout)
-    except ValueError:
-        raise RuntimeError(
-            f"check of {broker.name} printed no verdicts: {done.stderr.strip()[-300:]}"
-        ) from None
-    return {v["client"]: v for v in document["verdicts"]}
+        try:
+            verdicts = {v["client"]: v for v in json.loads(done.stdout)["verdicts"]}
+        except ValueError:
+            raise RuntimeError(
+                f"check of {name}'s snapshot printed no verdicts: {done.stderr.strip()[-300:]}"
+            ) from None
+        for client, outcome in latest.items():
+            verdict = verdicts[client]
+            findings = [f for f in verdict["findings"] if f["severity"] != "warns"]
+            out.append(
+                Cell(
+                    client,
+                    name,
+                    verdict["status"],
+                    tuple(dict.fromkeys(f["api"] for f in findings if f["severity"] == "breaks")),
+                    outcome["ok"],
+                    outcome["failed_step"],
+                    tuple(outcome["stopped_at"]),
+                    tuple(dict.fromkeys(f"{f['api']}: {f['rule']}" for f in findings)),
+                )
+            )
+    return out
 
 
 def cells(
     clients: Sequence[ClientRelease], brokers: Sequence[str] = REAL_BROKERS, cache: Path = DEFAULT_CACHE
 ) -> list[Cell]:
     """Every (client, broker) cell: the verdict of ``check`` and what the traffic did."""
-    measured = {(p["client"], p["version"]) for p in load_measured()}
-    missing = [f"{c.library} {c.release}" for c in clients if (c.library, c.release) not in measured]
-    if missing:
-        raise ValueError(f"not in measured.jsonl (run make profiles): {', '.join(missing)}")
-    installed = [(client, install(client, cache)) for client in clients]
-    out = []
-    with tempfile.TemporaryDirectory(prefix="kafkacompat-confusion-") as scratch:
-        for name in brokers:
-            with _broker(name) as broker:
-                verdicts = check_verdicts(broker, clients, Path(scratch))
-                timeout = ERA_REQUEST_TIMEOUT_S if name == ERA else None
-                for client, target in installed:
-                    report, profiles = traffic_run(client, target, broker, Path(scratch), timeout)
-                    verdict = verdicts[f"{client.library} {client.release}"]
-                    findings = [f for f in verdict["findings"] if f["severity"] != "warns"]
-                    out.append(
-                        Cell(
-                            f"{client.library} {client.release}",
-                            name,
-                            verdict["status"],
-                            tuple(f["api"] for f in findings if f["severity"] == "breaks"),
-                            bool(report["ok"]),
-                            next((s["step"] for s in report["steps"] if not s["ok"]), None),
-                            stopped_at(report, profiles),
-                            tuple(f"{f['api']}: {f['rule']}" for f in findings),
-                        )
-                    )
-    return out
+    with tempfile.TemporaryDirectory(prefix="kafkacompat-runs-") as directory:
+        runs(clients, brokers, Path(directory), cache)
+        return judged(Path(directory), brokers)
 
 
 def summary(table: Sequence[Cell]) -> Counter[str]:
@@ -231,11 +302,25 @@ def markdown(table: Sequence[Cell]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kafkacompat.profiles.confusion", description=__doc__)
     parser.add_argument("--client", action="append", metavar="LIBRARY@RELEASE", help="(default: every one)")
+    parser.add_argument("--language", action="append", choices=sorted({c.language for c in CLIENTS}))
     parser.add_argument("--broker", action="append", choices=REAL_BROKERS, help="(default: every one)")
+    parser.add_argument("--runs", type=Path, help="keep the runs here (snapshots, outcomes)")
+    parser.add_argument("--judge-only", action="store_true", help="judge the runs already in --runs")
     parser.add_argument("--json", type=Path, help="also write the cells as JSON lines")
     args = parser.parse_args(argv)
-    chosen = [c for c in CLIENTS if not args.client or f"{c.library}@{c.release}" in args.client]
-    table = cells(chosen, args.broker or REAL_BROKERS)
+    chosen = [
+        c
+        for c in CLIENTS
+        if (not args.client or f"{c.library}@{c.release}" in args.client)
+        and (not args.language or c.language in args.language)
+    ]
+    brokers = args.broker or REAL_BROKERS
+    if args.runs is None:
+        table = cells(chosen, brokers)
+    else:
+        if not args.judge_only:
+            runs(chosen, brokers, args.runs)
+        table = judged(args.runs, brokers)
     if args.json is not None:
         with args.json.open("w", encoding="utf-8") as handle:
             for cell in table:
