@@ -163,6 +163,9 @@ def snapshot_of(broker: RecordedBroker, out: Path) -> None:
                 "--out",
                 str(out),
                 "--quiet",
+                # a broker before KIP-78 (0.9) names no cluster id: the broker's name stands in
+                "--cluster-id",
+                broker.name.replace(" ", "-"),
                 f"127.0.0.1:{broker.port}",
             ],
             capture_output=True,

@@ -43,7 +43,11 @@ public class Traffic {
         try {
             body.run();
         } catch (Throwable e) {
-            Throwable cause = e.getCause() != null && e instanceof java.util.concurrent.ExecutionException ? e.getCause() : e;
+            Throwable cause = e;  // the error itself, not the reflection or future wrapping it
+            while ((cause instanceof java.lang.reflect.InvocationTargetException
+                    || cause instanceof java.util.concurrent.ExecutionException) && cause.getCause() != null) {
+                cause = cause.getCause();
+            }
             String text = cause.getClass().getSimpleName() + ": " + cause.getMessage();
             end("{\"step\": " + quote(name) + ", \"ok\": false, \"error\": " + quote(text.length() > 500 ? text.substring(0, 500) : text) + "}");
             ok = false;
