@@ -35,6 +35,12 @@ use.  The rules, in the order they are tried for each API and each broker:
    Kafka does (Tansu answers JoinGroup v0-v3 with MEMBER_ID_REQUIRED, which
    Kafka sends only from v4, KIP-394): the client fails there.
 
+   Where the client release was itself measured against that software
+   (its profile's ``recorded.against``; ``measured_runs``), the measurement
+   is the verdict: it got through, or it breaks where it stopped
+   (``measured-on-lookalike``), since a look-alike's deviations are not all
+   foreseeable from a table.
+
 7. A broker without ApiVersions (before KIP-35: 0.9 and older) gets no
    guess from ranges: what a client does there is its own choice (give up,
    or infer an old release and go on), so only a measurement says.  Without
@@ -86,6 +92,7 @@ from typing import Any, Literal
 
 from kafkacompat.negotiation.feature_gates import gates_for, level_of
 from kafkacompat.negotiation.lookalikes import Lookalike
+from kafkacompat.negotiation.measured_runs import MeasuredRun, measured_runs
 from kafkacompat.negotiation.silent_broker import API_VERSIONS as _API_VERSIONS
 from kafkacompat.negotiation.silent_broker import SilentBrokerRun, silent_broker_run
 from kafkacompat.protocol.removals import describe_removal, follows_kip_896, refused_by, release_order
@@ -108,6 +115,7 @@ __all__ = [
 
 Rule = Literal[
     "api-missing",
+    "measured-on-lookalike",
     "pre-kip-35",
     "release-table-not-accepted",
     "lookalike-deviation",
@@ -151,6 +159,7 @@ class ClientSide:
     entries: Mapping[int, ClientEntry] = field(hash=False)
     obeys_feature_gates: bool = False
     silent_broker: SilentBrokerRun | None = None  # measured without ApiVersions, when it was
+    measured_on: Mapping[str, MeasuredRun] = field(default_factory=dict, hash=False)  # by broker name
 
     @property
     def label(self) -> str:
@@ -279,6 +288,7 @@ def client_side(profile: Mapping[str, Any]) -> ClientSide:
         entries,
         bool(profile.get("obeys_feature_gates", False)),
         silent_broker_run(profile.get("without_api_versions")),
+        measured_runs(profile.get("recorded")),
     )
 
 
@@ -291,6 +301,10 @@ def judge(client: ClientSide, brokers: Sequence[BrokerSide], target: str | None 
         chosen = picks.setdefault(broker.label, {})
         if not broker.has_api_versions:
             findings.extend(_before_kip_35(client, broker, chosen))
+            continue
+        run = client.measured_on.get(broker.software.label) if broker.software is not None else None
+        if run is not None:
+            findings.extend(_measured_on_lookalike(client, broker, run, chosen))
             continue
         for key, entry in sorted(client.entries.items()):
             version, found = _judge_api(client, entry, broker)
@@ -479,6 +493,33 @@ def _gated(
             finding("feature-gated", version, gate.source, f"{name} {gate.describe(level)}", severe)
         ]
     return version, []
+
+
+def _measured_on_lookalike(
+    client: ClientSide, broker: BrokerSide, run: MeasuredRun, chosen: dict[int, int | None]
+) -> list[Finding]:
+    """A look-alike this client release was measured against: the measurement is the verdict."""
+    if run.ok:
+        return []
+    key, version, why = run.stop()
+    if version is not None:
+        chosen[key] = version
+    entry = client.entries.get(key)
+    text = f"{broker.label}: measured against {run.against}, {why}"
+    return [
+        Finding(
+            key,
+            API_NAMES.get(key, f"UnknownApi{key}"),
+            broker.label,
+            entry.versions if entry is not None else VersionRange(version or 0, version or 0),
+            broker.apis.get(key),
+            version,
+            "measured-on-lookalike",
+            "breaks",
+            f"measured against {run.against}",
+            text,
+        )
+    ]
 
 
 def _before_kip_35(client: ClientSide, broker: BrokerSide, chosen: dict[int, int | None]) -> list[Finding]:

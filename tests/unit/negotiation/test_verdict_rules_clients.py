@@ -89,3 +89,34 @@ def test_tansu_is_identified_by_its_measured_answer_and_breaks_join_group_v2_and
     assert "MEMBER_ID_REQUIRED" in finding.message and "KIP-394" in finding.source
     v5_joiner = one(ClientEntry(JOIN_GROUP, VersionRange(0, 5), required=True))
     assert judge(v5_joiner, [tansu()]).status == "works"  # v4 on: Kafka asks for the member id too
+
+
+def test_a_client_measured_on_the_lookalike_is_judged_by_that_measurement() -> None:
+    joins_v5 = {"api_key": JOIN_GROUP, "min": 5, "max": 5, "required": True}
+    profile = {
+        "client": "lib",
+        "version": "1",
+        "api_versions": [joins_v5],
+        "recorded": {
+            "against": {
+                "tansu 0.6.0": {
+                    "steps": [
+                        {"step": "metadata", "ok": True},
+                        {"step": "consume", "ok": False, "error": "x"},
+                    ],
+                    "requests": [{"api_key": JOIN_GROUP, "version": 5, "outcomes": {"error:UNKNOWN": 1}}],
+                }
+            }
+        },
+    }
+    (finding,) = judge(client_side(profile), [tansu()]).findings
+    # The ranges alone say JoinGroup v5 works on Tansu; the measurement says where it stopped.
+    assert (finding.rule, finding.severity, finding.api_key, finding.version) == (
+        "measured-on-lookalike",
+        "breaks",
+        JOIN_GROUP,
+        5,
+    )
+    assert "stopped in step consume" in finding.message
+    profile["recorded"]["against"]["tansu 0.6.0"]["steps"][1]["ok"] = True  # type: ignore[index]
+    assert judge(client_side(profile), [tansu()]).status == "works"
