@@ -59,6 +59,7 @@ DEFAULT_CACHE = cache_root() / "clients"
 ROOT = HERE.parent.parent
 TRAFFIC_TIMEOUT_S = 240  # per run, should a client wait without end
 ERA_REQUEST_TIMEOUT_S = 4.0  # every client waits this long on 0.9's silence before it moves
+ERA_TRAFFIC_TIMEOUT_S = 75  # a client still retrying against 0.9 by then is stopped in its step
 
 
 class RecordedBroker:
@@ -179,7 +180,9 @@ def traffic_run(
             argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
         )
         try:
-            output, _ = process.communicate(timeout=TRAFFIC_TIMEOUT_S)
+            output, _ = process.communicate(
+                timeout=TRAFFIC_TIMEOUT_S if request_timeout_s is None else ERA_TRAFFIC_TIMEOUT_S
+            )
         except subprocess.TimeoutExpired:  # read_report names the step it was stopped in
             process.kill()
             output, _ = process.communicate()
