@@ -66,6 +66,7 @@ __all__ = [
     "FeatureUpdateBlockedError",
     "HandshakeConfigError",
     "HandshakeStateError",
+    "InstallError",
     "InvalidAddressError",
     "InvalidRequestError",
     "KafkaCompatError",
@@ -269,6 +270,10 @@ class PipelineStateError(KafkaCompatError):
 
 class BrokerStartError(KafkaCompatError):
     """A test broker could not be started, or did not answer in time."""
+
+
+class InstallError(KafkaCompatError):
+    """A client release could not be installed into the cache (``kafkacompat.profiles.installs``)."""
 
 
 # -- transport leaves -----------------------------------------------------------------------

@@ -6,7 +6,7 @@ mock cluster) speaks the protocol and advertises ranges through ApiVersions
 at every version.  Where it does not, a verdict read from the ranges alone
 would say "works" for a client that fails.  Those deviations are facts about
 one release of one piece of software, so they are data
-(``lookalike_brokers.json``), measured against the real software: the
+(``lookalike_brokers.jsonl``), measured against the real software: the
 ApiVersions answer it gives (which identifies it: no Apache release advertises
 the same table) and each request it answers otherwise, with what Kafka does
 there.  ``identify`` names the software from a broker's ranges; ``verdicts``
@@ -25,7 +25,7 @@ from kafkacompat.protocol.versions import VersionRange
 
 __all__ = ["Deviation", "Lookalike", "identify", "lookalikes"]
 
-_DATA = Path(__file__).resolve().parent / "lookalike_brokers.json"
+_DATA = Path(__file__).resolve().parent / "lookalike_brokers.jsonl"  # one software a line
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +57,7 @@ class Lookalike:
 @cache
 def lookalikes() -> tuple[Lookalike, ...]:
     """Every look-alike the data knows, in file order."""
-    raw = json.loads(_DATA.read_text(encoding="utf-8"))
+    raw = [json.loads(line) for line in _DATA.read_text(encoding="utf-8").splitlines() if line]
     return tuple(
         Lookalike(
             entry["software"],
@@ -70,7 +70,7 @@ def lookalikes() -> tuple[Lookalike, ...]:
                 for d in entry["deviations"]
             ),
         )
-        for entry in raw["software"]
+        for entry in raw
     )
 
 

@@ -26,17 +26,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkacompat.errors import KafkaCompatError
+from kafkacompat.errors import InstallError
 
 __all__ = ["CLIENTS", "ClientRelease", "InstallError", "install", "traffic_command"]
 
 PROGRAMS = Path(__file__).resolve().parent / "clients"
 ROOT = Path(__file__).resolve().parent.parent.parent
 _INSTALL_TIMEOUT_S = 900
-
-
-class InstallError(KafkaCompatError):
-    """A client release could not be installed into the cache."""
 
 
 @dataclass(frozen=True, slots=True)

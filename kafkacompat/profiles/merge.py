@@ -33,12 +33,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafkacompat.negotiation.silent_broker import API_VERSIONS
 from kafkacompat.negotiation.verdicts import NEVER_REQUIRED
 from kafkacompat.protocol.removals import release_order
 
 __all__ = ["Recording", "merge_recordings", "offered_ranges"]
-
-API_VERSIONS = 18
 
 
 @dataclass(frozen=True, slots=True)
