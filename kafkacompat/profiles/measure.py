@@ -215,7 +215,13 @@ def era_evidence(report: dict[str, Any], profiles: list[Any]) -> dict[str, Any]:
 def profile_of(client: ClientRelease, runs: dict[str, tuple[dict[str, Any], list[Any]]]) -> dict[str, Any]:
     """The merged profile of one release, with its evidence and its run against ``ERA``."""
     recordings = [
-        Recording(name, None if name == TANSU else name.partition("/")[0], profiles, bool(report["ok"]))
+        Recording(
+            name,
+            None if name == TANSU else name.partition("/")[0],
+            profiles,
+            bool(report["ok"]),
+            sum(1 for step in report["steps"] if step["ok"] and "skipped" not in step),
+        )
         for name, (report, profiles) in runs.items()
         if name != ERA
     ]

@@ -23,7 +23,8 @@ the recorder saw):
 recording might have shown a lower one); ``max_exact`` holds where some
 broker offered more than the client ever sent.  An API is ``required`` when
 the client sent it in every recording whose traffic got through (one it does
-without somewhere is used only when offered); telemetry never is
+without somewhere is used only when offered), or, for a release that got
+through nowhere, in every recording that got furthest; telemetry never is
 (``verdicts.NEVER_REQUIRED``).
 """
 
@@ -48,6 +49,7 @@ class Recording:
     apache_release: str | None  # the broker's Apache release, for ``by_release``; None for a look-alike
     profiles: Sequence[Mapping[str, Any]]  # every profile the recording wrote (one per client id)
     ok: bool = True
+    passed: int = 0  # steps of the traffic that passed
 
 
 def offered_ranges(profiles: Sequence[Mapping[str, Any]]) -> dict[int, tuple[int, int]]:
