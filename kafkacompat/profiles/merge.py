@@ -12,9 +12,7 @@ the recorder saw):
 - ``fixed``: the same version to every broker although the offers differ
   (or, seen by one broker only, a version sent without asking: the
   recorder's own ``fixed``);
-- ``release-table``: neither (or the recorder saw it send without asking,
-  and different versions to different brokers): the client inferred each
-  broker's release and
+- ``release-table``: neither: the client inferred each broker's release and
   sent what its own table says for it; the per-release picks are kept
   (``by_release``), keyed by the Apache release of the broker, for
   ``verdicts`` to bracket releases in between.
@@ -78,7 +76,10 @@ def merge_recordings(client: str, version: str, recordings: Sequence[Recording])
                 lowest[key] = min(lowest.get(key, e["min"]), e["min"])
                 if e.get("pick") == "fixed":
                     fixed_seen.add(key)
-    through = [{e["api_key"] for p in r.profiles for e in p["api_versions"]} for r in recordings if r.ok]
+    # The runs that got through; for a release that got through nowhere, the runs that got furthest.
+    furthest = max((r.passed for r in recordings), default=0)
+    best = [r for r in recordings if r.ok] or [r for r in recordings if r.passed == furthest]
+    through = [{e["api_key"] for p in r.profiles for e in p["api_versions"]} for r in best]
     apache = {r.broker: r.apache_release for r in recordings}
     entries = []
     for key in sorted(sent):
@@ -112,7 +113,7 @@ def _pick(
     differ = len({o for o in offered.values() if o is not None}) > 1
     if len(set(per_broker.values())) == 1 and (differ or key in fixed_seen) and not (followed and differ):
         return {"pick": "fixed"}
-    if followed and key not in fixed_seen:
+    if followed:  # a request sent unasked on one connection used what another negotiated
         return {"pick": "highest"}
     table = sorted(
         ((apache[b], v) for b, v in per_broker.items() if apache[b] is not None),
