@@ -16,7 +16,7 @@ from kafkacompat.transport.config import ConfigError
 
 def test_profiles_by_name_and_version() -> None:
     measured = load_clients("measured", ["aiokafka"])
-    assert sorted(c.version for c in measured) == ["0.14.0", "0.8.1"]
+    assert sorted(c.version for c in measured) == ["0.11.0", "0.14.0", "0.8.1"]
     (one,) = load_clients("measured", ["kafka-python@2.0.2"])
     assert one.label == "kafka-python 2.0.2"
     (own,) = load_clients("kafkacompat")
