@@ -190,11 +190,11 @@ def brokers_from_snapshots(path: Path) -> dict[str, list[BrokerSide]]:
 
 def _broker(label: str, apis: Mapping[int, VersionRange], finalized: Mapping[str, int]) -> BrokerSide:
     """A probed broker: its release guessed from its ranges, or the look-alike software they identify."""
-    software = identify(apis)
-    if software is not None:
-        return BrokerSide(f"{label} ({software.label})", dict(apis), None, dict(finalized), software)
     guess = guess_release(apis)
     release = min(guess.releases, key=lambda r: tuple(map(int, r.split(".")))) if guess.releases else None
+    software = identify(apis)
+    if software is not None:  # the release its table resembles: what a client infers from it too
+        return BrokerSide(f"{label} ({software.label})", dict(apis), release, dict(finalized), software)
     return BrokerSide(label, dict(apis), release, dict(finalized))
 
 
