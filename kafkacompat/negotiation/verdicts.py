@@ -505,7 +505,7 @@ def _measured_on_lookalike(
     if version is not None:
         chosen[key] = version
     entry = client.entries.get(key)
-    text = f"{broker.label}: measured against {run.against}, {why}"
+    text = f"measured against {run.against}, {why}"
     return [
         Finding(
             key,
