@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_VENV := .venv-demo
 DEMO_STAMP := $(DEMO_VENV)/.installed
 
-.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles real-kafka docs docs-check site browser
+.PHONY: test demo bench lint generate check-generated record-frames fuzz clean profiles real-kafka verdict-table docs docs-check site browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -66,8 +66,8 @@ demo:
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
-# Client profiles measured from real client releases (each installed into its own
-# cache directory, never into .venv): kafkacompat/profiles/measured.jsonl.
+# Client profiles measured from real client releases in Python, Java, Go and Node (each
+# installed into the kafkacompat cache, never into .venv): kafkacompat/profiles/measured.jsonl.
 profiles: $(STAMP)
 	$(BIN)/python -m kafkacompat.profiles.measure
 
@@ -76,6 +76,11 @@ profiles: $(STAMP)
 # from the release table and the emulator.  Long (about an hour on 2 cores).
 real-kafka: $(STAMP)
 	$(BIN)/python -m kafkacompat.testing.apache_kafka.matrix --out tests/data/real_kafka
+
+# check's verdicts next to what every measured client really does on every real broker
+# (the confusion table of docs/upgrade.md); `make test` runs a few cells of it.
+verdict-table: $(STAMP)
+	$(BIN)/python -m kafkacompat.profiles.confusion
 
 fuzz: $(STAMP)
 	$(BIN)/python -m bench.fuzz_decoders

@@ -69,6 +69,7 @@ __all__ = [
     "HandshakeConfigError",
     "HandshakeStateError",
     "IdentityRefusedError",
+    "InstallError",
     "InvalidAddressError",
     "InvalidRequestError",
     "KafkaCompatError",
@@ -291,6 +292,10 @@ class BrokerStartError(KafkaCompatError):
 
 class ReleaseDownloadError(BrokerStartError):
     """A broker release (testing kit) whose files could not be fetched: the message names the artifact."""
+
+
+class InstallError(KafkaCompatError):
+    """A client release could not be installed into the cache (``kafkacompat.profiles.installs``)."""
 
 
 # -- transport leaves -----------------------------------------------------------------------

@@ -12,7 +12,11 @@ a rolling upgrade is judged node by node), or a live cluster
 options every connecting command takes: ``--command-config``, ``--tls``,
 ``--ca-file``, ``--sasl-*``, ``--timeout``, ``--retries``).  Every finding names the
 API, both ranges, the rule and its source.  Exit status: 0 every client
-works, 1 some client breaks, 2 could not tell.
+works, 1 some client breaks, 2 could not tell.  A broker identified as
+look-alike software (Tansu, noida-db, librdkafka's mock: its ApiVersions
+answer is one measured from that software) is judged with that software's
+measured deviations; a KRaft controller is not judged (clients never talk to
+controllers): one line, exit 2.
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ from kafkacompat._version import __version__
 from kafkacompat.cli.connection_options import add_connection_options, resolve_connection, warn_ignored
 from kafkacompat.cli.output import Output
 from kafkacompat.errors import ConfigError, KafkaCompatError
+from kafkacompat.negotiation.lookalikes import identify
+from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.negotiation.release_guess import guess_release
 from kafkacompat.negotiation.verdicts import BrokerSide, ClientSide, Verdict, client_side, judge, worst
 from kafkacompat.pipeline.client_format import kafkacompat_client_profile, parse_client_line
-from kafkacompat.pipeline.snapshot_format import validate_snapshot
+from kafkacompat.pipeline.snapshot_format import capabilities_from_snapshot, validate_snapshot
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import API_NAMES
 from kafkacompat.reference.releases import KINDS, RELEASES
@@ -39,6 +45,8 @@ __all__ = ["brokers_for_release", "load_clients", "register", "run", "verdict_do
 
 JSON_VERSION = 1
 EXIT_UNKNOWN = 2
+_PICKS = {"fixed": "fixed", "release-table": "its table per release"}
+_CONTROLLER = "{} is a KRaft controller: clients never talk to controllers, only to brokers"
 
 
 def register(subparsers: Any) -> None:
@@ -80,10 +88,7 @@ def load_clients(spec: str, wanted: Sequence[str] = ()) -> list[ClientSide]:
         path = MEASURED_PATH
     else:
         path = Path(spec)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"cannot read the profiles {path}: {exc.strerror or exc}") from None
+    lines = _text_lines(path, "profiles")
     clients = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -99,6 +104,18 @@ def load_clients(spec: str, wanted: Sequence[str] = ()) -> list[ClientSide]:
     if not chosen:
         raise ConfigError(f"no client profile in {path} matches {', '.join(wanted) or 'anything'}")
     return chosen
+
+
+def _text_lines(path: Path, what: str) -> list[str]:
+    """The lines of a JSON-lines file; unreadable or binary input is a one-line ``ConfigError``."""
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"the {what} {path} is not text (byte {exc.start} is not UTF-8): JSON lines expected"
+        ) from None
 
 
 def _matches(client: ClientSide, wanted: str) -> bool:
@@ -127,6 +144,8 @@ def brokers_for_release(release: str, kind: str | None, finalized: Mapping[str, 
     table = next((p for p in RELEASES if p.release == release and p.kind == chosen), None)
     if table is None:
         raise ConfigError(f"Kafka {release} has no {chosen}; it has {', '.join(sorted(kinds))}")
+    if chosen == "kraft-controller":
+        raise ConfigError(_CONTROLLER.format(f"Kafka {release} (kraft-controller)"))
     _, fresh, _ = default_features(release, chosen)
     levels = {**fresh, **finalized}
     apis = {key: VersionRange(low, high) for key, (low, high) in table.apis.items()}
@@ -135,10 +154,7 @@ def brokers_for_release(release: str, kind: str | None, finalized: Mapping[str, 
 
 def brokers_from_snapshots(path: Path) -> dict[str, list[BrokerSide]]:
     """The latest line of every node, per cluster id."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"cannot read the snapshots {path}: {exc.strerror or exc}") from None
+    lines = _text_lines(path, "snapshots")
     latest: dict[tuple[str, int], dict[str, Any]] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -155,18 +171,29 @@ def brokers_from_snapshots(path: Path) -> dict[str, list[BrokerSide]]:
         if key not in latest or obj["observed_at"] >= latest[key]["observed_at"]:
             latest[key] = obj
     clusters: dict[str, list[BrokerSide]] = {}
+    controllers: list[str] = []
     for (cluster, node), obj in sorted(latest.items()):
+        label = f"node {node} at {obj['endpoint']}"
+        if looks_like_controller(capabilities_from_snapshot(obj)):
+            controllers.append(label)  # a cluster's controllers serve no client: its brokers are judged
+            continue
         apis = {e["api_key"]: VersionRange(e["min"], e["max"]) for e in obj["api_versions"]}
         finalized = {e["name"]: e["max"] for e in obj["finalized_features"] or []}
-        clusters.setdefault(cluster, []).append(_broker(f"node {node} at {obj['endpoint']}", apis, finalized))
+        clusters.setdefault(cluster, []).append(_broker(label, apis, finalized))
+    if not clusters and controllers:
+        raise ConfigError(_CONTROLLER.format(", ".join(controllers)))
     if not clusters:
         raise ConfigError(f"{path} holds no snapshot line")
     return clusters
 
 
 def _broker(label: str, apis: Mapping[int, VersionRange], finalized: Mapping[str, int]) -> BrokerSide:
+    """A probed broker: its release guessed from its ranges, or the look-alike software they identify."""
     guess = guess_release(apis)
     release = min(guess.releases, key=lambda r: tuple(map(int, r.split(".")))) if guess.releases else None
+    software = identify(apis)
+    if software is not None:  # the release its table resembles: what a client infers from it too
+        return BrokerSide(f"{label} ({software.label})", dict(apis), release, dict(finalized), software)
     return BrokerSide(label, dict(apis), release, dict(finalized))
 
 
@@ -184,6 +211,8 @@ def brokers_from_bootstrap(args: argparse.Namespace) -> dict[str, list[BrokerSid
         caps = broker.capabilities
         if caps is None:
             raise ConfigError(f"node {broker.node_id} could not be probed: nothing to judge it by")
+        if looks_like_controller(caps):
+            raise ConfigError(_CONTROLLER.format(f"{bootstrap} (node {broker.node_id})"))
         finalized = {name: r.highest for name, r in caps.finalized_features.items()}
         brokers.append(_broker(f"node {broker.node_id} at {caps.node}", caps.api_ranges, finalized))
     return {report.cluster_id or bootstrap: brokers}
@@ -228,7 +257,7 @@ def _text(verdict: Verdict, brokers: Sequence[BrokerSide], client: ClientSide) -
                 continue  # an optional API: only its findings are shown
             offered = broker.apis.get(key)
             sent = picks.get(key)
-            how = "fixed" if entry.pick == "fixed" else "highest in common"
+            how = _PICKS.get(entry.pick, "highest in common")
             higher = (
                 sent is not None and offered is not None and not entry.max_exact and offered.highest > sent
             )

@@ -6,9 +6,9 @@ the client waits until its own request timeout.  What the client does then is
 its own choice: give up, or guess the broker's release (from which older
 requests it answers) and go on with the versions that release had.  A
 recording against brokers that answer cannot tell which, so it is measured:
-``kafkacompat.profiles.measure`` runs each client's traffic against the
-emulated 0.9.0 (silent on ApiVersions, as the real 0.9.0.1 is) and keeps the
-outcome in the profile (``without_api_versions``).  The last request the
+``kafkacompat.profiles.measure`` runs each client's traffic against the real
+Apache Kafka 0.9.0.1 (silent on ApiVersions) and keeps the outcome in the
+profile (``without_api_versions``).  The last request the
 client sent there says where it stopped: an unanswered ApiVersions means it
 gave up waiting; anything else means it went on without an answer.
 ``verdicts`` reads this for a broker of the same release line.
@@ -33,7 +33,7 @@ API_VERSIONS = int(ApiKey.API_VERSIONS)
 class SilentBrokerRun:
     """A client's traffic, measured against a broker that never answers ApiVersions."""
 
-    measured_against: str  # the emulated release, e.g. "0.9.0"
+    measured_against: str  # the release measured against, e.g. "0.9.0.1"
     ok: bool  # the traffic got through
     stopped_in: str | None  # the step it failed in
     last_request: tuple[int, int, str] | None  # (api key, version, outcome) of the last one sent
@@ -61,7 +61,7 @@ class SilentBrokerRun:
             last = f"{API_NAMES.get(key, key)} v{version} ({outcome})"
         stop = "got through" if self.ok else f"stopped in step {self.stopped_in}"
         return (
-            f"measured against emulated {self.measured_against}: answered {said}; last request {last}; "
+            f"measured against {self.measured_against}: answered {said}; last request {last}; "
             f"the traffic {stop}"
         )
 

@@ -24,20 +24,48 @@ use.  The rules, in the order they are tried for each API and each broker:
    fallback the client also uses (DescribeGroups for ConsumerGroupDescribe,
    JoinGroup for ConsumerGroupHeartbeat), the finding is a warning.
 
-6. A broker without ApiVersions (before KIP-35: 0.9 and older) never answers
-   it; what a client does then is its own choice, so it is read from a
-   measurement, never guessed.  A measured profile carries one
-   (``without_api_versions``: its traffic against the emulated 0.9.0, which is
-   silent on ApiVersions as the real 0.9.0.1 is); it applies to a broker of
-   that release line.  A client whose last request there was an unanswered
-   ApiVersions gave up: ``api-missing`` breaks, with that evidence.  One that
-   went on sent something else last: ApiVersions is only a warning
-   (``api-versions-fallback``), and where its traffic still failed, the
-   finding is on the API of its last request: ``client-refuses-era`` when the
-   broker answered it and the client sent nothing more (kafka-python 2.0.2's
-   admin client after Metadata v0), ``fallback-not-answered`` when the broker
-   left it unanswered, closed on it or returned an error.  Without such a
-   measurement, ApiVersions missing breaks a client that sends it.
+0. ApiVersions is the negotiation itself, not an API a client can break on
+   while the broker has it: a client that asks a version the broker lacks
+   is answered UNSUPPORTED_VERSION with the broker's range and steps down
+   (KIP-35, KIP-511), as every measured client does.
+
+6. ``lookalike-deviation``: the broker is identified as look-alike software
+   (``lookalikes.identify``: its ApiVersions answer is one measured from that
+   software) that answers the version the client would send otherwise than
+   Kafka does (Tansu answers JoinGroup v0-v3 with MEMBER_ID_REQUIRED, which
+   Kafka sends only from v4, KIP-394): the client fails there.
+
+   Where the client release was itself measured against that software
+   (its profile's ``recorded.against``; ``measured_runs``), the measurement
+   is the verdict: it got through, or it breaks where it stopped
+   (``measured-on-lookalike``), since a look-alike's deviations are not all
+   foreseeable from a table.
+
+7. A broker without ApiVersions (before KIP-35: 0.9 and older) gets no
+   guess from ranges: what a client does there is its own choice (give up,
+   or infer an old release and go on), so only a measurement says.  Without
+   one for this client the verdict is "could not tell" (``pre-kip-35``),
+   with that reason.  With one (``without_api_versions``: its traffic
+   against a real 0.9.0.1) the measurement is the verdict for that broker:
+   it got through (``api-versions-fallback``, a warning), gave up waiting on
+   ApiVersions (``api-missing``), or went on and stopped at its last
+   request: ``client-refuses-era`` when the broker answered it and the
+   client sent nothing more (an admin client refusing the 0.9 era),
+   ``fallback-not-answered`` when the broker left it unanswered, closed on
+   it or returned an error.
+
+How a client picks a version (``pick``), as measured against brokers that
+offer different ranges: ``highest`` (the highest in common with the
+broker's offer), ``fixed`` (one version whatever it is offered) or
+``release-table`` (it infers the broker's release from ApiVersions and
+sends what its own table says for that release: kafka-python, for one).  A
+release-table client's measured picks (``by_release``) bracket what it
+sends to a release between two measured ones (its table only grows with the
+release); beyond the last measured release it may send up to its max.
+
+A profile's required APIs are those the client cannot proceed without;
+telemetry (GetTelemetrySubscriptions, PushTelemetry, KIP-714) never is: a
+client uses it only where the broker offers it (``NEVER_REQUIRED``).
 
 A finding on an API the profile marks required breaks the client; otherwise
 it is a warning.  A recorded profile knows only the versions it saw: its
@@ -63,13 +91,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kafkacompat.negotiation.feature_gates import gates_for, level_of
+from kafkacompat.negotiation.lookalikes import Lookalike
+from kafkacompat.negotiation.measured_runs import MeasuredRun, measured_runs
 from kafkacompat.negotiation.silent_broker import API_VERSIONS as _API_VERSIONS
 from kafkacompat.negotiation.silent_broker import SilentBrokerRun, silent_broker_run
-from kafkacompat.protocol.removals import describe_removal, follows_kip_896, refused_by
+from kafkacompat.protocol.removals import describe_removal, follows_kip_896, refused_by, release_order
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference.api_names import API_NAMES
 
 __all__ = [
+    "NEVER_REQUIRED",
     "BrokerSide",
     "ClientEntry",
     "ClientSide",
@@ -84,6 +115,10 @@ __all__ = [
 
 Rule = Literal[
     "api-missing",
+    "measured-on-lookalike",
+    "pre-kip-35",
+    "release-table-not-accepted",
+    "lookalike-deviation",
     "no-common-version",
     "removed-in-4",
     "fixed-version-not-accepted",
@@ -98,6 +133,9 @@ Status = Literal["works", "breaks", "unknown"]
 EXIT_CODES: Mapping[Status, int] = {"works": 0, "breaks": 1, "unknown": 2}
 _FALLBACKS = {69: 15, 68: 11}  # KIP-848 API -> the classic one clients fall back to
 _TRANSACTIONAL = (24, 26, 28)  # AddPartitionsToTxn, EndTxn, TxnOffsetCommit: the client runs transactions
+# GetTelemetrySubscriptions, PushTelemetry (KIP-714): used where offered, never needed.
+NEVER_REQUIRED: frozenset[int] = frozenset({71, 72})
+Pick = Literal["highest", "fixed", "release-table"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +144,12 @@ class ClientEntry:
 
     api_key: int
     versions: VersionRange
-    pick: Literal["highest", "fixed"] = "highest"
+    pick: Pick = "highest"
     max_exact: bool = True
     required: bool = False
     min_exact: bool = True
+    # release-table pickers: (broker release, version sent to it), as measured
+    by_release: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +159,7 @@ class ClientSide:
     entries: Mapping[int, ClientEntry] = field(hash=False)
     obeys_feature_gates: bool = False
     silent_broker: SilentBrokerRun | None = None  # measured without ApiVersions, when it was
+    measured_on: Mapping[str, MeasuredRun] = field(default_factory=dict, hash=False)  # by broker name
 
     @property
     def label(self) -> str:
@@ -137,6 +178,12 @@ class BrokerSide:
     apis: Mapping[int, VersionRange] = field(hash=False)
     release: str | None = None
     finalized: Mapping[str, int] | None = field(default=None, hash=False)  # None: not reported
+    software: Lookalike | None = None  # look-alike software it was identified as (``lookalikes``)
+
+    @property
+    def has_api_versions(self) -> bool:
+        offered = self.apis.get(_API_VERSIONS)
+        return offered is not None and not offered.empty
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,14 +268,19 @@ def client_side(profile: Mapping[str, Any]) -> ClientSide:
     """A client-format profile (``pipeline.client_format``) as verdicts read it."""
     entries = {}
     for e in profile["api_versions"]:
-        pick: Literal["highest", "fixed"] = "fixed" if e.get("pick") == "fixed" else "highest"
+        picked = e.get("pick")
+        pick: Pick = picked if picked in ("fixed", "release-table") else "highest"
+        table = tuple((str(t["release"]), int(t["version"])) for t in e.get("by_release") or ())
+        if pick == "release-table" and not table:
+            raise ValueError(f"api key {e['api_key']}: a release-table pick without by_release")
         entries[e["api_key"]] = ClientEntry(
             e["api_key"],
             VersionRange(e["min"], e["max"]),
             pick,
             bool(e.get("max_exact", True)),
-            bool(e.get("required", False)),
+            bool(e.get("required", False)) and e["api_key"] not in NEVER_REQUIRED,
             bool(e.get("min_exact", True)),
+            table,
         )
     return ClientSide(
         str(profile["client"]),
@@ -236,6 +288,7 @@ def client_side(profile: Mapping[str, Any]) -> ClientSide:
         entries,
         bool(profile.get("obeys_feature_gates", False)),
         silent_broker_run(profile.get("without_api_versions")),
+        measured_runs(profile.get("recorded")),
     )
 
 
@@ -246,18 +299,17 @@ def judge(client: ClientSide, brokers: Sequence[BrokerSide], target: str | None 
     picks: dict[str, dict[int, int | None]] = {}
     for broker in brokers:
         chosen = picks.setdefault(broker.label, {})
-        found_here: list[Finding] = []
+        if not broker.has_api_versions:
+            findings.extend(_before_kip_35(client, broker, chosen))
+            continue
+        run = client.measured_on.get(broker.software.label) if broker.software is not None else None
+        if run is not None:
+            findings.extend(_measured_on_lookalike(client, broker, run, chosen))
+            continue
         for key, entry in sorted(client.entries.items()):
             version, found = _judge_api(client, entry, broker)
             chosen[key] = version
-            found_here.extend(found)
-        measured = client.silent_broker
-        if measured is not None and measured.applies_to(broker.apis, broker.release):
-            found_here = _measured_without_api_versions(client, measured, broker, found_here)
-            for f in found_here:  # the version it was measured sending there, before it stopped
-                if f.rule in ("client-refuses-era", "fallback-not-answered"):
-                    chosen[f.api_key] = f.version
-        findings.extend(found_here)
+            findings.extend(found)
     return Verdict(client.label, target or ", ".join(b.label for b in brokers), tuple(findings), picks)
 
 
@@ -290,6 +342,10 @@ def _judge_api(
         if has_fallback:
             message += f" (the client also uses {API_NAMES.get(fallback or 0)}, its fallback)"
         return None, [finding("api-missing", None, "KIP-35", message, not has_fallback)]
+    if key == _API_VERSIONS:  # the negotiation itself: the client steps down to what it is offered
+        return min(entry.versions.highest, offered.highest), []
+    if entry.pick == "release-table":
+        return _release_table(client, entry, broker, finding)
     if entry.pick == "fixed":
         # A fixed client sends what it was recorded sending: both ends of its range were sent.
         refused = [v for v in (entry.versions.lowest, entry.versions.highest) if v not in offered]
@@ -328,6 +384,15 @@ def _judge_api(
             text = f"the client writes {name} {entry.versions}, {broker.label} accepts {offered}"
             return None, [finding("no-common-version", None, "KIP-35", text)]
         version = common.highest
+    return _accepted(client, entry, broker, version, finding)
+
+
+def _accepted(
+    client: ClientSide, entry: ClientEntry, broker: BrokerSide, version: int, finding: Any
+) -> tuple[int | None, list[Finding]]:
+    """The rules after a version is picked: refused though advertised, a look-alike's deviation, gates."""
+    key, offered = entry.api_key, broker.apis[entry.api_key]
+    name = API_NAMES.get(key, f"api key {key}")
     refusal = removed_in_4(broker, key, version)
     if refusal is not None and refusal[1]:
         return version, [
@@ -338,7 +403,51 @@ def _judge_api(
                 f"{broker.label} advertises {name} {offered} but refuses v{version}",
             )
         ]
+    deviation = broker.software.deviation(key, version) if broker.software is not None else None
+    if deviation is not None:
+        text = (
+            f"{broker.label} is {broker.software.label if broker.software else ''}: it answers {name} "
+            f"v{version} with {deviation.answer}; {deviation.kafka_does}"
+        )
+        return version, [finding("lookalike-deviation", version, deviation.source, text)]
     return _gated(client, entry, broker, version, finding)
+
+
+def _release_table(
+    client: ClientSide, entry: ClientEntry, broker: BrokerSide, finding: Any
+) -> tuple[int | None, list[Finding]]:
+    """A client that sends what its own table says for the release it infers (see the theory)."""
+    key, offered = entry.api_key, broker.apis[entry.api_key]
+    name = API_NAMES.get(key, f"api key {key}")
+    measured = dict(entry.by_release)
+    if broker.release is None:
+        text = (
+            f"the client picks {name} from its table of releases and {broker.label}'s release is unknown; "
+            f"it was measured sending {', '.join(f'v{v} to {r}' for r, v in entry.by_release)}"
+        )
+        return None, [_as_unknown(finding("release-table-not-accepted", None, "KIP-35", text))]
+    at = release_order(broker.release)
+    below = [r for r in measured if release_order(r) <= at]
+    above = [r for r in measured if release_order(r) > at]
+    low = measured[max(below, key=release_order)] if below else entry.versions.lowest
+    high = measured[min(above, key=release_order)] if above else entry.versions.highest
+    if broker.release in measured:
+        low = high = measured[broker.release]
+    low, high = min(low, high), max(low, high)
+    if low in offered and high in offered:
+        return _accepted(client, entry, broker, high, finding)
+    where = (
+        f"v{low}" if low == high else f"between v{low} and v{high} (measured: "
+        + ", ".join(f"v{v} to {r}" for r, v in entry.by_release) + ")"
+    )
+    text = f"the client's table sends {name} {where} to {broker.release}; {broker.label} accepts {offered}"
+    version = low if low not in offered else high
+    removed = removed_in_4(broker, key, version)
+    if removed is not None and (low == high or not (low in offered or high in offered)):
+        return version, [finding("removed-in-4", version, removed[2], f"{removed[0]}; {text}")]
+    if low == high or not (low in offered or high in offered):
+        return version, [finding("release-table-not-accepted", version, "KIP-35", text)]
+    return version, [_as_unknown(finding("release-table-not-accepted", version, "KIP-35", text))]
 
 
 def _gated(
@@ -386,51 +495,86 @@ def _gated(
     return version, []
 
 
-def _measured_without_api_versions(
-    client: ClientSide, measured: SilentBrokerRun, broker: BrokerSide, found: list[Finding]
+def _measured_on_lookalike(
+    client: ClientSide, broker: BrokerSide, run: MeasuredRun, chosen: dict[int, int | None]
 ) -> list[Finding]:
-    """The findings on a broker without ApiVersions, settled by what the client was measured doing."""
-    source = f"KIP-35; measured against emulated {measured.measured_against}"
+    """A look-alike this client release was measured against: the measurement is the verdict."""
+    if run.ok:
+        return []
+    key, version, why = run.stop()
+    if version is not None:
+        chosen[key] = version
+    entry = client.entries.get(key)
+    text = f"measured against {run.against}, {why}"
+    return [
+        Finding(
+            key,
+            API_NAMES.get(key, f"UnknownApi{key}"),
+            broker.label,
+            entry.versions if entry is not None else VersionRange(version or 0, version or 0),
+            broker.apis.get(key),
+            version,
+            "measured-on-lookalike",
+            "breaks",
+            f"measured against {run.against}",
+            text,
+        )
+    ]
+
+
+def _before_kip_35(client: ClientSide, broker: BrokerSide, chosen: dict[int, int | None]) -> list[Finding]:
+    """A broker without ApiVersions: the client's measurement there, or "could not tell" (no guess)."""
+    measured = client.silent_broker
+    entry = client.entries.get(_API_VERSIONS)
+    asked = entry.versions if entry is not None else VersionRange(0, 0)
+
+    def found(
+        key: int, version: int | None, rule: Rule, severity: Severity, source: str, text: str
+    ) -> Finding:
+        known = client.entries.get(key)
+        return Finding(
+            key,
+            API_NAMES.get(key, f"UnknownApi{key}"),
+            broker.label,
+            known.versions if known is not None else VersionRange(version or 0, version or 0),
+            broker.apis.get(key),
+            version,
+            rule,
+            severity,
+            source,
+            text,
+        )
+
+    if measured is None or not measured.applies_to(broker.apis, broker.release):
+        why = (
+            "this client was not measured against one"
+            if measured is None
+            else f"this client was measured against {measured.measured_against} only"
+        )
+        text = (
+            f"{broker.label} has no ApiVersions (before KIP-35, Kafka 0.10.0): whether a client gives up or "
+            f"infers an old release and goes on is its own choice, and {why}"
+        )
+        return [found(_API_VERSIONS, None, "pre-kip-35", "unknown", "KIP-35", text)]
+    source = f"KIP-35; measured against {measured.measured_against}"
     evidence = measured.evidence()
-    judged: list[Finding] = []
-    for f in found:
-        if f.api_key != _API_VERSIONS:
-            judged.append(f)
-        elif measured.falls_back:
-            text = f"{broker.label} does not have ApiVersions; the client goes on without it ({evidence})"
-            judged.append(_replaced(f, "api-versions-fallback", "warns", source, text))
-        else:
-            text = f"{broker.label} does not have ApiVersions and the client gives up ({evidence})"
-            judged.append(_replaced(f, "api-missing", "breaks", source, text))
-    if measured.ok or not measured.falls_back or measured.last_request is None:
-        return judged
+    if not measured.falls_back:
+        text = f"{broker.label} does not have ApiVersions and the client gives up ({evidence})"
+        return [found(_API_VERSIONS, asked.highest, "api-missing", "breaks", source, text)]
+    text = f"{broker.label} does not have ApiVersions; the client goes on without it ({evidence})"
+    fallback = found(_API_VERSIONS, None, "api-versions-fallback", "warns", source, text)
+    if measured.ok or measured.last_request is None:
+        return [fallback]
     key, version, outcome = measured.last_request
+    chosen[key] = version  # the version it was measured sending there, before it stopped
     name = API_NAMES.get(key, f"api key {key}")
     if outcome == "answered":
         rule: Rule = "client-refuses-era"
-        text = f"the client was answered {name} v{version} by a broker of this era and sent nothing more"
+        said = f"the client was answered {name} v{version} by a broker of this era and sent nothing more"
     else:
         rule = "fallback-not-answered"
-        text = f"{name} v{version}, sent after the ApiVersions fallback, was {outcome}"
-    entry = client.entries.get(key)
-    stop = Finding(
-        key,
-        API_NAMES.get(key, f"UnknownApi{key}"),
-        broker.label,
-        entry.versions if entry is not None else VersionRange(version, version),
-        broker.apis.get(key),
-        version,
-        rule,
-        "breaks",
-        source,
-        f"{text} ({evidence})",
-    )
-    # The measurement settles what the recording could not tell about that API.
-    return sorted([f for f in judged if f.api_key != key] + [stop], key=lambda f: f.api_key)
-
-
-def _replaced(found: Finding, rule: Rule, severity: Severity, source: str, message: str) -> Finding:
-    return dataclasses.replace(found, rule=rule, severity=severity, source=source, message=message)
+        said = f"{name} v{version}, sent after the ApiVersions fallback, was {outcome}"
+    return [fallback, found(key, version, rule, "breaks", source, f"{said} ({evidence})")]
 
 
 def _as_unknown(found: Finding) -> Finding:

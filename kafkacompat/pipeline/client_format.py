@@ -73,6 +73,7 @@ CLIENT_TYPES: Mapping[str, Any] = {
             "pick": "str",
             "min_exact": "bool",
             "max_exact": "bool",
+            "by_release": [{"release": "str", "version": "int"}],
         }
     ],
 }

@@ -144,6 +144,14 @@ CLIENT_SCHEMA = StructType(
                         _field("pick", StringType()),
                         _field("min_exact", BooleanType()),
                         _field("max_exact", BooleanType()),
+                        _field(
+                            "by_release",
+                            ArrayType(
+                                StructType(
+                                    [_field("release", StringType()), _field("version", IntegerType())]
+                                )
+                            ),
+                        ),
                     ]
                 )
             ),

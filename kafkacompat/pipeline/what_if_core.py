@@ -25,8 +25,8 @@ of controllers alone serves no client).  ``upgrade_first`` sums them up per
 target and client: how many clusters each client blocks, so the clients to
 upgrade first are the ones at the top.
 
-The Spark job (``what_if``) computes the same rows with column expressions;
-a test compares both row by row.
+The Spark job (``what_if``) calls the same ``judge`` on its driver and joins
+the verdicts to the clusters; a test compares both row by row.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from kafkacompat.protocol.versions import VersionRange
 __all__ = [
     "GATED_FEATURES",
     "UpgradeTarget",
+    "normalized_profile",
     "parse_targets",
     "upgrade_first",
     "what_if_rows",
@@ -114,7 +115,7 @@ def parse_targets(text: str | Sequence[str]) -> tuple[UpgradeTarget, ...]:
     return tuple(targets)
 
 
-def _normalized(profile: Mapping[str, Any]) -> dict[str, Any]:
+def normalized_profile(profile: Mapping[str, Any]) -> dict[str, Any]:
     """A profile as Spark's reader sees it: a field set to null is a field left out."""
     out = {k: v for k, v in profile.items() if v is not None}
     out["api_versions"] = [{k: v for k, v in e.items() if v is not None} for e in profile["api_versions"]]
@@ -150,7 +151,7 @@ def what_if_rows(
     ``latest``: cluster id -> the latest snapshot object of each of its nodes;
     ``profiles``: valid client profile objects (``client_format``).
     """
-    clients = [client_side(_normalized(p)) for p in profiles]
+    clients = [client_side(normalized_profile(p)) for p in profiles]
     rows = []
     for cluster, levels in sorted(cluster_levels(latest).items()):
         for target in targets:

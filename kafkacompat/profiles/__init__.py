@@ -1,6 +1,11 @@
 """Client profiles measured from real client releases (``measured.jsonl``), and how they are made.
 
-``measure`` regenerates the data (``make profiles``); ``load_measured`` reads it.
+``installs`` pins the client releases (Python, Java, Go, Node) and installs
+them into the cache; ``clients/`` holds the traffic programs of the languages
+other than Python; ``measure`` regenerates the data (``make profiles``),
+``merge`` turns one release's recordings into its profile, ``confusion``
+puts ``check``'s verdicts next to what the clients do on real brokers
+(``make verdict-table``); ``load_measured`` reads the data.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from kafkacompat.profiles.measure import DEFAULT_CACHE, MEASURED, ROOT, install
+from kafkacompat.profiles.installs import CLIENTS, ROOT, install
+from kafkacompat.profiles.measure import DEFAULT_CACHE
 from kafkacompat.testing import ThreadedCluster
 from kafkacompat.testing.client_traffic import read_report
 from kafkacompat.testing.emulator.sasl import SaslConfig
@@ -42,9 +43,8 @@ def check(*argv: str, env: dict[str, str] | None = None) -> tuple[int, dict[str,
 
 
 def traffic_of(library: str, release: str, bootstrap: str) -> dict[str, Any]:
-    pins = next(m[3] for m in MEASURED if m[0] == library and m[2] == release)
-    pypi = next(m[1] for m in MEASURED if m[0] == library and m[2] == release)
-    target = install(pypi, release, DEFAULT_CACHE, pins)
+    client = next(c for c in CLIENTS if (c.library, c.release) == (library, release))
+    target = install(client, DEFAULT_CACHE)
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(target), str(ROOT)]),

@@ -16,7 +16,7 @@ from kafkacompat.pipeline.snapshot_format import snapshot_json, snapshot_line
 
 def test_profiles_by_name_and_version() -> None:
     measured = load_clients("measured", ["aiokafka"])
-    assert sorted(c.version for c in measured) == ["0.14.0", "0.8.1"]
+    assert sorted(c.version for c in measured) == ["0.11.0", "0.14.0", "0.8.1"]
     (one,) = load_clients("measured", ["kafka-python@2.0.2"])
     assert one.label == "kafka-python 2.0.2"
     (own,) = load_clients("kafkacompat")
@@ -71,3 +71,47 @@ def test_snapshots_give_the_latest_line_of_every_node(tmp_path: Path) -> None:
     path.write_text(json.dumps({"schema": 1}) + "\n")
     with pytest.raises(ConfigError, match="line 1 is not a snapshot"):
         brokers_from_snapshots(path)
+
+
+def test_a_binary_file_is_a_typed_one_line_error_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "profiles.jsonl"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    with pytest.raises(ConfigError, match=r"is not text \(byte 0 is not UTF-8\)"):
+        load_clients(str(path))
+    with pytest.raises(ConfigError, match=r"the snapshots .* is not text"):
+        brokers_from_snapshots(path)
+
+
+def controller_line(node: int, release: str = "4.0") -> str:
+    caps = BrokerCapabilities.from_ranges(
+        f"h:{node}", known_api_ranges(release, "kraft-controller"), node_id=node
+    )
+    return snapshot_json(snapshot_line(caps, "prod", "2026-01-01T00:00:00Z", node_id=node))
+
+
+def test_a_controller_is_not_judged_clients_never_talk_to_one(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text(controller_line(3000) + "\n")
+    with pytest.raises(ConfigError, match="is a KRaft controller: clients never talk to controllers"):
+        brokers_from_snapshots(path)
+    with pytest.raises(ConfigError, match="is a KRaft controller"):
+        brokers_for_release("4.0", "kraft-controller", {})
+    # Next to brokers, the controllers of a cluster are left out and its brokers judged.
+    caps = BrokerCapabilities.from_ranges("h:1", known_api_ranges("4.0", "kraft-broker"), node_id=1)
+    broker = snapshot_json(snapshot_line(caps, "prod", "2026-01-01T00:00:00Z", node_id=1))
+    path.write_text(controller_line(3000) + "\n" + broker + "\n")
+    (cluster,) = brokers_from_snapshots(path).values()
+    assert [b.label for b in cluster] == ["node 1 at h:1"]
+
+
+def test_the_check_command_says_so_in_one_line_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kafkacompat.cli import main
+
+    path = tmp_path / "s.jsonl"
+    path.write_text(controller_line(3000) + "\n")
+    assert main(["check", "measured", "--cluster", str(path)]) == 2
+    said = capsys.readouterr()
+    assert said.out == "" and len(said.err.strip().splitlines()) == 1
+    assert "clients never talk to controllers" in said.err

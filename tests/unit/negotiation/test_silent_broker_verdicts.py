@@ -34,36 +34,33 @@ def rules(client: ClientSide, release: str = "0.9.0") -> list[tuple[str, str, st
     return [(f.api_name, f.rule, f.severity) for f in judge(client, [broker(release)]).findings]
 
 
-def test_without_a_measurement_metadata_below_the_recording_could_not_be_told() -> None:
-    assert rules(measured_client(None)) == [
-        ("Metadata", "fixed-version-not-accepted", "unknown"),
-        ("ApiVersions", "api-missing", "breaks"),
-    ]
+def test_without_a_measurement_a_broker_without_api_versions_is_could_not_tell_with_the_reason() -> None:
+    verdict = judge(measured_client(None), [broker("0.9.0")])
+    assert rules(measured_client(None)) == [("ApiVersions", "pre-kip-35", "unknown")]
+    assert verdict.status == "unknown"
+    assert "this client was not measured against one" in verdict.findings[0].message
 
 
 def test_a_client_measured_giving_up_on_api_versions_breaks_there_with_the_evidence() -> None:
     gave_up = measured_client(run((API_VERSIONS, 0, "unanswered")))
     verdict = judge(gave_up, [broker("0.9.0")])
-    assert rules(gave_up) == [
-        ("Metadata", "fixed-version-not-accepted", "unknown"),
-        ("ApiVersions", "api-missing", "breaks"),
-    ]
-    finding = verdict.findings[1]
+    # No guess from the recorded ranges (Metadata v5): the measurement is the verdict.
+    assert rules(gave_up) == [("ApiVersions", "api-missing", "breaks")]
+    finding = verdict.findings[0]
     assert "the client gives up" in finding.message
     assert "last request ApiVersions v0 (unanswered)" in finding.message
-    assert finding.source == "KIP-35; measured against emulated 0.9.0"
+    assert finding.source == "KIP-35; measured against 0.9.0"
 
 
 def test_a_client_that_falls_back_and_stops_after_an_answer_breaks_at_that_api() -> None:
     refuses = measured_client(run((METADATA, 0, "answered")))
     verdict = judge(refuses, [broker("0.9.0")])
-    # ApiVersions only warns; the measurement settles Metadata, which the recording could not tell.
     assert rules(refuses) == [
-        ("Metadata", "client-refuses-era", "breaks"),
         ("ApiVersions", "api-versions-fallback", "warns"),
+        ("Metadata", "client-refuses-era", "breaks"),
     ]
     assert verdict.status == "breaks"
-    stop = verdict.findings[0]
+    stop = verdict.findings[1]
     assert (stop.version, stop.broker_range) == (0, VersionRange(0, 0))
     assert verdict.picks["Kafka 0.9.0"][METADATA] == 0  # what it sent there, not the recorded v5
     assert "answered Metadata v0 by a broker of this era and sent nothing more" in stop.message
@@ -72,22 +69,20 @@ def test_a_client_that_falls_back_and_stops_after_an_answer_breaks_at_that_api()
 
 def test_a_request_the_broker_leaves_unanswered_after_the_fallback_is_named_as_such() -> None:
     found = rules(measured_client(run((METADATA, 0, "closed"))))
-    assert found[0] == ("Metadata", "fallback-not-answered", "breaks")
+    assert found[1] == ("Metadata", "fallback-not-answered", "breaks")
 
 
-def test_a_client_that_falls_back_and_gets_through_is_not_broken_by_api_versions() -> None:
+def test_a_client_that_falls_back_and_gets_through_works_there() -> None:
     through = measured_client(run((METADATA, 0, "answered"), ok=True))
-    assert rules(through) == [
-        ("Metadata", "fixed-version-not-accepted", "unknown"),
-        ("ApiVersions", "api-versions-fallback", "warns"),
-    ]
-    assert judge(through, [broker("0.9.0")]).status == "unknown"
+    assert rules(through) == [("ApiVersions", "api-versions-fallback", "warns")]
+    assert judge(through, [broker("0.9.0")]).status == "works"
 
 
 def test_the_measurement_applies_to_its_release_line_only() -> None:
     refuses = measured_client(run((METADATA, 0, "answered")))
-    # 0.8.2 has no ApiVersions either, but was not measured: the rules without evidence.
-    assert ("ApiVersions", "api-missing", "breaks") in rules(refuses, "0.8.2")
+    # 0.8.2 has no ApiVersions either, but was not measured: could not tell, no guess.
+    assert rules(refuses, "0.8.2") == [("ApiVersions", "pre-kip-35", "unknown")]
+    assert "measured against 0.9.0 only" in judge(refuses, [broker("0.8.2")]).findings[0].message
     # A broker with ApiVersions: nothing about the fallback at all.
     assert not [r for r in rules(refuses, "1.0") if r[0] == "ApiVersions"]
     assert not run(None).applies_to({}, None) and not run(None).falls_back

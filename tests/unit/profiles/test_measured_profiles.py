@@ -1,4 +1,4 @@
-"""The measured profiles: how runs are merged, how a dead client's steps are read, and the data itself."""
+"""The measured profiles: how recordings are merged, how a dead client's steps are read, the data itself."""
 
 from __future__ import annotations
 
@@ -8,59 +8,82 @@ from typing import Any
 from kafkacompat.negotiation.verdicts import client_side
 from kafkacompat.pipeline.client_format import parse_client_line
 from kafkacompat.profiles import load_measured
-from kafkacompat.profiles.measure import AGAINST, ERA, MEASURED, merge_profiles
+from kafkacompat.profiles.installs import CLIENTS
+from kafkacompat.profiles.measure import BROKERS, ERA, era_evidence
+from kafkacompat.profiles.merge import Recording, merge_recordings
 from kafkacompat.testing.client_traffic import read_report
 
-
-def recorded(client: str, entries: list[dict[str, Any]], requests: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"client": client, "version": "", "api_versions": entries, "recorded": {"requests": requests}}
+PRODUCE, METADATA, JOIN_GROUP, API_VERSIONS, TELEMETRY = 0, 3, 11, 18, 71
 
 
-def entry(key: int, low: int, high: int, pick: str = "highest", exact: bool = True) -> dict[str, Any]:
+def recorded(
+    client: str, entries: list[dict[str, Any]], offered: dict[int, tuple[int, int]] | None = None
+) -> dict[str, Any]:
+    apis = [{"api_key": k, "min": low, "max": high} for k, (low, high) in (offered or {}).items()]
     return {
-        "api_key": key,
-        "min": low,
-        "max": high,
-        "required": True,
-        "pick": pick,
-        "max_exact": exact,
-        "min_exact": False,
+        "client": client,
+        "version": "",
+        "api_versions": entries,
+        "recorded": {"requests": [], "offered": [{"apis": apis, "connections": 1}]},
     }
 
 
-def test_runs_merge_into_one_profile_per_release() -> None:
-    ok = {"ok": True, "steps": [{"step": "metadata", "ok": True}]}
-    runs = {
-        "2.3": (
-            ok,
-            [
-                recorded(
-                    "lib-1", [entry(3, 8, 8)], [{"api_key": 3, "version": 8, "outcomes": {"answered": 2}}]
-                ),
-                recorded("lib-producer", [entry(0, 7, 7)], []),
-            ],
-        ),
-        "3.9": (
-            ok,
-            [
-                recorded(
-                    "lib",
-                    [entry(3, 12, 12, exact=False), entry(11, 1, 1, pick="fixed")],
-                    [{"api_key": 3, "version": 12, "outcomes": {"answered": 1}}],
-                )
-            ],
-        ),
-    }
-    merged = merge_profiles("lib", "1.0", runs)
-    by_key = {e["api_key"]: e for e in merged["api_versions"]}
-    assert (by_key[3]["min"], by_key[3]["max"], by_key[3]["max_exact"]) == (8, 12, False)
-    assert by_key[11]["pick"] == "fixed" and by_key[0]["max"] == 7
-    # Sent in one run only (both got through): used when offered, not required.
-    assert by_key[3]["required"] and not by_key[11]["required"] and not by_key[0]["required"]
-    assert merged["recorded"]["against"]["2.3"]["clients"] == ["lib-1", "lib-producer"]
-    assert merged["recorded"]["against"]["3.9"]["requests"] == [
-        {"api_key": 3, "version": 12, "outcomes": {"answered": 1}}
+def entry(key: int, low: int, high: int, pick: str = "highest") -> dict[str, Any]:
+    return {"api_key": key, "min": low, "max": high, "required": True, "pick": pick, "min_exact": False}
+
+
+def by_key(profile: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    return {e["api_key"]: e for e in profile["api_versions"]}
+
+
+def test_a_client_that_follows_the_offer_picks_the_highest_in_common() -> None:
+    runs = [
+        Recording("1.0", "1.0", [recorded("lib", [entry(PRODUCE, 5, 5)], {PRODUCE: (0, 5)})]),
+        Recording("3.9", "3.9", [recorded("lib", [entry(PRODUCE, 9, 9)], {PRODUCE: (0, 11)})]),
     ]
+    produce = by_key(merge_recordings("lib", "1", runs))[PRODUCE]
+    assert (produce["pick"], produce["min"], produce["max"], produce["max_exact"]) == ("highest", 5, 9, True)
+
+
+def test_a_client_that_sends_one_version_whatever_it_is_offered_is_fixed() -> None:
+    # v2 to a broker offering 0-1 (the recorder saw it sent outside the offer) and to one offering 0-9.
+    runs = [
+        Recording(
+            "0.10.0", "0.10.0", [recorded("lib", [entry(JOIN_GROUP, 2, 2, "fixed")], {JOIN_GROUP: (0, 1)})]
+        ),
+        Recording("3.9", "3.9", [recorded("lib", [entry(JOIN_GROUP, 2, 2)], {JOIN_GROUP: (0, 9)})]),
+    ]
+    assert by_key(merge_recordings("lib", "1", runs))[JOIN_GROUP]["pick"] == "fixed"
+    # The same v2 to offers of 0-5 and 0-9 is also what a client whose max is v2 sends: highest.
+    runs[0] = Recording("2.3", "2.3", [recorded("lib", [entry(JOIN_GROUP, 2, 2)], {JOIN_GROUP: (0, 5)})])
+    assert by_key(merge_recordings("lib", "1", runs))[JOIN_GROUP]["pick"] == "highest"
+
+
+def test_a_client_that_picks_from_its_own_table_per_release_keeps_the_table() -> None:
+    # Offered 0-5 and 0-11, it sent v4 and v7: neither the offer's highest nor one fixed version.
+    runs = [
+        Recording("1.0", "1.0", [recorded("lib", [entry(PRODUCE, 4, 4)], {PRODUCE: (0, 5)})]),
+        Recording("3.9", "3.9", [recorded("lib", [entry(PRODUCE, 7, 7)], {PRODUCE: (0, 11)})]),
+        Recording("tansu 0.6.0", None, [recorded("lib", [entry(PRODUCE, 7, 7)], {PRODUCE: (0, 11)})]),
+    ]
+    produce = by_key(merge_recordings("lib", "1", runs))[PRODUCE]
+    assert produce["pick"] == "release-table"
+    assert produce["by_release"] == [{"release": "1.0", "version": 4}, {"release": "3.9", "version": 7}]
+    assert client_side(merge_recordings("lib", "1", runs)).entries[PRODUCE].by_release == (
+        ("1.0", 4),
+        ("3.9", 7),
+    )
+
+
+def test_required_means_sent_wherever_the_traffic_got_through_and_never_telemetry() -> None:
+    runs = [
+        Recording("3.9", "3.9", [recorded("lib", [entry(METADATA, 12, 12), entry(PRODUCE, 9, 9)])]),
+        Recording("4.0", "4.0", [recorded("lib", [entry(METADATA, 12, 12), entry(TELEMETRY, 0, 0)])]),
+        Recording("1.0", "1.0", [recorded("lib", [entry(METADATA, 5, 5)])], ok=False),
+    ]
+    merged = by_key(merge_recordings("lib", "1", runs))
+    assert merged[METADATA]["required"] and not merged[PRODUCE]["required"]
+    assert not merged[TELEMETRY]["required"]  # sent wherever offered: still never needed
 
 
 def test_a_client_that_died_mid_step_is_reported_failed_in_that_step() -> None:
@@ -76,44 +99,38 @@ def test_a_client_that_died_mid_step_is_reported_failed_in_that_step() -> None:
     assert "died" in report["steps"][-1]["error"]
 
 
-def test_the_committed_profiles_are_the_pipelines_format_and_cover_every_release() -> None:
-    profiles = load_measured()
-    assert {(p["client"], p["version"]) for p in profiles} == {(m[0], m[2]) for m in MEASURED}
-    for profile in profiles:
-        parsed, problems = parse_client_line(json.dumps(profile))
-        assert problems == [] and parsed is not None
-        assert set(profile["recorded"]["against"]) == {*AGAINST, ERA}
-        assert {18, 3, 0, 1} <= {e["api_key"] for e in profile["api_versions"]}
-        # Every release was measured against a broker that never answers ApiVersions.
-        measured = client_side(profile).silent_broker
-        assert measured is not None and measured.measured_against == ERA
-        assert measured.last_request is not None
-
-
-def test_the_run_against_a_silent_broker_is_evidence_apart_from_the_versions() -> None:
-    ok = {"ok": True, "steps": [{"step": "metadata", "ok": True}]}
-    runs = {"2.3": (ok, [recorded("lib", [entry(3, 8, 8)], [])])}
-
+def test_the_run_against_a_silent_broker_says_where_the_client_stopped() -> None:
     def last(api_key: int, outcome: str, sequence: int) -> dict[str, Any]:
         return {"api_key": api_key, "version": 0, "outcome": outcome, "sequence": sequence}
 
-    probe = recorded("lib", [entry(3, 0, 0, pick="fixed"), entry(16, 0, 0, pick="fixed")], [
-        {"api_key": 3, "version": 0, "outcomes": {"answered": 2}},
-        {"api_key": 18, "version": 0, "outcomes": {"unanswered": 1}},
-    ])
-    probe["recorded"]["last_request"] = last(3, "answered", 5)
-    waiting = recorded("lib-admin", [entry(18, 0, 0)], [])
-    waiting["recorded"]["last_request"] = last(18, "unanswered", 2)  # sent earlier
+    probe = recorded("lib", [entry(METADATA, 0, 0, pick="fixed")])
+    probe["recorded"]["requests"] = [
+        {"api_key": METADATA, "version": 0, "outcomes": {"answered": 2}},
+        {"api_key": API_VERSIONS, "version": 0, "outcomes": {"unanswered": 1}},
+    ]
+    probe["recorded"]["last_request"] = last(METADATA, "answered", 5)
+    waiting = recorded("lib-admin", [entry(API_VERSIONS, 0, 0)])
+    waiting["recorded"]["last_request"] = last(API_VERSIONS, "unanswered", 2)  # sent earlier
     failed = {"ok": False, "steps": [{"step": "setup", "ok": False, "error": "refused"}]}
-    merged = merge_profiles("lib", "1.0", runs, (failed, [probe, waiting]))
-    # The probe's Metadata v0 and ListGroups are not the client's traffic: not in its versions.
-    assert [(e["api_key"], e["min"]) for e in merged["api_versions"]] == [(3, 8)]
-    assert merged["without_api_versions"] == {
+    assert era_evidence(failed, [probe, waiting]) == {
         "measured_against": ERA,
         "ok": False,
         "stopped_in": "setup",
-        "last_request": {"api_key": 3, "version": 0, "outcome": "answered"},
-        "answered": [[3, 0]],
+        "last_request": {"api_key": METADATA, "version": 0, "outcome": "answered"},
+        "answered": [[METADATA, 0]],
     }
-    assert merged["recorded"]["against"][ERA]["steps"] == failed["steps"]
-    assert client_side(merged).silent_broker is not None
+
+
+def test_the_committed_profiles_are_the_pipelines_format_and_cover_every_release() -> None:
+    profiles = load_measured()
+    assert {(p["client"], p["version"]) for p in profiles} == {(c.library, c.release) for c in CLIENTS}
+    assert len(profiles) >= 20 and {p["language"] for p in profiles} == {"python", "java", "go", "node"}
+    for profile in profiles:
+        parsed, problems = parse_client_line(json.dumps(profile))
+        assert problems == [] and parsed is not None
+        assert set(profile["recorded"]["against"]) == set(BROKERS)
+        assert {METADATA, PRODUCE} <= {e["api_key"] for e in profile["api_versions"]}
+        assert not [e for e in profile["api_versions"] if e["api_key"] == TELEMETRY and e["required"]]
+        # Every release was measured against a broker that never answers ApiVersions.
+        measured = client_side(profile).silent_broker
+        assert measured is not None and measured.measured_against == ERA

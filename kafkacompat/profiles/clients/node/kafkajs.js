@@ -1,0 +1,11 @@
+// kafkajs's traffic: node kafkajs.js LIBRARY RELEASE HOST:PORT REQUEST_TIMEOUT_S
+'use strict';
+const { runTraffic } = require('./traffic.js');
+const { Kafka, CompressionTypes, logLevel } = require('kafkajs');
+
+const [library, release, bootstrap, timeout] = process.argv.slice(2);
+const requestTimeout = Math.max(Number(timeout) * 1000 || 0, 30000);
+runTraffic(library, release, () => new Kafka({
+  clientId: `kafkajs-${release}`, brokers: [bootstrap], logLevel: logLevel.NOTHING, requestTimeout,
+  connectionTimeout: 10000, retry: { retries: 2 },
+}), CompressionTypes.GZIP);
