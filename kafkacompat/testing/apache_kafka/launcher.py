@@ -18,6 +18,10 @@ and later; the first node is broker and controller, further brokers are
 broker-only) and ``"kraft-split"`` (2.8 and later; ``controllers`` separate
 controller nodes form the quorum).
 
+``sasl_plain_users={"alice": "secret"}`` gives every broker a second,
+SASL_PLAINTEXT listener (mechanism PLAIN, those users): ``sasl_endpoints``,
+``sasl_bootstrap``.
+
 For rolling upgrades, ``stop_node`` and ``start_node`` stop one node and start
 it again, on the same ports and data, optionally running another release.
 """
@@ -78,6 +82,7 @@ class ApacheKafka:
         release_version: str | None = None,
         features: Mapping[str, int] | None = None,
         broker_config: Mapping[str, str] | None = None,
+        sasl_plain_users: Mapping[str, str] | None = None,
         cache_dir: Path | None = None,
         java: str | None = None,
         heap: str = "256m",
@@ -103,6 +108,7 @@ class ApacheKafka:
         self.release_version = release_version
         self.features = dict(features or {})
         self.broker_config = dict(broker_config or {})
+        self.sasl_plain_users = dict(sasl_plain_users or {})  # user -> password; a SASL listener when given
         self.cache_dir = cache_dir
         self.java = java
         self.heap = heap
@@ -131,6 +137,16 @@ class ApacheKafka:
             elif node.role == "combined" and node.controller_port is not None:
                 found.append((node.node_id, self.host, node.controller_port))
         return found
+
+    @property
+    def sasl_endpoints(self) -> list[tuple[int, str, int]]:
+        """Each broker's SASL_PLAINTEXT (PLAIN) listener, when ``sasl_plain_users`` was given."""
+        return [(n.node_id, self.host, n.sasl_port) for n in self.nodes if n.sasl_port is not None]
+
+    @property
+    def sasl_bootstrap(self) -> str | None:
+        endpoints = self.sasl_endpoints
+        return f"{endpoints[0][1]}:{endpoints[0][2]}" if endpoints else None
 
     @property
     def bootstrap(self) -> str:
@@ -217,6 +233,8 @@ class ApacheKafka:
                     controller_port=free_port() if combined else None,
                     release=self.release,
                     extra=dict(self.broker_config),
+                    sasl_port=free_port() if self.sasl_plain_users else None,
+                    sasl_users=dict(self.sasl_plain_users),
                 )
             )
         return nodes

@@ -105,6 +105,8 @@ class Node:
     controller_port: int | None = None  # a combined node's controller listener
     release: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+    sasl_port: int | None = None  # a SASL_PLAINTEXT listener (PLAIN) beside PLAINTEXT, brokers only
+    sasl_users: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -138,16 +140,29 @@ class Node:
             lines = [f"log.dirs={self.data_dir(root)}", *self._listeners(host, zookeeper, voters)]
             if self.serves_clients:
                 lines += _BROKER_DEFAULTS
+        if self.sasl_port is not None:
+            users = " ".join(f'user_{name}="{secret}"' for name, secret in sorted(self.sasl_users.items()))
+            lines += [
+                "sasl.enabled.mechanisms=PLAIN",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config="
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
+            ]
         lines += [f"{key}={value}" for key, value in self.extra.items()]
         path.write_text("\n".join(lines) + "\n")
         return path
+
+    def _client_listeners(self, host: str) -> str:
+        listeners = f"PLAINTEXT://{host}:{self.port}"
+        if self.sasl_port is not None:
+            listeners += f",SASL_PLAINTEXT://{host}:{self.sasl_port}"
+        return listeners
 
     def _listeners(self, host: str, zookeeper: str | None, voters: str | None) -> list[str]:
         if zookeeper is not None:  # a ZooKeeper-mode broker
             return [
                 f"broker.id={self.node_id}",
-                f"listeners=PLAINTEXT://{host}:{self.port}",
-                f"advertised.listeners=PLAINTEXT://{host}:{self.port}",
+                f"listeners={self._client_listeners(host)}",
+                f"advertised.listeners={self._client_listeners(host)}",
                 f"zookeeper.connect={zookeeper}",
                 "zookeeper.connection.timeout.ms=10000",
                 "controlled.shutdown.enable=false",
@@ -157,7 +172,8 @@ class Node:
             f"node.id={self.node_id}",
             f"controller.quorum.voters={voters}",
             f"controller.listener.names={CONTROLLER_LISTENER}",
-            f"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,{CONTROLLER_LISTENER}:PLAINTEXT",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+            f"{CONTROLLER_LISTENER}:PLAINTEXT",
         ]
         if self.role == "controller":
             return [
@@ -165,7 +181,7 @@ class Node:
                 "process.roles=controller",
                 f"listeners={CONTROLLER_LISTENER}://{host}:{self.port}",
             ]
-        listeners = f"PLAINTEXT://{host}:{self.port}"
+        listeners = self._client_listeners(host)
         if self.role == "combined":
             listeners += f",{CONTROLLER_LISTENER}://{host}:{self.controller_port}"
         roles = "broker,controller" if self.role == "combined" else "broker"
@@ -173,6 +189,6 @@ class Node:
             *lines,
             f"process.roles={roles}",
             f"listeners={listeners}",
-            f"advertised.listeners=PLAINTEXT://{host}:{self.port}",
+            f"advertised.listeners={self._client_listeners(host)}",
             "inter.broker.listener.name=PLAINTEXT",
         ]
