@@ -18,17 +18,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafkacompat._version import __version__
 from kafkacompat.pipeline.bad_lines import explain_malformed
+from kafkacompat.pipeline.concurrency import run_concurrently
 from kafkacompat.pipeline.heatmap import HeatmapCell, render_heatmap
-from kafkacompat.pipeline.report import FleetTables, run_concurrently
 from kafkacompat.pipeline.snapshot_format import MALFORMED
 from kafkacompat.pipeline.what_if_page import render_what_if, upgrade_overview
+
+if TYPE_CHECKING:  # the report imports this page: its class is a type here, nothing more
+    from kafkacompat.pipeline.report import FleetTables
 
 __all__ = ["MAX_HEATMAP_CLIENTS", "MAX_HEATMAP_CLUSTERS", "MAX_TABLE_ROWS", "render_report"]
 

@@ -24,18 +24,19 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from kafkacompat.pipeline.concurrency import run_concurrently
 from kafkacompat.pipeline.feature_table import feature_levels, feature_rows, fenced_brokers
+from kafkacompat.pipeline.html_report import render_report
 from kafkacompat.pipeline.kept import keep
 from kafkacompat.pipeline.latest import latest_observations, stale_epochs
 from kafkacompat.pipeline.negotiate import brokers_only, compatibility, negotiated
@@ -51,7 +52,6 @@ from kafkacompat.pipeline.what_if import what_if
 from kafkacompat.pipeline.what_if_core import UpgradeTarget
 
 __all__ = [
-    "CONCURRENT_JOBS",
     "SMALL_INPUT_BYTES",
     "TABLES",
     "WHAT_IF_TABLES",
@@ -59,7 +59,6 @@ __all__ = [
     "OutputFormat",
     "build_fleet_report",
     "plan_settings",
-    "run_concurrently",
     "scan_settings",
     "write_fleet_report",
 ]
@@ -75,8 +74,6 @@ TABLES: tuple[str, ...] = (
     "bad_records",
 )
 WHAT_IF_TABLES: tuple[str, ...] = ("what_if", "upgrade_first")  # with targets only
-# Spark jobs the report submits at once (from as many threads): see ``write_fleet_report``.
-CONCURRENT_JOBS = 2
 _WRITE_ORDER = ("negotiated", "latest", "bad_records", "what_if", "compatibility", "upgrade_first")
 
 
@@ -394,34 +391,9 @@ def _write_tables(report: FleetTables, target: str, fmt: OutputFormat, html: boo
         counts[name] = totals["rows"]
         report.observed.update({f"{name}.{k}": v for k, v in totals.items() if k != "rows"})
     if html:
-        from kafkacompat.pipeline.html_report import render_report
-
         with _timed(report, "report.html"):
             _write_text(report.spark, f"{target}/report.html", render_report(report, counts))
     return counts
-
-
-def run_concurrently(spark: SparkSession, calls: Sequence[Callable[[], Any]]) -> list[Any]:
-    """Each call's result, the calls run ``CONCURRENT_JOBS`` at a time, each in a thread of its own.
-
-    Why: a small fleet's report is dozens of small queries, and each spends
-    most of its time being planned on the driver, one thread, while the
-    executors wait; two at a time keep both cores busy (see docs/pipeline.md).
-    Every call runs with the caller's local properties (job group, scheduler
-    pool) and session tags, copied for each call: a call may change its own.
-    The first failure, in the order of ``calls``, is raised.
-    """
-    from pyspark.util import inheritable_thread_target
-
-    pool = ThreadPoolExecutor(max_workers=CONCURRENT_JOBS, thread_name_prefix="kafkacompat-spark")
-    try:
-        # Wrapped here, in the caller's thread: that is where the properties are copied from.
-        futures = [pool.submit(inheritable_thread_target(spark)(call)) for call in calls]
-        return [future.result() for future in futures]
-    finally:
-        # After a failure or an interrupt, the calls not started yet are dropped rather than run;
-        # those running end with their jobs (Ctrl-C cancels those: PySpark's SIGINT handler).
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _write_text(spark: SparkSession, path: str, text: str) -> None:

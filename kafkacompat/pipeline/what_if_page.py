@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafkacompat.pipeline.report import FleetTables
 from kafkacompat.protocol.removals import release_order
+
+if TYPE_CHECKING:  # the report imports this page (through html_report): a type here, nothing more
+    from kafkacompat.pipeline.report import FleetTables
 
 __all__ = ["ClientBlock", "TargetOverview", "render_what_if", "upgrade_overview"]
 

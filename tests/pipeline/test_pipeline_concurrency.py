@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from pyspark.sql import SparkSession
 
-from kafkacompat.pipeline.report import CONCURRENT_JOBS, run_concurrently
+from kafkacompat.pipeline.concurrency import CONCURRENT_JOBS, run_concurrently
 
 _KEY = "kafkacompat.test.property"
 

@@ -49,3 +49,44 @@ def test_every_module_of_the_package_is_in_a_layer() -> None:
         or (path.suffix == ".py" and path.name != "__init__.py")
     }
     assert present - placed == set()
+
+
+def test_no_import_inside_a_function_hides_a_cycle() -> None:
+    """A late import is for weight (a module only some calls need), never to break a loop.
+
+    For every import inside a function, the module imported must not import,
+    at its top, back the module that imports it late (directly or not).
+    """
+    import ast
+
+    from tests.support import structure_figures as figures
+
+    modules = figures.modules()
+    known = set(modules)
+    trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in modules.items()}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, tree in trees.items():
+        for node in figures.top_level_imports(tree):
+            graph[name].update(t for t in figures.resolve(node, name, known) if t != name)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, stack = set(), [start]
+        while stack:
+            here = stack.pop()
+            if here == goal:
+                return True
+            if here not in seen:
+                seen.add(here)
+                stack.extend(graph[here])
+        return False
+
+    hidden = []
+    for name, tree in trees.items():
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    hidden += [f"{name} -> {t}" for t in figures.resolve(node, name, known)
+                               if t != name and reaches(t, name)]
+    assert sorted(set(hidden)) == []
