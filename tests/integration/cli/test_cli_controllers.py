@@ -31,9 +31,9 @@ def _has_describe_cluster(release: str) -> bool:
     return tuple(map(int, release.split("."))) >= (3, 7)
 
 
-def test_every_controller_release_from_3_0_to_4_2_is_covered() -> None:
-    assert CONTROLLER_RELEASES[0] == "3.0" and CONTROLLER_RELEASES[-1] == "4.2"
-    assert len(CONTROLLER_RELEASES) == 13
+def test_every_controller_release_from_3_0_to_4_4_is_covered() -> None:
+    assert CONTROLLER_RELEASES[0] == "3.0" and CONTROLLER_RELEASES[-1] == "4.4"
+    assert len(CONTROLLER_RELEASES) == 15
 
 
 @pytest.mark.parametrize("release", CONTROLLER_RELEASES)

@@ -124,7 +124,7 @@ async def test_snapshot_appends_valid_schema_1_lines(
     assert first["observed_at"].endswith("Z")
     assert first["release_guess"]["text"] == "Kafka 3.9 (zk-broker)"
     assert {"api_key": 1, "min": 0, "max": 17} in first["api_versions"]
-    assert first["handshake"]["round_trips"] == 1
+    assert first["handshake"]["round_trips"] == 2  # v5 refused by 3.9, then its own max
 
 
 async def test_snapshot_of_an_old_broker_needs_a_cluster_id(
@@ -140,7 +140,7 @@ async def test_snapshot_of_an_old_broker_needs_a_cluster_id(
     line, problems = parse_snapshot_line(named.stdout.strip())
     assert problems == [] and line is not None
     assert line["cluster_id"] == "legacy"
-    assert [a["version"] for a in line["handshake"]["attempts"]] == [4, 0]
+    assert [a["version"] for a in line["handshake"]["attempts"]] == [5, 0]
 
 
 async def test_snapshot_of_tansu(tansu: TansuBroker, cli: Runner) -> None:

@@ -41,6 +41,6 @@ async def test_demo_runs_every_part() -> None:
     assert "300 group key(s): 300 found, 0 failed; FindCoordinator v0, 300 single-key request(s)" in out
     assert "\t2. ApiVersions v0 on connection 1: ok" in out
     assert "Release guess: Kafka 0.9.0 (zk-broker), older than 0.10 (exact)" in out
-    assert "\t1. ApiVersions v4 on connection 1: skipped-api-versions" in out
+    assert "\t1. ApiVersions v5 on connection 1: skipped-api-versions" in out
     assert "Tansu stopped." in out and "The emulated broker stopped." in out
     assert "Kafka 0.9.0.1 stopped." in out

@@ -37,7 +37,7 @@ class Peer:
 
 PEERS = {
     "tansu": Peer(
-        "tansu", "0-4", "ApiVersions v4 accepted; 1 attempt(s), 1 round trip(s), 1 connection(s)", 6, True
+        "tansu", "0-4", "ApiVersions v5 accepted; 1 attempt(s), 1 round trip(s), 1 connection(s)", 6, True
     ),
     # v4 refused with UNSUPPORTED_VERSION in the v0 layout, listing 0-3: retried at v3 on the same connection
     "noida": Peer(

@@ -83,7 +83,7 @@ async def test_handshake_then_metadata_on_tansu(tansu: TansuBroker) -> None:
             assert conn.is_ready
             assert conn.capabilities is not None and conn.handshake is not None
             transcript = conn.handshake.transcript
-            assert transcript.api_versions_version == 4  # Tansu accepts ApiVersions v4 at once
+            assert transcript.api_versions_version == 5  # Tansu answers v5 at once (v3 body, read as v5)
             assert transcript.connections == 1 and transcript.round_trips == 1
             assert conn.capabilities.broker_range(METADATA).highest == 12
             assert conn.pick_version(METADATA) == 12
@@ -102,7 +102,7 @@ async def test_handshake_then_metadata_on_the_librdkafka_mock(
             assert conn.handshake is not None
             transcript = conn.handshake.transcript
             # v4 is refused with the one entry it names (ApiVersions 0-2): v2 on the same connection.
-            assert [a.version for a in transcript.attempts] == [4, 2]
+            assert [a.version for a in transcript.attempts] == [5, 2]
             assert transcript.connections == 1
             reply = await conn.request(m.MetadataRequest(topics=None))
             assert isinstance(reply, m.MetadataResponse)
@@ -217,7 +217,7 @@ async def test_an_explicit_version_is_used_as_given(tansu: TansuBroker) -> None:
             await _closed_by_client(record)
     # The versions on the wire (request header: api key, api version) are the ones asked for.
     assert [(k, v) for k, v, _ in record.to_broker.headers] == [
-        (18, 4),
+        (18, 5),
         (FIND_COORDINATOR, 0),
         (FIND_COORDINATOR, 4),
     ]

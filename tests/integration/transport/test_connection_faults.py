@@ -291,7 +291,7 @@ async def test_a_stalled_handshake_times_out_without_a_downgrade(tansu: TansuBro
     assert isinstance(error, KafkaTimeoutError), repr(error)
     transcript = error.transcript
     assert transcript is not None
-    assert [(a.version, a.outcome) for a in transcript.attempts] == [(4, "timeout")]
+    assert [(a.version, a.outcome) for a in transcript.attempts] == [(5, "timeout")]
     assert transcript.connections == 1 and len(proxy.connections) == 1
     assert "not a sign of an old broker" in str(error)
 

@@ -103,7 +103,7 @@ async def test_same_capabilities_as_the_trio_transport(name: str, request: pytes
 async def test_tansu_answers_the_first_version(tansu: TansuBroker) -> None:
     caps = await in_thread(tansu.host, tansu.port)
     assert caps.transcript is not None
-    assert [(a.version, a.outcome) for a in caps.transcript.attempts] == [(4, "ok")]
+    assert [(a.version, a.outcome) for a in caps.transcript.attempts] == [(5, "ok")]
     assert caps.transcript.connections == 1 and "Kafka 3.9" in caps.release_guess.text
 
 
@@ -111,7 +111,7 @@ async def test_librdkafka_mock_takes_the_downgrade_path(librdkafka_mock: Librdka
     caps = await in_thread(librdkafka_mock.host, librdkafka_mock.port)
     transcript = caps.transcript
     assert transcript is not None
-    assert [(a.version, a.outcome) for a in transcript.attempts] == [(4, "unsupported-version"), (2, "ok")]
+    assert [(a.version, a.outcome) for a in transcript.attempts] == [(5, "unsupported-version"), (2, "ok")]
     assert "UNSUPPORTED_VERSION" in transcript.attempts[0].detail
     # The downgrade happens on the same connection: one connection, two round trips.
     assert (transcript.connections, transcript.round_trips, transcript.api_versions_version) == (1, 2, 2)
@@ -212,7 +212,7 @@ async def test_plaintext_probe_to_the_tls_port(tansu: TansuBroker, tls_files: Tl
         error, took = await probe_failure(term.host, term.port, QUICK)
         assert term.forwarded == 0
     assert isinstance(error, BrokerTooOldError) and "listener expects TLS" in str(error)
-    assert error.transcript.versions_tried == (4, 3, 0) and took < 2.0
+    assert error.transcript.versions_tried == (5, 3, 0) and took < 2.0
 
 
 async def test_tls_probe_to_the_plaintext_port(tansu: TansuBroker, tls_files: TlsFiles) -> None:
@@ -271,7 +271,7 @@ def test_pre_010_broker_without_a_fallback_release() -> None:
         caps = probe_broker(broker.host, broker.port, QUICK)
     # Closed on ApiVersions v4, v3, v0; Metadata v0 and Heartbeat answered: 0.8.2 (rule 10).
     assert caps.fallback_release == "0.8.2" and caps.api_ranges == release_ranges("0.8.2")
-    assert caps.transcript is not None and caps.transcript.versions_tried == (4, 3, 0)
+    assert caps.transcript is not None and caps.transcript.versions_tried == (5, 3, 0)
     assert caps.transcript.detected_release == "0.8.2" and caps.transcript.connections == 4
 
 
@@ -284,7 +284,7 @@ def test_silent_broker_times_out_before_a_short_deadline() -> None:
             probe_broker(broker.host, broker.port, config)
         took = time.monotonic() - start
     assert 0.5 <= took < 1.5
-    assert caught.value.node == broker.address and caught.value.transcript.versions_tried == (4,)
+    assert caught.value.node == broker.address and caught.value.transcript.versions_tried == (5,)
 
 
 def test_closed_port_is_a_transport_error() -> None:
