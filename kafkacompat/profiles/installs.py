@@ -28,7 +28,7 @@ from pathlib import Path
 
 from kafkacompat.errors import InstallError
 
-__all__ = ["CLIENTS", "ClientRelease", "InstallError", "install", "traffic_command"]
+__all__ = ["CLIENTS", "ClientRelease", "install", "traffic_command"]
 
 PROGRAMS = Path(__file__).resolve().parent / "clients"
 ROOT = Path(__file__).resolve().parent.parent.parent
