@@ -103,9 +103,17 @@ class _KindBounds:
         return (self.distance, shape, KINDS.index(self.kind))
 
 
+# APIs a release lists only when configured to, left out of the comparison: GetTelemetrySubscriptions
+# and PushTelemetry (KIP-714), which a real 3.7+ broker lists only with a client telemetry receiver
+# (releases.json keeps them as "optional_apis"; the tables hold what a default broker answers).
+OPTIONAL_APIS: frozenset[int] = frozenset(
+    {int(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS), int(ApiKey.PUSH_TELEMETRY)}
+)
+
+
 def guess_release(api_ranges: Mapping[int, VersionRange]) -> ReleaseGuess:
     """Guess the broker's Kafka release from its ApiVersions answer (api key -> range)."""
-    observed = _as_table(api_ranges)
+    observed = {key: span for key, span in _as_table(api_ranges).items() if key not in OPTIONAL_APIS}
     if not observed:
         return ReleaseGuess(None, "unknown", (), "unknown", ("no API ranges given",))
     exact = [group for groups in _groups().values() for group in groups if group.table == observed]
