@@ -22,6 +22,7 @@ from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.features import FinalizedObservation, FinalizedView, merge_finalized
 from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy, client_ranges_of_codec
 from kafkacompat.protocol import messages
+from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.protocol.versions import VersionRange
 from kafkacompat.reference import API_NAMES, REMOVAL_KINDS, REMOVALS
 from kafkacompat.reference.releases import RELEASES
@@ -101,7 +102,7 @@ def identity_status(capabilities: BrokerCapabilities) -> tuple[str, str]:
         if capabilities.release_guess.kind == "kraft-controller":
             return "unchecked", f"sent {sent}; a controller accepts it without checking (KIP-1242)"
         return "confirmed", f"the broker confirmed it is {sent} (ApiVersions v5, KIP-1242)"
-    own = capabilities.api_ranges.get(18)
+    own = capabilities.api_ranges.get(ApiKey.API_VERSIONS)
     if own is None or own.highest < 5:
         top = "no ApiVersions" if own is None else f"ApiVersions up to v{own.highest}"
         return "unsupported", f"not confirmed: the broker speaks {top}; confirming needs v5 (Kafka 4.4)"

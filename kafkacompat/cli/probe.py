@@ -34,6 +34,7 @@ from kafkacompat.errors import (
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
 from kafkacompat.negotiation.peer_kind import TLS_LISTENER, PeerKind, PeerVerdict
+from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.transport.cluster import BrokerAddress, Cluster, connect
 
 __all__ = ["execute", "probe", "probe_cluster", "run_async", "with_cluster"]
@@ -166,7 +167,7 @@ async def _probe_one(cluster: Cluster, broker: BrokerAddress) -> BrokerProbe:
 
 def _may_confirm(cluster: Cluster, conn: NodeConnection, capabilities: BrokerCapabilities) -> bool:
     """An inspected connection sent no identity, yet the broker speaks v5 and one is known."""
-    own = capabilities.api_ranges.get(18)
+    own = capabilities.api_ranges.get(ApiKey.API_VERSIONS)
     return (
         getattr(conn, "identity", None) is None
         and own is not None

@@ -73,7 +73,7 @@ from kafkacompat.negotiation.handshake_config import (
 )
 from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake_legacy import LegacySteps, failure_verdict, mismatch_verdict
-from kafkacompat.negotiation.handshake_reply import Verdict, foreign_verdict, judge_reply
+from kafkacompat.negotiation.handshake_reply import API_VERSIONS_KEY, Verdict, foreign_verdict, judge_reply
 from kafkacompat.negotiation.handshake_results import accepted_result, stand_in_result
 from kafkacompat.negotiation.handshake_table import (
     BY_KEY,
@@ -98,7 +98,6 @@ from kafkacompat.negotiation.handshake_types import (
 )
 from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.protocol.framing import sniff_foreign_protocol
-from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
@@ -124,7 +123,6 @@ __all__ = [
 ]
 
 _INT32_MAX: Final = 2**31 - 1
-_API_VERSIONS_KEY: Final = int(ApiKey.API_VERSIONS)
 # The states and events as plain names: on CPython 3.11 reading an enum member through its
 # class costs ~0.1 us (gh-93910), and the handshake reads several on every event.
 _CONNECT, _SEND, _RECEIVE, _PROBE, _DRAIN = State.CONNECT, State.SEND, State.RECEIVE, State.PROBE, State.DRAIN
@@ -435,7 +433,7 @@ class ApiVersionsHandshake(LegacySteps):
 
     def _remember(self, verdict: Verdict) -> None:
         """Rule 12: keep the address's advertised ApiVersions max for its next connection."""
-        own = verdict.api_ranges.get(_API_VERSIONS_KEY) if verdict.api_ranges is not None else None
+        own = verdict.api_ranges.get(API_VERSIONS_KEY) if verdict.api_ranges is not None else None
         if self._memory is not None and own is not None and self.node is not None:
             self._memory.remember(self.node, min(own.highest, CODEC_MAX_VERSION))
 

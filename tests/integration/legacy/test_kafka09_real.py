@@ -1,6 +1,6 @@
 """A real Apache Kafka 0.9.0.1, with no configuration: every entry point knows it as 0.9.0.
 
-The handshake writes ApiVersions v4, hears nothing for its quiet period, writes
+The handshake writes ApiVersions v5, hears nothing for its quiet period, writes
 a Metadata v0 probe, and gets the probe's reply first: the broker skipped
 ApiVersions.  Kafka 0.9.0's table from the release table stands in, so version
 picking, coordinators and snapshots work on the same connection.
@@ -29,7 +29,7 @@ def assert_known_as_0_9(caps: BrokerCapabilities) -> None:
     assert caps.fallback_release == "0.9.0" and dict(caps.api_ranges) == KAFKA_0_9
     assert caps.transcript is not None and caps.transcript.detected_release == "0.9.0"
     (attempt,) = caps.transcript.attempts
-    assert (attempt.version, attempt.outcome) == (4, "skipped-api-versions")
+    assert (attempt.version, attempt.outcome) == (5, "skipped-api-versions")
     assert caps.transcript.connections == 1  # no reconnect: the broker served on
     guess = caps.release_guess
     assert guess.releases == ("0.9.0",) and "older than 0.10" in guess.text
@@ -81,7 +81,7 @@ async def test_inspect_text_and_json(run_cli: Runner, kafka09: Kafka09Broker) ->
     assert text.code == 0, text.stderr
     assert "Release guess: Kafka 0.9.0 (zk-broker), older than 0.10 (exact)" in text.stdout
     assert "the broker skipped ApiVersions (KIP-35, Kafka 0.10) and served on" in text.stdout
-    assert "1. ApiVersions v4 on connection 1: skipped-api-versions" in text.stdout
+    assert "1. ApiVersions v5 on connection 1: skipped-api-versions" in text.stdout
     assert "\tMetadata(3): 0 [usable: 0]" in text.stdout
     assert "\tFindCoordinator(10): 0 [usable: 0]" in text.stdout
     assert "\tApiVersions(18): UNSUPPORTED" in text.stdout

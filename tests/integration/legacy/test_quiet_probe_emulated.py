@@ -25,27 +25,27 @@ SLOW = Fault.delay(4 * QUIET, 18, times=1)  # the first ApiVersions only
 
 
 async def test_a_slow_modern_broker_is_not_taken_for_an_old_one(emulated_cluster: Any) -> None:
-    cluster = await emulated_cluster("3.9", faults=[SLOW])
+    cluster = await emulated_cluster("4.4/kraft-broker", faults=[SLOW])  # answers v5 at once
     broker = cluster.brokers[0]
     with trio.fail_after(15):
         async with open_connection(broker.host, broker.port, CONFIG) as conn:
             result = conn.handshake
             reply = await conn.request(MetadataRequest(topics=None))  # the connection serves on
-    assert result is not None and result.detected_release is None and result.api_versions_version == 4
+    assert result is not None and result.detected_release is None and result.api_versions_version == 5
     (attempt,) = result.transcript.attempts
     assert (attempt.outcome, attempt.flags) == ("ok-probe-pending", ("metadata-probe",))
     assert isinstance(reply, MetadataResponse)
-    # What the broker saw: ApiVersions v4, the probe (Metadata v0), then the real request.
+    # What the broker saw: ApiVersions v5, the probe (Metadata v0), then the real request.
     seen = [(r.api_key, r.api_version) for r in broker.requests]
-    assert seen[:2] == [(18, 4), (3, 0)] and seen[2][0] == 3 and broker.connections_accepted == 1
+    assert seen[:2] == [(18, 5), (3, 0)] and seen[2][0] == 3 and broker.connections_accepted == 1
 
 
 def test_a_slow_modern_broker_through_the_blocking_probe(threaded_emulated_cluster: Any) -> None:
-    broker = threaded_emulated_cluster("3.9", faults=[SLOW]).brokers[0]
+    broker = threaded_emulated_cluster("4.4/kraft-broker", faults=[SLOW]).brokers[0]
     caps = probe_broker(broker.host, broker.port, CONFIG)
     assert caps.fallback_release is None and caps.transcript is not None
     assert [a.outcome for a in caps.transcript.attempts] == ["ok-probe-pending"]
-    assert caps.release_guess.releases == ("3.9",)
+    assert caps.release_guess.releases == ("4.4",)
 
 
 @pytest.mark.parametrize("driver", ["trio", "blocking"])
@@ -74,7 +74,7 @@ async def test_each_emulated_0_8_release_is_named(release: str, emulated_cluster
     for found in (caps, blocking):
         assert found is not None and found.fallback_release == release
         assert dict(found.api_ranges) == dict(release_ranges(release))
-        assert found.transcript is not None and found.transcript.versions_tried == (4, 3, 0)
+        assert found.transcript is not None and found.transcript.versions_tried == (5, 3, 0)
         assert found.release_guess.text == f"Kafka {release} (zk-broker), older than 0.10"
     assert isinstance(reply, MetadataResponse) and reply.brokers
 
@@ -83,5 +83,5 @@ def test_a_stalled_broker_gets_one_probe_then_times_out(threaded_emulated_cluste
     broker = threaded_emulated_cluster("3.9", faults=[Fault.stall(18)]).brokers[0]
     with pytest.raises(KafkaTimeoutError) as caught:
         probe_broker(broker.host, broker.port, CONFIG)
-    assert caught.value.transcript.versions_tried == (4,)  # silence never lowers the version
-    assert [(r.api_key, r.api_version) for r in broker.requests] == [(18, 4)]  # stalled: the probe unread
+    assert caught.value.transcript.versions_tried == (5,)  # silence never lowers the version
+    assert [(r.api_key, r.api_version) for r in broker.requests] == [(18, 5)]  # stalled: the probe unread
