@@ -69,7 +69,7 @@ CASES = [
     ("confluent-kafka", "2.16.1", "4.0", "kraft-broker"),
     ("confluent-kafka", "2.0.2", "4.0", "kraft-broker"),
     ("kafka-python", "3.0.12", "1.0", "zk-broker"),
-    ("confluent-kafka", "2.0.2", "2.3", "zk-broker"),
+    ("confluent-kafka", "2.0.2", "1.0", "zk-broker"),
 ]
 
 
