@@ -223,10 +223,15 @@ def test_measured_clients_that_ran_against_emulated_4_0_are_not_blocked_by_it(ca
     through = 0
     for profile in load_measured():
         steps = profile["recorded"]["against"]["4.0/kraft-broker"]["steps"]
-        verdicts = {r["verdict"] for r in _rows(case, profile["client"], profile["version"], "4.0")}
+        rows = _rows(case, profile["client"], profile["version"], "4.0")
+        verdicts = {r["verdict"] for r in rows}
         if all(step["ok"] for step in steps):
             through += 1
-            assert verdicts == {"works"}, (profile["client"], profile["version"])
+            # Works on a cluster like the emulated one; elsewhere only a feature level it lacks
+            # (transaction.version 2 for franz-go's EndTxn v5) may stop it.
+            assert "works" in verdicts, (profile["client"], profile["version"])
+            gated = {f["rule"] for r in rows for f in r["findings"] if f["severity"] == "breaks"}
+            assert gated <= {"feature-gated"}, (profile["client"], profile["version"], gated)
         elif (profile["client"], profile["version"]) in (("kafka-clients", "0.10.2.2"), ("sarama", "1.40.1")):
             assert verdicts == {"breaks"}, (profile["client"], profile["version"])
     assert through >= 15
