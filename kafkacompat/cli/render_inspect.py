@@ -129,7 +129,6 @@ def details_lines(capabilities: BrokerCapabilities) -> list[str]:
     guess = capabilities.release_guess
     lines.append(f"Release guess: {guess.text}" + (" (exact)" if guess.relation == "exact" else ""))
     lines += [f"{INDENT}{evidence}" for evidence in guess.evidence]
-    lines.append(f"Identity: {identity_status(capabilities)[1]}")
     detected = capabilities.transcript.detected_release if capabilities.transcript else None
     if capabilities.fallback_release:
         how = "was configured to stand in" if capabilities.fallback_release != detected else "stands in"
@@ -137,6 +136,7 @@ def details_lines(capabilities: BrokerCapabilities) -> list[str]:
             f"{INDENT}the broker sent no ApiVersions answer: the {capabilities.fallback_release} "
             f"table {how}"
         )
+    lines.append(f"Identity: {identity_status(capabilities)[1]}")
     lines += handshake_lines(capabilities.transcript)
     if capabilities.throttle_time_ms:
         lines.append(f"{INDENT}the broker asked to be left alone for {capabilities.throttle_time_ms} ms")
