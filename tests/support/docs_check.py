@@ -9,12 +9,15 @@ before the fence says what the commands run against::
     <!-- docs-check: emulated 2.8 3.0 -->  an emulated cluster of these releases, one broker each
     <!-- docs-check: tansu -->           Tansu, the testing kit's real broker (``TansuBroker``)
     <!-- docs-check: kafka09 -->         a real Apache Kafka 0.9.0.1 (``Kafka09Broker``)
+    <!-- docs-check: skip: REASON -->    not run, for the reason given (a broker the kit
+                                         cannot start, a tool the project does not install)
 
 Every ``127.0.0.1:PORT`` of a command is replaced with the broker's address
 (for several brokers, in order).  Before comparing, ports, cluster ids made of
 ports, times, dates and temporary paths are replaced with placeholders on both
 sides, so a run on another day and other ports compares equal.  A cut output
-shows ``[... N lines omitted ...]``: any number of lines match it.
+shows ``[... N lines omitted ...]`` (or ``[... N lines omitted: what ...]``):
+any number of lines match it.
 
 ``python -m tests.support.docs_check`` checks every marked block (``make
 docs-check``) and ``--update`` rewrites the outputs with what the commands
@@ -40,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 MARKER = re.compile(r"^<!-- docs-check: (?P<target>[^>]*?) -->$")
 FENCE = re.compile(r"^```")
-OMITTED = re.compile(r"^\[\.\.\. (\d+) lines omitted \.\.\.\]$")
+OMITTED = re.compile(r"^\[\.\.\. (\d+) lines omitted(?P<what>: [^\]]*?)? \.\.\.\]$")
 EXIT = re.compile(r"^\[exit (\d+)\]$")
 ADDRESS = re.compile(r"127\.0\.0\.1:\d+")
 TIMEOUT = 120.0
@@ -175,7 +178,8 @@ def _with_cut(shown: Sequence[str], actual: list[str]) -> list[str]:
     head, tail = cut, len(shown) - cut - 1
     if head + tail >= len(actual):
         return actual
-    omitted = f"[... {len(actual) - head - tail} lines omitted ...]"
+    what = OMITTED.match(shown[cut])["what"] or ""  # type: ignore[index]
+    omitted = f"[... {len(actual) - head - tail} lines omitted{what} ...]"
     return [*actual[:head], omitted, *actual[len(actual) - tail :]]
 
 
@@ -263,10 +267,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("paths", nargs="*", type=Path, help="documents (default: README.md and docs/)")
     args = parser.parse_args(argv)
     problems: list[str] = []
-    checked = 0
+    checked = skipped = 0
     for path in [p.resolve() for p in args.paths] or DOCUMENTS:
         lines = path.read_text(encoding="utf-8").splitlines()
         for block in reversed(list(blocks(path))):  # from the end: earlier line numbers stay right
+            if block.target.startswith("skip"):
+                if not block.target.startswith("skip: ") or not block.target.removeprefix("skip: ").strip():
+                    problems.append(f"{_shown(path)}:{block.start}: a skipped block must say why (skip: REASON)")
+                skipped += len(block.commands)
+                continue
             found, new_lines = check_block(block)
             checked += len(block.commands)
             if args.update:
@@ -285,7 +294,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(problem, file=sys.stderr)
     pending = {str(p.relative_to(ROOT)): unmarked(p) for p in DOCUMENTS}
     waiting = sum(len(v) for v in pending.values())
-    print(f"{checked} command(s) checked, {len(problems)} differ; {waiting} unmarked command(s) not run yet")
+    print(
+        f"{checked} command(s) checked, {len(problems)} differ; {skipped} skipped for the reason marked; "
+        f"{waiting} unmarked command(s) not run yet"
+    )
     return 1 if problems else 0
 
 
