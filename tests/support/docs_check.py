@@ -7,6 +7,7 @@ before the fence says what the commands run against::
 
     <!-- docs-check: none -->            no broker (help, usage errors, file errors)
     <!-- docs-check: emulated 2.8 3.0 -->  an emulated cluster of these releases, one broker each
+    <!-- docs-check: emulated 3.9 metadata.version=20 -->  ... with these finalized feature levels
     <!-- docs-check: tansu -->           Tansu, the testing kit's real broker (``TansuBroker``)
     <!-- docs-check: kafka09 -->         a real Apache Kafka 0.9.0.1 (``Kafka09Broker``)
     <!-- docs-check: skip: REASON -->    not run, for the reason given (a broker the kit
@@ -51,6 +52,7 @@ TIMEOUT = 120.0
 PLACEHOLDERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"emulated-([0-9.+]+)-\d+"), r"emulated-\1-PORT"),
     (ADDRESS, "127.0.0.1:PORT"),
+    (re.compile(r'"port": ?\d+'), '"port": PORT'),  # a port in JSON output
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?"), "TIME"),
     (re.compile(r"\b\d+(\.\d+)? ?(ms|s)\b"), "DURATION"),
     (re.compile(r"/tmp/[^\s'\"]+"), "TMPPATH"),
@@ -127,7 +129,11 @@ def target(name: str) -> Iterator[list[str]]:
     elif kind == "emulated":
         from kafkacompat.testing import ThreadedCluster
 
-        with ThreadedCluster(args or ["3.9"], cluster_id="docs-cluster") as cluster:
+        releases = [arg for arg in args if "=" not in arg]
+        finalized = {name: int(level) for name, _, level in (a.partition("=") for a in args if "=" in a)}
+        with ThreadedCluster(
+            releases or ["3.9"], cluster_id="docs-cluster", finalized_features=finalized or None
+        ) as cluster:
             yield cluster.addresses
     elif kind == "tansu":
         from kafkacompat.testing import TansuBroker
@@ -162,25 +168,47 @@ def run(argv: str, addresses: Sequence[str]) -> tuple[list[str], int]:
 
 def matches(shown: Sequence[str], actual: Sequence[str]) -> bool:
     """Whether ``actual`` is what ``shown`` shows, placeholders and cuts allowed."""
+    return re.fullmatch(_cut_pattern(shown), "".join(normalise(line) + "\n" for line in actual)) is not None
+
+
+def _cut_pattern(shown: Sequence[str]) -> str:
+    """``shown`` as a pattern over normalised output, one group per cut."""
     pattern = []
     for line in shown:
         if OMITTED.match(line):
-            pattern.append(r"(?:[^\n]*\n)*?")
+            pattern.append(r"((?:[^\n]*\n)*?)")
         else:
             pattern.append(re.escape(normalise(line)) + r"\n")
-    return re.fullmatch("".join(pattern), "".join(normalise(line) + "\n" for line in actual)) is not None
+    return "".join(pattern)
+
+
+def _omitted(cut: str, count: int) -> str:
+    what = found["what"] if (found := OMITTED.match(cut)) and found["what"] else ""
+    return f"[... {count} lines omitted{what} ...]"
 
 
 def _with_cut(shown: Sequence[str], actual: list[str]) -> list[str]:
-    cut = next((i for i, line in enumerate(shown) if OMITTED.match(line)), None)
-    if cut is None:
+    """``actual`` cut where ``shown`` is cut: every cut kept when the output still matches, else the first."""
+    cuts = [i for i, line in enumerate(shown) if OMITTED.match(line)]
+    if not cuts:
         return actual
-    head, tail = cut, len(shown) - cut - 1
+    found = re.fullmatch(_cut_pattern(shown), "".join(normalise(line) + "\n" for line in actual))
+    if found:  # normalising keeps lines, so each cut's line count and position carry over
+        new, cursor, groups = [], 0, iter(range(1, len(cuts) + 1))
+        for line in shown:
+            if OMITTED.match(line):
+                count = found.group(next(groups)).count("\n")
+                new.append(_omitted(line, count))
+                cursor += count
+            else:
+                new.append(actual[cursor])
+                cursor += 1
+        return new
+    cut = cuts[0]
+    head, tail = cut, len(shown) - cut - 1 - sum(1 for i in cuts[1:])
     if head + tail >= len(actual):
         return actual
-    what = OMITTED.match(shown[cut])["what"] or ""  # type: ignore[index]
-    omitted = f"[... {len(actual) - head - tail} lines omitted{what} ...]"
-    return [*actual[:head], omitted, *actual[len(actual) - tail :]]
+    return [*actual[:head], _omitted(shown[cut], len(actual) - head - tail), *actual[len(actual) - tail :]]
 
 
 def _shown(path: Path) -> str:
@@ -272,8 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = path.read_text(encoding="utf-8").splitlines()
         for block in reversed(list(blocks(path))):  # from the end: earlier line numbers stay right
             if block.target.startswith("skip"):
-                if not block.target.startswith("skip: ") or not block.target.removeprefix("skip: ").strip():
-                    problems.append(f"{_shown(path)}:{block.start}: a skipped block must say why (skip: REASON)")
+                reason = block.target.removeprefix("skip:").strip()
+                if not reason or not block.target.startswith("skip: "):
+                    problems.append(f"{_shown(path)}:{block.start}: a skipped block must say why: skip: WHY")
                 skipped += len(block.commands)
                 continue
             found, new_lines = check_block(block)
