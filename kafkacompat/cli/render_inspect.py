@@ -176,10 +176,16 @@ def _skew_lines(summary: ClusterSummary) -> list[str]:
     return lines
 
 
+def _in_id_order(node: int | str) -> tuple[int, int, str]:
+    """Node ids in numeric order, labels of nodes without an id after them: one order every run."""
+    return (1, 0, node) if isinstance(node, str) else (0, node, "")
+
+
 def _release_lines(summary: ClusterSummary) -> list[str]:
     lines = ["Releases:" + ("" if summary.view.release_skew else " every broker looks the same")]
     for group in summary.view.releases:
-        lines.append(f"{INDENT}{group.guess}: {_nodes(summary.node_id(n) for n in group.nodes)}")
+        ids = sorted((summary.node_id(n) for n in group.nodes), key=_in_id_order)
+        lines.append(f"{INDENT}{group.guess}: {_nodes(ids)}")
     return lines
 
 
