@@ -97,3 +97,31 @@ def test_every_asyncio_caller_ends_by_its_own_deadline(fault: str) -> None:
     with ThreadedCluster("4.0") as emulated:
         durations = asyncio.run(scenario(emulated))
     assert max(durations) <= deadline + slack, (fault, sorted(durations))
+
+
+async def test_callers_waiting_for_a_node_share_its_failed_attempt(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    durations: list[float] = []
+    errors: list[KafkaCompatError] = []
+    async with EmulatedCluster("4.0") as emulated, connect(emulated.bootstrap, CONFIG) as cluster:
+        broker = emulated.brokers[0]
+        await cluster.request(broker.node_id, MetadataRequest(topics=[]))
+        refuse(broker)
+        for conn in cluster.connected().values():
+            await conn.aclose()
+
+        async def call() -> None:
+            start = trio.current_time()
+            try:
+                await cluster.request(broker.node_id, MetadataRequest(topics=[]), request_timeout=600)
+            except KafkaCompatError as exc:
+                errors.append(exc)
+            durations.append(trio.current_time() - start)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(CALLERS):
+                nursery.start_soon(call)
+    # One retry loop ran: every caller failed when it did, not after the others' loops in turn.
+    assert len(errors) == CALLERS and max(durations) <= min(durations) + SLACK, sorted(durations)
+    assert len({str(error) for error in errors}) == 1
