@@ -21,6 +21,7 @@ from kafkacompat.cluster.backend import Job
 from kafkacompat.cluster.core import ClusterCore
 from kafkacompat.cluster.discovery import parse_bootstrap
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.errors import KafkaTimeoutError
 
 __all__ = ["AsyncioBackend", "Cluster", "connect"]
 
@@ -49,6 +50,17 @@ class AsyncioBackend:
 
     def lock(self) -> AbstractAsyncContextManager[object]:
         return asyncio.Lock()
+
+    @asynccontextmanager
+    async def deadline(self, at: float, what: str) -> AsyncIterator[None]:
+        scope = asyncio.timeout_at(at)
+        try:
+            async with scope:
+                yield
+        except TimeoutError:
+            if not scope.expired():
+                raise  # a timeout of its own
+            raise KafkaTimeoutError(f"timed out {what}") from None
 
     async def run_all(self, jobs: Sequence[Job], *, limit: int | None = None) -> None:
         slots = asyncio.Semaphore(limit if limit is not None else max(1, len(jobs)))

@@ -14,7 +14,9 @@ pipelining.  A lock makes that hold when several threads share a connection.
 A request that times out is given up: sent whole, its late answer is read and
 dropped before the next one's; cut off while being written, the stream is
 corrupt and the connection fails.  After any failure the socket is closed and
-every later request raises what ended it.
+every later request raises what ended it.  An interrupted request (Ctrl-C) is
+taken back if none of it was written; otherwise the connection closes, as where
+the interrupt landed (mid-write, or after ``recv`` returned bytes) cannot be known.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from kafkacompat.negotiation.pipeline_events import (
     RequestFailed,
     ResponseReceived,
     SentWithoutReply,
+    Stage,
     Ticket,
 )
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
@@ -181,12 +184,39 @@ class BlockingConnection:
             if version is None:
                 version = self.pick_version(api_key)
             deadline = time.monotonic() + limit
-            ticket = protocol.send(message, version)  # raises what ended a failed connection
-            what = f"{message.NAME} v{version}"
-            response = self._exchange(protocol, ticket, deadline, what)
+            ticket: Ticket | None = None
+            try:
+                ticket = protocol.send(message, version)  # raises what ended a failed connection
+                what = f"{message.NAME} v{version}"
+                response = self._exchange(protocol, ticket, deadline, what)
+            except KafkaCompatError:
+                raise
+            except BaseException as exc:  # Ctrl-C, or a signal handler's exception
+                self._interrupted(protocol, ticket, exc)
+                raise
             if time.monotonic() > deadline:  # decoding ran past it: a deadline covers the whole call
                 raise KafkaTimeoutError(f"no response to {what} within the timeout", node=self.node)
             return cast(ResponseT, response)  # None only for an acks=0 Produce
+
+    def _interrupted(self, protocol: ClientConnection, ticket: Ticket | None, exc: BaseException) -> None:
+        """A request was interrupted: leave the connection usable, or closed, never wedged.
+
+        Not yet written, the request is taken back and the connection lives on;
+        answered, nothing is left of it.  Anywhere in between, the interrupt may have
+        cut a write short or lost bytes ``recv`` returned: the stream cannot be
+        trusted, and a late answer must not be blamed on the broker, so it closes.
+        """
+        if ticket is None:  # interrupted inside send: did it queue the request?
+            if protocol.is_ready and protocol.in_flight == 0:
+                return
+        elif ticket.stage is Stage.QUEUED:
+            protocol.abandon(ticket)  # nothing of it was written: never will be
+            return
+        elif ticket.stage is Stage.ENDED and protocol.is_ready:
+            return
+        reason = f"the connection was closed: a request on it was interrupted ({type(exc).__name__})"
+        protocol.closed(TransportError(reason, node=self.node))
+        self._wire.close()
 
     # -- driving the sans-I/O connection ------------------------------------------------
 

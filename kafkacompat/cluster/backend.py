@@ -82,6 +82,11 @@ class ClusterBackend(Protocol[ConnT]):
         """A new lock for this loop."""
         ...
 
+    def deadline(self, at: float, what: str) -> AbstractAsyncContextManager[object]:
+        """Cancel the block when the loop's clock reaches ``at``, then raise
+        ``KafkaTimeoutError`` ("timed out <what>"); errors of its own pass through."""
+        ...
+
     async def run_all(self, jobs: Sequence[Job], *, limit: int | None = None) -> None:
         """Run ``jobs`` side by side, at most ``limit`` at once; return when all have ended."""
         ...

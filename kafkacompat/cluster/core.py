@@ -40,6 +40,7 @@ from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import (
     BrokersUnavailableError,
     KafkaCompatError,
+    KafkaTimeoutError,
     NoBrokerReachableError,
     RebootstrapRequiredError,
     TransportError,
@@ -82,6 +83,9 @@ class ClusterCore(Generic[ConnT]):
         self._metadata: ClusterMetadata | None = None
         self._connections: dict[int, ConnT] = {}
         self._locks: dict[int, AbstractAsyncContextManager[object]] = {}
+        # Per node: how many opening attempts have ended, and the last one's failure (None:
+        # it opened).  A caller that waited on the lock while one ran takes its outcome.
+        self._attempts: dict[int, tuple[int, KafkaCompatError | None]] = {}
         self._retired_changes: list[CapabilityChange] = []
         # KIP-1242: each address's advertised ApiVersions max, for the next connection to it
         self._api_versions_memory = ApiVersionsMemory()
@@ -126,8 +130,13 @@ class ClusterCore(Generic[ConnT]):
 
     # -- connections --------------------------------------------------------------------
 
-    async def connection(self, node_id: int) -> ConnT:
-        """The negotiated connection to ``node_id``: opened, or negotiated again, when needed."""
+    async def connection(self, node_id: int, *, deadline: float | None = None) -> ConnT:
+        """The negotiated connection to ``node_id``: opened, or negotiated again, when needed.
+
+        Callers that find another one opening the node wait for it and share its
+        outcome (its failure too) rather than each running a retry loop of their own.
+        ``deadline`` (on the loop's clock) stops the retries from sleeping past it.
+        """
         self._check_open()
         broker = self.brokers.get(node_id)
         if broker is None:
@@ -138,20 +147,29 @@ class ClusterCore(Generic[ConnT]):
         conn = self._connections.get(node_id)
         if conn is not None and conn.is_ready:
             return conn
+        ended_before, _ = self._attempts.get(node_id, (0, None))
         async with self._lock(node_id):
             conn = self._connections.get(node_id)
             if conn is not None and conn.is_ready:
                 return conn
+            ended, failure = self._attempts.get(node_id, (0, None))
+            if ended != ended_before and failure is not None:  # it failed while this caller waited
+                raise failure.with_traceback(None)
             if conn is not None:
                 log.info("reconnecting to node %s at %s", node_id, broker.address)
             try:
-                conn = await self._open_node(broker, conn)
-            except RebootstrapRequiredError as exc:
-                conn = await self._rebootstrapped(broker, exc)
+                try:
+                    conn = await self._open_node(broker, conn, deadline)
+                except RebootstrapRequiredError as exc:
+                    conn = await self._rebootstrapped(broker, exc, deadline)
+            except KafkaCompatError as exc:
+                self._attempts[node_id] = (ended + 1, exc)
+                raise
+            self._attempts[node_id] = (ended + 1, None)
             self._connections[node_id] = conn
             return conn
 
-    async def any_connection(self) -> ConnT:
+    async def any_connection(self, *, deadline: float | None = None) -> ConnT:
         """A connection that is ready now, else the first broker (by node id) that opens."""
         ready = self.connected()
         if ready:
@@ -160,7 +178,7 @@ class ClusterCore(Generic[ConnT]):
         tried, _ = fanout_split(list(self.brokers), set(), self.config.max_fanout)  # a broker named them
         for node_id in tried:
             try:
-                return await self.connection(node_id)
+                return await self.connection(node_id, deadline=deadline)
             except RETRIABLE as exc:
                 failures[node_id] = exc
         error = BrokersUnavailableError(failures, self._labels())
@@ -205,9 +223,25 @@ class ClusterCore(Generic[ConnT]):
         version: int | None = None,
         request_timeout: float | None = None,
     ) -> ResponseT:
-        """Send ``message`` to ``node_id`` (None: any broker) at its negotiated (or the given) version."""
-        conn = await (self.any_connection() if node_id is None else self.connection(node_id))
-        return await conn.request(message, version=version, request_timeout=request_timeout)
+        """Send ``message`` to ``node_id`` (None: any broker) at its negotiated (or the given) version.
+
+        ``request_timeout`` bounds the whole call: waiting for the node's
+        connection, connecting, negotiating and retrying included.
+        """
+        if request_timeout is None:
+            conn = await (self.any_connection() if node_id is None else self.connection(node_id))
+            return await conn.request(message, version=version)
+        deadline = self._backend.clock() + request_timeout
+        where = "a broker" if node_id is None else f"node {node_id}"
+        async with self._backend.deadline(deadline, f"sending {message.NAME} to {where}"):
+            if node_id is None:
+                conn = await self.any_connection(deadline=deadline)
+            else:
+                conn = await self.connection(node_id, deadline=deadline)
+            left = deadline - self._backend.clock()
+            if left <= 0:
+                raise KafkaTimeoutError(f"timed out connecting to {where} to send {message.NAME}")
+            return await conn.request(message, version=version, request_timeout=left)
 
     async def pick_version(self, node_id: int, api_key: int) -> int:
         """The version ``api_key`` would be sent at to ``node_id`` (connecting if needed)."""
@@ -300,8 +334,13 @@ class ClusterCore(Generic[ConnT]):
             lock = self._locks[node_id] = self._backend.lock()
         return lock
 
-    async def _open_node(self, broker: BrokerAddress, previous: ConnT | None) -> ConnT:
-        async for attempt in retrying(self.config.retry, self._backend.sleep, retry_on=RETRIABLE):
+    async def _open_node(
+        self, broker: BrokerAddress, previous: ConnT | None, deadline: float | None = None
+    ) -> ConnT:
+        backend = self._backend
+        async for attempt in retrying(
+            self.config.retry, backend.sleep, retry_on=RETRIABLE, deadline=deadline, clock=backend.clock
+        ):
             with attempt:
                 if previous is not None and previous.capabilities is not None:
                     self._meant(previous, broker.node_id)
@@ -313,7 +352,9 @@ class ClusterCore(Generic[ConnT]):
                 return conn
         raise AssertionError("tenacity neither returned nor raised")  # pragma: no cover
 
-    async def _rebootstrapped(self, stale: BrokerAddress, error: RebootstrapRequiredError) -> ConnT:
+    async def _rebootstrapped(
+        self, stale: BrokerAddress, error: RebootstrapRequiredError, deadline: float | None = None
+    ) -> ConnT:
         """REBOOTSTRAP_REQUIRED (KIP-1242): the address is someone else's now.  Resolve the
         bootstrap addresses and read Metadata again, then open the node where Metadata now
         puts it, once; still at the same address (or gone), the error stands."""
@@ -326,7 +367,7 @@ class ClusterCore(Generic[ConnT]):
         broker = self.brokers.get(stale.node_id)
         if broker is None or broker.address == stale.address:
             raise error
-        return await self._open_node(broker, None)
+        return await self._open_node(broker, None, deadline)
 
     def _meant(self, conn: ConnT, node_id: int | None) -> None:
         """Tell ``conn`` which broker it means to reach (KIP-1242) and share the memory."""

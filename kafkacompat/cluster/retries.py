@@ -34,10 +34,20 @@ def retrying(
     sleep: Sleep,
     *,
     retry_on: type[BaseException] | tuple[type[BaseException], ...],
+    deadline: float | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> tenacity.AsyncRetrying:
-    """Retry on the exceptions ``retry_on``; the last one is raised as itself."""
+    """Retry on the exceptions ``retry_on``; the last one is raised as itself.
+
+    With a ``deadline`` (on ``clock``), a backoff that would end at or past it
+    is not slept: the last error is raised at once, as no attempt could follow.
+    """
+    stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(policy.attempts)
+    if deadline is not None:
+        assert clock is not None, "a deadline is read on the loop's clock"
+        stop = stop | _BackoffReaches(deadline, clock)
     return tenacity.AsyncRetrying(
-        stop=tenacity.stop_after_attempt(policy.attempts),
+        stop=stop,
         wait=backoff(policy),
         retry=tenacity.retry_if_exception_type(retry_on),
         sleep=sleep,
@@ -66,3 +76,13 @@ def retry_on_result(
         reraise=True,
         retry_error_callback=lambda state: None,
     )
+
+
+class _BackoffReaches(tenacity.stop.stop_base):
+    """Stop when the coming backoff would end at or past the deadline: no attempt could follow."""
+
+    def __init__(self, deadline: float, clock: Callable[[], float]) -> None:
+        self.deadline, self.clock = deadline, clock
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        return self.clock() + (retry_state.upcoming_sleep or 0.0) >= self.deadline

@@ -51,6 +51,7 @@ from kafkacompat.cluster.backend import Job
 from kafkacompat.cluster.core import ClusterCore
 from kafkacompat.cluster.discovery import BrokerAddress, ClusterMetadata, parse_bootstrap
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
+from kafkacompat.errors import KafkaTimeoutError
 from kafkacompat.transport.connection import BrokerConnection
 from kafkacompat.transport.seam import raise_lone
 
@@ -91,6 +92,13 @@ class TrioBackend:
 
     def lock(self) -> AbstractAsyncContextManager[object]:
         return trio.Lock()
+
+    @asynccontextmanager
+    async def deadline(self, at: float, what: str) -> AsyncIterator[None]:
+        with trio.CancelScope(deadline=at) as scope:
+            yield
+        if scope.cancelled_caught:
+            raise KafkaTimeoutError(f"timed out {what}")
 
     async def run_all(self, jobs: Sequence[Job], *, limit: int | None = None) -> None:
         limiter = trio.CapacityLimiter(limit if limit is not None else math.inf)

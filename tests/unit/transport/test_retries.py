@@ -30,6 +30,21 @@ async def test_transport_failures_are_retried_with_capped_exponential_waits(
     assert waits == pytest.approx([1.0, 2.0, 3.0])  # 1, 2, then 4 capped at 3; no jitter
 
 
+async def test_a_deadline_stops_before_a_backoff_that_reaches_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    times: list[float] = []
+    with pytest.raises(KafkaTimeoutError, match="second"):  # the last error, raised as itself
+        async for attempt in retrying(
+            POLICY, trio.sleep, retry_on=RETRIABLE, deadline=2.5, clock=trio.current_time
+        ):
+            with attempt:
+                times.append(trio.current_time())
+                raise KafkaTimeoutError(["first", "second", "third", "fourth"][len(times) - 1])
+    # attempts at 0 and 1; the next backoff (2 s) would end at 3, past 2.5: no third attempt, no sleep
+    assert times == [0.0, 1.0] and trio.current_time() == 1.0
+
+
 async def test_other_failures_end_at_once(autojump_clock: trio.testing.MockClock) -> None:
     calls = 0
     with pytest.raises(ProtocolError):
