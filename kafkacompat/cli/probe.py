@@ -129,18 +129,17 @@ async def _first_broker(cluster: Cluster) -> BrokerAddress:
     return cluster.brokers[conn.node_id]
 
 
+def _failed_probe(broker: BrokerAddress, exc: KafkaCompatError) -> BrokerProbe:
+    return BrokerProbe(
+        broker.node_id, broker.host, broker.port, broker.rack, error=str(exc), error_type=type(exc).__name__
+    )
+
+
 async def _probe_one(cluster: Cluster, broker: BrokerAddress) -> BrokerProbe:
     try:
         conn = await cluster.connection(broker.node_id)
     except KafkaCompatError as exc:
-        return BrokerProbe(
-            broker.node_id,
-            broker.host,
-            broker.port,
-            broker.rack,
-            error=str(exc),
-            error_type=type(exc).__name__,
-        )
+        return _failed_probe(broker, exc)
     capabilities = conn.capabilities
     if capabilities is not None and _may_confirm(cluster, conn, capabilities):
         # The bootstrap connection knew no node id, so it sent no identity (KIP-1242): the
@@ -149,14 +148,7 @@ async def _probe_one(cluster: Cluster, broker: BrokerAddress) -> BrokerProbe:
         try:
             conn = await cluster.connection(broker.node_id)
         except KafkaCompatError as exc:
-            return BrokerProbe(
-                broker.node_id,
-                broker.host,
-                broker.port,
-                broker.rack,
-                error=str(exc),
-                error_type=type(exc).__name__,
-            )
+            return _failed_probe(broker, exc)
         capabilities = conn.capabilities
     if capabilities is None:  # pragma: no cover - a ready connection has capabilities
         return BrokerProbe(broker.node_id, broker.host, broker.port, broker.rack, error="not negotiated")
