@@ -35,10 +35,11 @@ _NONE_PRECISE: Final[Mapping[int, KafkaCompatError]] = MappingProxyType({})
 class Stage(IntEnum):
     """Where a request is on its way out."""
 
-    QUEUED = 0  # handed to send(), its bytes not yet taken by the driver
-    WRITING = 1  # taken by bytes_to_send(), the write not yet confirmed
-    WRITTEN = 2  # written; waiting for the answer (or done, for acks=0)
-    ENDED = 3  # answered, failed, abandoned: nothing more will happen to it
+    WAITING = 0  # handed to send() past the in-flight bound: waiting for a slot
+    QUEUED = 1  # holding a slot, its bytes not yet taken by the driver
+    WRITING = 2  # taken by bytes_to_send(), the write not yet confirmed
+    WRITTEN = 3  # written; waiting for the answer (or done, for acks=0)
+    ENDED = 4  # answered, failed, abandoned: nothing more will happen to it
 
 
 @dataclass(eq=False, slots=True)

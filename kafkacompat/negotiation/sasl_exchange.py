@@ -52,6 +52,7 @@ from kafkacompat.protocol.messages import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from kafkacompat.protocol.reply_limits import ReplyLimits
 
 __all__ = [
     "MAX_ROUND_TRIPS",
@@ -198,6 +199,12 @@ class SaslExchange:
 
     def next_action(self) -> SaslAction:
         return self._action
+
+    def reply_ceiling(self, limits: ReplyLimits, max_frame_size: int) -> tuple[int, str]:
+        """The size ceiling for the next frame, and the response it should be (as the handshake's)."""
+        if self._step is _Step.TOKEN:
+            return limits.limit_for(SASL_AUTHENTICATE, max_frame_size), "SaslAuthenticate"
+        return limits.limit_for(SASL_HANDSHAKE, max_frame_size), "SaslHandshake"
 
     # -- events ---------------------------------------------------------------------------
 

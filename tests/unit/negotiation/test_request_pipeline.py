@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from kafkacompat.connection._request_pipeline import (
+    REFILL_DELAY,
     ConnectionFailed,
+    PipelineEvent,
     RequestFailed,
     RequestPipeline,
     ResponseReceived,
     SentWithoutReply,
+    Ticket,
 )
 from kafkacompat.errors import (
     DecodeError,
@@ -18,6 +23,7 @@ from kafkacompat.errors import (
     ProtocolError,
     TransportError,
 )
+from kafkacompat.negotiation.pipeline_events import Stage
 from kafkacompat.protocol import framing, messages
 
 
@@ -144,17 +150,73 @@ def test_too_many_unanswered_abandoned_requests_close_the_connection() -> None:
     assert isinstance(events[0].error, KafkaTimeoutError)
 
 
-def test_the_in_flight_bound_is_enforced_and_freed_by_answers() -> None:
-    pipe = RequestPipeline(max_in_flight=2)
-    first = pipe.send(metadata_request(), 1)
-    pipe.send(metadata_request(), 1)
-    assert not pipe.has_capacity
-    with pytest.raises(PipelineStateError, match="2 requests are already in flight"):
-        pipe.send(metadata_request(), 1)
+def _write_and_answer(pipe: RequestPipeline, *tickets: Ticket) -> list[PipelineEvent]:
+    """Write what is due; the broker answers ``tickets`` (written) in one read."""
     pipe.bytes_to_send()
     pipe.write_done()
-    pipe.receive_data(metadata_answer(first.correlation_id))
-    assert pipe.has_capacity
+    return pipe.receive_data(b"".join(metadata_answer(t.correlation_id) for t in tickets))
+
+
+def test_requests_past_the_in_flight_bound_wait_in_the_pipeline_and_go_out_as_slots_free() -> None:
+    pipe = RequestPipeline(max_in_flight=2)
+    first, second, third = (pipe.send(metadata_request(), 1) for _ in range(3))
+    assert (pipe.in_flight, pipe.waiting) == (2, 1) and third.stage is Stage.WAITING
+    assert pipe.write_due_at(0.0) == 0.0
+    written = framing.FrameSplitter().feed(pipe.bytes_to_send())
+    assert [int.from_bytes(f[4:8], "big") for f in written] == [first.correlation_id, second.correlation_id]
+    pipe.write_done()
+    assert pipe.write_due_at(0.0) == math.inf  # the third has no slot yet: nothing to write
+    events = pipe.receive_data(metadata_answer(first.correlation_id))
+    assert [e.ticket for e in events if isinstance(e, ResponseReceived)] == [first]
+    assert pipe.write_due_at(1.0) == 1.0 and third.stage is Stage.QUEUED  # the freed slot is its
+    assert _write_and_answer(pipe, second, third)[1].ticket is third
+    assert (pipe.in_flight, pipe.waiting) == (0, 0)
+
+
+def test_a_waiting_request_given_up_is_never_written() -> None:
+    pipe = RequestPipeline(max_in_flight=1)
+    first, given_up, last = (pipe.send(metadata_request(), 1) for _ in range(3))
+    assert pipe.abandon(given_up) == [] and given_up.stage is Stage.ENDED
+    assert pipe.waiting == 1
+    assert [e.ticket for e in _write_and_answer(pipe, first)] == [first]
+    pipe.write_due_at(0.0)
+    (frame,) = framing.FrameSplitter().feed(pipe.bytes_to_send())
+    assert int.from_bytes(frame[4:8], "big") == last.correlation_id  # never the one given up
+    pipe.write_done()
+    assert [e.ticket for e in pipe.receive_data(metadata_answer(last.correlation_id))] == [last]
+
+
+def test_a_slot_freed_alone_waits_at_most_the_refill_delay_for_company() -> None:
+    pipe = RequestPipeline(max_in_flight=8)
+    held = [pipe.send(metadata_request(), 1) for _ in range(8)]
+    waiting = [pipe.send(metadata_request(), 1) for _ in range(3)]
+    pipe.bytes_to_send()
+    pipe.write_done()
+    pipe.receive_data(metadata_answer(held[0].correlation_id))  # one slot of eight: under a wave
+    assert pipe.write_due_at(10.0) == 10.0 + REFILL_DELAY  # put off, from the first time asked
+    assert pipe.write_due_at(10.0 + REFILL_DELAY / 2) == 10.0 + REFILL_DELAY
+    assert waiting[0].stage is Stage.WAITING
+    assert pipe.write_due_at(10.0 + REFILL_DELAY) == 10.0 + REFILL_DELAY  # due: it takes the slot
+    assert [t.stage for t in waiting] == [Stage.QUEUED, Stage.WAITING, Stage.WAITING]
+
+
+def test_a_quarter_of_the_slots_freed_are_refilled_at_once() -> None:
+    pipe = RequestPipeline(max_in_flight=8)
+    held = [pipe.send(metadata_request(), 1) for _ in range(8)]
+    waiting = [pipe.send(metadata_request(), 1) for _ in range(3)]
+    pipe.bytes_to_send()
+    pipe.write_done()
+    pipe.receive_data(metadata_answer(held[0].correlation_id) + metadata_answer(held[1].correlation_id))
+    assert pipe.write_due_at(5.0) == 5.0
+    assert [t.stage for t in waiting] == [Stage.QUEUED, Stage.QUEUED, Stage.WAITING]
+
+
+def test_a_failed_connection_fails_the_waiting_requests_too() -> None:
+    pipe = RequestPipeline(max_in_flight=1)
+    tickets = [pipe.send(metadata_request(), 1) for _ in range(3)]
+    (event,) = pipe.connection_lost()
+    assert isinstance(event, ConnectionFailed) and set(event.failed) == set(tickets)
+    assert (pipe.in_flight, pipe.waiting) == (0, 0) and pipe.write_due_at(0.0) == math.inf
 
 
 def test_one_unreadable_answer_fails_only_its_request() -> None:

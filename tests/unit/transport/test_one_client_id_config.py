@@ -39,7 +39,7 @@ def test_a_second_different_client_id_is_refused() -> None:
 
 
 def test_the_sans_io_connection_takes_its_client_id_from_the_config_alone() -> None:
-    assert ClientConnection(ConnectionConfig(client_id="a")).client_id == "a"
+    assert ClientConnection(ConnectionConfig(client_id="a")).config.client_id == "a"
     with pytest.raises(TypeError):
         ClientConnection(ConnectionConfig(client_id="a"), client_id="b")  # type: ignore[call-arg]
 
