@@ -30,7 +30,6 @@ from typing import cast
 from kafkacompat.blocking.sockets import BlockingSocket
 from kafkacompat.connection.client_connection import (
     ClientConnection,
-    OpenSocket,
     Read,
     Ready,
     SetupFailed,
@@ -62,9 +61,9 @@ from kafkacompat.protocol.message import KafkaRequest, ResponseT
 
 __all__ = ["BlockingConnection", "open_blocking_connection"]
 
-# Setup takes a handful of connects and writes (the machines bound themselves); reads
-# are bounded by their deadline instead, as a reply may come in many pieces.
-_MAX_SETUP_STEPS = 64
+# Setup takes a handful of connects, writes and replies (the machines bound themselves),
+# and each reply as many reads as it comes in pieces: a bound far above both.
+_MAX_SETUP_STEPS = 4096
 
 
 class BlockingConnection:
@@ -156,9 +155,10 @@ class BlockingConnection:
     # -- requests ----------------------------------------------------------------------
 
     def pick_version(self, api_key: int) -> int:
+        """``capabilities.pick_version(api_key)``, as this connection negotiated them."""
         if self.capabilities is None:
             raise TransportError("the connection has not negotiated yet", node=self.node)
-        return self.capabilities.pick_version(api_key, self.config.policy)
+        return self.capabilities.pick_version(api_key)
 
     def request(
         self,
@@ -209,7 +209,7 @@ class BlockingConnection:
         if ticket is None:  # interrupted inside send: did it queue the request?
             if protocol.is_ready and protocol.in_flight == 0:
                 return
-        elif ticket.stage is Stage.QUEUED:
+        elif ticket.stage in (Stage.WAITING, Stage.QUEUED):
             protocol.abandon(ticket)  # nothing of it was written: never will be
             return
         elif ticket.stage is Stage.ENDED and protocol.is_ready:
@@ -221,68 +221,44 @@ class BlockingConnection:
     # -- driving the sans-I/O connection ------------------------------------------------
 
     def _set_up(self, protocol: ClientConnection, overall: float) -> Ready:
-        wire, config = self._wire, self.config
-        deadline = overall
+        """Drive ``protocol`` through its setup, each step within the instant it gives."""
+        wire = self._wire
         for _ in range(_MAX_SETUP_STEPS):
-            action = protocol.next_action()
-            if isinstance(action, OpenSocket):
-                wire.close()
-                try:
-                    wire.sock = wire.open_socket(min(time.monotonic() + config.connect_timeout, overall))
-                except KafkaTimeoutError:
-                    protocol.timed_out()
-                except TransportError as exc:  # not AuthenticationError (TLS verification): raised as is
-                    protocol.connect_failed(str(exc))
-                else:
-                    protocol.connected()
-            elif isinstance(action, Write):
-                if action.fresh_deadline:  # a request and its answer share one deadline
-                    deadline = min(time.monotonic() + config.request_timeout, overall)
-                try:
-                    wire.write(action.data, deadline)
-                except KafkaTimeoutError:
-                    protocol.timed_out()
-                except TransportError:
-                    protocol.closed()
-                else:
-                    protocol.written()
-            elif isinstance(action, Read):
-                self._setup_read(protocol, action, deadline)
-            elif isinstance(action, SetupFailed):
-                raise action.error
-            else:
-                assert isinstance(action, Ready)
+            step = protocol.next_step(time.monotonic(), overall=overall)
+            action = step.action
+            if isinstance(action, Ready):
                 return action
-        raise NegotiationError(f"the connection was not set up within {_MAX_SETUP_STEPS} steps")
-
-    def _setup_read(self, protocol: ClientConnection, action: Read, deadline: float) -> None:
-        until = deadline
-        if action.quiet_period is not None:  # quiet only while the request's deadline is ahead
-            until = min(deadline, time.monotonic() + action.quiet_period)
-        # One Read lasts until a whole frame has come: its pieces share the deadline.
-        while protocol.next_action() is action:
+            if isinstance(action, SetupFailed):
+                raise action.error
             try:
-                data = self._wire.receive(until, f"reading {action.what}")
-            except KafkaTimeoutError:
-                if until < deadline:
-                    protocol.quiet()
+                if isinstance(action, Read):
+                    data = wire.receive(step.ends_by, f"reading {action.what}")
+                    if data:
+                        protocol.receive_data(data)
+                    else:
+                        protocol.closed()
+                elif isinstance(action, Write):
+                    wire.write(action.data, step.ends_by)
+                    protocol.written()
                 else:
-                    protocol.timed_out()
-                return
+                    wire.close()
+                    try:
+                        wire.sock = wire.open_socket(step.ends_by)
+                    except KafkaCompatError as exc:
+                        protocol.open_failed(exc)
+                    else:
+                        protocol.connected()
+            except KafkaTimeoutError:
+                protocol.step_expired()
             except TransportError:
                 protocol.closed()  # a reset is a close, for the handshake
-                return
-            if not data:
-                protocol.closed()
-                return
-            protocol.receive_data(data)  # decodes what completed: the deadline covers that too
-            if time.monotonic() > deadline:
-                raise KafkaTimeoutError(f"timed out while reading {action.what}", node=self.node)
+        raise NegotiationError(f"the connection was not set up within {_MAX_SETUP_STEPS} steps")
 
     def _exchange(self, protocol: ClientConnection, ticket: Ticket, deadline: float, what: str) -> object:
         if time.monotonic() >= deadline:  # still queued: taken back as if never asked
             self._settled(ticket, protocol.abandon(ticket))
             raise KafkaTimeoutError(f"timed out before sending {what}", node=self.node)
+        protocol.write_due_at(time.monotonic())  # one request at a time: its slot is free
         try:
             self._wire.write(protocol.bytes_to_send(), deadline)
         except KafkaTimeoutError:

@@ -235,3 +235,39 @@ def test_a_connection_is_reusable_after_reconnect() -> None:
             return len(response.brokers), len(conn.changes)  # type: ignore[attr-defined]
 
         assert run(body) == (1, 0)
+
+
+def test_requests_past_the_in_flight_bound_wait_in_the_connection_within_their_deadline() -> None:
+    """Two slots, both held by answers the broker delays: a third request times out still
+    waiting for a slot (and says so), a fourth goes out when a slot frees; never three out."""
+    config = ConnectionConfig(connect_timeout=5, request_timeout=10, max_in_flight=2)
+    with ThreadedCluster("3.9", faults=[Fault.delay(0.5, 3, times=2)]) as cluster:
+        broker = cluster.brokers[0]
+
+        async def body() -> tuple[list[object], int]:
+            async with open_connection(broker.host, broker.port, config) as conn:
+                peak = 0
+
+                async def ask(limit: float) -> object:
+                    try:
+                        return await conn.request(messages.MetadataRequest(topics=[]), request_timeout=limit)
+                    except KafkaTimeoutError as exc:
+                        return exc
+
+                async def watch() -> None:
+                    nonlocal peak
+                    while True:
+                        peak = max(peak, conn.in_flight)
+                        await asyncio.sleep(0.01)
+
+                watcher = asyncio.create_task(watch())
+                held = [asyncio.create_task(ask(10)) for _ in range(2)]
+                await asyncio.sleep(0.05)  # both written: the broker sits on them
+                outcomes = await asyncio.gather(*held, ask(0.2), ask(10))
+                watcher.cancel()
+                return list(outcomes), peak
+
+        outcomes, peak = run(body)
+    assert all(isinstance(o, messages.MetadataResponse) for o in (outcomes[0], outcomes[1], outcomes[3]))
+    assert isinstance(outcomes[2], KafkaTimeoutError) and "in-flight slots" in str(outcomes[2])
+    assert peak == 2
