@@ -49,8 +49,8 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import check_address, literal_version
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
-from kafkacompat.negotiation.handshake_types import HandshakeResult
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
     PipelineEvent,

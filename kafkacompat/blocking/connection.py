@@ -47,7 +47,7 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake_types import HandshakeResult
+from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
     PipelineEvent,

@@ -20,8 +20,8 @@ from typing import Protocol, TypeVar
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.capability_changes import CapabilityChange
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
-from kafkacompat.negotiation.handshake_types import HandshakeResult
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
 
 __all__ = ["ClusterBackend", "ConnT", "Job", "NodeConnection"]

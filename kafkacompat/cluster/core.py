@@ -52,7 +52,7 @@ from kafkacompat.negotiation.capability_changes import CapabilityChange
 from kafkacompat.negotiation.cluster_view import ClusterView, build_cluster_view
 from kafkacompat.negotiation.coordinators import DEFAULT_MAX_BATCH
 from kafkacompat.negotiation.fanout import fanout_error, fanout_split
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, check_cluster_id, identity_for
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, check_cluster_id, identity_for
 from kafkacompat.negotiation.node_role import looks_like_controller
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
 

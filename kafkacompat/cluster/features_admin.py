@@ -53,7 +53,7 @@ from kafkacompat.negotiation.features import (
     max_safe_level,
     merge_finalized,
 )
-from kafkacompat.negotiation.handshake_reply import first_ranges
+from kafkacompat.negotiation.handshake.reply import first_ranges
 from kafkacompat.protocol.error_codes import BY_NAME
 from kafkacompat.protocol.messages import UpdateFeaturesResponse
 from kafkacompat.protocol.versions import VersionRange

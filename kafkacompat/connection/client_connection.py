@@ -72,9 +72,10 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake import ApiVersionsHandshake
-from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
-from kafkacompat.negotiation.handshake_types import (
+from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
+from kafkacompat.negotiation.handshake.types import (
     Connect,
     Done,
     Fail,
@@ -84,7 +85,6 @@ from kafkacompat.negotiation.handshake_types import (
     SendRequest,
 )
 from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket
-from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.framing import FrameSplitter
 from kafkacompat.protocol.message import KafkaMessage
 

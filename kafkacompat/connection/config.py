@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kafkacompat.errors import ConfigError
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.protocol.framing import DEFAULT_MAX_FRAME_SIZE
 from kafkacompat.protocol.reply_limits import ReplyLimits
 

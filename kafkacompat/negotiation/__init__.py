@@ -39,9 +39,14 @@ if TYPE_CHECKING:
         max_safe_level,
         merge_finalized,
     )
-    from kafkacompat.negotiation.handshake import ApiVersionsHandshake, HandshakeConfig, HandshakeResult
+    from kafkacompat.negotiation.handshake import (
+        ApiVersionsHandshake,
+        HandshakeAttempt,
+        HandshakeConfig,
+        HandshakeResult,
+        HandshakeTranscript,
+    )
     from kafkacompat.negotiation.release_guess import ReleaseGuess, guess_release
-    from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
     from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy, explain, pick_version
 
 _HOMES = {
@@ -55,10 +60,10 @@ _HOMES = {
     "FeatureUpdate": "feature_updates",
     "FeatureUpdateResult": "feature_updates",
     "FinalizedObservation": "features",
-    "HandshakeAttempt": "transcript",
+    "HandshakeAttempt": "handshake",
     "HandshakeConfig": "handshake",
     "HandshakeResult": "handshake",
-    "HandshakeTranscript": "transcript",
+    "HandshakeTranscript": "handshake",
     "ReleaseGuess": "release_guess",
     "UpgradeType": "feature_updates",
     "VersionChoice": "version_policy",

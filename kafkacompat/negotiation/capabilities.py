@@ -23,11 +23,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from kafkacompat.errors import ConfigError, ProtocolError
-from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.protocol.versions import VersionRange
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: the handshake imports this module (sealed), not the reverse
+    from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
     from kafkacompat.negotiation.release_guess import ReleaseGuess
     from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy
 

@@ -38,8 +38,8 @@ from kafkacompat.connection.sasl import log_authenticated
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError, attach_context
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
-from kafkacompat.negotiation.handshake_types import HandshakeResult
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.types import HandshakeResult
 from kafkacompat.negotiation.pipeline_events import (
     ConnectionFailed,
     PipelineEvent,

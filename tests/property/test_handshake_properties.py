@@ -42,8 +42,8 @@ from kafkacompat.negotiation.handshake import (
     SendRequest,
     State,
 )
-from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.protocol.framing import decode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from tests.support.codec_strategies import instances

@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafkacompat.negotiation.handshake_config import CODEC_MAX_VERSION, HandshakeConfig
+from kafkacompat.negotiation.handshake.config import CODEC_MAX_VERSION, HandshakeConfig
 from kafkacompat.protocol.framing import encode_request
 
 _SOFTWARE = st.from_regex(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]{0,30}[a-zA-Z0-9])?", fullmatch=True)

@@ -62,7 +62,7 @@ NOT_FOR_A_PLAIN_CONNECTION = frozenset(
         "kafkacompat.connection._request_pipeline",  # made by the first request
         "kafkacompat.negotiation.capability_changes",  # read on a reconnect
         "kafkacompat.reference.api_names",
-        "kafkacompat.negotiation.legacy_probe",  # pre-0.10 brokers only
+        "kafkacompat.negotiation.handshake.legacy_probe",  # pre-0.10 brokers only
         "kafkacompat.negotiation.features",
         "kafkacompat.negotiation.coordinators",
         "kafkacompat.transport.cluster",

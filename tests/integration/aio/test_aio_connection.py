@@ -28,7 +28,7 @@ from kafkacompat.errors import (
     ProtocolError,
     TransportError,
 )
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.protocol import messages
 from kafkacompat.testing.emulator import Fault, SaslConfig, ThreadedCluster
 from kafkacompat.testing.tansu import TansuBroker

@@ -19,7 +19,7 @@ from tests.support.connection_footprint import NOT_FOR_A_PLAIN_CONNECTION, added
 # Two more since the layers became folders (issue 24): the private _version and _lazy, and the
 # connection kit's package in place of the trio transport's; `make bench` showed the RSS
 # target still held.
-# One more: negotiation.handshake_identity (ApiVersions v5's identity, KIP-1242).
+# One more: negotiation.handshake.identity (ApiVersions v5's identity, KIP-1242).
 BUDGET = 37
 
 

@@ -12,7 +12,7 @@ import trio
 
 from kafkacompat.connection.config import ConnectionConfig
 from kafkacompat.errors import ClusterMismatchError
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.transport.cluster import connect
 
 CONFIG = ConnectionConfig(connect_timeout=5, request_timeout=5)

@@ -20,7 +20,7 @@ from tests.support.connection_footprint import NOT_FOR_A_PLAIN_CONNECTION, added
 # Three more since the layers became folders (issue 24): the private _version and _lazy,
 # which the package face held before, and the connection kit's package (the blocking
 # driver's own package replaces transport's); `make bench` showed the RSS targets still held.
-# One more for each: negotiation.handshake_identity (KIP-1242).
+# One more for each: negotiation.handshake.identity (KIP-1242).
 BUDGET = {"trio": 42, "blocking": 37, "probe": 38}
 
 

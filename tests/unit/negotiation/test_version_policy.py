@@ -8,8 +8,8 @@ import pytest
 
 from kafkacompat.errors import UnsupportedVersionError
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
+from kafkacompat.negotiation.handshake.transcript import HandshakeTranscript
 from kafkacompat.negotiation.release_guess import ReleaseGuess, known_api_ranges
-from kafkacompat.negotiation.transcript import HandshakeTranscript
 from kafkacompat.negotiation.version_policy import (
     DEFAULT_POLICY,
     VersionPolicy,

@@ -10,7 +10,7 @@ from kafkacompat.connection.config import SaslConfig as ClientSasl
 from kafkacompat.connection.sasl import SaslLogin
 from kafkacompat.connection.sasl_mechanisms import create_mechanism
 from kafkacompat.errors import ConfigError
-from kafkacompat.negotiation.handshake_config import HandshakeConfig
+from kafkacompat.negotiation.handshake.config import HandshakeConfig
 from kafkacompat.protocol import messages
 from kafkacompat.protocol.messages import ApiKey
 from kafkacompat.testing.emulator import ClusterState, Node, SaslConfig, profile_for

@@ -20,7 +20,7 @@ from typing import Final
 
 from kafkacompat._version import __version__
 from kafkacompat.errors import ClientSoftwareWarning, EncodeError, HandshakeConfigError, NegotiationError
-from kafkacompat.negotiation.handshake_identity import IDENTITY_VERSION, BrokerIdentity
+from kafkacompat.negotiation.handshake.identity import IDENTITY_VERSION, BrokerIdentity
 from kafkacompat.protocol.framing import encode_request
 from kafkacompat.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
@@ -103,7 +103,7 @@ class HandshakeConfig:
     ``expected_cluster_id``: the cluster the user means to reach.  A connection
     to a known node sends it at v5 (KIP-1242) when Metadata named no cluster id,
     and a Metadata cluster id that differs from it is a ``ClusterMismatchError``
-    (``handshake_identity``).  A bootstrap connection never sends it: the broker
+    (``identity``).  A bootstrap connection never sends it: the broker
     would refuse a ClusterId without a NodeId.
     ``quiet_period``: seconds without a reply to ApiVersions after which a
     Metadata v0 probe is written on the same connection, once per connection,

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kafkacompat.errors import DecodeError
-from kafkacompat.negotiation.handshake_reply import Verdict
+from kafkacompat.negotiation.handshake.reply import Verdict
 from kafkacompat.protocol.framing import encode_request
 from kafkacompat.protocol.message import KafkaMessage
 from kafkacompat.protocol.messages import (

@@ -1,7 +1,9 @@
 """The ApiVersions handshake (KIP-35, KIP-511) as a sans-I/O state machine.
 
 The rules, and the table of states and transitions that carries them out, are
-in ``handshake_table``; this module decides which outcome each event has.
+in ``table``; this module decides which outcome each event has, with the
+judgement of replies in ``reply`` and the pre-0.10 steps in ``legacy`` (an
+object the machine holds, whose conclusions it applies).
 
 Driving it
 ==========
@@ -57,7 +59,8 @@ got bytes back; a connection is one ``connected()``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from dataclasses import replace
+from typing import Final
 
 from kafkacompat.errors import (
     DecodeError,
@@ -65,62 +68,52 @@ from kafkacompat.errors import (
     KafkaTimeoutError,
     TransportError,
 )
-from kafkacompat.negotiation.handshake_config import (
+from kafkacompat.negotiation.handshake.config import (
     CODEC_MAX_VERSION,
     HandshakeConfig,
     check_correlation_id,
-    release_ranges,
 )
-from kafkacompat.negotiation.handshake_identity import ApiVersionsMemory, BrokerIdentity
-from kafkacompat.negotiation.handshake_legacy import LegacySteps, failure_verdict, mismatch_verdict
-from kafkacompat.negotiation.handshake_reply import API_VERSIONS_KEY, Verdict, foreign_verdict, judge_reply
-from kafkacompat.negotiation.handshake_results import accepted_result, stand_in_result
-from kafkacompat.negotiation.handshake_table import (
+from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
+from kafkacompat.negotiation.handshake.legacy import (
+    Conclusion,
+    LegacySteps,
+    failure_verdict,
+    mismatch_verdict,
+    step_down,
+)
+from kafkacompat.negotiation.handshake.reply import (
+    API_VERSIONS_KEY,
+    Verdict,
+    accepted_result,
+    foreign_verdict,
+    judge_reply,
+    stand_in_result,
+)
+from kafkacompat.negotiation.handshake.table import (
     BY_KEY,
     EVENTS_BY_STATE,
     PROGRESS_EVENTS,
     PROGRESS_OUTCOMES,
-    TRANSITIONS,
     Event,
     State,
     Transition,
 )
-from kafkacompat.negotiation.handshake_types import (
+from kafkacompat.negotiation.handshake.transcript import HandshakeAttempt, HandshakeTranscript
+from kafkacompat.negotiation.handshake.types import (
     Action,
     Connect,
     Done,
     Fail,
     HandshakeResult,
     ReceiveReply,
-    SendProbe,
     SendRequest,
     quick,
 )
-from kafkacompat.negotiation.transcript import HandshakeAttempt, HandshakeTranscript
 from kafkacompat.protocol.framing import sniff_foreign_protocol
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
-if TYPE_CHECKING:
-    from kafkacompat.negotiation.legacy_probe import LegacyCheck
-
-__all__ = [
-    "TRANSITIONS",
-    "Action",
-    "ApiVersionsHandshake",
-    "Connect",
-    "Done",
-    "Event",
-    "Fail",
-    "HandshakeConfig",
-    "HandshakeResult",
-    "ReceiveReply",
-    "SendProbe",
-    "SendRequest",
-    "State",
-    "Transition",
-    "release_ranges",
-]
+__all__ = ["ApiVersionsHandshake"]
 
 _INT32_MAX: Final = 2**31 - 1
 # The states and events as plain names: on CPython 3.11 reading an enum member through its
@@ -132,7 +125,7 @@ _ON_CONNECTED, _ON_CONNECT_FAILED, _ON_REQUEST_SENT, _ON_RECEIVED = (
 _ON_CONNECTION_CLOSED, _ON_TIMED_OUT, _ON_FOREIGN_BYTES, _ON_QUIET = (
     Event.CONNECTION_CLOSED, Event.TIMED_OUT, Event.FOREIGN_BYTES, Event.QUIET,
 )
-# The public frozen objects of every connect, built by their quick twins (``handshake_types.quick``).
+# The public frozen objects of every connect, built by their quick twins (``types.quick``).
 _Attempt: Final = quick(HandshakeAttempt)
 _Transcript: Final = quick(HandshakeTranscript)
 # Checked on every event: computed once, not per call.  The table's rows by key, as a
@@ -141,7 +134,7 @@ _BY_KEY: Final = dict(BY_KEY)
 _EVENTS_WITHOUT_QUIET: Final = {state: events - {_ON_QUIET} for state, events in EVENTS_BY_STATE.items()}
 
 
-class ApiVersionsHandshake(LegacySteps):
+class ApiVersionsHandshake:
     """One ApiVersions negotiation with one broker; see the module docstring."""
 
     def __init__(
@@ -184,14 +177,7 @@ class ApiVersionsHandshake(LegacySteps):
         self._accepted_version: int | None = None
         self._fallback_release: str | None = None
         self._detected_release: str | None = None
-        # The Metadata v0 probe (rule 9): its correlation id while its reply is due, whether
-        # it was written after the ApiVersions request now awaited, the connection it went on.
-        self._probe_id: int | None = None
-        self._probe_follows_request = False
-        self._probed_connection = 0
-        self._probe_flags: tuple[str, ...] = ()
-        self._answer: HandshakeResult | None = None  # accepted, kept while the probe drains
-        self._check: LegacyCheck | None = None  # rule 10, after a close at v0
+        self._legacy = LegacySteps(self.config)  # rules 9 and 10: the probe and the 0.8.x check
         self._action: Action = Connect(self._version, 1)
 
     # -- queries ------------------------------------------------------------------------
@@ -234,7 +220,7 @@ class ApiVersionsHandshake(LegacySteps):
         list every topic of the cluster, so it gets ``limits.legacy_probe``.
         """
         handshake = min(limits.handshake, max_frame_size)
-        if self._probe_id is not None:
+        if self._legacy.probe_id is not None:
             return max(handshake, min(limits.legacy_probe, max_frame_size)), "ApiVersions or Metadata v0"
         return handshake, "ApiVersions"
 
@@ -257,7 +243,7 @@ class ApiVersionsHandshake(LegacySteps):
     def connected(self) -> None:
         self._expect(_ON_CONNECTED)
         self._connections += 1
-        self._take(_ON_CONNECTED, "connected" if self._check is None else "connected-to-check")
+        self._take(_ON_CONNECTED, "connected" if self._legacy.check is None else "connected-to-check")
 
     def connect_failed(self, reason: str = "") -> None:
         self._expect(_ON_CONNECT_FAILED)
@@ -267,12 +253,15 @@ class ApiVersionsHandshake(LegacySteps):
 
     def request_sent(self) -> None:
         self._expect(_ON_REQUEST_SENT)
-        if self._state is _PROBE:
-            self._probe_follows_request = True
-            self._take(_ON_REQUEST_SENT, "probe-sent")
-        else:
-            self._probe_follows_request = False  # a probe still due now precedes this request
-            self._take(_ON_REQUEST_SENT, "sent")
+        # A probe still due when an ApiVersions request is written precedes it.
+        self._legacy.probe_follows_request = self._state is _PROBE
+        self._take(_ON_REQUEST_SENT, "probe-sent" if self._state is _PROBE else "sent")
+
+    def quiet(self) -> None:
+        """No reply came within ``ReceiveReply.quiet_period``: write the Metadata v0 probe."""
+        self._expect(_ON_QUIET)  # only where the action handed a quiet period
+        self._legacy.probing(self._connections)
+        self._take(_ON_QUIET, "quiet")
 
     def timed_out(self) -> None:
         self._expect(_ON_TIMED_OUT)
@@ -280,9 +269,10 @@ class ApiVersionsHandshake(LegacySteps):
             self._notes.append("the Metadata v0 probe's reply did not come in time: its connection is closed")
             self._finish_drain(_ON_TIMED_OUT, "probe-unanswered")
             return
+        check = self._legacy.check
         doing = (
             "connecting" if self._state is _CONNECT
-            else f"on the {self._check.step.name} check request" if self._check is not None
+            else f"on the {check.step.name} check request" if check is not None
             else "writing the Metadata v0 probe" if self._state is _PROBE
             else f"on ApiVersions v{self._version}"
         )
@@ -299,13 +289,13 @@ class ApiVersionsHandshake(LegacySteps):
             self._notes.append("the connection closed before the Metadata v0 probe's reply: reconnect")
             self._finish_drain(_ON_CONNECTION_CLOSED, "closed-after-answer")
             return
-        self._probe_id = None  # its reply died with the connection
+        self._legacy.probe_id = None  # its reply died with the connection
         if self._remembered is not None and self._version == self._remembered and self._memory is not None:
             assert self.node is not None
             self._memory.forget(self.node)  # rule 12: it closed on what it advertised: forget it
             self._remembered = None
-        if self._check is not None:
-            self._check_closed()
+        if self._legacy.check is not None:
+            self._conclude(_ON_CONNECTION_CLOSED, self._legacy.check_closed())
             return
         request = f"ApiVersions v{self._version}"
         writing = {_SEND: f"while {request} was written", _PROBE: "while the probe was written"}
@@ -316,7 +306,7 @@ class ApiVersionsHandshake(LegacySteps):
             limit = f"{closed}, and max_connections ({self.config.max_connections}) allows no reconnect at v0"
             verdict = failure_verdict("closed-no-connection-left", detail, TransportError, limit)
         elif self._version > 0:
-            lower = self._step_down()
+            lower = step_down(self._version, self.config.max_connections, self._connections)
             verdict = Verdict("closed-step-down" if lower else "closed", detail, next_version=lower)
         elif self._replies_understood:
             verdict = failure_verdict(
@@ -330,9 +320,7 @@ class ApiVersionsHandshake(LegacySteps):
             self._use_fallback(detail)
             return
         else:
-            from kafkacompat.negotiation.legacy_probe import LegacyCheck  # see handshake_legacy
-
-            self._check = LegacyCheck()
+            self._legacy.start_check()
             verdict = Verdict("closed-at-v0", detail)
         self._apply(_ON_CONNECTION_CLOSED, verdict)
 
@@ -352,8 +340,8 @@ class ApiVersionsHandshake(LegacySteps):
         self._round_trips += 1
         if self._state is _DRAIN:
             self._finish_drain(_ON_RECEIVED, "probe-reply-dropped")
-        elif self._check is not None:
-            self._check_answered(bytes(body))
+        elif self._legacy.check is not None:
+            self._conclude(_ON_RECEIVED, self._legacy.check_answered(bytes(body)))
         else:
             self._judge(bytes(body))
 
@@ -363,22 +351,23 @@ class ApiVersionsHandshake(LegacySteps):
         self._round_trips += 1
         data = bytes(frame)
         correlation_id = int.from_bytes(data[:4], "big", signed=True) if len(data) >= 4 else None
-        probe_reply = correlation_id is not None and correlation_id == self._probe_id
-        if self._check is not None and probe_reply:
-            self._check_answered(data[4:])
-        elif self._check is not None:
-            self._apply(_ON_RECEIVED, mismatch_verdict(correlation_id, self._probe_id, "the check request"))
+        legacy = self._legacy
+        probe_reply = correlation_id is not None and correlation_id == legacy.probe_id
+        if legacy.check is not None and probe_reply:
+            self._conclude(_ON_RECEIVED, legacy.check_answered(data[4:]))
+        elif legacy.check is not None:
+            self._apply(_ON_RECEIVED, mismatch_verdict(correlation_id, legacy.probe_id, "the check request"))
         elif self._state is _DRAIN and probe_reply:
             self._finish_drain(_ON_RECEIVED, "probe-reply-dropped")
         elif self._state is _DRAIN:
-            verdict = mismatch_verdict(correlation_id, self._probe_id, "the Metadata v0 probe")
+            verdict = mismatch_verdict(correlation_id, legacy.probe_id, "the Metadata v0 probe")
             self._apply(_ON_RECEIVED, verdict)
         elif correlation_id == self._correlation_id:
             self._judge(data[4:])
-        elif probe_reply and self._probe_follows_request:
-            self._judge_probe(data[4:])
+        elif probe_reply and legacy.probe_follows_request:
+            self._conclude(_ON_RECEIVED, legacy.judge_probe(data[4:], self._version))
         elif probe_reply:  # the probe preceded a retry on this connection: its reply is old news
-            self._probe_id = None
+            legacy.probe_id = None
             self._take(_ON_RECEIVED, "probe-reply-dropped")
         elif sniff_foreign_protocol(data) is not None:
             self._apply(_ON_RECEIVED, foreign_verdict(data))
@@ -403,7 +392,7 @@ class ApiVersionsHandshake(LegacySteps):
     def _judge(self, body: bytes) -> None:
         verdict = judge_reply(body, self._version, self.config, self.identity)
         self._replies_understood += verdict.understood
-        if verdict.response is not None and self._probe_id is not None:
+        if verdict.response is not None and self._legacy.probe_id is not None:
             verdict = verdict._replace(outcome="ok-probe-pending")  # drain the probe's reply first
         self._apply(_ON_RECEIVED, verdict)
 
@@ -425,7 +414,7 @@ class ApiVersionsHandshake(LegacySteps):
             )
             self._action = Fail(error, close_connection=still_open)
         elif verdict.response is not None and self._state is _DRAIN:
-            self._answer = self._result(verdict)
+            self._legacy.answer = self._result(verdict)
             self._remember(verdict)
         elif verdict.response is not None:
             self._action = Done(self._result(verdict))
@@ -466,6 +455,31 @@ class ApiVersionsHandshake(LegacySteps):
     def _stand_in(self, release: str, ranges: Mapping[int, VersionRange]) -> HandshakeResult:
         return stand_in_result(release, ranges, self.transcript, self.node, self._detected_release)
 
+    def _conclude(self, event: Event, conclusion: Conclusion) -> None:
+        """Apply what a pre-0.10 step showed (see ``legacy.Conclusion``)."""
+        if conclusion.failure is not None:
+            self._apply(event, conclusion.failure)
+            return
+        if conclusion.note is not None:
+            self._notes.append(conclusion.note)
+        release = conclusion.release
+        if release is not None:
+            self._fallback_release, self._detected_release = release, conclusion.detected
+        self._take(event, conclusion.outcome, conclusion.detail, flags=conclusion.flags)
+        if release is not None:
+            assert conclusion.ranges is not None
+            stand_in = self._stand_in(release, conclusion.ranges)
+            self._action = Done(stand_in, needs_new_connection=conclusion.needs_new_connection)
+
+    def _finish_drain(self, event: Event, outcome: str) -> None:
+        """The probe's reply was read (or will never be): the ApiVersions answer stands."""
+        answer = self._legacy.answer
+        assert answer is not None  # DRAIN is only entered with an accepted answer
+        self._legacy.probe_id = None
+        self._take(event, outcome)
+        again = outcome != "probe-reply-dropped"  # the connection is gone, or out of step
+        self._action = Done(replace(answer, transcript=self.transcript), needs_new_connection=again)
+
     # -- moving along the table ---------------------------------------------------------
 
     def _expect(self, event: Event) -> None:
@@ -491,7 +505,8 @@ class ApiVersionsHandshake(LegacySteps):
         flags: tuple[str, ...] = (),
     ) -> None:
         transition = _BY_KEY[(self._state, event, outcome)]
-        checking = self._check is not None and outcome != "closed-at-v0"
+        legacy = self._legacy
+        checking = legacy.check is not None and outcome != "closed-at-v0"
         draining = self._state is _DRAIN
         if (checking or draining) and event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
             # After the last ApiVersions attempt (rule 10), or after its answer while the probe's
@@ -499,7 +514,7 @@ class ApiVersionsHandshake(LegacySteps):
             what = "the 0.8.x check ended" if checking else "reading the probe's reply ended"
             self._notes.append(f"{what}: {outcome}" + (f" ({detail})" if detail else ""))
         elif event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
-            flags, self._probe_flags = self._probe_flags + flags, ()
+            flags = legacy.take_flags() + flags
             # A connection that failed to open is numbered as the one being tried.
             connection = self._connections + (self._state is _CONNECT)
             next_step = transition.next_step
@@ -516,14 +531,14 @@ class ApiVersionsHandshake(LegacySteps):
         elif self._state is _SEND:
             self._action = self._send_request()
         elif self._state is _PROBE:
-            self._action = self._send_probe()
+            self._action = legacy.probe_request(self._take_correlation_id(), self.config.client_id)
         elif self._state is _RECEIVE:
-            unprobed = self._probed_connection != self._connections and self._check is None
+            unprobed = legacy.probed_connection != self._connections and legacy.check is None
             quiet = self.config.quiet_period if unprobed else None
             self._action = ReceiveReply(self._version, self._correlation_id, quiet)
         elif self._state is _DRAIN:
-            assert self._probe_id is not None
-            self._action = ReceiveReply(self._version, self._probe_id)
+            assert legacy.probe_id is not None
+            self._action = ReceiveReply(self._version, legacy.probe_id)
 
     def _send_request(self) -> SendRequest:
         identity = self.identity

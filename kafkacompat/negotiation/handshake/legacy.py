@@ -1,0 +1,176 @@
+"""The handshake's part for brokers that do not answer ApiVersions (rules 4, 9 and 10 of ``table``).
+
+``ApiVersionsHandshake`` holds one ``LegacySteps``: the state of the Metadata
+v0 probe that tells a 0.9 broker from a slow one (rule 9), of the read that
+drains the probe's reply, and of the 0.8.x check after a close at v0 (rule 10).
+What the probe's reply or a check step shows is judged here into a
+``Conclusion``: plain data (a failure to apply, or the table's outcome to take
+and the release whose table stands in), which the machine applies the one way
+it applies everything.  ``legacy_probe`` holds the requests themselves; they
+load only when a broker is silent or closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+from kafkacompat.errors import BrokerTooOldError, DecodeError, KafkaCompatError, ProtocolError
+from kafkacompat.negotiation.handshake.config import (
+    FIRST_SOFTWARE_FIELDS_VERSION,
+    HandshakeConfig,
+    release_ranges,
+)
+from kafkacompat.negotiation.handshake.reply import Verdict
+from kafkacompat.negotiation.handshake.types import HandshakeResult, SendProbe
+from kafkacompat.protocol.versions import VersionRange
+
+# The pre-0.10 requests (and the generated Metadata, Heartbeat and OffsetFetch classes they
+# use) are imported where a silent or closing broker needs them: a broker that answers
+# ApiVersions, nearly every one, never loads them.
+if TYPE_CHECKING:
+    from kafkacompat.negotiation.handshake.legacy_probe import LegacyCheck
+
+__all__ = ["Conclusion", "LegacySteps", "failure_verdict", "mismatch_verdict", "step_down"]
+
+
+class Conclusion(NamedTuple):
+    """What a pre-0.10 step showed: ``failure`` to apply, else the table's ``outcome`` to take,
+    with a ``note`` for the transcript and, when a release is named, its table standing in."""
+
+    outcome: str = ""
+    detail: str = ""
+    flags: tuple[str, ...] = ()
+    note: str | None = None
+    failure: Verdict | None = None
+    release: str | None = None  # its table stands in for an ApiVersions answer
+    detected: str | None = None  # the release the broker's behaviour names
+    ranges: Mapping[int, VersionRange] | None = None
+    needs_new_connection: bool = False
+
+
+class LegacySteps:
+    """The probe's and the 0.8.x check's state, for one handshake."""
+
+    def __init__(self, config: HandshakeConfig) -> None:
+        self.config = config
+        # The Metadata v0 probe (rule 9): its correlation id while its reply is due, whether
+        # it was written after the ApiVersions request now awaited, the connection it went on,
+        # the flags the attempt it follows takes, and the accepted answer kept while it drains.
+        self.probe_id: int | None = None
+        self.probe_follows_request = False
+        self.probed_connection = 0
+        self.probe_flags: tuple[str, ...] = ()
+        self.answer: HandshakeResult | None = None
+        self.check: LegacyCheck | None = None  # rule 10, after a close at v0
+
+    # -- rule 9: quiet, probe, drain -----------------------------------------------------
+
+    def probing(self, connection: int) -> None:
+        """The quiet period passed on ``connection``: the probe goes next, once per connection."""
+        self.probed_connection = connection
+        self.probe_flags = ("metadata-probe",)
+
+    def take_flags(self) -> tuple[str, ...]:
+        """The probe's flags, for the attempt its ApiVersions request concludes (once)."""
+        flags, self.probe_flags = self.probe_flags, ()
+        return flags
+
+    def probe_request(self, correlation_id: int, client_id: str | None) -> SendProbe:
+        """The next probe (or check request) to write, at ``correlation_id``."""
+        self.probe_id = correlation_id
+        if self.check is not None:
+            return SendProbe(correlation_id, self.check.frame(correlation_id, client_id))
+        from kafkacompat.negotiation.handshake.legacy_probe import probe_frame  # see the module's doc
+
+        return SendProbe(correlation_id, probe_frame(correlation_id, client_id))
+
+    def judge_probe(self, body: bytes, version: int) -> Conclusion:
+        """The probe's reply came first: ApiVersions v``version`` was skipped (a 0.9 broker)."""
+        from kafkacompat.negotiation.handshake.legacy_probe import (
+            SKIPPING_RELEASE,
+            judge_probe_reply,
+            skipped_note,
+        )
+
+        verdict = judge_probe_reply(body, version, self.probe_id or 0)
+        if verdict.error_type is not None:
+            return Conclusion(failure=verdict)
+        configured = self.config.fallback_release is not None
+        release = self.config.fallback_release if configured else SKIPPING_RELEASE
+        ranges = self.config.fallback_ranges if configured else release_ranges(SKIPPING_RELEASE)
+        assert release is not None and ranges is not None  # HandshakeConfig sets both
+        self.probe_id = None
+        # The connection is in step (the skipped request gets no reply) and serves on.
+        return Conclusion(
+            verdict.outcome, verdict.detail, verdict.flags, note=skipped_note(version, release, configured),
+            release=release, detected=SKIPPING_RELEASE, ranges=ranges,
+        )
+
+    # -- rule 10: the 0.8.x check --------------------------------------------------------
+
+    def start_check(self) -> None:
+        from kafkacompat.negotiation.handshake.legacy_probe import LegacyCheck  # see the module's doc
+
+        self.check = LegacyCheck()
+
+    def check_answered(self, body: bytes) -> Conclusion:
+        check = self.check
+        assert check is not None
+        step = check.step.name
+        release, problem = check.answered(body)
+        self.probe_id = None
+        if problem is not None:
+            message = f"the reply to the {step} check request cannot be read: {problem}"
+            verdict = Verdict("unreadable", message, error_type=DecodeError, message=message,
+                              error_fields={"what": problem.what, "offset": problem.offset})
+            return Conclusion(failure=verdict)
+        if release is None:
+            return Conclusion("check-answered")
+        return self._named("check-named", release, needs_new_connection=False)
+
+    def check_closed(self) -> Conclusion:
+        check = self.check
+        assert check is not None
+        release, go_on = check.closed()
+        if release is not None:
+            return self._named("check-named-on-close", release, needs_new_connection=True)
+        if go_on:
+            return Conclusion("check-closed")
+        from kafkacompat.negotiation.handshake.legacy_probe import NOT_KAFKA  # see the module's doc
+
+        detail = "; ".join(check.evidence)
+        return Conclusion(failure=failure_verdict("not-kafka", detail, BrokerTooOldError, NOT_KAFKA))
+
+    def _named(self, outcome: str, release: str, *, needs_new_connection: bool) -> Conclusion:
+        assert self.check is not None
+        return Conclusion(
+            outcome,
+            note=f"{'; '.join(self.check.evidence)}: Kafka {release}'s API table stands in",
+            release=release,
+            detected=release,
+            ranges=release_ranges(release),
+            needs_new_connection=needs_new_connection,
+        )
+
+
+def step_down(version: int, max_connections: int, connections: int) -> int:
+    """The version to reconnect at after a close at ``version`` (rule 4)."""
+    # v4 (a fix) and v5 (the identity) add nothing a peer that closes on them needs:
+    # a close there goes straight to v3, as a close at v4 did before v5 existed.
+    lower = min(version - 1, FIRST_SOFTWARE_FIELDS_VERSION)
+    left = max_connections - connections
+    # One flexible version lower while a connection is left after it for v0.
+    return lower if lower >= FIRST_SOFTWARE_FIELDS_VERSION and left >= 2 else 0
+
+
+def mismatch_verdict(got: int | None, expected: int | None, request: str) -> Verdict:
+    message = f"the reply carries correlation id {got} but {request} had {expected}: out of step"
+    detail = f"correlation id {got}, expected {expected}"
+    return failure_verdict("correlation-mismatch", detail, ProtocolError, message)
+
+
+def failure_verdict(
+    outcome: str, detail: str, error_type: type[KafkaCompatError], message: str, **fields: object
+) -> Verdict:
+    return Verdict(outcome, detail, error_type=error_type, message=message, error_fields=fields)
