@@ -164,12 +164,6 @@ class BrokerConnection:
 
     # -- requests ----------------------------------------------------------------------
 
-    def pick_version(self, api_key: int) -> int:
-        """``capabilities.pick_version(api_key)``, as this connection negotiated them."""
-        if self.capabilities is None:
-            raise TransportError("the connection has not negotiated yet", node=self.node)
-        return self.capabilities.pick_version(api_key)
-
     async def request(
         self,
         message: KafkaRequest[ResponseT],
@@ -177,7 +171,7 @@ class BrokerConnection:
         version: int | None = None,
         request_timeout: float | None = None,
     ) -> ResponseT:
-        """Send ``message`` at the picked (or given) version; return the decoded response.
+        """Send ``message`` at ``version`` (default: ``capabilities.pick_version``); return the answer.
 
         ``request_timeout`` overrides the configured one; when it passes, the
         request is given up (its late answer is dropped) and
@@ -187,9 +181,7 @@ class BrokerConnection:
         protocol = self._protocol
         if protocol is None or self.capabilities is None:
             raise TransportError("the connection has not negotiated yet", node=self.node)
-        api_key = require_request(message)
-        if version is None:
-            version = self.pick_version(api_key)
+        require_request(message)
         loop = asyncio.get_running_loop()
         limit = request_timeout if request_timeout is not None else self.config.request_timeout
         deadline = loop.time() + limit
@@ -215,11 +207,11 @@ class BrokerConnection:
             if waited:
                 raise KafkaTimeoutError(
                     f"timed out waiting for one of the {self.config.max_in_flight} in-flight slots "
-                    f"to send {message.NAME} v{version}",
+                    f"to send {message.NAME} v{ticket.version}",
                     node=self.node,
                 ) from None
             raise KafkaTimeoutError(
-                f"no response to {message.NAME} v{version} within the timeout", node=self.node
+                f"no response to {message.NAME} v{ticket.version} within the timeout", node=self.node
             ) from None
         except BaseException:
             self._give_up(protocol, ticket)

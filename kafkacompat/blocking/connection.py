@@ -154,12 +154,6 @@ class BlockingConnection:
 
     # -- requests ----------------------------------------------------------------------
 
-    def pick_version(self, api_key: int) -> int:
-        """``capabilities.pick_version(api_key)``, as this connection negotiated them."""
-        if self.capabilities is None:
-            raise TransportError("the connection has not negotiated yet", node=self.node)
-        return self.capabilities.pick_version(api_key)
-
     def request(
         self,
         message: KafkaRequest[ResponseT],
@@ -167,13 +161,13 @@ class BlockingConnection:
         version: int | None = None,
         request_timeout: float | None = None,
     ) -> ResponseT:
-        """Send ``message`` at the picked (or given) version; return the decoded response.
+        """Send ``message`` at ``version`` (default: ``capabilities.pick_version``); return the answer.
 
         ``request_timeout`` (default: the configured one) covers writing, waiting
         and decoding; past it the request is given up and ``KafkaTimeoutError``
         raised.  A Produce with ``acks=0`` returns None once written.
         """
-        api_key = require_request(message, self.node)
+        require_request(message, self.node)
         limit = self.config.request_timeout if request_timeout is None else request_timeout
         if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < limit < math.inf:
             raise ConfigError(f"request_timeout must be a positive number of seconds, not {limit!r}")
@@ -181,13 +175,11 @@ class BlockingConnection:
             protocol = self._protocol
             if protocol is None:
                 raise TransportError("the connection has not negotiated yet", node=self.node)
-            if version is None:
-                version = self.pick_version(api_key)
             deadline = time.monotonic() + limit
             ticket: Ticket | None = None
             try:
                 ticket = protocol.send(message, version)  # raises what ended a failed connection
-                what = f"{message.NAME} v{version}"
+                what = f"{message.NAME} v{ticket.version}"
                 response = self._exchange(protocol, ticket, deadline, what)
             except KafkaCompatError:
                 raise

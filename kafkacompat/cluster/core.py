@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Generic
 
-from kafkacompat.cluster.backend import ClusterBackend, ConnT, Job, NodeConnection
+from kafkacompat.cluster.backend import ClusterBackend, ConnT, Job, NodeConnection, negotiated
 from kafkacompat.cluster.controller_discovery import ask_controllers
 from kafkacompat.cluster.coordinator_lookup import CoordinatorLookup, KeyTypeLike, find_coordinators
 from kafkacompat.cluster.discovery import (
@@ -244,9 +244,9 @@ class ClusterCore(Generic[ConnT]):
             return await conn.request(message, version=version, request_timeout=left)
 
     async def pick_version(self, node_id: int, api_key: int) -> int:
-        """The version ``api_key`` would be sent at to ``node_id`` (connecting if needed)."""
-        conn = await self.connection(node_id)
-        return conn.pick_version(api_key)
+        """The version ``api_key`` would be sent at to ``node_id`` (connecting if needed): a thin
+        alias of ``capabilities.pick_version(api_key)`` on that node's connection."""
+        return negotiated(await self.connection(node_id)).pick_version(api_key)
 
     async def refresh_metadata(self) -> ClusterMetadata:
         """Ask a known broker for Metadata again (the bootstrap list when none answers)."""

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from kafkacompat.cluster.backend import ClusterBackend, Job, NodeConnection
+from kafkacompat.cluster.backend import ClusterBackend, Job, NodeConnection, negotiated
 from kafkacompat.cluster.discovery import raise_failures
 from kafkacompat.cluster.retries import retry_on_result
 from kafkacompat.errors import FeatureUpdateBlockedError, KafkaCompatError
@@ -236,7 +236,7 @@ async def update_features(
             if sent is not None:  # refused by a former controller: ask who it is now
                 await cluster.refresh_metadata()
             node_id, conn = await _destination(cluster)
-            version = conn.pick_version(UPDATE_FEATURES)
+            version = negotiated(conn).pick_version(UPDATE_FEATURES)
             request = build_update_features(planned, version, validate_only=dry_run)
             response = await conn.request(request, version=version, request_timeout=request_timeout)
             sent = (node_id, conn, version, response)

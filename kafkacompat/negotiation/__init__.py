@@ -47,7 +47,7 @@ if TYPE_CHECKING:
         HandshakeTranscript,
     )
     from kafkacompat.negotiation.release_guess import ReleaseGuess, guess_release
-    from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy, explain, pick_version
+    from kafkacompat.negotiation.version_policy import VersionChoice, VersionPolicy
 
 _HOMES = {
     "ApiVersionsHandshake": "handshake",
@@ -72,11 +72,9 @@ _HOMES = {
     "build_update_features": "feature_updates",
     "can_finalize": "features",
     "can_finalize_all": "features",
-    "explain": "version_policy",
     "guess_release": "release_guess",
     "max_safe_level": "features",
     "merge_finalized": "features",
-    "pick_version": "version_policy",
     "plan_coordinator_lookups": "coordinators",
     "plan_feature_updates": "feature_updates",
     "read_update_features": "feature_updates",
@@ -106,11 +104,9 @@ __all__ = [
     "build_update_features",
     "can_finalize",
     "can_finalize_all",
-    "explain",
     "guess_release",
     "max_safe_level",
     "merge_finalized",
-    "pick_version",
     "plan_coordinator_lookups",
     "plan_feature_updates",
     "read_update_features",

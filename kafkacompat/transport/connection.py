@@ -198,12 +198,6 @@ class BrokerConnection:
 
     # -- requests ----------------------------------------------------------------------
 
-    def pick_version(self, api_key: int) -> int:
-        """``capabilities.pick_version(api_key)``, as this connection negotiated them."""
-        if self.capabilities is None:
-            raise TransportError("the connection has not negotiated yet", node=self.node)
-        return self.capabilities.pick_version(api_key)
-
     async def request(
         self,
         message: KafkaRequest[ResponseT],
@@ -211,7 +205,7 @@ class BrokerConnection:
         version: int | None = None,
         request_timeout: float | None = None,
     ) -> ResponseT:
-        """Send ``message`` at the picked (or given) version; return the decoded response.
+        """Send ``message`` at ``version`` (default: ``capabilities.pick_version``); return the answer.
 
         ``request_timeout`` overrides the configured one for this call; when it
         passes, the request is abandoned (its late answer is dropped) and
@@ -223,12 +217,10 @@ class BrokerConnection:
         """
         limit = request_timeout if request_timeout is not None else self.config.request_timeout
         deadline = self._now() + limit
-        api_key = require_request(message)
+        require_request(message)
         protocol, tasks = self._protocol, self._tasks
         if protocol is None or tasks is None or self._failure is not None:  # not open yet, or it failed
             protocol, tasks = await self._usable(deadline)
-        if version is None:
-            version = self.pick_version(api_key)
         ticket = protocol.send(message, version)  # past the bound, it waits for a slot in there
         call = self._callers[ticket] = _Call(trio.lowlevel.current_task(), deadline)
         tasks.queued()  # the callers of this scheduling round go out in one write
@@ -245,7 +237,7 @@ class BrokerConnection:
             raise result.error.with_traceback(None)  # shared by every failed caller: no pile-up
         waited = ticket.stage is Stage.WAITING
         self._give_up(protocol, ticket)
-        raise _late(message.NAME, version, waited, self.config.max_in_flight, self.node)
+        raise _late(message.NAME, ticket.version, waited, self.config.max_in_flight, self.node)
 
     async def _usable(self, deadline: float) -> tuple[ClientConnection, ConnectionTasks]:
         """The negotiated protocol and its tasks once the connection is ready (waiting for it
