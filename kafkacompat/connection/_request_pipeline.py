@@ -73,8 +73,8 @@ from kafkacompat.negotiation.pipeline_events import (
     Ticket,
 )
 from kafkacompat.protocol import _wire, framing, messages
+from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders
 from kafkacompat.protocol.message import KafkaMessage, Reader, decode_at
-from kafkacompat.protocol.messages import RequestHeader
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
@@ -119,7 +119,7 @@ class RequestPipeline:
         self,
         *,
         node: str | None = None,
-        client_id: str | None = None,
+        headers: RequestHeaders = DEFAULT_HEADERS,
         first_correlation_id: int = 0,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         max_abandoned: int = 1024,
@@ -133,7 +133,7 @@ class RequestPipeline:
         if max_in_flight < 1:
             raise PipelineStateError(f"max_in_flight must be at least 1, not {max_in_flight}")
         self.node = node
-        self.client_id = client_id
+        self._headers = headers
         self.max_in_flight = max_in_flight
         self.max_abandoned = max_abandoned
         self._next_id = first_correlation_id
@@ -245,22 +245,20 @@ class RequestPipeline:
     def _shape(self, api_key: int, version: int) -> _Shape:
         """What every request of ``api_key`` at ``version`` shares on this connection.
 
-        The request header encoded once by the codec (around its correlation id,
-        which sits at a fixed offset in every header version), the response
+        The connection's request header around its correlation id (``RequestHeaders``
+        encodes it once per API and version, for every phase), the response
         class, the response header's version and the ceiling for the answer's
         size unless it depends on the request: a request then costs its body.
         """
-        header = RequestHeader(
-            request_api_key=api_key, request_api_version=version, correlation_id=0, client_id=self.client_id
-        ).encode(framing.request_header_version(api_key, version))
+        before, after = self._headers.around_id(api_key, version)
         response_cls = self._response_class(api_key)
         limits, max_size = self._limits, self._frames.max_size
         limit = None if limits.depends_on_request(api_key) else limits.limit_for(api_key, max_size)
         readers = getattr(response_cls, "_READERS", None)
         reader = readers.get(version) if readers is not None else None
         return (
-            header[:4],
-            header[8:],
+            before,
+            after,
             response_cls,
             framing.response_header_version(api_key, version),
             limit,

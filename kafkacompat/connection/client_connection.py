@@ -214,7 +214,11 @@ class ClientConnection:
         # KIP-1242: the broker meant (None on a bootstrap connection), and the per-address
         # memory of advertised ApiVersions maxima; both are the handshake's (handshake.identity).
         self._handshake = ApiVersionsHandshake(
-            config.handshake, node=node, identity=identity, memory=api_versions_memory
+            config.handshake,
+            node=node,
+            identity=identity,
+            memory=api_versions_memory,
+            headers=config.request_headers,  # one client id in every header: the config's
         )
         self._frames = FrameSplitter(config.max_frame_size)
         self._sockets = 0  # sockets opened: the first one reads into the splitter made here
@@ -310,7 +314,7 @@ class ClientConnection:
         config = self.config
         self._pipeline = pipeline = RequestPipeline(
             node=self.node,
-            client_id=config.client_id,
+            headers=config.request_headers,
             first_correlation_id=self._first_request_id,
             max_in_flight=config.max_in_flight,
             frames=self._frames,
@@ -566,7 +570,7 @@ class ClientConnection:
             handshake_version=handshake_version,
             authenticate_version=authenticate_version,
             first_correlation_id=self._handshake.next_correlation_id,
-            client_id=self.config.client_id,
+            headers=self.config.request_headers,
             node=self.node,
             redact=self._sasl_login.redact,
         )

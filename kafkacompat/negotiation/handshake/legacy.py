@@ -23,6 +23,7 @@ from kafkacompat.negotiation.handshake.config import (
 )
 from kafkacompat.negotiation.handshake.reply import Verdict
 from kafkacompat.negotiation.handshake.types import HandshakeResult, SendProbe
+from kafkacompat.protocol.framing import RequestHeaders
 from kafkacompat.protocol.versions import VersionRange
 
 # The pre-0.10 requests (and the generated Metadata, Heartbeat and OffsetFetch classes they
@@ -76,14 +77,14 @@ class LegacySteps:
         flags, self.probe_flags = self.probe_flags, ()
         return flags
 
-    def probe_request(self, correlation_id: int, client_id: str | None) -> SendProbe:
-        """The next probe (or check request) to write, at ``correlation_id``."""
+    def probe_request(self, correlation_id: int, headers: RequestHeaders) -> SendProbe:
+        """The next probe (or check request) to write, at ``correlation_id``, behind ``headers``."""
         self.probe_id = correlation_id
         if self.check is not None:
-            return SendProbe(correlation_id, self.check.frame(correlation_id, client_id))
+            return SendProbe(correlation_id, self.check.frame(correlation_id, headers))
         from kafkacompat.negotiation.handshake.legacy_probe import probe_frame  # see the module's doc
 
-        return SendProbe(correlation_id, probe_frame(correlation_id, client_id))
+        return SendProbe(correlation_id, probe_frame(correlation_id, headers))
 
     def judge_probe(self, body: bytes, version: int) -> Conclusion:
         """The probe's reply came first: ApiVersions v``version`` was skipped (a 0.9 broker)."""

@@ -109,7 +109,7 @@ from kafkacompat.negotiation.handshake.types import (
     SendRequest,
     quick,
 )
-from kafkacompat.protocol.framing import sniff_foreign_protocol
+from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders, sniff_foreign_protocol
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
 
@@ -145,8 +145,10 @@ class ApiVersionsHandshake:
         first_correlation_id: int = 0,
         identity: BrokerIdentity | None = None,
         memory: ApiVersionsMemory | None = None,
+        headers: RequestHeaders = DEFAULT_HEADERS,
     ) -> None:
         self.config = HandshakeConfig() if config is None else config
+        self.headers = headers  # the connection's request header: its client id (ConnectionConfig's)
         self.node = node
         # rule 11: sent at v5 only, both halves; rule 12: the address's advertised max
         self.identity = identity
@@ -390,7 +392,7 @@ class ApiVersionsHandshake:
     # -- applying judgements ------------------------------------------------------------
 
     def _judge(self, body: bytes) -> None:
-        verdict = judge_reply(body, self._version, self.config, self.identity)
+        verdict = judge_reply(body, self._version, self.config, self.identity, self.headers)
         self._replies_understood += verdict.understood
         if verdict.response is not None and self._legacy.probe_id is not None:
             verdict = verdict._replace(outcome="ok-probe-pending")  # drain the probe's reply first
@@ -531,7 +533,7 @@ class ApiVersionsHandshake:
         elif self._state is _SEND:
             self._action = self._send_request()
         elif self._state is _PROBE:
-            self._action = legacy.probe_request(self._take_correlation_id(), self.config.client_id)
+            self._action = legacy.probe_request(self._take_correlation_id(), self.headers)
         elif self._state is _RECEIVE:
             unprobed = legacy.probed_connection != self._connections and legacy.check is None
             quiet = self.config.quiet_period if unprobed else None
@@ -544,7 +546,8 @@ class ApiVersionsHandshake:
         identity = self.identity
         request = self.config.request(self._version, identity)
         self._correlation_id = cid = self._take_correlation_id()
-        frame = self.config.request_frame(self._version, cid, identity)
+        body = self.config.request_body(self._version, identity)
+        frame = self.headers.frame(API_VERSIONS_KEY, self._version, cid, body)
         return SendRequest(self._version, cid, request, frame)
 
     def _take_correlation_id(self) -> int:

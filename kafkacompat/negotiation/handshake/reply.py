@@ -42,7 +42,7 @@ from kafkacompat.protocol.error_codes import (
     UNSUPPORTED_VERSION,
     error_for,
 )
-from kafkacompat.protocol.framing import sniff_foreign_protocol
+from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders, sniff_foreign_protocol
 from kafkacompat.protocol.messages import ApiKey, ApiVersionsResponse
 from kafkacompat.protocol.versions import VersionRange
 
@@ -100,7 +100,11 @@ _JUDGED_MAX_BYTES: Final = 4096
 
 
 def judge_reply(
-    body: bytes, sent: int, config: HandshakeConfig, identity: BrokerIdentity | None = None
+    body: bytes,
+    sent: int,
+    config: HandshakeConfig,
+    identity: BrokerIdentity | None = None,
+    headers: RequestHeaders = DEFAULT_HEADERS,
 ) -> Verdict:
     """What the reply ``body`` (after the correlation id) to ApiVersions v``sent`` means.
 
@@ -111,7 +115,7 @@ def judge_reply(
     known = _JUDGED.get(key)
     if known is not None:
         return known
-    verdict = _judge_afresh(key[0], sent, config, identity if sent >= IDENTITY_VERSION else None)
+    verdict = _judge_afresh(key[0], sent, config, identity if sent >= IDENTITY_VERSION else None, headers)
     if verdict.outcome == "ok" and verdict.error_type is None and len(body) <= _JUDGED_MAX_BYTES:
         if len(_JUDGED) >= _JUDGED_MAX:
             _JUDGED.clear()
@@ -120,7 +124,7 @@ def judge_reply(
 
 
 def _judge_afresh(
-    body: bytes, sent: int, config: HandshakeConfig, identity: BrokerIdentity | None
+    body: bytes, sent: int, config: HandshakeConfig, identity: BrokerIdentity | None, headers: RequestHeaders
 ) -> Verdict:
     response, layout, problems = _read(body, sent)
     if response is None:
@@ -154,7 +158,7 @@ def _judge_afresh(
             f"the client software name {config.client_software_name!r} or version "
             f"{config.client_software_version!r} sent at v{sent} (KIP-511)"
             if sent >= FIRST_SOFTWARE_FIELDS_VERSION
-            else f"the request header (client id {config.client_id!r})"
+            else f"the request header (client id {headers.client_id!r})"
         )
         return Verdict(
             "invalid-request",

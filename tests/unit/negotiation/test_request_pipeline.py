@@ -25,6 +25,7 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.pipeline_events import Stage
 from kafkacompat.protocol import framing, messages
+from kafkacompat.protocol.framing import RequestHeaders
 
 
 def metadata_request() -> messages.MetadataRequest:
@@ -37,7 +38,7 @@ def metadata_answer(correlation_id: int, controller_id: int = 1, version: int = 
 
 
 def test_requests_are_numbered_from_the_handshake_on_and_answered_in_order() -> None:
-    pipe = RequestPipeline(node="b:9092", client_id="me", first_correlation_id=3)
+    pipe = RequestPipeline(node="b:9092", headers=RequestHeaders("me"), first_correlation_id=3)
     first, second = pipe.send(metadata_request(), 1), pipe.send(metadata_request(), 1)
     assert (first.correlation_id, second.correlation_id) == (3, 4)
     data = pipe.bytes_to_send()
@@ -109,7 +110,7 @@ def test_acks0_produce_ends_once_written_and_a_stray_answer_to_it_is_dropped() -
 
 
 def test_a_request_given_up_before_its_write_is_never_written() -> None:
-    pipe = RequestPipeline(client_id=None)
+    pipe = RequestPipeline(headers=RequestHeaders(None))
     kept, dropped = pipe.send(metadata_request(), 1), pipe.send(metadata_request(), 1)
     assert pipe.abandon(dropped) == []
     assert pipe.bytes_to_send() == framing.encode_request(metadata_request(), 1, kept.correlation_id, None)
