@@ -38,8 +38,8 @@ When ``step.ends_by`` passes first, the driver reports ``step_expired()``.  The
 deadline rules are the connection's, the same for every driver: a request
 written starts a fresh ``request_timeout`` for itself and every answer read
 after it (the pre-0.10 probe shares ApiVersions'); opening a socket has
-``connect_timeout``; a ``Read`` with a quiet period ends early (``expiry`` is
-``QUIET``) only while the request's deadline is ahead; a step's deadline counts
+``connect_timeout``; a ``Read`` with a quiet period ends early (``step.quiet``)
+only while the request's deadline is ahead; a step's deadline counts
 from the first ``next_step`` that handed it out, whatever pieces its bytes come
 in; and an answer decoded past its deadline fails the setup as a timeout (found
 at the next ``next_step``).  A driver without a clock can call ``next_action()``
@@ -60,7 +60,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
-from kafkacompat.connection.sasl import SaslLogin, sasl_login
 from kafkacompat.errors import (
     KafkaCompatError,
     KafkaTimeoutError,
@@ -90,11 +89,11 @@ from kafkacompat.protocol.message import KafkaMessage
 
 if TYPE_CHECKING:  # the exchange and its messages load when a connection logs in, not before
     from kafkacompat.connection._request_pipeline import RequestPipeline  # loaded by the first request
+    from kafkacompat.connection.sasl import SaslLogin
     from kafkacompat.negotiation.sasl_exchange import Authenticated, SaslExchange
 
 __all__ = [
     "ClientConnection",
-    "Expiry",
     "OpenSocket",
     "Phase",
     "Read",
@@ -147,22 +146,17 @@ class SetupFailed(NamedTuple):
 SetupAction = OpenSocket | Write | Read | Ready | SetupFailed
 
 
-class Expiry(StrEnum):
-    """What it means when a setup step's ``ends_by`` passes first."""
-
-    TIMED_OUT = "timed_out"  # the step's deadline: the broker was too slow
-    QUIET = "quiet"  # a Read's quiet period: nothing came yet (the handshake probes)
-
-
 class SetupStep(NamedTuple):
-    """A setup action with its clock: the instant it must end by, and what that instant means."""
+    """A setup action with its clock: the instant it must end by, and what that instant means.
+
+    ``quiet``: ``ends_by`` is a ``Read``'s quiet period, which ends it before the request's
+    deadline (nothing came yet: the handshake probes a pre-0.10 broker); else it is the
+    deadline itself (the broker was too slow).  ``step_expired()`` reports whichever it is.
+    """
 
     action: SetupAction
     ends_by: float = math.inf
-    expiry: Expiry = Expiry.TIMED_OUT
-
-
-_QUIET: Final = Expiry.QUIET
+    quiet: bool = False
 
 # Enum members as plain names: reading one through its class costs ~0.1 us on CPython 3.11.
 _SETUP, _READY, _FAILED, _CLOSED = Phase.SETUP, Phase.READY, Phase.FAILED, Phase.CLOSED
@@ -209,6 +203,8 @@ class ClientConnection:
         self.node = node
         self.node_id = node_id
         if sasl is None and config.sasl is not None:
+            from kafkacompat.connection.sasl import sasl_login  # SASL only: a plain connection's RSS
+
             sasl = sasl_login(config)
         self._sasl_login = sasl
         # KIP-1242: the broker meant (None on a bootstrap connection), and the per-address
@@ -275,7 +271,7 @@ class ClientConnection:
             deadline = min(self._request_deadline, overall)
             quiet = action.quiet_period
             if quiet is not None and now + quiet < deadline:  # quiet only while the deadline is ahead
-                step = SetupStep(action, now + quiet, _QUIET)
+                step = SetupStep(action, now + quiet, quiet=True)
             else:
                 step = SetupStep(action, deadline)
         elif kind is OpenSocket:
@@ -436,7 +432,7 @@ class ClientConnection:
     def step_expired(self) -> None:
         """The current step's ``ends_by`` passed: ``quiet()`` or ``timed_out()``, as it says."""
         step = self._step
-        if step is not None and step.expiry is _QUIET:
+        if step is not None and step.quiet:
             self.quiet()
         else:
             self.timed_out()

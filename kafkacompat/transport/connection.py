@@ -34,7 +34,6 @@ import trio
 
 from kafkacompat.connection.client_connection import ClientConnection, require_request
 from kafkacompat.connection.config import DEFAULT_CONFIG, ConnectionConfig
-from kafkacompat.connection.sasl import log_authenticated
 from kafkacompat.errors import KafkaCompatError, KafkaTimeoutError, TransportError, attach_context
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
@@ -163,6 +162,8 @@ class BrokerConnection:
             self._fail_setup(attach_context(exc, node=self.node))
             raise
         if ready.authenticated is not None:
+            from kafkacompat.connection.sasl import log_authenticated  # SASL only: a plain connection's RSS
+
             log_authenticated(self.node, config, ready.authenticated)
         if self.capabilities is not None:  # a reconnect: what did the broker change in between?
             from kafkacompat.negotiation.capability_changes import note_change  # reconnects only

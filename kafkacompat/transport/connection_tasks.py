@@ -120,7 +120,9 @@ class ConnectionTasks:
         try:
             while protocol.failure is None:
                 now = self._now()
-                if protocol.write_due_at(now) > now:
+                due = protocol.write_due_at(now)
+                if due > now:
+                    self._write_at(due)  # put off (or nothing to write): the alarm, if any
                     return
                 data = protocol.bytes_to_send()
                 rest = stream.send_now(data)

@@ -1,8 +1,10 @@
-"""The handshake's part for brokers that do not answer ApiVersions (rules 4, 9 and 10 of ``table``).
+"""The handshake's part for brokers that do not answer ApiVersions (rules 9 and 10 of ``table``).
 
-``ApiVersionsHandshake`` holds one ``LegacySteps``: the state of the Metadata
-v0 probe that tells a 0.9 broker from a slow one (rule 9), of the read that
-drains the probe's reply, and of the 0.8.x check after a close at v0 (rule 10).
+``ApiVersionsHandshake`` holds one ``LegacySteps`` from the moment it needs
+one (a quiet period passed, or a close at v0): the state of the Metadata v0
+probe that tells a 0.9 broker from a slow one (rule 9), of the read that
+drains the probe's reply, and of the 0.8.x check (rule 10).  A broker that
+answers ApiVersions, nearly every one, never loads this module.
 What the probe's reply or a check step shows is judged here into a
 ``Conclusion``: plain data (a failure to apply, or the table's outcome to take
 and the release whose table stands in), which the machine applies the one way
@@ -15,13 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from kafkacompat.errors import BrokerTooOldError, DecodeError, KafkaCompatError, ProtocolError
-from kafkacompat.negotiation.handshake.config import (
-    FIRST_SOFTWARE_FIELDS_VERSION,
-    HandshakeConfig,
-    release_ranges,
-)
-from kafkacompat.negotiation.handshake.reply import Verdict
+from kafkacompat.errors import BrokerTooOldError, DecodeError
+from kafkacompat.negotiation.handshake.config import HandshakeConfig, release_ranges
+from kafkacompat.negotiation.handshake.reply import Verdict, failure_verdict
 from kafkacompat.negotiation.handshake.types import HandshakeResult, SendProbe
 from kafkacompat.protocol.framing import RequestHeaders
 from kafkacompat.protocol.versions import VersionRange
@@ -32,7 +30,7 @@ from kafkacompat.protocol.versions import VersionRange
 if TYPE_CHECKING:
     from kafkacompat.negotiation.handshake.legacy_probe import LegacyCheck
 
-__all__ = ["Conclusion", "LegacySteps", "failure_verdict", "mismatch_verdict", "step_down"]
+__all__ = ["Conclusion", "LegacySteps"]
 
 
 class Conclusion(NamedTuple):
@@ -153,25 +151,3 @@ class LegacySteps:
             ranges=release_ranges(release),
             needs_new_connection=needs_new_connection,
         )
-
-
-def step_down(version: int, max_connections: int, connections: int) -> int:
-    """The version to reconnect at after a close at ``version`` (rule 4)."""
-    # v4 (a fix) and v5 (the identity) add nothing a peer that closes on them needs:
-    # a close there goes straight to v3, as a close at v4 did before v5 existed.
-    lower = min(version - 1, FIRST_SOFTWARE_FIELDS_VERSION)
-    left = max_connections - connections
-    # One flexible version lower while a connection is left after it for v0.
-    return lower if lower >= FIRST_SOFTWARE_FIELDS_VERSION and left >= 2 else 0
-
-
-def mismatch_verdict(got: int | None, expected: int | None, request: str) -> Verdict:
-    message = f"the reply carries correlation id {got} but {request} had {expected}: out of step"
-    detail = f"correlation id {got}, expected {expected}"
-    return failure_verdict("correlation-mismatch", detail, ProtocolError, message)
-
-
-def failure_verdict(
-    outcome: str, detail: str, error_type: type[KafkaCompatError], message: str, **fields: object
-) -> Verdict:
-    return Verdict(outcome, detail, error_type=error_type, message=message, error_fields=fields)

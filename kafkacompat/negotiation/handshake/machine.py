@@ -60,7 +60,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafkacompat.errors import (
     DecodeError,
@@ -70,23 +70,19 @@ from kafkacompat.errors import (
 )
 from kafkacompat.negotiation.handshake.config import (
     CODEC_MAX_VERSION,
+    FIRST_SOFTWARE_FIELDS_VERSION,
     HandshakeConfig,
     check_correlation_id,
 )
 from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
-from kafkacompat.negotiation.handshake.legacy import (
-    Conclusion,
-    LegacySteps,
-    failure_verdict,
-    mismatch_verdict,
-    step_down,
-)
 from kafkacompat.negotiation.handshake.reply import (
     API_VERSIONS_KEY,
     Verdict,
     accepted_result,
+    failure_verdict,
     foreign_verdict,
     judge_reply,
+    mismatch_verdict,
     stand_in_result,
 )
 from kafkacompat.negotiation.handshake.table import (
@@ -112,6 +108,9 @@ from kafkacompat.negotiation.handshake.types import (
 from kafkacompat.protocol.framing import DEFAULT_HEADERS, RequestHeaders, sniff_foreign_protocol
 from kafkacompat.protocol.reply_limits import ReplyLimits
 from kafkacompat.protocol.versions import VersionRange
+
+if TYPE_CHECKING:  # loaded when a broker is quiet or closes at v0: see legacy's doc
+    from kafkacompat.negotiation.handshake.legacy import Conclusion, LegacySteps
 
 __all__ = ["ApiVersionsHandshake"]
 
@@ -179,7 +178,8 @@ class ApiVersionsHandshake:
         self._accepted_version: int | None = None
         self._fallback_release: str | None = None
         self._detected_release: str | None = None
-        self._legacy = LegacySteps(self.config)  # rules 9 and 10: the probe and the 0.8.x check
+        # Rules 9 and 10 (the probe, the 0.8.x check): made when first needed (``_legacy_steps``).
+        self._legacy: LegacySteps | None = None
         self._action: Action = Connect(self._version, 1)
 
     # -- queries ------------------------------------------------------------------------
@@ -222,7 +222,7 @@ class ApiVersionsHandshake:
         list every topic of the cluster, so it gets ``limits.legacy_probe``.
         """
         handshake = min(limits.handshake, max_frame_size)
-        if self._legacy.probe_id is not None:
+        if self._legacy is not None and self._legacy.probe_id is not None:
             return max(handshake, min(limits.legacy_probe, max_frame_size)), "ApiVersions or Metadata v0"
         return handshake, "ApiVersions"
 
@@ -245,7 +245,8 @@ class ApiVersionsHandshake:
     def connected(self) -> None:
         self._expect(_ON_CONNECTED)
         self._connections += 1
-        self._take(_ON_CONNECTED, "connected" if self._legacy.check is None else "connected-to-check")
+        checking = self._legacy is not None and self._legacy.check is not None
+        self._take(_ON_CONNECTED, "connected-to-check" if checking else "connected")
 
     def connect_failed(self, reason: str = "") -> None:
         self._expect(_ON_CONNECT_FAILED)
@@ -255,14 +256,14 @@ class ApiVersionsHandshake:
 
     def request_sent(self) -> None:
         self._expect(_ON_REQUEST_SENT)
-        # A probe still due when an ApiVersions request is written precedes it.
-        self._legacy.probe_follows_request = self._state is _PROBE
+        if self._legacy is not None:  # a probe still due when ApiVersions is written precedes it
+            self._legacy.probe_follows_request = self._state is _PROBE
         self._take(_ON_REQUEST_SENT, "probe-sent" if self._state is _PROBE else "sent")
 
     def quiet(self) -> None:
         """No reply came within ``ReceiveReply.quiet_period``: write the Metadata v0 probe."""
         self._expect(_ON_QUIET)  # only where the action handed a quiet period
-        self._legacy.probing(self._connections)
+        self._legacy_steps().probing(self._connections)
         self._take(_ON_QUIET, "quiet")
 
     def timed_out(self) -> None:
@@ -271,7 +272,7 @@ class ApiVersionsHandshake:
             self._notes.append("the Metadata v0 probe's reply did not come in time: its connection is closed")
             self._finish_drain(_ON_TIMED_OUT, "probe-unanswered")
             return
-        check = self._legacy.check
+        check = self._legacy.check if self._legacy is not None else None
         doing = (
             "connecting" if self._state is _CONNECT
             else f"on the {check.step.name} check request" if check is not None
@@ -291,13 +292,15 @@ class ApiVersionsHandshake:
             self._notes.append("the connection closed before the Metadata v0 probe's reply: reconnect")
             self._finish_drain(_ON_CONNECTION_CLOSED, "closed-after-answer")
             return
-        self._legacy.probe_id = None  # its reply died with the connection
+        legacy = self._legacy
+        if legacy is not None:
+            legacy.probe_id = None  # its reply died with the connection
         if self._remembered is not None and self._version == self._remembered and self._memory is not None:
             assert self.node is not None
             self._memory.forget(self.node)  # rule 12: it closed on what it advertised: forget it
             self._remembered = None
-        if self._legacy.check is not None:
-            self._conclude(_ON_CONNECTION_CLOSED, self._legacy.check_closed())
+        if legacy is not None and legacy.check is not None:
+            self._conclude(_ON_CONNECTION_CLOSED, legacy.check_closed())
             return
         request = f"ApiVersions v{self._version}"
         writing = {_SEND: f"while {request} was written", _PROBE: "while the probe was written"}
@@ -308,7 +311,7 @@ class ApiVersionsHandshake:
             limit = f"{closed}, and max_connections ({self.config.max_connections}) allows no reconnect at v0"
             verdict = failure_verdict("closed-no-connection-left", detail, TransportError, limit)
         elif self._version > 0:
-            lower = step_down(self._version, self.config.max_connections, self._connections)
+            lower = _step_down(self._version, self.config.max_connections, self._connections)
             verdict = Verdict("closed-step-down" if lower else "closed", detail, next_version=lower)
         elif self._replies_understood:
             verdict = failure_verdict(
@@ -322,7 +325,7 @@ class ApiVersionsHandshake:
             self._use_fallback(detail)
             return
         else:
-            self._legacy.start_check()
+            self._legacy_steps().start_check()
             verdict = Verdict("closed-at-v0", detail)
         self._apply(_ON_CONNECTION_CLOSED, verdict)
 
@@ -342,7 +345,7 @@ class ApiVersionsHandshake:
         self._round_trips += 1
         if self._state is _DRAIN:
             self._finish_drain(_ON_RECEIVED, "probe-reply-dropped")
-        elif self._legacy.check is not None:
+        elif self._legacy is not None and self._legacy.check is not None:
             self._conclude(_ON_RECEIVED, self._legacy.check_answered(bytes(body)))
         else:
             self._judge(bytes(body))
@@ -354,6 +357,9 @@ class ApiVersionsHandshake:
         data = bytes(frame)
         correlation_id = int.from_bytes(data[:4], "big", signed=True) if len(data) >= 4 else None
         legacy = self._legacy
+        if legacy is None:  # nothing of rules 9 and 10 under way: an answer to ApiVersions, or not
+            self._judge_frame(data, correlation_id)
+            return
         probe_reply = correlation_id is not None and correlation_id == legacy.probe_id
         if legacy.check is not None and probe_reply:
             self._conclude(_ON_RECEIVED, legacy.check_answered(data[4:]))
@@ -371,6 +377,13 @@ class ApiVersionsHandshake:
         elif probe_reply:  # the probe preceded a retry on this connection: its reply is old news
             legacy.probe_id = None
             self._take(_ON_RECEIVED, "probe-reply-dropped")
+        else:
+            self._judge_frame(data, correlation_id)
+
+    def _judge_frame(self, data: bytes, correlation_id: int | None) -> None:
+        """A frame that is no pre-0.10 reply: the ApiVersions answer, or what is wrong with it."""
+        if correlation_id == self._correlation_id:
+            self._judge(data[4:])
         elif sniff_foreign_protocol(data) is not None:
             self._apply(_ON_RECEIVED, foreign_verdict(data))
         elif correlation_id is None:
@@ -394,7 +407,8 @@ class ApiVersionsHandshake:
     def _judge(self, body: bytes) -> None:
         verdict = judge_reply(body, self._version, self.config, self.identity, self.headers)
         self._replies_understood += verdict.understood
-        if verdict.response is not None and self._legacy.probe_id is not None:
+        legacy = self._legacy
+        if verdict.response is not None and legacy is not None and legacy.probe_id is not None:
             verdict = verdict._replace(outcome="ok-probe-pending")  # drain the probe's reply first
         self._apply(_ON_RECEIVED, verdict)
 
@@ -416,7 +430,7 @@ class ApiVersionsHandshake:
             )
             self._action = Fail(error, close_connection=still_open)
         elif verdict.response is not None and self._state is _DRAIN:
-            self._legacy.answer = self._result(verdict)
+            self._legacy_steps().answer = self._result(verdict)
             self._remember(verdict)
         elif verdict.response is not None:
             self._action = Done(self._result(verdict))
@@ -457,6 +471,14 @@ class ApiVersionsHandshake:
     def _stand_in(self, release: str, ranges: Mapping[int, VersionRange]) -> HandshakeResult:
         return stand_in_result(release, ranges, self.transcript, self.node, self._detected_release)
 
+    def _legacy_steps(self) -> LegacySteps:
+        """The pre-0.10 part (rules 9 and 10), made the first time a broker is quiet or closes at v0."""
+        if self._legacy is None:
+            from kafkacompat.negotiation.handshake.legacy import LegacySteps  # see legacy's doc
+
+            self._legacy = LegacySteps(self.config)
+        return self._legacy
+
     def _conclude(self, event: Event, conclusion: Conclusion) -> None:
         """Apply what a pre-0.10 step showed (see ``legacy.Conclusion``)."""
         if conclusion.failure is not None:
@@ -475,9 +497,10 @@ class ApiVersionsHandshake:
 
     def _finish_drain(self, event: Event, outcome: str) -> None:
         """The probe's reply was read (or will never be): the ApiVersions answer stands."""
-        answer = self._legacy.answer
+        legacy = self._legacy_steps()
+        answer = legacy.answer
         assert answer is not None  # DRAIN is only entered with an accepted answer
-        self._legacy.probe_id = None
+        legacy.probe_id = None
         self._take(event, outcome)
         again = outcome != "probe-reply-dropped"  # the connection is gone, or out of step
         self._action = Done(replace(answer, transcript=self.transcript), needs_new_connection=again)
@@ -508,7 +531,7 @@ class ApiVersionsHandshake:
     ) -> None:
         transition = _BY_KEY[(self._state, event, outcome)]
         legacy = self._legacy
-        checking = legacy.check is not None and outcome != "closed-at-v0"
+        checking = legacy is not None and legacy.check is not None and outcome != "closed-at-v0"
         draining = self._state is _DRAIN
         if (checking or draining) and event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
             # After the last ApiVersions attempt (rule 10), or after its answer while the probe's
@@ -516,7 +539,8 @@ class ApiVersionsHandshake:
             what = "the 0.8.x check ended" if checking else "reading the probe's reply ended"
             self._notes.append(f"{what}: {outcome}" + (f" ({detail})" if detail else ""))
         elif event not in PROGRESS_EVENTS and outcome not in PROGRESS_OUTCOMES:
-            flags = legacy.take_flags() + flags
+            if legacy is not None:
+                flags = legacy.take_flags() + flags
             # A connection that failed to open is numbered as the one being tried.
             connection = self._connections + (self._state is _CONNECT)
             next_step = transition.next_step
@@ -533,13 +557,15 @@ class ApiVersionsHandshake:
         elif self._state is _SEND:
             self._action = self._send_request()
         elif self._state is _PROBE:
-            self._action = legacy.probe_request(self._take_correlation_id(), self.headers)
+            self._action = self._legacy_steps().probe_request(self._take_correlation_id(), self.headers)
         elif self._state is _RECEIVE:
-            unprobed = legacy.probed_connection != self._connections and legacy.check is None
+            unprobed = legacy is None or (
+                legacy.probed_connection != self._connections and legacy.check is None
+            )
             quiet = self.config.quiet_period if unprobed else None
             self._action = ReceiveReply(self._version, self._correlation_id, quiet)
         elif self._state is _DRAIN:
-            assert legacy.probe_id is not None
+            assert legacy is not None and legacy.probe_id is not None
             self._action = ReceiveReply(self._version, legacy.probe_id)
 
     def _send_request(self) -> SendRequest:
@@ -554,3 +580,13 @@ class ApiVersionsHandshake:
         cid = self._next_correlation_id
         self._next_correlation_id = 0 if cid == _INT32_MAX else cid + 1
         return cid
+
+
+def _step_down(version: int, max_connections: int, connections: int) -> int:
+    """The version to reconnect at after a close at ``version`` (rule 4)."""
+    # v4 (a fix) and v5 (the identity) add nothing a peer that closes on them needs:
+    # a close there goes straight to v3, as a close at v4 did before v5 existed.
+    lower = min(version - 1, FIRST_SOFTWARE_FIELDS_VERSION)
+    left = max_connections - connections
+    # One flexible version lower while a connection is left after it for v0.
+    return lower if lower >= FIRST_SOFTWARE_FIELDS_VERSION and left >= 2 else 0

@@ -21,6 +21,7 @@ from kafkacompat.errors import (
     IdentityRefusedError,
     InvalidRequestError,
     KafkaCompatError,
+    ProtocolError,
     ProtocolViolationError,
     RebootstrapRequiredError,
     UnsupportedVersionError,
@@ -51,9 +52,11 @@ __all__ = [
     "Verdict",
     "accepted_result",
     "api_ranges_of",
+    "failure_verdict",
     "first_ranges",
     "foreign_verdict",
     "judge_reply",
+    "mismatch_verdict",
     "stand_in_result",
 ]
 
@@ -213,6 +216,18 @@ def _identity_verdict(
         f"{name} (KIP-1242 wants both a cluster id and a node id, or neither)",
         error_fields=fields,
     )
+
+
+def mismatch_verdict(got: int | None, expected: int | None, request: str) -> Verdict:
+    message = f"the reply carries correlation id {got} but {request} had {expected}: out of step"
+    detail = f"correlation id {got}, expected {expected}"
+    return failure_verdict("correlation-mismatch", detail, ProtocolError, message)
+
+
+def failure_verdict(
+    outcome: str, detail: str, error_type: type[KafkaCompatError], message: str, **fields: object
+) -> Verdict:
+    return Verdict(outcome, detail, error_type=error_type, message=message, error_fields=fields)
 
 
 def foreign_verdict(data: bytes) -> Verdict:

@@ -37,6 +37,7 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 LEGACY_ONLY = [
+    "kafkacompat.negotiation.handshake.legacy",
     "kafkacompat.negotiation.handshake.legacy_probe",
     "kafkacompat.protocol.messages.metadata",
     "kafkacompat.protocol.messages.heartbeat",

@@ -15,7 +15,6 @@ import pytest
 
 from kafkacompat.connection.client_connection import (
     ClientConnection,
-    Expiry,
     OpenSocket,
     Read,
     Ready,
@@ -52,7 +51,7 @@ def at_first_read(config: ConnectionConfig = CONFIG) -> tuple[ClientConnection, 
 def test_a_socket_gets_connect_timeout_and_a_request_a_fresh_request_timeout() -> None:
     client = ClientConnection(CONFIG, node="b:1")
     step = client.next_step(10.0)
-    assert step.action == OpenSocket(1) and step.ends_by == 13.0 and step.expiry is Expiry.TIMED_OUT
+    assert step.action == OpenSocket(1) and step.ends_by == 13.0 and not step.quiet
     client.connected()
     write = client.next_step(11.0)
     assert isinstance(write.action, Write) and write.ends_by == 31.0
@@ -61,10 +60,10 @@ def test_a_socket_gets_connect_timeout_and_a_request_a_fresh_request_timeout() -
 def test_a_read_is_quiet_only_while_the_request_deadline_is_ahead() -> None:
     client, _ = at_first_read()
     read = client.next_step(100.5)
-    assert isinstance(read.action, Read) and (read.ends_by, read.expiry) == (100.75, Expiry.QUIET)
+    assert isinstance(read.action, Read) and (read.ends_by, read.quiet) == (100.75, True)
     late, _ = at_first_read()
     step = late.next_step(119.9)  # the quiet period would end past the request's deadline
-    assert (step.ends_by, step.expiry) == (120.0, Expiry.TIMED_OUT)
+    assert (step.ends_by, step.quiet) == (120.0, False)
 
 
 def test_the_same_action_keeps_its_step_whatever_the_clock_says() -> None:
@@ -82,13 +81,13 @@ def test_a_quiet_step_that_expires_writes_the_probe_on_the_same_deadline() -> No
     assert isinstance(probe.action, Write) and probe.action.what == "the Metadata v0 probe"
     assert probe.ends_by == 120.0  # the probe shares ApiVersions' deadline
     client.written()
-    assert client.next_step(101.0).expiry is Expiry.TIMED_OUT  # one probe per connection
+    assert not client.next_step(101.0).quiet  # one probe per connection
 
 
 def test_an_expired_deadline_times_the_handshake_out() -> None:
     never_quiet = ConnectionConfig(request_timeout=20, handshake=HandshakeConfig(quiet_period=None))
     client, _ = at_first_read(never_quiet)
-    assert client.next_step(100.0).expiry is Expiry.TIMED_OUT
+    assert not client.next_step(100.0).quiet
     client.step_expired()
     failed = client.next_step(120.0).action
     assert isinstance(failed, SetupFailed) and isinstance(failed.error, KafkaTimeoutError)
@@ -116,7 +115,7 @@ def test_the_overall_deadline_bounds_every_step() -> None:
     assert client.next_step(1.0, overall=2.0).ends_by == 2.0
     client.written()
     step = client.next_step(1.9, overall=2.0)
-    assert (step.ends_by, step.expiry) == (2.0, Expiry.TIMED_OUT)  # no quiet period past it
+    assert (step.ends_by, step.quiet) == (2.0, False)  # no quiet period past it
 
 
 @pytest.mark.parametrize(
