@@ -4,7 +4,8 @@
 one (a quiet period passed, or a close at v0): the state of the Metadata v0
 probe that tells a 0.9 broker from a slow one (rule 9), of the read that
 drains the probe's reply, and of the 0.8.x check (rule 10).  A broker that
-answers ApiVersions, nearly every one, never loads this module.
+answers ApiVersions, nearly every one, never loads this module, nor the
+pre-0.10 requests (``legacy_probe``) and the generated classes they use.
 What the probe's reply or a check step shows is judged here into a
 ``Conclusion``: plain data (a failure to apply, or the table's outcome to take
 and the release whose table stands in), which the machine applies the one way
@@ -15,20 +16,22 @@ load only when a broker is silent or closes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from kafkacompat.errors import BrokerTooOldError, DecodeError
 from kafkacompat.negotiation.handshake.config import HandshakeConfig, release_ranges
+from kafkacompat.negotiation.handshake.legacy_probe import (
+    NOT_KAFKA,
+    SKIPPING_RELEASE,
+    LegacyCheck,
+    judge_probe_reply,
+    probe_frame,
+    skipped_note,
+)
 from kafkacompat.negotiation.handshake.reply import Verdict, failure_verdict
 from kafkacompat.negotiation.handshake.types import HandshakeResult, SendProbe
 from kafkacompat.protocol.framing import RequestHeaders
 from kafkacompat.protocol.versions import VersionRange
-
-# The pre-0.10 requests (and the generated Metadata, Heartbeat and OffsetFetch classes they
-# use) are imported where a silent or closing broker needs them: a broker that answers
-# ApiVersions, nearly every one, never loads them.
-if TYPE_CHECKING:
-    from kafkacompat.negotiation.handshake.legacy_probe import LegacyCheck
 
 __all__ = ["Conclusion", "LegacySteps"]
 
@@ -80,18 +83,10 @@ class LegacySteps:
         self.probe_id = correlation_id
         if self.check is not None:
             return SendProbe(correlation_id, self.check.frame(correlation_id, headers))
-        from kafkacompat.negotiation.handshake.legacy_probe import probe_frame  # see the module's doc
-
         return SendProbe(correlation_id, probe_frame(correlation_id, headers))
 
     def judge_probe(self, body: bytes, version: int) -> Conclusion:
         """The probe's reply came first: ApiVersions v``version`` was skipped (a 0.9 broker)."""
-        from kafkacompat.negotiation.handshake.legacy_probe import (
-            SKIPPING_RELEASE,
-            judge_probe_reply,
-            skipped_note,
-        )
-
         verdict = judge_probe_reply(body, version, self.probe_id or 0)
         if verdict.error_type is not None:
             return Conclusion(failure=verdict)
@@ -109,8 +104,6 @@ class LegacySteps:
     # -- rule 10: the 0.8.x check --------------------------------------------------------
 
     def start_check(self) -> None:
-        from kafkacompat.negotiation.handshake.legacy_probe import LegacyCheck  # see the module's doc
-
         self.check = LegacyCheck()
 
     def check_answered(self, body: bytes) -> Conclusion:
@@ -136,8 +129,6 @@ class LegacySteps:
             return self._named("check-named-on-close", release, needs_new_connection=True)
         if go_on:
             return Conclusion("check-closed")
-        from kafkacompat.negotiation.handshake.legacy_probe import NOT_KAFKA  # see the module's doc
-
         detail = "; ".join(check.evidence)
         return Conclusion(failure=failure_verdict("not-kafka", detail, BrokerTooOldError, NOT_KAFKA))
 
