@@ -51,14 +51,7 @@ from kafkacompat.negotiation.addresses import check_address, literal_version
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake.types import HandshakeResult
-from kafkacompat.negotiation.pipeline_events import (
-    ConnectionFailed,
-    PipelineEvent,
-    RequestFailed,
-    ResponseReceived,
-    Stage,
-    Ticket,
-)
+from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket, endings
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 
 if TYPE_CHECKING:  # a first negotiation has nothing to compare with: loaded on a reconnect
@@ -202,17 +195,9 @@ class BrokerConnection:
                 raise TimeoutError
             return cast(ResponseT, response)  # None only for an acks=0 Produce
         except TimeoutError:
-            waited = ticket.stage is Stage.WAITING
-            self._give_up(protocol, ticket)
-            if waited:
-                raise KafkaTimeoutError(
-                    f"timed out waiting for one of the {self.config.max_in_flight} in-flight slots "
-                    f"to send {message.NAME} v{ticket.version}",
-                    node=self.node,
-                ) from None
-            raise KafkaTimeoutError(
-                f"no response to {message.NAME} v{ticket.version} within the timeout", node=self.node
-            ) from None
+            late = ticket.timeout_error(message.NAME, self.config.max_in_flight, self.node)
+            self._give_up(protocol, ticket)  # after: giving up ends its stage
+            raise late from None
         except BaseException:
             self._give_up(protocol, ticket)
             raise
@@ -233,10 +218,29 @@ class BrokerConnection:
                             step = protocol.next_step(now())
                             action = step.action
                             if isinstance(action, Read):
+                                assert self._channel is not None
                                 scope.reschedule(step.ends_by)
-                                await self._setup_read(protocol)
+                                try:
+                                    data = await self._channel.read()
+                                except (OSError, ssl.SSLError):
+                                    data = b""  # a reset is a close, for the handshake
+                                if data:
+                                    protocol.receive_data(data)
+                                else:
+                                    protocol.closed()
                             elif isinstance(action, Write):
-                                await self._setup_write(protocol, action.data, scope, step.ends_by)
+                                assert self._channel is not None
+                                try:
+                                    self._channel.write(action.data)
+                                    # A request the socket took at once needs no deadline (moving
+                                    # the scope's costs a timer handle made and one cancelled).
+                                    if not self._channel.flushed:
+                                        scope.reschedule(step.ends_by)
+                                        await self._channel.drain()
+                                except (OSError, ssl.SSLError):
+                                    protocol.closed()  # a reset is a close, for the handshake
+                                else:
+                                    protocol.written()
                             elif isinstance(action, OpenSocket):
                                 scope.reschedule(step.ends_by)
                                 await self._open_socket(protocol)
@@ -276,34 +280,6 @@ class BrokerConnection:
             protocol.open_failed(translate_os_error(exc, self.node, doing))
         else:
             protocol.connected()
-
-    async def _setup_write(
-        self, protocol: ClientConnection, data: bytes, scope: asyncio.Timeout, deadline: float
-    ) -> None:
-        channel = self._channel
-        assert channel is not None
-        try:
-            channel.write(data)
-            # A request the socket took at once needs no deadline: nothing is left to wait
-            # for (moving the scope's deadline costs a timer handle made and one cancelled).
-            if not channel.flushed:
-                scope.reschedule(deadline)
-                await channel.drain()
-        except (OSError, ssl.SSLError):
-            protocol.closed()  # a reset is a close for the handshake's purposes
-        else:
-            protocol.written()
-
-    async def _setup_read(self, protocol: ClientConnection) -> None:
-        assert self._channel is not None
-        try:
-            data = await self._channel.read()
-        except (OSError, ssl.SSLError):
-            data = b""  # a reset is a close for the handshake's purposes
-        if data:
-            protocol.receive_data(data)
-        else:
-            protocol.closed()
 
     async def _read_loop(self, protocol: ClientConnection) -> None:
         channel = self._channel
@@ -373,30 +349,17 @@ class BrokerConnection:
             self._schedule_flush(protocol)  # its slot may go to a request waiting for one
 
     def _dispatch(self, events: list[PipelineEvent]) -> None:
-        for event in events:
-            if isinstance(event, ConnectionFailed):
-                for ticket in event.failed:  # the requests waiting for a slot among them
-                    self._settle(ticket, error=event.error_of(ticket))
-            elif isinstance(event, ResponseReceived):
-                self._settle(event.ticket, response=event.response)
-            elif isinstance(event, RequestFailed):
-                self._settle(event.ticket, error=event.error)
-            else:  # SentWithoutReply: an acks=0 Produce ends once written
-                self._settle(event.ticket)
+        for ticket, response, error in endings(events):
+            waiter = self._waiters.pop(id(ticket), None)
+            if waiter is None or waiter.done():
+                continue
+            if error is not None:
+                waiter.set_exception(error.with_traceback(None))
+            else:
+                waiter.set_result(response)
         protocol = self._protocol
         if events and protocol is not None and protocol.is_ready:
             self._schedule_flush(protocol)  # the slots they freed may go to waiting requests
-
-    def _settle(
-        self, ticket: Ticket, *, response: KafkaMessage | None = None, error: KafkaCompatError | None = None
-    ) -> None:
-        waiter = self._waiters.pop(id(ticket), None)
-        if waiter is None or waiter.done():
-            return
-        if error is not None:
-            waiter.set_exception(error.with_traceback(None))
-        else:
-            waiter.set_result(response)
 
     async def _close_socket(self) -> None:
         channel, self._channel = self._channel, None

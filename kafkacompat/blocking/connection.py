@@ -48,15 +48,7 @@ from kafkacompat.errors import (
 from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake.types import HandshakeResult
-from kafkacompat.negotiation.pipeline_events import (
-    ConnectionFailed,
-    PipelineEvent,
-    RequestFailed,
-    ResponseReceived,
-    SentWithoutReply,
-    Stage,
-    Ticket,
-)
+from kafkacompat.negotiation.pipeline_events import PipelineEvent, Stage, Ticket, endings
 from kafkacompat.protocol.message import KafkaRequest, ResponseT
 
 __all__ = ["BlockingConnection", "open_blocking_connection"]
@@ -281,17 +273,11 @@ class BlockingConnection:
         protocol = self._protocol
         if protocol is not None and not protocol.is_ready:
             self._wire.close()
-        for event in events:
-            if isinstance(event, ConnectionFailed):
-                if ticket in event.failed:
-                    raise event.error_of(ticket).with_traceback(None)
-            elif event.ticket is ticket:
-                if isinstance(event, ResponseReceived):
-                    return True, event.response
-                if isinstance(event, RequestFailed):
-                    raise event.error.with_traceback(None)
-                assert isinstance(event, SentWithoutReply)
-                return True, None
+        for ended, response, error in endings(events):
+            if ended is ticket:
+                if error is not None:
+                    raise error.with_traceback(None)
+                return True, response
         return False, None
 
 

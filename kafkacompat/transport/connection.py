@@ -39,14 +39,7 @@ from kafkacompat.negotiation.addresses import check_address
 from kafkacompat.negotiation.capabilities import BrokerCapabilities
 from kafkacompat.negotiation.handshake.identity import ApiVersionsMemory, BrokerIdentity
 from kafkacompat.negotiation.handshake.types import HandshakeResult
-from kafkacompat.negotiation.pipeline_events import (
-    ConnectionFailed,
-    PipelineEvent,
-    RequestFailed,
-    ResponseReceived,
-    Stage,
-    Ticket,
-)
+from kafkacompat.negotiation.pipeline_events import PipelineEvent, Ticket, endings
 from kafkacompat.protocol.message import KafkaMessage, KafkaRequest, ResponseT
 from kafkacompat.transport.connection_tasks import ConnectionTasks
 from kafkacompat.transport.deadlines import DeadlineKeeper
@@ -236,9 +229,9 @@ class BrokerConnection:
         assert isinstance(result, _Failed)
         if result.error is not None:
             raise result.error.with_traceback(None)  # shared by every failed caller: no pile-up
-        waited = ticket.stage is Stage.WAITING
-        self._give_up(protocol, ticket)
-        raise _late(message.NAME, ticket.version, waited, self.config.max_in_flight, self.node)
+        late = ticket.timeout_error(message.NAME, self.config.max_in_flight, self.node)
+        self._give_up(protocol, ticket)  # after: giving up ends its stage
+        raise late
 
     async def _usable(self, deadline: float) -> tuple[ClientConnection, ConnectionTasks]:
         """The negotiated protocol and its tasks once the connection is ready (waiting for it
@@ -270,26 +263,18 @@ class BrokerConnection:
         if not events:
             return
         now = self._now()  # after decoding: a deadline covers reading the answer
-        for event in events:
-            if isinstance(event, ResponseReceived):
-                self._settle(event.ticket, event.response, now)
-            elif isinstance(event, ConnectionFailed):
-                for ticket in event.failed:  # the requests waiting for a slot among them
-                    self._settle(ticket, _Failed(event.error_of(ticket)), now)
-                if self._tasks is not None and not self._tasks.protocol.is_ready:
-                    self._tasks.stop()  # the reader closes the socket
-                return
-            elif isinstance(event, RequestFailed):
-                self._settle(event.ticket, _Failed(event.error), now)
-            else:  # SentWithoutReply: an acks=0 Produce ends once written
-                self._settle(event.ticket, None, now)
-        if self._tasks is not None:
-            self._tasks.slots_may_be_free()
-
-    def _settle(self, ticket: Ticket, result: _Outcome, now: float) -> None:
-        call = self._callers.pop(ticket, None)
-        if call is not None:
-            self._wake(call, _LATE if now > call.deadline else result)
+        callers = self._callers
+        for ticket, response, error in endings(events):
+            call = callers.pop(ticket, None)
+            if call is not None:
+                late = now > call.deadline
+                self._wake(call, _LATE if late else (response if error is None else _Failed(error)))
+        tasks = self._tasks
+        if tasks is not None:
+            if tasks.protocol.is_ready:
+                tasks.slots_may_be_free()
+            else:
+                tasks.stop()  # the connection failed: the reader closes the socket
 
     def _expire(self, call: _Call) -> None:
         self._wake(call, _LATE)
@@ -305,16 +290,6 @@ class BrokerConnection:
         if self._failure is None:
             self._failure = error
         self._ready.set()  # wake anyone waiting to send: they will see the failure
-
-
-def _late(name: str, version: int, waited: bool, max_in_flight: int, node: str) -> KafkaTimeoutError:
-    """The timeout a caller gets: still waiting for an in-flight slot, or for its answer."""
-    if waited:
-        return KafkaTimeoutError(
-            f"timed out waiting for one of the {max_in_flight} in-flight slots to send {name} v{version}",
-            node=node,
-        )
-    return KafkaTimeoutError(f"no response to {name} v{version} within the timeout", node=node)
 
 
 def open_connection(

@@ -23,7 +23,7 @@ from kafkacompat.errors import (
     ProtocolError,
     TransportError,
 )
-from kafkacompat.negotiation.pipeline_events import Stage
+from kafkacompat.negotiation.pipeline_events import Stage, endings
 from kafkacompat.protocol import framing, messages
 from kafkacompat.protocol.framing import RequestHeaders
 
@@ -341,3 +341,23 @@ def test_a_large_frame_leaves_the_splitter_in_the_buffer_it_was_read_into() -> N
     frame = splitter.next_frame()
     assert frame == body and isinstance(frame, bytearray)  # no second copy
     assert splitter.feed((3).to_bytes(4, "big") + b"abc") == [b"abc"]
+
+
+def test_every_event_says_how_each_request_it_ends_ended() -> None:
+    """``endings``: what each caller is woken with, the same for every driver."""
+    pipe = RequestPipeline(max_in_flight=2)
+    answered = pipe.send(metadata_request(), 1)
+    acks0 = pipe.send(messages.ProduceRequest(acks=0, timeout_ms=1), 3)
+    waiting = pipe.send(metadata_request(), 1)
+    late = waiting.timeout_error("MetadataRequest", 2, "b:1")
+    assert "waiting for one of the 2 in-flight slots to send MetadataRequest v1" in str(late)
+    pipe.bytes_to_send()
+    events = pipe.write_done() + pipe.receive_data(metadata_answer(answered.correlation_id, controller_id=7))
+    ended = {id(t): (r, e) for t, r, e in endings(events)}
+    assert ended[id(acks0)] == (None, None)  # written: done, nothing to read
+    response, error = ended[id(answered)]
+    assert isinstance(response, messages.MetadataResponse) and response.controller_id == 7 and error is None
+    assert "no response to MetadataRequest v1" in str(answered.timeout_error("MetadataRequest", 2, None))
+    (failed,) = pipe.connection_lost()
+    [(ticket, response, error)] = list(endings([failed]))  # the one still waiting for a slot
+    assert ticket is waiting and response is None and isinstance(error, TransportError)
