@@ -15,7 +15,9 @@ asyncio, a blocking socket) only moves bytes and reports what the network did:
 One correlation-id counter runs through all three, without a gap.  One frame
 splitter reads the stream from the first byte, so a frame's size is checked
 before anything is buffered for it, in every phase.  The object has no socket,
-no clock and no task: deadlines, retries and waiting stay in the drivers.
+reads no clock and runs no task: where a rule depends on the time (a deadline,
+when a write is due) the driver passes ``now`` on its own clock; the waiting
+stays in the drivers, retries in the cluster layer.
 
 Driving it
 ==========
@@ -39,8 +41,8 @@ deadline rules are the connection's, the same for every driver: a request
 written starts a fresh ``request_timeout`` for itself and every answer read
 after it (the pre-0.10 probe shares ApiVersions'); opening a socket has
 ``connect_timeout``; a ``Read`` with a quiet period ends early (``step.quiet``)
-only while the request's deadline is ahead; a step's deadline counts
-from the first ``next_step`` that handed it out, whatever pieces its bytes come
+only while the request's deadline is ahead; a step's deadline counts from
+the first ``next_step`` that handed it out, whatever pieces its bytes come
 in; and an answer decoded past its deadline fails the setup as a timeout (found
 at the next ``next_step``).  A driver without a clock can call ``next_action()``
 and report ``timed_out()`` or ``quiet()`` itself.
