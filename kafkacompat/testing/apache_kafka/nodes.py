@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkacompat.testing.apache_kafka.security import jaas_settings
+
 __all__ = ["CONTROLLER_LISTENER", "Node", "jvm_command", "new_cluster_id", "write_logging"]
 
 CONTROLLER_LISTENER = "CONTROLLER"
@@ -105,8 +107,11 @@ class Node:
     controller_port: int | None = None  # a combined node's controller listener
     release: str = ""
     extra: dict[str, str] = field(default_factory=dict)
-    sasl_port: int | None = None  # a SASL_PLAINTEXT listener (PLAIN) beside PLAINTEXT, brokers only
-    sasl_users: dict[str, str] = field(default_factory=dict)
+    sasl_port: int | None = None  # a SASL_PLAINTEXT listener beside PLAINTEXT, brokers only
+    sasl_users: dict[str, str] = field(default_factory=dict)  # PLAIN's users and passwords
+    scram: bool = False  # SCRAM-SHA-256 and -512 on the SASL listener (users live in the metadata)
+    ssl_port: int | None = None  # an SSL listener beside PLAINTEXT, brokers only
+    ssl_settings: tuple[str, ...] = ()  # its keystore (security.make_broker_tls)
 
     @property
     def name(self) -> str:
@@ -141,12 +146,9 @@ class Node:
             if self.serves_clients:
                 lines += _BROKER_DEFAULTS
         if self.sasl_port is not None:
-            users = " ".join(f'user_{name}="{secret}"' for name, secret in sorted(self.sasl_users.items()))
-            lines += [
-                "sasl.enabled.mechanisms=PLAIN",
-                "listener.name.sasl_plaintext.plain.sasl.jaas.config="
-                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
-            ]
+            lines += jaas_settings("SASL_PLAINTEXT", self.sasl_users, self.scram)
+        if self.ssl_port is not None:
+            lines += self.ssl_settings
         lines += [f"{key}={value}" for key, value in self.extra.items()]
         path.write_text("\n".join(lines) + "\n")
         return path
@@ -155,6 +157,8 @@ class Node:
         listeners = f"PLAINTEXT://{host}:{self.port}"
         if self.sasl_port is not None:
             listeners += f",SASL_PLAINTEXT://{host}:{self.sasl_port}"
+        if self.ssl_port is not None:
+            listeners += f",SSL://{host}:{self.ssl_port}"
         return listeners
 
     def _listeners(self, host: str, zookeeper: str | None, voters: str | None) -> list[str]:
@@ -172,7 +176,7 @@ class Node:
             f"node.id={self.node_id}",
             f"controller.quorum.voters={voters}",
             f"controller.listener.names={CONTROLLER_LISTENER}",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,"
             f"{CONTROLLER_LISTENER}:PLAINTEXT",
         ]
         if self.role == "controller":

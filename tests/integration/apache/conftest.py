@@ -1,16 +1,25 @@
 """Real Apache Kafka clusters for the integration battery: one started cluster per release, shared.
 
-``apache_cluster`` is module-scoped and parametrized over ``CI_SET``: pytest
-groups the tests by cluster, so each release starts once per module and only
-one runs at a time.  Each cluster is warmed up before use: the offsets topic
-is created (a first FindCoordinator does that) and every one of its partitions
-has a leader, so the battery sees a settled cluster, as a user's would be.
+``apache_cluster`` is session-scoped and parametrized over ``CI_SET``: pytest
+groups every test that uses it, across modules, by cluster, so each release
+starts once per session, and a cluster is stopped before the one after the
+next is started.  While the tests use one cluster, the next one the session
+will use is started (and warmed up) in a background thread: a JVM start is mostly waiting,
+so the two overlap even on two cores.  Each cluster is warmed up before use:
+the offsets topic is created (a first FindCoordinator does that) and every one
+of its partitions has a leader, so the battery sees a settled cluster, as a
+user's would be.
+
+Every cluster of the set also has the secured listeners: SASL_PLAINTEXT with
+PLAIN and SCRAM users (``USERS``; SCRAM users created through ZooKeeper on
+2.8, by ``format --add-scram`` on KRaft) and SSL with a CA made for it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
@@ -21,7 +30,7 @@ from kafkacompat.protocol.messages import FindCoordinatorRequest, FindCoordinato
 from kafkacompat.testing import ApacheKafka
 from tests.integration.cli.conftest import cli, run_cli
 
-__all__ = ["CI_SET", "ClusterSpec", "apache_cluster", "cli", "run_cli", "started", "warm_up"]
+__all__ = ["CI_SET", "USERS", "ClusterSpec", "apache_cluster", "cli", "run_cli", "started", "warm_up"]
 
 OFFSETS_PARTITIONS = 4  # offsets.topic.num.partitions the launcher sets
 _WARM_UP_SECONDS = 60.0
@@ -37,6 +46,20 @@ class ClusterSpec:
     def label(self) -> str:
         return f"{self.release}-{self.mode}"
 
+    def cluster(self) -> ApacheKafka:
+        return ApacheKafka(
+            self.release,
+            mode=self.mode,
+            brokers=self.brokers,
+            sasl_plain_users=USERS,
+            sasl_scram_users=USERS,
+            ssl=True,
+        )
+
+
+#: The users of the SASL listener of every cluster of CI_SET: both PLAIN and SCRAM know them.
+USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+
 
 # The representative set: a ZooKeeper-mode 2.x broker, 3.9 KRaft combined, 4.0 (three brokers)
 # and 4.4 with a separate controller.
@@ -51,20 +74,84 @@ CI_SET = (
 def started(kafka: ApacheKafka) -> Iterator[ApacheKafka]:
     """Start ``kafka`` (a failure fails the test, never skips it), warm it up, stop it afterwards."""
     try:
-        kafka.start()
+        _start_and_warm_up(kafka)
     except BrokerStartError as exc:
         pytest.fail(f"could not start Apache Kafka {kafka.release} ({kafka.mode}): {exc}", pytrace=False)
     try:
-        warm_up(kafka)
         yield kafka
     finally:
         kafka.stop()
 
 
-@pytest.fixture(scope="module", params=CI_SET, ids=lambda spec: spec.label)
-def apache_cluster(request: pytest.FixtureRequest) -> Iterator[ApacheKafka]:
-    spec: ClusterSpec = request.param
-    yield from started(ApacheKafka(spec.release, mode=spec.mode, brokers=spec.brokers))
+class _ClusterPool:
+    """The clusters of CI_SET, each started once; the next one starts while the current one serves."""
+
+    def __init__(self, order: list[ClusterSpec]) -> None:
+        self._order = order  # the clusters the session's tests use, in the order they run
+        self._pending: dict[ClusterSpec, Future[ApacheKafka]] = {}
+        self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="apache-cluster")
+
+    def _start(self, spec: ClusterSpec) -> Future[ApacheKafka]:
+        if spec not in self._pending:
+            self._pending[spec] = self._starter.submit(_start_and_warm_up, spec.cluster())
+        return self._pending[spec]
+
+    def take(self, spec: ClusterSpec) -> ApacheKafka:
+        """The started cluster of ``spec``; the one after it in CI_SET begins starting."""
+        started_one = self._start(spec)
+        following = self._order.index(spec) + 1 if spec in self._order else len(self._order)
+        if following < len(self._order):
+            self._start(self._order[following])
+        try:
+            return started_one.result()
+        except BrokerStartError as exc:
+            pytest.fail(f"could not start Apache Kafka {spec.release} ({spec.mode}): {exc}", pytrace=False)
+
+    def close(self) -> None:
+        """Stop what was started ahead and never taken (a run that selected only some clusters)."""
+        self._starter.shutdown(wait=True)
+        for future in self._pending.values():
+            if future.exception() is None:
+                future.result().stop()
+
+
+def _start_and_warm_up(kafka: ApacheKafka) -> ApacheKafka:
+    kafka.start()
+    try:
+        warm_up(kafka)
+    except BaseException:
+        kafka.stop()
+        raise
+    return kafka
+
+
+def _session_order(session: pytest.Session) -> list[ClusterSpec]:
+    """The clusters the selected tests use, in the order pytest (which groups them) will run them."""
+    order: list[ClusterSpec] = []
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        spec = None if callspec is None else callspec.params.get("apache_cluster")
+        if isinstance(spec, ClusterSpec) and spec not in order:
+            order.append(spec)
+    return order
+
+
+@pytest.fixture(scope="session")
+def _apache_pool(request: pytest.FixtureRequest) -> Iterator[_ClusterPool]:
+    pool = _ClusterPool(_session_order(request.session))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture(scope="session", params=CI_SET, ids=lambda spec: spec.label)
+def apache_cluster(request: pytest.FixtureRequest, _apache_pool: _ClusterPool) -> Iterator[ApacheKafka]:
+    kafka = _apache_pool.take(request.param)
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
 
 
 def _java_hash(text: str) -> int:
@@ -119,4 +206,6 @@ def warm_up(kafka: ApacheKafka) -> None:
             pass
         time.sleep(0.5)
     if pending:
-        pytest.fail(f"Apache Kafka {kafka.release}: no coordinator for {pending} in {_WARM_UP_SECONDS:.0f}s")
+        raise BrokerStartError(
+            f"Apache Kafka {kafka.release}: no coordinator for {pending} in {_WARM_UP_SECONDS:.0f}s"
+        )
