@@ -37,7 +37,7 @@ from kafkacompat._cache import cache_root
 from kafkacompat.errors import BrokerStartError, ReleaseDownloadError
 from kafkacompat.testing.apache_kafka.java_runtime import JAVA_11, pinned_java
 
-__all__ = ["artifact_of", "java_for", "needs_java_11", "parse_release", "release_home"]
+__all__ = ["artifact_of", "java_feature", "java_for", "needs_java_11", "parse_release", "release_home"]
 
 _GROUP = "org.apache.kafka"
 _DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies"
@@ -204,7 +204,7 @@ def _class_major(home: Path) -> int | None:
     return None
 
 
-def _java_feature(java: Path) -> int | None:
+def java_feature(java: Path) -> int | None:
     """The feature release (17, 25, ...) of a java executable, from its home's ``release`` file."""
     release_file = java.resolve().parent.parent / "release"
     try:
@@ -235,11 +235,11 @@ def java_for(home: Path, release: str, cache_dir: Path | None = None) -> str:
     major = _class_major(home)
     needed = None if major is None else major - _CLASS_MAJOR_OFFSET
     default = _default_java()
-    if default is not None and (needed is None or (_java_feature(default) or needed) >= needed):
+    if default is not None and (needed is None or (java_feature(default) or needed) >= needed):
         return str(default)
     newer = []
     for java in sorted(_SYSTEM_JVMS.glob("*/bin/java")) if _SYSTEM_JVMS.is_dir() else ():
-        feature = _java_feature(java)
+        feature = java_feature(java)
         if feature is not None and (needed is None or feature >= needed) and os.access(java, os.X_OK):
             newer.append((feature, str(java)))
     if newer:

@@ -44,7 +44,14 @@ from types import TracebackType
 from typing import IO, Self
 
 from kafkacompat.errors import BrokerStartError, KafkaCompatError
-from kafkacompat.testing.apache_kafka.jars import artifact_of, java_for, parse_release, release_home
+from kafkacompat.testing.apache_kafka.jars import (
+    artifact_of,
+    java_feature,
+    java_for,
+    parse_release,
+    release_home,
+)
+from kafkacompat.testing.apache_kafka.limits import refuse_kafka_2_8_observers
 from kafkacompat.testing.apache_kafka.nodes import Node, jvm_command, new_cluster_id, write_logging
 from kafkacompat.testing.apache_kafka.raw_probe import metadata
 from kafkacompat.testing.apache_kafka.security import (
@@ -112,6 +119,7 @@ class ApacheKafka:
             )
         if brokers < 1 or controllers < 1:
             raise BrokerStartError("a cluster needs at least one broker and one controller")
+        refuse_kafka_2_8_observers(release, self.mode, brokers, controllers)
         if (release_version or features) and self.mode == "zookeeper":
             raise BrokerStartError(
                 "release_version and features are KRaft format options; zookeeper mode has none"
@@ -136,6 +144,7 @@ class ApacheKafka:
         self.cluster_id: str = ""
         self.artifact: str = ""  # the Maven coordinate the release came from
         self.startup_seconds: float | None = None
+        self.java_feature: int | None = None  # the Java feature release the nodes run on (11, 17, ...)
         self.nodes: list[Node] = []
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -226,6 +235,7 @@ class ApacheKafka:
         home = release_home(self.release, self.cache_dir)
         self.artifact = artifact_of(home)
         java = self.java or java_for(home, self.release, self.cache_dir)
+        self.java_feature = java_feature(Path(java))
         began = time.monotonic()
         self._dir = tempfile.TemporaryDirectory(prefix="kafkacompat-apache-kafka-")
         root = Path(self._dir.name)

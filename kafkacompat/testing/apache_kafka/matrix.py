@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from kafkacompat.errors import BrokerStartError, EmulatorConfigError
+from kafkacompat.testing.apache_kafka.jars import parse_release
 from kafkacompat.testing.apache_kafka.launcher import ApacheKafka, modes_of
+from kafkacompat.testing.apache_kafka.matrix_checks import (
+    SECURED_USERS,
+    emulator_differences,
+    guess_differences,
+    removal_differences,
+    secured_logins,
+)
+from kafkacompat.testing.apache_kafka.matrix_probes import feature_upgrades, inspect_outputs, removed_versions
 from kafkacompat.testing.apache_kafka.raw_probe import ask_api_versions
 
 __all__ = ["LAST_PATCHES", "best_answer", "differences", "minor_of", "node_kind", "run_matrix"]
@@ -56,26 +65,59 @@ def _answers(host: str, port: int) -> dict[str, Any]:
     return {f"v{version}": ask_api_versions(host, port, version) for version in REQUEST_VERSIONS}
 
 
-def record_release(release: str, mode: str) -> dict[str, Any]:
-    """Start ``release`` in ``mode``, ask it ApiVersions at v0-v5, stop it: the record."""
-    record: dict[str, Any] = {"release": release, "mode": mode, "started": False}
-    kafka = ApacheKafka(release, mode=mode, brokers=1, startup_timeout=240.0)
+def _cluster(release: str, mode: str, secured: bool) -> ApacheKafka:
+    """One broker (and one controller in kraft-split), with SCRAM and SSL listeners when ``secured``."""
+    version, users = parse_release(release), None
+    if secured and version >= (0, 10, 2) and (mode == "zookeeper" or version >= (3, 5)):
+        users = dict(SECURED_USERS)
+    return ApacheKafka(
+        release, mode=mode, brokers=1, startup_timeout=240.0, sasl_scram_users=users, ssl=secured
+    )
+
+
+def _start(release: str, mode: str, record: dict[str, Any]) -> ApacheKafka | None:
+    """The started cluster, secured if it can be; ``record`` says how the start went."""
     try:
+        kafka = _cluster(release, mode, secured=True)
         kafka.start()
+        return kafka
+    except BrokerStartError as exc:  # a cluster this release cannot run, or the secured listeners
+        first = exc
+    record["secured_start_error"] = str(first).splitlines()[0][:400]
+    try:
+        kafka = _cluster(release, mode, secured=False)
+        kafka.start()
+        return kafka
     except BrokerStartError as exc:
-        record["artifact"] = kafka.artifact
-        record["error"] = str(exc).splitlines()[0][:400]
+        record["error"] = str(exc).splitlines()[0][:600]
         record["output"] = str(exc)[-3000:]
+        return None
+
+
+def record_release(release: str, mode: str) -> dict[str, Any]:
+    """Start ``release`` in ``mode``, ask it everything the matrix records, stop it: the record."""
+    record: dict[str, Any] = {"release": release, "mode": mode, "started": False}
+    kafka = _start(release, mode, record)
+    if kafka is None:
         return record
     try:
         record.update(
-            artifact=kafka.artifact, started=True, startup_seconds=round(kafka.startup_seconds or 0, 1)
+            artifact=kafka.artifact,
+            java=kafka.java_feature,
+            started=True,
+            startup_seconds=round(kafka.startup_seconds or 0, 1),
         )
         _, host, port = kafka.broker_endpoints[0]
         record["broker"] = _answers(host, port)
         if kafka.controller_endpoints:
-            _, host, port = kafka.controller_endpoints[0]
-            record["controller"] = _answers(host, port)
+            _, chost, cport = kafka.controller_endpoints[0]
+            record["controller"] = _answers(chost, cport)
+        if parse_release(release) >= (4,):
+            record["removed_versions"] = removed_versions(host, port)
+        record["inspect"] = inspect_outputs(kafka)
+        record["secured"] = secured_logins(kafka)
+        if mode != "zookeeper":
+            record["features"] = feature_upgrades(kafka)
     finally:
         kafka.stop()
     return record
@@ -92,7 +134,11 @@ def best_answer(answers: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def differences(release: str, kind: str, answer: dict[str, Any]) -> list[str]:
-    """Every difference between a real answer and the release table and emulator profile of ``release``."""
+    """Every API range in which a real answer differs from the release table's entry for ``release``.
+
+    The features and everything else the node answers are held to the emulator
+    on the wire (``matrix_checks.emulator_differences``).
+    """
     from kafkacompat.reference.api_names import API_NAMES
     from kafkacompat.testing.emulator.profile import profile_for
 
@@ -107,14 +153,6 @@ def differences(release: str, kind: str, answer: dict[str, Any]) -> list[str]:
         if real.get(key) != held.get(key):
             name = API_NAMES.get(key, "?")
             found.append(f"{name}({key}): real {_range(real.get(key))}, table {_range(held.get(key))}")
-    real_supported = {name: tuple(value) for name, value in answer["supported_features"].items()}
-    held_supported = {name: (r.lowest, r.highest) for name, r in profile.supported_features.items()}
-    if real_supported != held_supported:
-        found.append(f"supported features: real {real_supported}, emulator {held_supported}")
-    real_finalized = {name: value[1] for name, value in answer["finalized_features"].items()}
-    held_finalized = {name: level for name, level in profile.default_finalized.items() if level > 0}
-    if real_finalized != held_finalized:
-        found.append(f"finalized features after format: real {real_finalized}, emulator {held_finalized}")
     return found
 
 
@@ -131,12 +169,19 @@ def failure_cause(record: dict[str, Any]) -> str:
     return "no exception in its output"
 
 
-def summarize(record: dict[str, Any]) -> list[str]:
-    """The lines the matrix prints for one record."""
+def summarize(record: dict[str, Any], *, emulator: bool = True) -> list[str]:
+    """The lines the matrix prints for one record: the start, then every difference from the model."""
     head = f"{record['release']:>9} {record['mode']:<15}"
     if not record["started"]:
         return [f"{head} did not start: {record.get('error', '?')}", f"    cause: {failure_cause(record)}"]
-    lines = [f"{head} started in {record['startup_seconds']:.1f}s"]
+    java = f" on Java {record['java']}" if record.get("java") else ""
+    lines = [f"{head} started in {record['startup_seconds']:.1f}s{java}"]
+    if record.get("secured_start_error"):
+        lines.append(f"    without SCRAM/SSL listeners: {record['secured_start_error']}")
+    failed_logins = {k: v for k, v in record.get("secured", {}).items() if v != "ok"}
+    if failed_logins:
+        lines.append(f"    secured listeners: {failed_logins}")
+    minor = minor_of(record["release"])
     for role in ("broker", "controller"):
         if role not in record:
             continue
@@ -146,6 +191,12 @@ def summarize(record: dict[str, Any]) -> list[str]:
             lines.append(f"    {role}: no ApiVersions answer read without error")
             continue
         found = differences(record["release"], kind, answer)
+        if emulator and record["mode"] != "kraft-combined":  # combined: test_emulator_matches_real
+            found += emulator_differences(minor, kind, record[role])
+        if role == "broker" and "removed_versions" in record:
+            found += removal_differences(minor, record["removed_versions"], answer["apis"])
+        if record["mode"] != "kraft-combined" and "inspect" in record:
+            found += guess_differences(minor, kind, record["inspect"].get(role))
         lines.append(f"    {role} ({kind}): {len(found)} difference(s) from the model")
         lines += [f"      {line}" for line in found]
     return lines
@@ -231,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
         "--summary", action="store_true", help="print the summary of the records in --out only"
     )
     parser.add_argument(
+        "--no-emulator", action="store_true", help="in --summary, leave out the emulator's answers"
+    )
+    parser.add_argument(
         "--apply-to", type=Path, metavar="RELEASES_JSON",
         help="replace the release table's ranges (vendor/kafka-protocol/releases.json) by the recorded ones",
     )  # fmt: skip
@@ -240,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.summary:
         for record in _records(args.out):
-            print("\n".join(summarize(record)))
+            print("\n".join(summarize(record, emulator=not args.no_emulator)), flush=True)
         return 0
     return run_matrix(args.releases or list(LAST_PATCHES), args.out)
 
