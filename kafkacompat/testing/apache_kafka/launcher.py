@@ -51,7 +51,7 @@ from kafkacompat.testing.apache_kafka.jars import (
     parse_release,
     release_home,
 )
-from kafkacompat.testing.apache_kafka.limits import refuse_kafka_2_8_observers
+from kafkacompat.testing.apache_kafka.limits import check_cluster
 from kafkacompat.testing.apache_kafka.nodes import Node, jvm_command, new_cluster_id, write_logging
 from kafkacompat.testing.apache_kafka.raw_probe import metadata
 from kafkacompat.testing.apache_kafka.security import (
@@ -112,18 +112,9 @@ class ApacheKafka:
     ) -> None:
         self.release = release
         self.mode = mode or _default_mode(release)
-        if self.mode not in modes_of(release):
-            raise BrokerStartError(
-                f"Apache Kafka {release} cannot run in mode {self.mode!r}; "
-                f"it has {', '.join(modes_of(release))}"
-            )
-        if brokers < 1 or controllers < 1:
-            raise BrokerStartError("a cluster needs at least one broker and one controller")
-        refuse_kafka_2_8_observers(release, self.mode, brokers, controllers)
-        if (release_version or features) and self.mode == "zookeeper":
-            raise BrokerStartError(
-                "release_version and features are KRaft format options; zookeeper mode has none"
-            )
+        check_cluster(
+            release, self.mode, modes_of(release), brokers, controllers, bool(release_version or features)
+        )
         self.host = LOOPBACK
         self.brokers = brokers
         self.controllers = controllers

@@ -1,11 +1,11 @@
-"""Clusters a release cannot run, refused before anything starts, with the cause found on real nodes."""
+"""Clusters a release cannot run, refused before anything starts, with the cause (found on real nodes)."""
 
 from __future__ import annotations
 
 from kafkacompat.errors import BrokerStartError
 from kafkacompat.testing.apache_kafka.jars import parse_release
 
-__all__ = ["refuse_kafka_2_8_observers"]
+__all__ = ["check_cluster", "refuse_kafka_2_8_observers"]
 
 # Kafka 2.8.x's KRaft (early access) cannot read a metadata record back from its log: the generated
 # readers refuse any collection larger than Readable.remaining(), and 2.8's DataInputStreamReadable
@@ -28,3 +28,20 @@ def refuse_kafka_2_8_observers(release: str, mode: str, brokers: int, controller
         return
     if mode == "kraft-split" or brokers > 1 or controllers > 1:
         raise BrokerStartError(_KAFKA_2_8_OBSERVERS.format(release=release))
+
+
+def check_cluster(
+    release: str, mode: str, modes: tuple[str, ...], brokers: int, controllers: int, formats: bool
+) -> None:
+    """Refuse a cluster ``release`` cannot be: a mode it lacks, no node, format options without KRaft."""
+    if mode not in modes:
+        raise BrokerStartError(
+            f"Apache Kafka {release} cannot run in mode {mode!r}; it has {', '.join(modes)}"
+        )
+    if brokers < 1 or controllers < 1:
+        raise BrokerStartError("a cluster needs at least one broker and one controller")
+    refuse_kafka_2_8_observers(release, mode, brokers, controllers)
+    if formats and mode == "zookeeper":
+        raise BrokerStartError(
+            "release_version and features are KRaft format options; zookeeper mode has none"
+        )

@@ -26,6 +26,19 @@ def test_modes_follow_the_release() -> None:
         ApacheKafka("3.9.2", mode="zookeeper", release_version="3.9-IV0")
 
 
+@pytest.mark.parametrize(
+    ("mode", "brokers"), [("kraft-split", 1), ("kraft-combined", 2)], ids=["split", "combined-2-brokers"]
+)
+def test_kafka_2_8_kraft_runs_only_its_sole_voter_and_says_why(mode: str, brokers: int) -> None:
+    ApacheKafka("2.8.2", mode="kraft-combined")  # one node, broker and controller: it runs (matrix)
+    with pytest.raises(BrokerStartError) as refused:
+        ApacheKafka("2.8.2", mode=mode, brokers=brokers)
+    message = str(refused.value)
+    assert message.startswith("Apache Kafka 2.8.2's KRaft (early access) can run only one node")
+    assert "DataInputStreamReadable.remaining() is InputStream.available()" in message
+    assert "RegisterBrokerRecord" in message
+
+
 def test_a_release_maven_central_does_not_have_is_a_download_error_naming_it() -> None:
     kafka = ApacheKafka("9.9.9", mode="kraft-combined")  # one Scala suffix to try: 2.13
     with pytest.raises(ReleaseDownloadError) as caught:
