@@ -327,7 +327,6 @@ class BlockingConnection:
         return False, None
 
 
-
 def _overall_deadline(timeout: float | None) -> float:
     if timeout is None:
         return math.inf

@@ -85,11 +85,21 @@ FEATURES: Final[Mapping[str, tuple[FeatureLevelFact, ...]]] = {
 # release -> the level of each feature a new cluster of that release is formatted with
 FEATURE_DEFAULTS: Final[Mapping[str, Mapping[str, int]]] = {
     "4.3": {
-        "eligible.leader.replicas.version": 1, "group.version": 1, "kraft.version": 1,
-        "metadata.version": 30, "share.version": 1, "streams.version": 1, "transaction.version": 2,
+        "eligible.leader.replicas.version": 1,
+        "group.version": 1,
+        "kraft.version": 1,
+        "metadata.version": 30,
+        "share.version": 1,
+        "streams.version": 1,
+        "transaction.version": 2,
     },
     "4.4": {
-        "eligible.leader.replicas.version": 1, "group.version": 1, "kraft.version": 1,
-        "metadata.version": 33, "share.version": 2, "streams.version": 1, "transaction.version": 2,
+        "eligible.leader.replicas.version": 1,
+        "group.version": 1,
+        "kraft.version": 1,
+        "metadata.version": 33,
+        "share.version": 2,
+        "streams.version": 1,
+        "transaction.version": 2,
     },
 }

@@ -17,6 +17,8 @@ from kafkacompat.testing.apache_kafka.security import (
     check_scram_release,
     check_users,
     format_scram_arguments,
+    jaas_file_text,
+    jaas_inline,
     jaas_settings,
     make_broker_tls,
     scram_user_command,
@@ -140,14 +142,23 @@ def test_keystores_follow_the_release(tmp_path: Path) -> None:
     (tmp_path / "new").mkdir()
     pem = make_broker_tls(tmp_path / "new", (2, 7, 2))
     settings = dict(line.split("=", 1) for line in pem.settings)
-    assert settings["listener.name.ssl.ssl.keystore.type"] == "PEM"
-    assert settings["listener.name.ssl.ssl.keystore.key"].startswith("-----BEGIN PRIVATE KEY-----\\n")
-    assert "\n" not in settings["listener.name.ssl.ssl.keystore.certificate.chain"]  # one properties line
+    assert settings["ssl.keystore.type"] == "PEM"
+    assert settings["ssl.keystore.key"].startswith("-----BEGIN PRIVATE KEY-----\\n")
+    assert "\n" not in settings["ssl.keystore.certificate.chain"]  # one properties line
     assert pem.ca_file.read_bytes().startswith(b"-----BEGIN CERTIFICATE-----")
     (tmp_path / "old").mkdir()
     old = make_broker_tls(tmp_path / "old", (2, 6, 3))
     settings = dict(line.split("=", 1) for line in old.settings)
-    assert settings["listener.name.ssl.ssl.keystore.type"] == "PKCS12"
-    keystore = Path(settings["listener.name.ssl.ssl.keystore.location"]).read_bytes()
-    loaded = pkcs12.load_pkcs12(keystore, settings["listener.name.ssl.ssl.keystore.password"].encode())
+    assert settings["ssl.keystore.type"] == "PKCS12"
+    keystore = Path(settings["ssl.keystore.location"]).read_bytes()
+    loaded = pkcs12.load_pkcs12(keystore, settings["ssl.keystore.password"].encode())
     assert loaded.key is not None and loaded.cert is not None
+
+
+def test_before_1_0_the_login_modules_go_into_a_jaas_file() -> None:
+    assert not jaas_inline((0, 11, 0, 3)) and jaas_inline((1, 0, 2))
+    settings = jaas_settings("SASL_PLAINTEXT", {"alice": "a"}, scram=True, inline=False)
+    assert settings == ["sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"]
+    text = jaas_file_text({"alice": "a"}, scram=True)
+    assert text.startswith("KafkaServer {\n") and text.endswith("\n};\n")
+    assert 'PlainLoginModule required user_alice="a";' in text and "ScramLoginModule required;" in text

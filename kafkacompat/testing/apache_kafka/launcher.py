@@ -347,7 +347,8 @@ class ApacheKafka:
     def _spawn(self, node: Node, java: str, home: Path, root: Path, main: str, *args: str) -> None:
         # The log must outlive this method (closed in stop()), hence no `with`.
         log = self._logs[node.name] = tempfile.TemporaryFile()  # noqa: SIM115
-        command = jvm_command(java, home / "libs", root, main, *args, heap=self.heap)
+        options = node.jvm_options(root)
+        command = jvm_command(java, home / "libs", root, main, *args, heap=self.heap, options=options)
         try:
             self._procs[node.name] = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=root

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkacompat.testing.apache_kafka.security import jaas_settings
+from kafkacompat.testing.apache_kafka.jars import parse_release
+from kafkacompat.testing.apache_kafka.security import jaas_file_text, jaas_inline, jaas_settings
 
 __all__ = ["CONTROLLER_LISTENER", "Node", "jvm_command", "new_cluster_id", "write_logging"]
 
@@ -70,8 +72,11 @@ def write_logging(root: Path) -> None:
     (root / "log4j2.properties").write_text(_LOG4J2)
 
 
-def jvm_command(java: str, libs: Path, root: Path, main: str, *args: str, heap: str = "256m") -> list[str]:
-    """One JVM running ``main``: small heap, serial GC, quick start, logs to its own stderr."""
+def jvm_command(
+    java: str, libs: Path, root: Path, main: str, *args: str, heap: str = "256m", options: Sequence[str] = ()
+) -> list[str]:
+    """One JVM running ``main``: small heap, serial GC, quick start, logs to its own stderr; ``options``
+    are further JVM options."""
     return [
         java,
         f"-Xmx{heap}",
@@ -90,6 +95,7 @@ def jvm_command(java: str, libs: Path, root: Path, main: str, *args: str, heap: 
         "-Dorg.slf4j.simpleLogger.showDateTime=true",
         f"-Dkafka.logs.dir={root / 'logs'}",
         "-Dzookeeper.admin.enableServer=false",
+        *options,
         "-cp",
         str(libs / "*"),
         main,
@@ -125,6 +131,15 @@ class Node:
     def is_controller(self) -> bool:
         return self.role in ("controller", "combined")
 
+    def jaas_path(self, root: Path) -> Path:
+        return root / f"{self.name}-jaas.conf"
+
+    def jvm_options(self, root: Path) -> list[str]:
+        """JVM options of this node's process: the JAAS file, for SASL on releases before 1.0."""
+        if self.sasl_port is not None and not jaas_inline(parse_release(self.release)):
+            return [f"-Djava.security.auth.login.config={self.jaas_path(root)}"]
+        return []
+
     def config_path(self, root: Path) -> Path:
         return root / f"{self.name}.properties"
 
@@ -146,7 +161,10 @@ class Node:
             if self.serves_clients:
                 lines += _BROKER_DEFAULTS
         if self.sasl_port is not None:
-            lines += jaas_settings("SASL_PLAINTEXT", self.sasl_users, self.scram)
+            inline = jaas_inline(parse_release(self.release))
+            lines += jaas_settings("SASL_PLAINTEXT", self.sasl_users, self.scram, inline=inline)
+            if not inline:
+                self.jaas_path(root).write_text(jaas_file_text(self.sasl_users, self.scram))
         if self.ssl_port is not None:
             lines += self.ssl_settings
         lines += [f"{key}={value}" for key, value in self.extra.items()]

@@ -13,6 +13,8 @@ logs in, and how they get there depends on the release:
 
 Each mechanism needs a JAAS login module on the listener: PLAIN's lists its
 users and passwords, SCRAM's lists nothing (the broker reads the metadata).
+From 1.0 they are listener settings; before, a JAAS file named by the JVM's
+``java.security.auth.login.config`` (``jaas_file_text``).
 
 The TLS listener's certificate names ``127.0.0.1`` and ``localhost`` and is
 signed by a CA made for this cluster (trustme, a test dependency); clients
@@ -36,6 +38,8 @@ __all__ = [
     "BrokerTls",
     "check_users",
     "format_scram_arguments",
+    "jaas_file_text",
+    "jaas_inline",
     "jaas_settings",
     "make_broker_tls",
     "scram_user_command",
@@ -50,6 +54,9 @@ _SAFE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _PEM_KEYSTORES_FROM = (2, 7)  # KIP-651
 _SCRAM_ON_KRAFT_FROM = (3, 5)  # KIP-900
 _SCRAM_FROM = (0, 10, 2)  # KIP-84
+# Listener-prefixed sasl.jaas.config on brokers: 0.10.2.2 and 0.11.0.3 exit at start without a
+# JAAS file (seen in the matrix); from 1.0 the setting is read.
+_JAAS_INLINE_FROM = (1, 0)
 
 
 def check_users(kind: str, users: Mapping[str, str]) -> dict[str, str]:
@@ -73,11 +80,18 @@ def check_scram_release(version: tuple[int, ...], release: str, kraft: bool) -> 
         )
 
 
-def jaas_settings(listener: str, plain_users: Mapping[str, str], scram: bool) -> list[str]:
-    """The broker settings enabling PLAIN (with its users) and SCRAM on ``listener``."""
+def jaas_settings(
+    listener: str, plain_users: Mapping[str, str], scram: bool, *, inline: bool = True
+) -> list[str]:
+    """The broker settings enabling PLAIN (with its users) and SCRAM on ``listener``.
+
+    ``inline=False``: the login modules are in a JAAS file (``jaas_file_text``) instead.
+    """
     mechanisms = (["PLAIN"] if plain_users else []) + (list(SCRAM_MECHANISMS) if scram else [])
     prefix = f"listener.name.{listener.lower()}"
     lines = [f"sasl.enabled.mechanisms={','.join(mechanisms)}"]
+    if not inline:
+        return lines
     if plain_users:
         users = " ".join(f'user_{name}="{secret}"' for name, secret in sorted(plain_users.items()))
         lines.append(f"{prefix}.plain.sasl.jaas.config={_PLAIN_MODULE} required {users};")
@@ -86,6 +100,22 @@ def jaas_settings(listener: str, plain_users: Mapping[str, str], scram: bool) ->
             f"{prefix}.{m.lower()}.sasl.jaas.config={_SCRAM_MODULE} required;" for m in SCRAM_MECHANISMS
         ]
     return lines
+
+
+def jaas_inline(version: tuple[int, ...]) -> bool:
+    """Whether the release reads a listener's login modules from its settings (1.0 on), not a file."""
+    return version >= _JAAS_INLINE_FROM
+
+
+def jaas_file_text(plain_users: Mapping[str, str], scram: bool) -> str:
+    """The ``KafkaServer`` section of a JAAS file: one login module per mechanism (KIP-43)."""
+    modules = []
+    if plain_users:
+        users = " ".join(f'user_{name}="{secret}"' for name, secret in sorted(plain_users.items()))
+        modules.append(f"  {_PLAIN_MODULE} required {users};")
+    if scram:
+        modules.append(f"  {_SCRAM_MODULE} required;")
+    return "KafkaServer {\n" + "\n".join(modules) + "\n};\n"
 
 
 def _credentials(password: str, *, named: str | None = None) -> str:
@@ -115,10 +145,10 @@ class BrokerTls:
     """A cluster's TLS material: the CA clients trust, and the keystore settings every broker gets."""
 
     ca_file: Path
-    settings: tuple[str, ...]  # broker properties for the SSL listener (listener-prefixed)
+    settings: tuple[str, ...]  # broker properties for the SSL listener
 
 
-def make_broker_tls(directory: Path, version: tuple[int, ...], listener: str = "ssl") -> BrokerTls:
+def make_broker_tls(directory: Path, version: tuple[int, ...]) -> BrokerTls:
     """A CA and a server certificate for 127.0.0.1 and localhost, as the release's keystore."""
     try:
         import trustme
@@ -134,7 +164,9 @@ def make_broker_tls(directory: Path, version: tuple[int, ...], listener: str = "
     authority.cert_pem.write_to_path(str(ca_file))
     key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), password=None)
     assert isinstance(key, rsa.RSAPrivateKey)  # trustme made it with KeyType.RSA
-    prefix = f"listener.name.{listener}"
+    # Unprefixed ssl.* settings: the SSL listener is the only one that reads them, and Kafka
+    # before 0.10.2 (KIP-103) ignores listener.name.ssl.* (seen on 0.10.0.1: no TLS handshake).
+    prefix = "ssl"
     if version >= _PEM_KEYSTORES_FROM:
         pkcs8 = key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -143,9 +175,9 @@ def make_broker_tls(directory: Path, version: tuple[int, ...], listener: str = "
         # Inline values (the properties file's \n escapes keep the PEM lines): 2.7 to 3.1 refuse an
         # unencrypted key read from a PEM file (KAFKA-12703, seen on 2.8.2), never one given inline.
         settings: tuple[str, ...] = (
-            f"{prefix}.ssl.keystore.type=PEM",
-            f"{prefix}.ssl.keystore.key={_escaped(pkcs8)}",
-            f"{prefix}.ssl.keystore.certificate.chain={_escaped(chain_pem)}",
+            f"{prefix}.keystore.type=PEM",
+            f"{prefix}.keystore.key={_escaped(pkcs8)}",
+            f"{prefix}.keystore.certificate.chain={_escaped(chain_pem)}",
         )
     else:
         password = secrets.token_hex(16)
@@ -167,10 +199,10 @@ def make_broker_tls(directory: Path, version: tuple[int, ...], listener: str = "
         keystore = directory / "server-keystore.p12"
         keystore.write_bytes(blob)
         settings = (
-            f"{prefix}.ssl.keystore.type=PKCS12",
-            f"{prefix}.ssl.keystore.location={keystore}",
-            f"{prefix}.ssl.keystore.password={password}",
-            f"{prefix}.ssl.key.password={password}",
+            f"{prefix}.keystore.type=PKCS12",
+            f"{prefix}.keystore.location={keystore}",
+            f"{prefix}.keystore.password={password}",
+            f"{prefix}.key.password={password}",
         )
     return BrokerTls(ca_file=ca_file, settings=settings)
 

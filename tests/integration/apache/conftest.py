@@ -1,8 +1,9 @@
 """Real Apache Kafka clusters for the integration battery: one started cluster per release, shared.
 
-``apache_cluster`` is session-scoped and parametrized over ``CI_SET``: pytest
-groups every test that uses it, across modules, by cluster, so each release
-starts once per session, and a cluster is stopped before the one after the
+``apache_cluster`` is package-scoped and parametrized over ``CI_SET``: pytest
+groups every test of this folder that uses it, across modules, by cluster, so
+each release starts once per run (and the last one stops when the folder's
+tests are done), and a cluster is stopped before the one after the
 next is started.  While the tests use one cluster, the next one the session
 will use is started (and warmed up) in a background thread: a JVM start is mostly waiting,
 so the two overlap even on two cores.  Each cluster is warmed up before use:
@@ -136,7 +137,7 @@ def _session_order(session: pytest.Session) -> list[ClusterSpec]:
     return order
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def _apache_pool(request: pytest.FixtureRequest) -> Iterator[_ClusterPool]:
     pool = _ClusterPool(_session_order(request.session))
     try:
@@ -145,7 +146,7 @@ def _apache_pool(request: pytest.FixtureRequest) -> Iterator[_ClusterPool]:
         pool.close()
 
 
-@pytest.fixture(scope="session", params=CI_SET, ids=lambda spec: spec.label)
+@pytest.fixture(scope="package", params=CI_SET, ids=lambda spec: spec.label)
 def apache_cluster(request: pytest.FixtureRequest, _apache_pool: _ClusterPool) -> Iterator[ApacheKafka]:
     kafka = _apache_pool.take(request.param)
     try:
