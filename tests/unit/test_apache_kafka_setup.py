@@ -155,8 +155,8 @@ def test_keystores_follow_the_release(tmp_path: Path) -> None:
     assert loaded.key is not None and loaded.cert is not None
 
 
-def test_before_1_0_the_login_modules_go_into_a_jaas_file() -> None:
-    assert not jaas_inline((0, 11, 0, 3)) and jaas_inline((1, 0, 2))
+def test_before_1_1_the_login_modules_go_into_a_jaas_file() -> None:
+    assert not jaas_inline((1, 0, 2)) and jaas_inline((1, 1, 1))
     settings = jaas_settings("SASL_PLAINTEXT", {"alice": "a"}, scram=True, inline=False)
     assert settings == ["sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"]
     text = jaas_file_text({"alice": "a"}, scram=True)

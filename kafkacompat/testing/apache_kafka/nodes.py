@@ -135,7 +135,7 @@ class Node:
         return root / f"{self.name}-jaas.conf"
 
     def jvm_options(self, root: Path) -> list[str]:
-        """JVM options of this node's process: the JAAS file, for SASL on releases before 1.0."""
+        """JVM options of this node's process: the JAAS file, for SASL on releases before 1.1."""
         if self.sasl_port is not None and not jaas_inline(parse_release(self.release)):
             return [f"-Djava.security.auth.login.config={self.jaas_path(root)}"]
         return []

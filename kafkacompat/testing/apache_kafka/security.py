@@ -13,7 +13,7 @@ logs in, and how they get there depends on the release:
 
 Each mechanism needs a JAAS login module on the listener: PLAIN's lists its
 users and passwords, SCRAM's lists nothing (the broker reads the metadata).
-From 1.0 they are listener settings; before, a JAAS file named by the JVM's
+From 1.1 (KIP-226) they are listener settings; before, a JAAS file named by the JVM's
 ``java.security.auth.login.config`` (``jaas_file_text``).
 
 The TLS listener's certificate names ``127.0.0.1`` and ``localhost`` and is
@@ -54,9 +54,9 @@ _SAFE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _PEM_KEYSTORES_FROM = (2, 7)  # KIP-651
 _SCRAM_ON_KRAFT_FROM = (3, 5)  # KIP-900
 _SCRAM_FROM = (0, 10, 2)  # KIP-84
-# Listener-prefixed sasl.jaas.config on brokers: 0.10.2.2 and 0.11.0.3 exit at start without a
-# JAAS file (seen in the matrix); from 1.0 the setting is read.
-_JAAS_INLINE_FROM = (1, 0)
+# Listener-prefixed sasl.jaas.config on brokers came with KIP-226 (1.1): 0.10.2.2 to 1.0.2 exit
+# at start without a JAAS file (seen in the matrix), 1.1.1 reads the setting.
+_JAAS_INLINE_FROM = (1, 1)
 
 
 def check_users(kind: str, users: Mapping[str, str]) -> dict[str, str]:
@@ -103,7 +103,7 @@ def jaas_settings(
 
 
 def jaas_inline(version: tuple[int, ...]) -> bool:
-    """Whether the release reads a listener's login modules from its settings (1.0 on), not a file."""
+    """Whether the release reads a listener's login modules from its settings (1.1 on), not a file."""
     return version >= _JAAS_INLINE_FROM
 
 
