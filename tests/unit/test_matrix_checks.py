@@ -32,7 +32,9 @@ def _inspected(text: str, relation: str, evidence: list[str]) -> dict[str, Any]:
         {"api_key": 94, "broker_min": 0, "broker_max": 0},
         {"api_key": 11, "broker_min": 0, "broker_max": 9},
     ]
-    guess = {"text": text, "relation": relation, "evidence": evidence}
+    releases = text.removeprefix("Kafka ").split(" (")[0].split(" or ")
+    kind = text.split("(")[-1].rstrip(")")
+    guess = {"text": text, "relation": relation, "evidence": evidence, "releases": releases, "kind": kind}
     return {"exit": 0, "json": {"brokers": [{"apis": apis, "release_guess": guess}]}}
 
 
@@ -43,6 +45,12 @@ def test_the_release_guess_must_be_exact_and_cite_what_was_advertised() -> None:
         ["UnregisterController(94) 0 first appears in 4.4", "JoinGroup(11): 0-9 here"],
     )
     assert guess_differences("4.4", "kraft-controller", good) == []
+    shared = _inspected("Kafka 3.7 or 3.8 (kraft-controller)", "exact", [])  # one table, two releases
+    assert guess_differences("3.8", "kraft-controller", shared) == []
+    assert guess_differences("3.8", "kraft-broker", shared) != []
+    shared = _inspected("Kafka 3.7 or 3.8 (kraft-controller)", "exact", [])  # one table, two releases
+    assert guess_differences("3.8", "kraft-controller", shared) == []
+    assert guess_differences("3.8", "kraft-broker", shared) != []
     near = _inspected("Kafka 4.3 (kraft-controller)", "newer", [])
     assert guess_differences("4.4", "kraft-controller", near) == [
         "release guess: 'Kafka 4.3 (kraft-controller)' (newer), real 'Kafka 4.4 (kraft-controller)' (exact)"
